@@ -1,0 +1,190 @@
+"""Chat message lists (OpenAI or Anthropic format) -> LLMInteractions.
+
+One place turns a provider's message list into the wire model, so that
+`AgentInstance.from_chat_session`, `Composo.evaluate(messages=...)` and the
+server's reward endpoint all see a conversation the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from tracejudge.models import (
+    LLMInput,
+    LLMInteraction,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolDefinition,
+    LLMToolResponse,
+)
+
+__all__ = ["interactions_from_messages", "tool_definitions", "text_of"]
+
+
+def text_of(content: Any) -> str:
+    """The text of a message's content: a string, or a list of parts/blocks."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        content = [content]
+    if isinstance(content, Iterable):
+        pieces: list[str] = []
+        for part in content:
+            if isinstance(part, str):
+                pieces.append(part)
+            elif isinstance(part, Mapping):
+                kind = part.get("type")
+                if "text" in part and isinstance(part["text"], str):
+                    pieces.append(part["text"])
+                elif isinstance(part.get("content"), str):
+                    pieces.append(part["content"])
+                elif kind in ("image", "image_url", "input_image"):
+                    pieces.append("[image]")
+                elif kind in ("file", "input_file", "document"):
+                    pieces.append("[file]")
+                elif kind == "refusal":
+                    pieces.append(str(part.get("refusal", "")))
+        return "\n".join(p for p in pieces if p)
+    return str(content)
+
+
+def tool_definitions(tools: Sequence[Mapping[str, Any]] | None) -> list[LLMToolDefinition] | None:
+    """OpenAI (nested or flat) or Anthropic tool definitions -> LLMToolDefinition."""
+    if not tools:
+        return None
+    definitions = []
+    for tool in tools:
+        if not isinstance(tool, Mapping):
+            continue
+        spec = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        name = spec.get("name") or tool.get("type") or "tool"
+        schema = spec.get("parameters", spec.get("input_schema", {}))
+        definitions.append(
+            LLMToolDefinition(
+                name=str(name),
+                description=spec.get("description") or "",
+                parameters=schema if schema is not None else {},
+            )
+        )
+    return definitions
+
+
+def _openai_tool_call(call: Mapping[str, Any], index: int) -> LLMToolCall:
+    function = call.get("function") or {}
+    return LLMToolCall(
+        id=str(call.get("id") or f"call_{index}"),
+        name=str(function.get("name") or call.get("name") or "unknown"),
+        parameters=function.get("arguments", call.get("arguments", "{}")),
+    )
+
+
+def _assistant_outputs(message: Mapping[str, Any], counter: list[int]) -> list[LLMOutput]:
+    outputs: list[LLMOutput] = []
+    content = message.get("content")
+    if isinstance(content, list):
+        # Anthropic blocks keep their order: text, tool_use, text ...
+        for block in content:
+            if not isinstance(block, Mapping):
+                continue
+            if block.get("type") == "tool_use":
+                counter[0] += 1
+                call = LLMToolCall(
+                    id=str(block.get("id") or f"call_{counter[0]}"),
+                    name=str(block.get("name") or "unknown"),
+                    parameters=block.get("input", {}),
+                )
+                outputs.append(LLMOutput(type="tool_call", content=call))
+            elif block.get("type") in ("thinking", "redacted_thinking"):
+                continue
+            else:
+                text = text_of(block)
+                if text:
+                    outputs.append(LLMOutput(type="text", content=text))
+    else:
+        text = text_of(content)
+        if text:
+            outputs.append(LLMOutput(type="text", content=text))
+    for call in message.get("tool_calls") or []:
+        counter[0] += 1
+        outputs.append(LLMOutput(type="tool_call", content=_openai_tool_call(call, counter[0])))
+    if message.get("function_call"):
+        counter[0] += 1
+        outputs.append(
+            LLMOutput(type="tool_call", content=_openai_tool_call(message["function_call"], 0))
+        )
+    return outputs
+
+
+def _input_messages(message: Mapping[str, Any], call_names: dict[str, str]) -> list[LLMInput]:
+    role = str(message.get("role") or "user")
+    content = message.get("content")
+    if role in ("tool", "function"):
+        call_id = str(message.get("tool_call_id") or message.get("name") or "")
+        response = LLMToolResponse(
+            id=call_id,
+            response=text_of(content) if not isinstance(content, str) else content,
+            name=message.get("name") or call_names.get(call_id),
+        )
+        return [LLMInput(role="tool", type="tool_response", content=response)]
+    if isinstance(content, list) and any(
+        isinstance(b, Mapping) and b.get("type") == "tool_result" for b in content
+    ):
+        # Anthropic: tool results travel inside a user message.
+        inputs: list[LLMInput] = []
+        for block in content:
+            if isinstance(block, Mapping) and block.get("type") == "tool_result":
+                call_id = str(block.get("tool_use_id") or "")
+                result = block.get("content")
+                text = result if isinstance(result, str) else text_of(result)
+                if block.get("is_error"):
+                    text = f"[error] {text}"
+                response = LLMToolResponse(id=call_id, response=text, name=call_names.get(call_id))
+                inputs.append(LLMInput(role="tool", type="tool_response", content=response))
+            else:
+                text = text_of([block])
+                if text:
+                    inputs.append(LLMInput(role=role, type="text", content=text))
+        return inputs
+    return [LLMInput(role=role, type="text", content=text_of(content))]
+
+
+def interactions_from_messages(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    system: str | Sequence[Mapping[str, Any]] | None = None,
+) -> list[LLMInteraction]:
+    """Each assistant message becomes one interaction whose input is everything before it."""
+    tools_available = tool_definitions(tools)
+    history: list[LLMInput] = []
+    if system:
+        history.append(LLMInput(role="system", type="text", content=text_of(system)))
+    call_names: dict[str, str] = {}
+    counter = [0]
+    interactions: list[LLMInteraction] = []
+    for index, message in enumerate(messages):
+        if not isinstance(message, Mapping):
+            raise TypeError(
+                f"messages[{index}] must be a dict with 'role' and 'content', "
+                f"got {type(message).__name__}"
+            )
+        if message.get("role") == "assistant":
+            outputs = _assistant_outputs(message, counter)
+            interactions.append(
+                LLMInteraction(
+                    input_messages=list(history),
+                    output_messages=outputs,
+                    tools_available=tools_available,
+                )
+            )
+            for output in outputs:
+                if isinstance(output.content, LLMToolCall):
+                    call_names[output.content.id] = output.content.name
+                history.append(LLMInput(role="assistant", type=output.type, content=output.content))
+        else:
+            history.extend(_input_messages(message, call_names))
+    return interactions
+

@@ -1,0 +1,487 @@
+"""Wire data model: traces of agents and the answers of evaluations.
+
+The JSON shape of every model here is the Composo wire protocol (see
+ARCHITECTURE.md, "Wire protocol"): a trace produced here is accepted by a
+Composo-compatible server, and a trace from one validates here. The few fields
+that tracejudge adds (usage and timing on an interaction) are optional and left
+out of the JSON when unset; `MultiAgentTrace.to_wire(compat=True)` drops them
+for servers that forbid unknown fields.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import statistics
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    "LLMToolCall",
+    "LLMToolResponse",
+    "LLMToolDefinition",
+    "LLMInput",
+    "LLMOutput",
+    "TokenUsage",
+    "LLMInteraction",
+    "AgentInstance",
+    "MultiAgentTrace",
+    "JudgeUsage",
+    "ScoreResponse",
+    "EvaluationResponse",
+    "SummaryStatistics",
+    "AgentTraceResult",
+    "MultiAgentTraceResponse",
+    "RewardRequest",
+    "TraceRewardRequest",
+    "TaskResponse",
+    "TaskStatus",
+    "to_json_string",
+]
+
+#: Fields tracejudge adds to `LLMInteraction`; `to_wire(compat=True)` removes them.
+INTERACTION_EXTENSION_FIELDS = frozenset({"model", "usage", "start_time", "end_time", "error"})
+
+
+def _omit_none(value: Any) -> bool:
+    return value is None
+
+
+def to_json_string(value: Any) -> str:
+    """Tool arguments, results and schemas travel as JSON strings; keep strings as they are."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return "{}"
+    try:
+        return json.dumps(value, ensure_ascii=False, default=str)
+    except (TypeError, ValueError):
+        return str(value)
+
+
+class LLMToolCall(BaseModel):
+    """A call to a tool, made by the model. `parameters` is the arguments as a JSON string."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    name: str
+    parameters: str = "{}"
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters_as_json(cls, value: Any) -> str:
+        return to_json_string(value)
+
+    def arguments(self) -> Any:
+        """The arguments parsed from JSON; raises ValueError when they are not JSON."""
+        return json.loads(self.parameters)
+
+
+class LLMToolResponse(BaseModel):
+    """What a tool returned for the call with the same `id`."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    response: str
+    name: str | None = None
+
+    @field_validator("response", mode="before")
+    @classmethod
+    def _response_as_string(cls, value: Any) -> str:
+        return to_json_string(value)
+
+
+class LLMToolDefinition(BaseModel):
+    """A tool offered to the model. `parameters` is its JSON schema as a JSON string."""
+
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    description: str = ""
+    parameters: str = "{}"
+
+    @field_validator("parameters", mode="before")
+    @classmethod
+    def _parameters_as_json(cls, value: Any) -> str:
+        return to_json_string(value)
+
+    @field_validator("description", mode="before")
+    @classmethod
+    def _description_text(cls, value: Any) -> str:
+        return "" if value is None else str(value)
+
+    def schema_dict(self) -> dict[str, Any] | None:
+        """The JSON schema as a dict, or None when it is not a JSON object."""
+        try:
+            parsed = json.loads(self.parameters)
+        except ValueError:
+            return None
+        return parsed if isinstance(parsed, dict) else None
+
+
+class LLMInput(BaseModel):
+    """One message given to the model: text, a tool call it made earlier, or a tool result."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    role: str
+    type: str | None = None
+    content: str | LLMToolCall | LLMToolResponse
+
+
+class LLMOutput(BaseModel):
+    """One item the model produced: text or a tool call."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    type: str | None = None
+    content: str | LLMToolCall
+
+
+class TokenUsage(BaseModel):
+    """Tokens used by one model call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def __add__(self, other: TokenUsage) -> TokenUsage:
+        return TokenUsage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+        )
+
+
+class LLMInteraction(BaseModel):
+    """One call to a model: what it was given, what it answered, which tools it could use.
+
+    `model`, `usage`, `start_time`, `end_time` (Unix seconds) and `error` are
+    tracejudge extensions, filled by the converter from span attributes and left
+    out of the JSON when unset.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    input_messages: list[LLMInput]
+    output_messages: list[LLMOutput]
+    tools_available: list[LLMToolDefinition] | None = None
+    model: str | None = Field(default=None, exclude_if=_omit_none)
+    usage: TokenUsage | None = Field(default=None, exclude_if=_omit_none)
+    start_time: float | None = Field(default=None, exclude_if=_omit_none)
+    end_time: float | None = Field(default=None, exclude_if=_omit_none)
+    error: str | None = Field(default=None, exclude_if=_omit_none)
+
+    @property
+    def duration_seconds(self) -> float | None:
+        if self.start_time is None or self.end_time is None:
+            return None
+        return max(0.0, self.end_time - self.start_time)
+
+    @property
+    def output_text(self) -> str:
+        """The text the model produced, its text items joined by blank lines."""
+        return "\n\n".join(m.content for m in self.output_messages if isinstance(m.content, str))
+
+    @property
+    def tool_calls(self) -> list[LLMToolCall]:
+        return [m.content for m in self.output_messages if isinstance(m.content, LLMToolCall)]
+
+
+Interaction = LLMInteraction | str
+
+
+class AgentInstance(BaseModel):
+    """One run of one agent: its model calls and, in order among them, its child agents' ids."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    name: str
+    interactions: list[LLMInteraction | str] = Field(default_factory=list)
+
+    @property
+    def llm_interactions(self) -> list[LLMInteraction]:
+        return [i for i in self.interactions if isinstance(i, LLMInteraction)]
+
+    @property
+    def child_ids(self) -> list[str]:
+        return [i for i in self.interactions if isinstance(i, str)]
+
+    @property
+    def final_output(self) -> str | None:
+        """The text of this agent's last model answer that has text, or None."""
+        for interaction in reversed(self.llm_interactions):
+            text = interaction.output_text
+            if text:
+                return text
+        return None
+
+    @classmethod
+    def from_chat_session(
+        cls,
+        chat_session: Mapping[str, Any] | Sequence[Mapping[str, Any]],
+        *,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        system: str | None = None,
+        id: str = "agent_instance_0",
+        name: str = "default_agent",
+    ) -> AgentInstance:
+        """Build an agent from a chat: OpenAI or Anthropic messages, with optional tools.
+
+        `chat_session` is either a message list or a dict with `messages` and
+        optionally `tools` and `system` (Anthropic's top-level system prompt).
+        Each assistant message becomes one interaction whose input is the whole
+        conversation before it.
+        """
+        if isinstance(chat_session, Mapping):
+            messages = list(chat_session.get("messages") or [])
+            tools = tools if tools is not None else chat_session.get("tools")
+            system = system if system is not None else chat_session.get("system")
+        else:
+            messages = list(chat_session)
+        from tracejudge._chat import interactions_from_messages
+
+        interactions = interactions_from_messages(messages, tools=tools, system=system)
+        return cls(id=id, name=name, interactions=list(interactions))
+
+
+class MultiAgentTrace(BaseModel):
+    """A tree of agent instances, the root first. This is what gets evaluated.
+
+    `warnings` lists what the converter skipped while building the trace; it is
+    not part of the wire form.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    root_agent_instance_id: str
+    agent_instance_by_id: dict[str, AgentInstance]
+    warnings: list[str] = Field(default_factory=list, exclude=True, repr=False)
+
+    @model_validator(mode="after")
+    def _root_is_an_agent(self) -> MultiAgentTrace:
+        if self.root_agent_instance_id not in self.agent_instance_by_id:
+            known = ", ".join(sorted(self.agent_instance_by_id)) or "none"
+            raise ValueError(
+                f"root_agent_instance_id {self.root_agent_instance_id!r} is not a key of "
+                f"agent_instance_by_id (known ids: {known}); add the root agent instance "
+                "or fix the id"
+            )
+        return self
+
+    @property
+    def root(self) -> AgentInstance:
+        return self.agent_instance_by_id[self.root_agent_instance_id]
+
+    def iter_agents(self) -> Iterator[AgentInstance]:
+        """Every agent instance once: depth first from the root, in interaction order,
+        then any instance that no other instance refers to."""
+        seen: set[str] = set()
+        stack = [self.root_agent_instance_id]
+        while stack:
+            agent_id = stack.pop()
+            agent = self.agent_instance_by_id.get(agent_id)
+            if agent is None or agent_id in seen:
+                continue
+            seen.add(agent_id)
+            yield agent
+            stack.extend(reversed(agent.child_ids))
+        for agent_id, agent in self.agent_instance_by_id.items():
+            if agent_id not in seen:
+                seen.add(agent_id)
+                yield agent
+
+    def __iter__(self) -> Iterator[AgentInstance]:  # type: ignore[override]
+        return self.iter_agents()
+
+    def parent_of(self, agent_id: str) -> AgentInstance | None:
+        for agent in self.agent_instance_by_id.values():
+            if agent_id in agent.child_ids:
+                return agent
+        return None
+
+    @property
+    def has_llm_interactions(self) -> bool:
+        return any(agent.llm_interactions for agent in self.agent_instance_by_id.values())
+
+    @property
+    def final_output(self) -> str | None:
+        """The root agent's final output."""
+        return self.root.final_output
+
+    def to_wire(self, *, compat: bool = False) -> dict[str, Any]:
+        """The JSON-ready dict. `compat=True` drops tracejudge's extension fields."""
+        data = self.model_dump(mode="json")
+        if compat:
+            for agent in data["agent_instance_by_id"].values():
+                for item in agent["interactions"]:
+                    if isinstance(item, dict):
+                        for key in INTERACTION_EXTENSION_FIELDS:
+                            item.pop(key, None)
+        return data
+
+    def to_json(self, *, indent: int | None = None) -> str:
+        return self.model_dump_json(indent=indent)
+
+    @classmethod
+    def from_json(cls, data: str | bytes) -> MultiAgentTrace:
+        return cls.model_validate_json(data)
+
+    @classmethod
+    def from_agent(cls, agent: AgentInstance) -> MultiAgentTrace:
+        """A one-agent trace."""
+        return cls(root_agent_instance_id=agent.id, agent_instance_by_id={agent.id: agent})
+
+
+# --------------------------------------------------------------------------- answers
+
+
+class JudgeUsage(BaseModel):
+    """What scoring cost: judge calls, cache hits, tokens and wall time."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+    latency_seconds: float = 0.0
+
+    def __add__(self, other: JudgeUsage) -> JudgeUsage:
+        return JudgeUsage(
+            calls=self.calls + other.calls,
+            cached_calls=self.cached_calls + other.cached_calls,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            total_tokens=self.total_tokens + other.total_tokens,
+            latency_seconds=self.latency_seconds + other.latency_seconds,
+        )
+
+
+class ScoreResponse(BaseModel):
+    """A score in 0..1 (None: the criterion does not apply) with its explanation."""
+
+    score: float | None = None
+    explanation: str
+    cleaned_explanation: str | None = Field(default=None, exclude_if=_omit_none)
+    usage: JudgeUsage | None = Field(default=None, exclude_if=_omit_none)
+
+    @field_validator("score")
+    @classmethod
+    def _score_in_range(cls, value: float | None) -> float | None:
+        if value is None or math.isnan(value):
+            return None
+        if not 0.0 <= value <= 1.0:
+            raise ValueError(f"score must be between 0 and 1 or null, got {value}")
+        return value
+
+
+class EvaluationResponse(ScoreResponse):
+    """The answer of `Composo.evaluate()` for one criterion."""
+
+    criterion: str | None = Field(default=None, exclude_if=_omit_none)
+
+
+class SummaryStatistics(BaseModel):
+    median: float | None = None
+    min: float | None = None
+    max: float | None = None
+    std: float | None = None
+
+    @classmethod
+    def of(cls, scores: Sequence[float | None]) -> SummaryStatistics:
+        """Statistics of the scores that are not None (population std)."""
+        values = [s for s in scores if s is not None]
+        if not values:
+            return cls()
+        return cls(
+            median=statistics.median(values),
+            min=min(values),
+            max=max(values),
+            std=statistics.pstdev(values),
+        )
+
+
+class AgentTraceResult(BaseModel):
+    agent_name: str
+    results_by_agent_instance_id: dict[str, ScoreResponse | None]
+    summary_statistics: SummaryStatistics | None = None
+
+
+class MultiAgentTraceResponse(BaseModel):
+    """The answer of `Composo.evaluate_trace()` for one criterion.
+
+    Carries the wire fields (`request_id`, `results_by_agent_name`) and the
+    seed SDK's flat fields: `agent_scores` (agent instance id -> score),
+    `overall_score` (mean of the non-null agent scores) and `explanation`.
+    """
+
+    request_id: str
+    results_by_agent_name: dict[str, AgentTraceResult]
+    agent_scores: dict[str, float | None] = Field(default_factory=dict)
+    overall_score: float | None = None
+    explanation: str = ""
+    criterion: str = ""
+    usage: JudgeUsage | None = Field(default=None, exclude_if=_omit_none)
+
+    def __str__(self) -> str:
+        return self.model_dump_json(indent=2)
+
+
+# --------------------------------------------------------------------------- requests
+
+TaskStatus = Literal["pending", "running", "succeeded", "failed"]
+
+
+class _RequestBase(BaseModel):
+    evaluation_criteria: str | None = Field(default=None, min_length=1, max_length=4096)
+    evaluator_name: str | None = Field(default=None, min_length=1, max_length=255)
+    model_core: str | None = None
+    tags: dict[str, str] | None = None
+    trace_id: str | None = None
+    data_retention: Literal["standard", "none"] | None = None
+
+    @model_validator(mode="after")
+    def _one_of_criteria_or_evaluator(self) -> _RequestBase:
+        if (self.evaluation_criteria is None) == (self.evaluator_name is None):
+            raise ValueError(
+                "give exactly one of 'evaluation_criteria' and 'evaluator_name'"
+            )
+        return self
+
+
+class RewardRequest(_RequestBase):
+    """Body of POST /api/v1/evals/reward."""
+
+    messages: list[dict[str, Any]] = Field(min_length=2)
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    evaluate_latest: bool = True
+    explanation_cleaning: Literal["end_user"] | None = None
+
+
+class TraceRewardRequest(_RequestBase):
+    """Body of POST /api/v1/evals/trace."""
+
+    trace: MultiAgentTrace
+    evaluate_latest: bool = False
+
+    @field_validator("evaluate_latest")
+    @classmethod
+    def _must_be_false(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("evaluate_latest must be false for trace evaluations")
+        return value
+
+
+class TaskResponse(BaseModel):
+    """Status of a background evaluation."""
+
+    task_id: str
+    status: TaskStatus
+    result: dict[str, Any] | list[dict[str, Any]] | None = None
+    error: str | None = None
