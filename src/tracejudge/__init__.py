@@ -23,6 +23,7 @@ _EXPORTS: dict[str, str] = {
     "AgentTracer": "tracejudge.tracing",
     "agent_tracer": "tracejudge.tracing",
     "context_propagating_executor": "tracejudge.tracing",
+    "MissingDependencyError": "tracejudge.tracing",
     # data model
     "MultiAgentTrace": "tracejudge.models",
     "AgentInstance": "tracejudge.models",
@@ -105,6 +106,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         AgentTracer,
         ComposoTracer,
         Instruments,
+        MissingDependencyError,
         agent_tracer,
         context_propagating_executor,
     )

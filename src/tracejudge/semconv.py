@@ -18,3 +18,71 @@ OPERATION_CHAT = "chat"
 INVOKE_AGENT_SPAN_PREFIX = "invoke_agent"
 GEN_AI_TOOL_NAME = "gen_ai.tool.name"
 GEN_AI_TOOL_CALL_ID = "gen_ai.tool.call.id"
+
+# OTel general: the class of the error that ended an operation (agent spans set it too)
+ERROR_TYPE = "error.type"
+
+# --- read by the converter (tracejudge.convert) -------------------------------------------
+
+# OTel GenAI: model calls (also OpenLLMetry 0.55+)
+GEN_AI_PROVIDER_NAME = "gen_ai.provider.name"
+GEN_AI_SYSTEM = "gen_ai.system"
+GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
+GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
+GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
+GEN_AI_OUTPUT_MESSAGES = "gen_ai.output.messages"
+GEN_AI_SYSTEM_INSTRUCTIONS = "gen_ai.system_instructions"
+GEN_AI_TOOL_DEFINITIONS = "gen_ai.tool.definitions"
+GEN_AI_USAGE_INPUT_TOKENS = "gen_ai.usage.input_tokens"
+GEN_AI_USAGE_OUTPUT_TOKENS = "gen_ai.usage.output_tokens"
+GEN_AI_USAGE_TOTAL_TOKENS = "gen_ai.usage.total_tokens"
+GEN_AI_USAGE_PROMPT_TOKENS = "gen_ai.usage.prompt_tokens"  # semconv before 1.27
+GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"  # semconv before 1.27
+OPERATION_TEXT_COMPLETION = "text_completion"
+OPERATION_GENERATE_CONTENT = "generate_content"
+OPERATION_RESPONSES = "responses"
+# OTel GenAI events (span events, or log records tied to a span)
+EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
+EVENT_SYSTEM_MESSAGE = "gen_ai.system.message"
+EVENT_USER_MESSAGE = "gen_ai.user.message"
+EVENT_ASSISTANT_MESSAGE = "gen_ai.assistant.message"
+EVENT_TOOL_MESSAGE = "gen_ai.tool.message"
+EVENT_CHOICE = "gen_ai.choice"
+EVENT_CONTENT_PROMPT = "gen_ai.content.prompt"  # semconv 1.26 span events
+EVENT_CONTENT_COMPLETION = "gen_ai.content.completion"
+GEN_AI_PROMPT = "gen_ai.prompt"  # attribute of EVENT_CONTENT_PROMPT; prefix of legacy keys
+GEN_AI_COMPLETION = "gen_ai.completion"  # attribute of EVENT_CONTENT_COMPLETION; legacy prefix
+EVENT_NAME = "event.name"  # log records before the LogRecord.event_name field
+# OTel general: exceptions
+EXCEPTION_EVENT = "exception"
+EXCEPTION_TYPE = "exception.type"
+EXCEPTION_MESSAGE = "exception.message"
+
+# OpenLLMetry before 0.55: indexed attributes under GEN_AI_PROMPT / GEN_AI_COMPLETION
+LLM_REQUEST_TYPE = "llm.request.type"
+LLM_REQUEST_FUNCTIONS = "llm.request.functions"
+LLM_USAGE_TOTAL_TOKENS = "llm.usage.total_tokens"
+
+# OpenInference
+OPENINFERENCE_SPAN_KIND = "openinference.span.kind"
+OPENINFERENCE_KIND_LLM = "LLM"
+OPENINFERENCE_KIND_AGENT = "AGENT"
+LLM_INPUT_MESSAGES = "llm.input_messages"
+LLM_OUTPUT_MESSAGES = "llm.output_messages"
+LLM_TOOLS = "llm.tools"
+LLM_MODEL_NAME = "llm.model_name"
+LLM_INVOCATION_PARAMETERS = "llm.invocation_parameters"
+LLM_TOKEN_COUNT_PROMPT = "llm.token_count.prompt"
+LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
+LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"
+INPUT_VALUE = "input.value"
+INPUT_MIME_TYPE = "input.mime_type"
+AGENT_NAME = "agent.name"
+# path segments inside the flattened OpenInference keys
+OI_MESSAGE = "message"
+OI_TOOL = "tool"
+OI_JSON_SCHEMA = "json_schema"
+OI_TOOL_CALL = "tool_call"
+OI_MESSAGE_CONTENT = "message_content"
+LLM_FINISH_REASON = "llm.finish_reason"

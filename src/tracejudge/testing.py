@@ -24,6 +24,7 @@ import itertools
 import json
 import re
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -402,6 +403,12 @@ class _HTTPServer(ThreadingHTTPServer):
         self.owner = owner
         super().__init__(("127.0.0.1", 0), _Handler)
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Ignore clients that went away (e.g. timed out during a delay); report the rest."""
+        if isinstance(sys.exc_info()[1], (ConnectionError, TimeoutError)):
+            return
+        super().handle_error(request, client_address)
+
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
@@ -419,7 +426,7 @@ class _Handler(BaseHTTPRequestHandler):
         finally:
             self.server.owner._track_connection(self.request, add=False)
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         """Silence the default stderr access log."""
 
     def _read_body(self) -> bytes:
@@ -496,6 +503,12 @@ class _Handler(BaseHTTPRequestHandler):
 # --------------------------------------------------------------------------------------------
 
 
+# OpenLLMetry keeps every Responses API response in a process-global dict keyed by
+# response id, so response ids must not repeat across servers in one process.
+_PROCESS_WIDE_ID_PREFIXES = frozenset({"resp_"})
+_PROCESS_WIDE_IDS: dict[str, Iterator[int]] = {}
+
+
 class ScriptedLLMServer:
     """An OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 that replays scripted replies.
 
@@ -542,7 +555,7 @@ class ScriptedLLMServer:
             self._port = httpd.server_address[1]
             self._thread = threading.Thread(
                 target=httpd.serve_forever,
-                kwargs={"poll_interval": 0.05},
+                kwargs={"poll_interval": 0.02},
                 name=f"ScriptedLLMServer:{self._port}",
                 daemon=True,
             )
@@ -646,7 +659,10 @@ class ScriptedLLMServer:
 
     def _next_id(self, prefix: str) -> str:
         with self._lock:
-            counter = self._counters.setdefault(prefix, itertools.count(1))
+            if prefix in _PROCESS_WIDE_ID_PREFIXES:
+                counter = _PROCESS_WIDE_IDS.setdefault(prefix, itertools.count(1))
+            else:
+                counter = self._counters.setdefault(prefix, itertools.count(1))
             return f"{prefix}{next(counter)}"
 
     def _dispatch(self, request: RecordedRequest) -> _Rendered:

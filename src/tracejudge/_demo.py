@@ -1,0 +1,205 @@
+"""`tracejudge demo`: the whole pipeline offline, in one run.
+
+A scripted trip-planning program (planner -> researcher -> writer) calls the
+real `openai` client against a ScriptedLLMServer on loopback; OpenTelemetry
+records it; the converter turns the spans into a MultiAgentTrace; the
+deterministic checks score every agent. Two faults are planted so the scores
+have something to find: the researcher sends a hotel search with a malformed
+price, and the writer states a discount that no tool returned. When a judge is
+configured (argument or environment), natural-language criteria are scored too.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
+
+MODEL = "gpt-4.1-mini"
+
+TOOLS: list[dict[str, Any]] = [
+    {
+        "type": "function",
+        "function": {
+            "name": "get_weather",
+            "description": "Current weather for a city.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "unit": {"type": "string", "enum": ["C", "F"]},
+                },
+                "required": ["city"],
+            },
+        },
+    },
+    {
+        "type": "function",
+        "function": {
+            "name": "search_hotels",
+            "description": "Hotels in a city under a nightly price in EUR.",
+            "parameters": {
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "max_price": {"type": "integer"},
+                },
+                "required": ["city", "max_price"],
+            },
+        },
+    },
+]
+
+
+def _run_tool(name: str, arguments: dict[str, Any]) -> str:
+    if name == "get_weather":
+        return json.dumps({"city": arguments.get("city"), "temperature_c": 24, "sky": "sunny"})
+    if not isinstance(arguments.get("max_price"), int):
+        return json.dumps({"error": "max_price must be an integer number of EUR"})
+    return json.dumps({"hotels": [{"name": "Hotel Sol", "price_eur": 120, "rating": 4.5}]})
+
+
+def scripted_replies() -> list[Reply]:
+    """What the scripted model answers, in call order."""
+    return [
+        Reply.text("Plan: the researcher checks weather and hotels, the writer drafts the note."),
+        Reply.tool_calls(
+            [
+                ToolCall("get_weather", {"city": "Lisbon", "unit": "C"}, id="call_weather"),
+                ToolCall("search_hotels", {"city": "Lisbon", "max_price": "cheap"}, id="call_h1"),
+            ]
+        ),
+        Reply.tool_calls(
+            [ToolCall("search_hotels", {"city": "Lisbon", "max_price": 150}, id="call_h2")]
+        ),
+        Reply.text("Lisbon: 24 C and sunny. Hotel Sol has rooms at 120 EUR per night."),
+        Reply.text(
+            "Pack light: Lisbon will be 24 C and sunny. Hotel Sol costs 120 EUR a night, "
+            "15% below the city average."
+        ),
+        Reply.text("Your Lisbon trip note is ready: sunny, 24 C, Hotel Sol at 120 EUR a night."),
+    ]
+
+
+def _researcher(client: Any, question: str) -> str:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You research trips with tools."},
+        {"role": "user", "content": question},
+    ]
+    while True:
+        response = client.chat.completions.create(model=MODEL, messages=messages, tools=TOOLS)
+        message = response.choices[0].message
+        if not message.tool_calls:
+            return message.content or ""
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            result = _run_tool(call.function.name, json.loads(call.function.arguments))
+            messages.append({"role": "tool", "tool_call_id": call.id, "content": result})
+
+
+def run_program(base_url: str) -> Any:
+    """The traced multi-agent program; returns the planner's AgentTracer."""
+    try:
+        from openai import OpenAI
+    except ImportError as error:  # pragma: no cover - depends on the install
+        raise SystemExit(
+            "the demo drives the real openai client: pip install 'tracejudge[demo]'"
+        ) from error
+
+    from tracejudge import AgentTracer
+
+    client = OpenAI(base_url=base_url, api_key="demo-key", max_retries=0)
+    question = "Plan a weekend in Lisbon: weather and a hotel under 150 EUR."
+    with AgentTracer(name="planner") as planner:
+        client.chat.completions.create(
+            model=MODEL, messages=[{"role": "user", "content": question}]
+        )
+        with AgentTracer(name="researcher"):
+            findings = _researcher(client, question)
+        with AgentTracer(name="writer"):
+            note = client.chat.completions.create(
+                model=MODEL,
+                messages=[{"role": "user", "content": f"Write a trip note from: {findings}"}],
+            )
+        client.chat.completions.create(
+            model=MODEL,
+            messages=[
+                {"role": "user", "content": question},
+                {"role": "user", "content": f"Writer: {note.choices[0].message.content}"},
+            ],
+        )
+    return planner
+
+
+def _configured_judge(judge: str | None) -> Any:
+    if judge:
+        return judge
+    from tracejudge.judges import default_judge
+
+    return default_judge()
+
+
+def run_demo(
+    *, judge: str | None = None, as_json: bool = False, save_trace: str | None = None
+) -> int:
+    from tracejudge import ComposoTracer, Instruments
+    from tracejudge.cli import CHECK_NAMES, _checks_by_name, format_response
+    from tracejudge.client import Composo
+
+    ComposoTracer.init(instruments=Instruments.OPENAI)
+    with ScriptedLLMServer(scripted_replies()) as server:
+        planner = run_program(server.base_url)
+    trace = planner.trace
+    ComposoTracer.force_flush()
+    if save_trace:
+        Path(save_trace).write_text(trace.to_json(indent=2))
+
+    out = sys.stdout
+    if not as_json:
+        print("Traced agents (depth first):", file=out)
+        for agent in trace.iter_agents():
+            parent = trace.parent_of(agent.id)
+            calls = sum(len(i.tool_calls) for i in agent.llm_interactions)
+            print(
+                f"  {agent.name:<11} {len(agent.llm_interactions)} LLM calls, {calls} tool calls"
+                + (f", child of {parent.name}" if parent else ""),
+                file=out,
+            )
+        print(file=out)
+
+    criteria: list[Any] = _checks_by_name(CHECK_NAMES)
+    from tracejudge.evaluation import checks
+
+    criteria.append(checks.budgets(max_tokens=2000, max_seconds=30))
+    responses = []
+    with Composo() as client:
+        responses.extend(client.evaluate_trace(trace, criteria=criteria))
+    configured = _configured_judge(judge)
+    if configured is not None:
+        from tracejudge import criteria as ready_made
+
+        try:
+            with Composo(judge=configured) as client:
+                answer = client.evaluate_trace(
+                    trace, criteria=[ready_made.agent_tool_use, ready_made.agent_goal_pursuit]
+                )
+            responses.extend(answer if isinstance(answer, list) else [answer])
+        except Exception as error:  # the checks still stand when the judge fails
+            print(f"judge {configured!s} failed: {error}", file=sys.stderr)
+    elif not as_json:
+        print(
+            "No judge configured: scoring with the deterministic checks only. Set "
+            "TRACEJUDGE_JUDGE=openai:gpt-4.1-mini (or OPENAI_BASE_URL for a local model) "
+            "to add natural-language criteria.\n",
+            file=out,
+        )
+    for response in responses:
+        if as_json:
+            print(response.model_dump_json(), file=out)
+        else:
+            print(format_response(response, trace), file=out)
+            print(file=out)
+    return 0

@@ -1,0 +1,176 @@
+"""The `tracejudge` command: `demo` and `score`.
+
+    tracejudge demo                      trace a scripted multi-agent program offline and score it
+    tracejudge score traces.jsonl        score traces from an OTLP file (protobuf or JSON lines)
+                                         or a MultiAgentTrace JSON file
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, TextIO
+
+from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
+
+CHECK_NAMES = ("tool_arguments", "tool_results", "loops", "grounded_numbers", "final_answer")
+
+
+def _checks_by_name(names: Sequence[str]) -> list[Any]:
+    from tracejudge.evaluation import checks
+
+    return [getattr(checks, name) for name in names]
+
+
+def load_traces(path: str | os.PathLike[str]) -> list[MultiAgentTrace]:
+    """Traces from a file: a MultiAgentTrace JSON document (or a list of them), or OTLP."""
+    data = Path(path).read_bytes()
+    stripped = data.lstrip()
+    if stripped.startswith((b"{", b"[")):
+        try:
+            document = json.loads(data)
+        except ValueError:
+            document = None  # JSON lines: several OTLP requests
+        items = document if isinstance(document, list) else [document]
+        if items and all(isinstance(i, dict) and "agent_instance_by_id" in i for i in items):
+            return [MultiAgentTrace.model_validate(item) for item in items]
+    from tracejudge.convert import traces_from_otlp
+
+    return traces_from_otlp(data)
+
+
+def format_response(response: MultiAgentTraceResponse, trace: MultiAgentTrace) -> str:
+    """One block per criterion: a line per agent instance, then the overall score."""
+    lines = [f"criterion: {response.criterion}"]
+    for agent in trace.iter_agents():
+        score = response.agent_scores.get(agent.id)
+        result = response.results_by_agent_name.get(agent.name)
+        detail = result.results_by_agent_instance_id.get(agent.id) if result else None
+        shown = "n/a " if score is None else f"{score:.2f}"
+        explanation = (detail.explanation if detail else "not applicable").replace("\n", " ")
+        if len(explanation) > 110:
+            explanation = explanation[:107] + "..."
+        lines.append(f"  {agent.name:<14} {shown}  {explanation}")
+    overall = "n/a" if response.overall_score is None else f"{response.overall_score:.2f}"
+    lines.append(f"  {'overall':<14} {overall}")
+    return "\n".join(lines)
+
+
+def score_traces(
+    traces: Sequence[MultiAgentTrace],
+    criteria: Sequence[Any],
+    *,
+    judge: str | None = None,
+    out: TextIO = sys.stdout,
+    as_json: bool = False,
+) -> list[list[MultiAgentTraceResponse]]:
+    """Score every trace against every criterion; print as text or JSON lines."""
+    from tracejudge.client import Composo
+
+    results: list[list[MultiAgentTraceResponse]] = []
+    progress = sys.stderr.isatty() and len(traces) > 1
+    with Composo(judge=judge) as client:
+        for index, trace in enumerate(traces, 1):
+            if progress:
+                print(f"\rscoring trace {index}/{len(traces)}", end="", file=sys.stderr)
+            answer = client.evaluate_trace(trace, criteria=list(criteria))
+            responses = answer if isinstance(answer, list) else [answer]
+            results.append(responses)
+            if as_json:
+                for response in responses:
+                    print(response.model_dump_json(), file=out)
+            else:
+                agents = ", ".join(f"{a.name}" for a in trace.iter_agents())
+                print(f"trace {index}: agents {agents}", file=out)
+                for response in responses:
+                    print(format_response(response, trace), file=out)
+                print(file=out)
+    if progress:
+        print(file=sys.stderr)
+    return results
+
+
+def _cmd_score(args: argparse.Namespace) -> int:
+    try:
+        traces = load_traces(args.file)
+    except FileNotFoundError:
+        print(f"tracejudge score: no such file: {args.file}", file=sys.stderr)
+        return 2
+    except ValueError as error:
+        print(f"tracejudge score: cannot read {args.file}: {error}", file=sys.stderr)
+        return 2
+    traces = [t for t in traces if t.has_llm_interactions]
+    if not traces:
+        print(f"tracejudge score: {args.file} holds no LLM interaction to score", file=sys.stderr)
+        return 1
+    criteria: list[Any] = _checks_by_name(args.check or CHECK_NAMES)
+    criteria.extend(args.criterion or [])
+    score_traces(traces, criteria, judge=args.judge, as_json=args.json)
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from tracejudge._demo import run_demo
+
+    return run_demo(judge=args.judge, as_json=args.json, save_trace=args.save_trace)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tracejudge", description="Trace LLM agents with OpenTelemetry and score the traces."
+    )
+    from tracejudge import __version__
+
+    parser.add_argument("--version", action="version", version=f"tracejudge {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    demo = commands.add_parser(
+        "demo", help="trace a scripted multi-agent program offline and score it"
+    )
+    demo.add_argument(
+        "--judge",
+        help="also score natural-language criteria with this judge, e.g. openai:gpt-4.1-mini "
+        "(default: TRACEJUDGE_JUDGE / OPENAI_API_KEY / OPENAI_BASE_URL when set)",
+    )
+    demo.add_argument("--json", action="store_true", help="print results as JSON lines")
+    demo.add_argument("--save-trace", metavar="PATH", help="write the captured trace as JSON")
+    demo.set_defaults(run=_cmd_demo)
+
+    score = commands.add_parser("score", help="score traces from an OTLP or trace JSON file")
+    score.add_argument("file", help="OTLP protobuf, OTLP/JSON lines, or MultiAgentTrace JSON")
+    score.add_argument(
+        "--check",
+        action="append",
+        choices=CHECK_NAMES,
+        help="a deterministic check to run (repeatable; default: all)",
+    )
+    score.add_argument(
+        "--criterion",
+        action="append",
+        help='a natural-language criterion, e.g. "Reward correct tool use" (needs a judge)',
+    )
+    score.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
+    score.add_argument("--json", action="store_true", help="print results as JSON lines")
+    score.set_defaults(run=_cmd_score)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    from tracejudge.errors import ComposoError
+
+    try:
+        return int(args.run(args))
+    except ComposoError as error:
+        print(f"tracejudge {args.command}: {error}", file=sys.stderr)
+        return 1
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,967 @@
+"""`Composo` and `AsyncComposo`: evaluate conversations and traces, in process or remotely.
+
+The API is the Composo SDK's (see the seed reference): the same constructor,
+`evaluate()`, `evaluate_trace()` and context managers, so code written for
+`composo` ports by changing the import. Where evaluation happens:
+
+1. `judge=` given (a spec such as "openai:gpt-4.1-mini", or a `Judge`): in process.
+2. `base_url=` or `api_key=` given: a remote Composo-compatible server.
+3. `TRACEJUDGE_JUDGE` set: in process, with that judge.
+4. `COMPOSO_API_KEY` set: the remote server at `base_url`.
+5. `OPENAI_API_KEY` / `OPENAI_BASE_URL` set: in process, with an OpenAI-compatible judge.
+6. Otherwise nothing: a text criterion raises `ConfigurationError` saying how to
+   configure a judge (constructing the client never fails for this, and
+   deterministic checks need no judge).
+
+`Composo` runs the asynchronous core on one private event-loop thread, so the
+judge's connections, concurrency limit and cache are shared by all calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import threading
+import weakref
+from collections.abc import Coroutine, Mapping, Sequence
+from typing import Any, Literal, TypeVar
+
+import httpx
+from pydantic import ValidationError
+
+from tracejudge._chat import text_of
+from tracejudge.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ComposoError,
+    MalformedError,
+    RateLimitError,
+)
+from tracejudge.errors import TimeoutError as RequestTimeoutError
+from tracejudge.evaluation._adapt import adapt_input, adapt_result, as_plain
+from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation._tasks import TaskRegistry
+from tracejudge.evaluation._validate import (
+    Criterion,
+    validate_criteria,
+    validate_explanation_cleaning,
+    validate_tags,
+)
+from tracejudge.evaluation.evaluator import (
+    Evaluator,
+    gather_all,
+    needs_judge,
+    require_llm_interactions,
+    summarize_trace_response,
+)
+from tracejudge.evaluation.render import conversation_agent
+from tracejudge.judges import Judge
+from tracejudge.models import (
+    EvaluationResponse,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    TaskResponse,
+)
+
+__all__ = ["Composo", "AsyncComposo", "DEFAULT_BASE_URL", "DEFAULT_MODEL_CORE"]
+
+T = TypeVar("T")
+
+
+class _DefaultURL(str):
+    """The default base URL, told apart from the same URL passed explicitly."""
+
+
+#: Where the remote Composo platform lives.
+DEFAULT_BASE_URL: str = _DefaultURL("https://platform.composo.ai")
+#: The model core sent to a remote server when none is chosen.
+DEFAULT_MODEL_CORE = "align-20251111"
+
+REWARD_PATH = "/api/v1/evals/reward"
+TRACE_PATH = "/api/v1/evals/trace"
+TASK_PATH = "/api/v1/tasks/{task_id}"
+
+_USER_AGENT = "tracejudge (composo-compatible)"
+_BACKOFF_BASE = 0.5
+_BACKOFF_MAX = 8.0
+
+TraceLike = Any  # MultiAgentTrace | AgentTracer-like | dict | JSON text
+EvaluateResult = EvaluationResponse | list[EvaluationResponse] | dict[str, Any] | list[Any]
+TraceResult = MultiAgentTraceResponse | list[MultiAgentTraceResponse] | dict[str, Any] | list[Any]
+
+
+# --------------------------------------------------------------------------- remote server
+
+
+class _RemoteServer:
+    """HTTP to a Composo-compatible server: retries with backoff inside one total timeout."""
+
+    def __init__(
+        self,
+        base_url: str,
+        api_key: str | None,
+        *,
+        timeout: float,
+        num_retries: int,
+        max_concurrency: int,
+    ) -> None:
+        self.base_url = str(base_url).rstrip("/")
+        self.api_key = api_key
+        self.timeout = float(timeout)
+        # As the Composo SDK documents: at least one retry; retries cannot be disabled.
+        self.num_retries = max(1, int(num_retries))
+        self.max_concurrency = max(1, int(max_concurrency))
+        # One connection pool and limit per event loop: an AsyncComposo may be used from
+        # several loops in turn (one per test, one per asyncio.run).
+        self._clients: weakref.WeakKeyDictionary[
+            asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]
+        ] = weakref.WeakKeyDictionary()
+
+    def _client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
+        loop = asyncio.get_running_loop()
+        pair = self._clients.get(loop)
+        if pair is None:
+            limits = httpx.Limits(max_connections=self.max_concurrency)
+            pair = (httpx.AsyncClient(limits=limits), asyncio.Semaphore(self.max_concurrency))
+            self._clients[loop] = pair
+        return pair
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
+        if self.api_key:
+            headers["API-Key"] = self.api_key
+        return headers
+
+    def _error(self, method: str, path: str, response: httpx.Response) -> ComposoError:
+        status = response.status_code
+        body = response.text[:2000]
+        try:
+            data = response.json()
+            detail = data.get("detail", data) if isinstance(data, dict) else data
+            message = detail if isinstance(detail, str) else json.dumps(detail)[:500]
+        except ValueError:
+            message = body[:500] or response.reason_phrase
+        where = f"{method} {self.base_url}{path}"
+        text = f"{where} failed with HTTP {status}: {message}"
+        if status in (401, 403):
+            return AuthenticationError(f"{text}; check api_key (or COMPOSO_API_KEY)", status, body)
+        if status == 429:
+            return RateLimitError(f"{text}; retry later or raise num_retries", status, body)
+        if status == 408:
+            return RequestTimeoutError(text, status, body)
+        if status >= 500:
+            return APIError(text, status, body)
+        if status in (400, 404, 422):
+            return BadRequestError(text, status, body)
+        return ComposoError(text, status, body)
+
+    async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
+        """Send one request, retrying 408/429/5xx, timeouts and connection errors
+        `num_retries` times; all tries together get `timeout` seconds."""
+        client, limit = self._client()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.timeout
+        url = f"{self.base_url}{path}"
+        async with limit:
+            attempt = 0
+            while True:
+                remaining = deadline - loop.time()
+                if remaining <= 0:
+                    raise RequestTimeoutError(
+                        f"{method} {url} gave no answer within the {self.timeout:g}s timeout "
+                        "(retries included); raise timeout or check the server"
+                    )
+                retry_after: float | None = None
+                try:
+                    response = await asyncio.wait_for(
+                        client.request(
+                            method, url, json=body, headers=self._headers(), timeout=remaining
+                        ),
+                        timeout=remaining,
+                    )
+                except (asyncio.TimeoutError, httpx.TimeoutException):
+                    failure: ComposoError = RequestTimeoutError(
+                        f"{method} {url} did not answer in time; raise timeout or check the server"
+                    )
+                except httpx.TransportError as exc:
+                    failure = APIError(
+                        f"could not reach {url}: {type(exc).__name__}: {exc}; check base_url "
+                        "and that the server is running"
+                    )
+                else:
+                    status = response.status_code
+                    if 200 <= status < 300:
+                        try:
+                            return response.json()
+                        except ValueError as exc:
+                            raise MalformedError(
+                                f"{method} {url} answered HTTP {status} with a body that is not "
+                                f"JSON: {response.text[:200]!r}",
+                                status,
+                                response.text[:2000],
+                            ) from exc
+                    failure = self._error(method, path, response)
+                    if status not in (408, 429) and status < 500:
+                        raise failure
+                    retry_after = _retry_after(response.headers.get("retry-after"))
+                if attempt >= self.num_retries:
+                    raise failure
+                delay = retry_after
+                if delay is None:
+                    delay = min(_BACKOFF_MAX, _BACKOFF_BASE * 2**attempt) + random.uniform(
+                        0, _BACKOFF_BASE / 2
+                    )
+                if loop.time() + delay >= deadline:
+                    raise failure  # no time left for another try
+                await asyncio.sleep(delay)
+                attempt += 1
+
+    async def aclose(self) -> None:
+        """Close the connection pool of the running loop; forget the others."""
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        pairs = dict(self._clients)
+        self._clients.clear()
+        for owner, (client, _) in pairs.items():
+            if owner is loop:
+                await client.aclose()
+
+
+def _retry_after(value: str | None) -> float | None:
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        return None
+
+
+# --------------------------------------------------------------------------- inputs
+
+
+def _coerce_trace(trace: TraceLike) -> MultiAgentTrace:
+    """A MultiAgentTrace from what `evaluate_trace` accepts."""
+    if isinstance(trace, MultiAgentTrace):
+        return trace
+    if trace is None:
+        raise BadRequestError("trace is required: pass a MultiAgentTrace or tracer.trace")
+    try:
+        if isinstance(trace, (str, bytes)):
+            return MultiAgentTrace.from_json(trace)
+        if isinstance(trace, Mapping):
+            return MultiAgentTrace.model_validate(dict(trace))
+        inner = getattr(trace, "trace", None)
+        if inner is not None and not callable(getattr(trace, "model_dump", None)):
+            return _coerce_trace(inner)
+        if hasattr(type(trace), "trace"):
+            raise BadRequestError(
+                f"the {type(trace).__name__} holds no trace yet: read `tracer.trace` after "
+                "model calls were made inside `with AgentTracer(...)`"
+            )
+        dumped = as_plain(trace)
+        if isinstance(dumped, Mapping):
+            return MultiAgentTrace.model_validate(dict(dumped))
+    except ValidationError as exc:
+        raise BadRequestError(f"trace is not a valid MultiAgentTrace: {exc}") from exc
+    raise BadRequestError(
+        f"trace is a {type(trace).__name__}: pass a MultiAgentTrace, an AgentTracer (its "
+        "`.trace`), or the trace as a dict in wire form"
+    )
+
+
+class _Conversation:
+    """What `evaluate()` judges: chat messages, system prompt and tools, result appended."""
+
+    def __init__(
+        self,
+        messages: list[dict[str, Any]],
+        system: str | None,
+        tools: list[dict[str, Any]] | None,
+    ) -> None:
+        self.messages = messages
+        self.system = system
+        self.tools = tools
+
+
+def _plain_list(value: Any, what: str) -> list[dict[str, Any]]:
+    if isinstance(value, (str, bytes, Mapping)) or not isinstance(value, Sequence):
+        raise BadRequestError(
+            f"{what} must be a list of dicts, got {type(value).__name__}"
+            + (
+                ' (wrap a single message in a list: [{"role": "user", "content": "..."}])'
+                if isinstance(value, Mapping)
+                else ""
+            )
+        )
+    items: list[dict[str, Any]] = []
+    for index, raw in enumerate(value):
+        item = as_plain(raw)
+        if not isinstance(item, Mapping):
+            raise BadRequestError(
+                f"{what}[{index}] is a {type(raw).__name__}; each must be a dict"
+                + (" with 'role' and 'content'" if what == "messages" else "")
+            )
+        items.append(dict(item))
+    return items
+
+
+def _conversation(messages: Any, input: Any, result: Any, system: Any, tools: Any) -> _Conversation:
+    if messages is not None and input is not None:
+        raise BadRequestError(
+            "pass either messages= (chat messages) or input= (the Responses API input), not both"
+        )
+    discovered: list[dict[str, Any]] = []
+    if messages is not None:
+        chat = _plain_list(messages, "messages")
+    elif input is not None:
+        adapted_input = adapt_input(input)
+        chat, discovered = adapted_input.messages, list(adapted_input.discovered_tools)
+    else:
+        raise BadRequestError(
+            "messages= is required: the conversation to evaluate, e.g. "
+            '[{"role": "user", "content": "..."}, {"role": "assistant", "content": "..."}] '
+            "(or input= with the Responses API input)"
+        )
+    declared = _plain_list(tools, "tools") if tools is not None else None
+    if system is not None and not isinstance(system, str):
+        system = text_of(as_plain(system))
+    if result is not None:
+        adapted = adapt_result(result)
+        chat.extend(adapted.messages)
+        if declared is None and adapted.tools:
+            declared = list(adapted.tools)
+        discovered.extend(adapted.discovered_tools)
+        if system is None:
+            system = adapted.system
+    if discovered:
+        declared = (declared or []) + discovered
+    return _Conversation(chat, system or None, declared or None)
+
+
+def _evaluate_latest(value: Any) -> bool:
+    if value is None:
+        return True
+    if not isinstance(value, bool):
+        raise BadRequestError(f"evaluate_latest must be True, False or None, got {value!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- the core
+
+
+class _Engine:
+    """The asynchronous core behind both clients: one backend, one task registry."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str,
+        num_retries: int,
+        model_core: str | None,
+        timeout: float,
+        judge: str | Judge | None,
+        cache: Any,
+        max_concurrency: int,
+    ) -> None:
+        from tracejudge.judges import default_judge, judge_from_spec
+
+        self.model_core = model_core
+        self.remote: _RemoteServer | None = None
+        self.judge: Judge | None = None
+        self._owns_judge = False
+        # A judge the environment names but that cannot be built: reported when needed.
+        self._judge_problem: Exception | None = None
+        self._tasks = TaskRegistry()
+        self._closed = False
+        options: dict[str, Any] = {
+            "timeout": timeout,
+            "num_retries": num_retries,
+            "max_concurrency": max_concurrency,
+            "cache": cache,
+        }
+        key = api_key if api_key is not None else os.environ.get("COMPOSO_API_KEY") or None
+        explicit_remote = not isinstance(base_url, _DefaultURL) or api_key is not None
+
+        def remote() -> _RemoteServer:
+            return _RemoteServer(
+                base_url,
+                key,
+                timeout=timeout,
+                num_retries=num_retries,
+                max_concurrency=max_concurrency,
+            )
+
+        def from_environment() -> None:
+            try:
+                self.judge = default_judge(**options)
+            except ComposoError as exc:
+                self._judge_problem = exc
+            self._owns_judge = self.judge is not None
+
+        if judge is not None:
+            self.judge = judge_from_spec(judge, **options)
+            self._owns_judge = self.judge is not judge
+        elif explicit_remote:
+            self.remote = remote()
+        elif os.environ.get("TRACEJUDGE_JUDGE"):
+            from_environment()
+        elif key:
+            self.remote = remote()
+        else:
+            from_environment()
+        self.evaluator = Evaluator(self.judge)
+
+    # ------------------------------------------------------------------ helpers
+
+    def describe(self) -> str:
+        if self.judge is not None:
+            return f"judge={getattr(self.judge, 'name', self.judge)!r}"
+        if self.remote is not None:
+            return f"base_url={self.remote.base_url!r}"
+        return "no judge configured"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the client is closed; create a new one")
+
+    def _require_judging(self, criteria: Sequence[Criterion]) -> None:
+        if not needs_judge(criteria) or self.remote is not None or self.judge is not None:
+            return
+        if self._judge_problem is not None:
+            raise self._judge_problem
+        self.evaluator.require_judge(criteria)
+
+    def _local(self, criterion: Criterion) -> bool:
+        """Checks always run here; text criteria here unless a remote server judges them."""
+        return isinstance(criterion, TraceCheck) or self.remote is None
+
+    # ------------------------------------------------------------------ evaluate
+
+    async def evaluate(
+        self,
+        messages: Any,
+        criteria: Any,
+        system: Any,
+        tools: Any,
+        result: Any,
+        block: bool,
+        tags: Any,
+        evaluate_latest: Any,
+        explanation_cleaning: Any,
+        input: Any,
+    ) -> EvaluateResult:
+        self._check_open()
+        checked, as_list = validate_criteria(criteria)
+        clean_tags = validate_tags(tags)
+        clean = validate_explanation_cleaning(explanation_cleaning)
+        latest = _evaluate_latest(evaluate_latest)
+        conversation = _conversation(messages, input, result, system, tools)
+        self._require_judging(checked)
+        agent = None
+        if any(self._local(c) for c in checked):
+            agent = conversation_agent(
+                conversation.messages, system=conversation.system, tools=conversation.tools
+            )
+            self.evaluator.require_conversation(agent)
+
+        def local(criterion: Criterion) -> Coroutine[Any, Any, EvaluationResponse]:
+            assert agent is not None
+            return self.evaluator.score_conversation(
+                agent, criterion, evaluate_latest=latest, clean_explanation=clean
+            )
+
+        def body(criterion: str) -> dict[str, Any]:
+            data: dict[str, Any] = {
+                "evaluation_criteria": criterion,
+                "model_core": self.model_core or DEFAULT_MODEL_CORE,
+                "tags": clean_tags or {},
+                "messages": conversation.messages,
+            }
+            if conversation.system is not None:
+                data["system"] = conversation.system
+            if conversation.tools is not None:
+                data["tools"] = conversation.tools
+            data["evaluate_latest"] = latest
+            if clean:
+                data["explanation_cleaning"] = "end_user"
+            return data
+
+        async def remote(criterion: str) -> EvaluationResponse:
+            assert self.remote is not None
+            answer = await self.remote.request("POST", REWARD_PATH, body(criterion))
+            return _evaluation_response(answer, criterion)
+
+        if block:
+            results: list[Any] = await gather_all(
+                local(c) if self._local(c) else remote(c)  # type: ignore[arg-type]
+                for c in checked
+            )
+        else:
+            results = await gather_all(
+                self._submit(local(c)) if self._local(c) else self._background(REWARD_PATH, body(c))  # type: ignore[arg-type]
+                for c in checked
+            )
+        return results if as_list else results[0]
+
+    async def _submit(self, work: Coroutine[Any, Any, Any]) -> dict[str, Any]:
+        return {"task_id": self._tasks.submit(work)}
+
+    async def _background(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        assert self.remote is not None
+        answer = await self.remote.request("POST", f"{path}/background", body)
+        if not isinstance(answer, dict) or "task_id" not in answer:
+            raise MalformedError(f"the server answered {answer!r} without a task_id")
+        return answer
+
+    # ------------------------------------------------------------------ evaluate_trace
+
+    async def evaluate_trace(
+        self,
+        trace: Any,
+        criteria: Any,
+        model_core: str | None,
+        block: bool,
+        tags: Any,
+        evaluate_latest: Any,
+    ) -> TraceResult:
+        self._check_open()
+        if evaluate_latest is not None and evaluate_latest is not False:
+            raise BadRequestError(
+                f"evaluate_latest={evaluate_latest!r}: evaluate_latest must be False for trace "
+                "evaluations (every agent's responses are judged); leave it unset"
+            )
+        checked, as_list = validate_criteria(criteria)
+        clean_tags = validate_tags(tags)
+        multi = _coerce_trace(trace)
+        require_llm_interactions(multi)
+        self._require_judging(checked)
+        core = model_core or self.model_core or DEFAULT_MODEL_CORE
+
+        def body(criterion: str) -> dict[str, Any]:
+            return {
+                "evaluation_criteria": criterion,
+                "model_core": core,
+                "tags": clean_tags or {},
+                "trace": multi.to_wire(compat=True),
+                "evaluate_latest": False,
+            }
+
+        async def remote(criterion: str) -> MultiAgentTraceResponse:
+            assert self.remote is not None
+            answer = await self.remote.request("POST", TRACE_PATH, body(criterion))
+            return _trace_response(answer, criterion)
+
+        if block:
+            results: list[Any] = await gather_all(
+                self.evaluator.score_trace(multi, c) if self._local(c) else remote(c)  # type: ignore[arg-type]
+                for c in checked
+            )
+        else:
+            results = await gather_all(
+                self._submit(self.evaluator.score_trace(multi, c))
+                if self._local(c)
+                else self._background(TRACE_PATH, body(c))  # type: ignore[arg-type]
+                for c in checked
+            )
+        return results if as_list else results[0]
+
+    # ------------------------------------------------------------------ tasks, closing
+
+    async def get_task(self, task_id: str) -> TaskResponse:
+        self._check_open()
+        if task_id in self._tasks or self.remote is None:
+            return self._tasks.get(task_id)
+        answer = await self.remote.request("GET", TASK_PATH.format(task_id=task_id))
+        try:
+            return TaskResponse.model_validate(answer)
+        except ValidationError as exc:
+            raise MalformedError(f"the server's task status is not readable: {exc}") from exc
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        await self._tasks.aclose()
+        if self.remote is not None:
+            await self.remote.aclose()
+        if self.judge is not None and self._owns_judge:
+            await self.judge.aclose()
+
+
+def _evaluation_response(answer: Any, criterion: str) -> EvaluationResponse:
+    if not isinstance(answer, dict):
+        raise MalformedError(f"the server's evaluation answer is not an object: {answer!r}")
+    try:
+        return EvaluationResponse.model_validate(
+            {
+                "score": answer.get("score"),
+                "explanation": answer.get("explanation", ""),
+                "cleaned_explanation": answer.get("cleaned_explanation"),
+                "criterion": criterion,
+            }
+        )
+    except ValidationError as exc:
+        raise MalformedError(f"the server's evaluation answer is not usable: {exc}") from exc
+
+
+def _trace_response(answer: Any, criterion: str) -> MultiAgentTraceResponse:
+    try:
+        response = MultiAgentTraceResponse.model_validate(answer)
+    except ValidationError as exc:
+        raise MalformedError(f"the server's trace answer is not usable: {exc}") from exc
+    if not response.criterion:
+        response = response.model_copy(update={"criterion": criterion})
+    return summarize_trace_response(response)
+
+
+# --------------------------------------------------------------------------- loop thread
+
+
+class _LoopThread:
+    """One private event loop in a daemon thread, started on first use."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._closed = False
+
+    def _ensure(self) -> asyncio.AbstractEventLoop:
+        with self._lock:
+            if self._closed:
+                raise RuntimeError("the client is closed; create a new one")
+            if self._loop is None:
+                loop = asyncio.new_event_loop()
+                ready = threading.Event()
+
+                def main() -> None:
+                    asyncio.set_event_loop(loop)
+                    loop.call_soon(ready.set)
+                    loop.run_forever()
+
+                thread = threading.Thread(target=main, name="tracejudge-client", daemon=True)
+                thread.start()
+                ready.wait()
+                self._loop, self._thread = loop, thread
+            return self._loop
+
+    def run(self, work: Coroutine[Any, Any, T]) -> T:
+        """Run `work` on the loop and wait for its result here."""
+        try:
+            loop = self._ensure()
+        except BaseException:
+            work.close()
+            raise
+        if threading.current_thread() is self._thread:
+            work.close()
+            raise RuntimeError("a Composo client cannot be called from its own evaluations")
+        future = asyncio.run_coroutine_threadsafe(work, loop)
+        try:
+            return future.result()
+        except BaseException:
+            future.cancel()  # e.g. KeyboardInterrupt: do not leave the work running
+            raise
+
+    def close(self, final: Coroutine[Any, Any, Any]) -> None:
+        """Run `final` on the loop, then stop the loop and its thread."""
+        try:
+            self.run(final)
+        except RuntimeError:
+            pass  # already closed
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(timeout=10)
+        if not thread.is_alive():
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+
+# --------------------------------------------------------------------------- public clients
+
+
+class AsyncComposo:
+    """Asynchronous client: `await client.evaluate(...)`, `await client.evaluate_trace(...)`.
+
+    Same constructor and methods as `Composo`, as coroutines. Use `async with
+    AsyncComposo(...) as client:` or call `await client.aclose()` when done.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        num_retries: int = 1,
+        model_core: str | None = None,
+        timeout: float = 60.0,
+        *,
+        judge: str | Judge | None = None,
+        cache: Any = None,
+        max_concurrency: int = 16,
+    ) -> None:
+        self._engine = _Engine(
+            api_key=api_key,
+            base_url=base_url,
+            num_retries=num_retries,
+            model_core=model_core,
+            timeout=timeout,
+            judge=judge,
+            cache=cache,
+            max_concurrency=max_concurrency,
+        )
+        self.api_key = api_key
+        self.base_url = str(base_url).rstrip("/")
+        self.num_retries = max(1, int(num_retries))
+        self.model_core = model_core
+        self.timeout = float(timeout)
+
+    @property
+    def judge(self) -> Judge | None:
+        """The in-process judge, or None (remote server, or nothing configured)."""
+        return self._engine.judge
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._engine.describe()})"
+
+    async def evaluate(
+        self,
+        messages: list[dict[str, Any]] | None = None,
+        criteria: str | TraceCheck | list[str | TraceCheck] | None = None,
+        system: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        result: Any = None,
+        block: bool = True,
+        tags: dict[str, Any] | None = None,
+        evaluate_latest: bool | None = None,
+        explanation_cleaning: Literal["end_user"] | None = None,
+        *,
+        input: str | list[Any] | None = None,
+    ) -> EvaluateResult:
+        """Evaluate a conversation against one criterion or a list of them.
+
+        See `Composo.evaluate` for the parameters. Returns one `EvaluationResponse`
+        per criterion (a list when `criteria` is a list), or `{"task_id": ...}`
+        (a list of them) when `block` is False.
+        """
+        return await self._engine.evaluate(
+            messages,
+            criteria,
+            system,
+            tools,
+            result,
+            block,
+            tags,
+            evaluate_latest,
+            explanation_cleaning,
+            input,
+        )
+
+    async def evaluate_trace(
+        self,
+        trace: TraceLike,
+        criteria: str | TraceCheck | list[str | TraceCheck],
+        model_core: str | None = None,
+        block: bool = True,
+        tags: dict[str, Any] | None = None,
+        evaluate_latest: bool | None = None,
+    ) -> TraceResult:
+        """Evaluate every agent of a multi-agent trace. See `Composo.evaluate_trace`."""
+        return await self._engine.evaluate_trace(
+            trace, criteria, model_core, block, tags, evaluate_latest
+        )
+
+    async def get_task(self, task_id: str) -> TaskResponse:
+        """The status of a `block=False` evaluation. See `Composo.get_task`."""
+        return await self._engine.get_task(task_id)
+
+    async def aclose(self) -> None:
+        """Cancel background tasks and release connections (and a judge this client built)."""
+        await self._engine.aclose()
+
+    async def __aenter__(self) -> AsyncComposo:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+
+class Composo:
+    """Synchronous client for evaluating LLM conversations and multi-agent traces.
+
+    Parameters follow the Composo SDK:
+
+    - `api_key`: key for a remote server (default `COMPOSO_API_KEY`); giving one
+      selects the remote server.
+    - `base_url`: the remote server (default the Composo platform); giving one
+      selects the remote server.
+    - `num_retries`: retries on a failed request, with exponential backoff and
+      jitter; at least 1 (retries cannot be disabled).
+    - `model_core`: the remote server's evaluation model (sent as
+      "align-20251111" when None); the in-process judge ignores it.
+    - `timeout`: seconds for one request, retries included.
+
+    tracejudge adds `judge` (a spec such as "openai:gpt-4.1-mini" or
+    "anthropic:claude-sonnet-4-5", or a `Judge` object) to evaluate in process,
+    `cache` (the judge's result cache: None = in memory, False = off, a path =
+    SQLite, or a cache object) and `max_concurrency` (judge or server requests in
+    flight). Without `judge`, the environment decides (see the module docs). A
+    judge built here from a spec is closed with the client; a `Judge` object
+    passed in is left open for its owner.
+
+    Use `with Composo(...) as client:` or call `close()` when done.
+    """
+
+    def __init__(
+        self,
+        api_key: str | None = None,
+        base_url: str = DEFAULT_BASE_URL,
+        num_retries: int = 1,
+        model_core: str | None = None,
+        timeout: float = 60.0,
+        *,
+        judge: str | Judge | None = None,
+        cache: Any = None,
+        max_concurrency: int = 16,
+    ) -> None:
+        self._engine = _Engine(
+            api_key=api_key,
+            base_url=base_url,
+            num_retries=num_retries,
+            model_core=model_core,
+            timeout=timeout,
+            judge=judge,
+            cache=cache,
+            max_concurrency=max_concurrency,
+        )
+        self._runner = _LoopThread()
+        self.api_key = api_key
+        self.base_url = str(base_url).rstrip("/")
+        self.num_retries = max(1, int(num_retries))
+        self.model_core = model_core
+        self.timeout = float(timeout)
+
+    @property
+    def judge(self) -> Judge | None:
+        """The in-process judge, or None (remote server, or nothing configured)."""
+        return self._engine.judge
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self._engine.describe()})"
+
+    def evaluate(
+        self,
+        messages: list[dict[str, Any]] | None = None,
+        criteria: str | TraceCheck | list[str | TraceCheck] | None = None,
+        system: str | None = None,
+        tools: list[dict[str, Any]] | None = None,
+        result: Any = None,
+        block: bool = True,
+        tags: dict[str, Any] | None = None,
+        evaluate_latest: bool | None = None,
+        explanation_cleaning: Literal["end_user"] | None = None,
+        *,
+        input: str | list[Any] | None = None,
+    ) -> EvaluateResult:
+        """Evaluate a conversation against one criterion or a list of them.
+
+        - `messages`: chat messages (OpenAI or Anthropic format; roles system, user,
+          assistant, tool). Mutually exclusive with `input`.
+        - `criteria`: a criterion ("Reward ...", "Penalize ...", "Passes if ...",
+          "Fails if ..."; text with no such prefix is judged as Reward), a check
+          object, or a list of them; at most 4096 characters each.
+        - `system`, `tools`: the system prompt and tool definitions (OpenAI or
+          Anthropic format) the assistant had.
+        - `result`: the model's answer to append: an OpenAI ChatCompletion or
+          Responses `Response`, an Anthropic `Message`, their dict forms, a message
+          dict, or text. A Response's built-in tool calls (web search, code
+          interpreter, MCP, ...) are shown to the judge as tool calls and results.
+        - `block`: False returns `{"task_id": ...}` at once (a list of them for a
+          list of criteria); read the outcome with `get_task`.
+        - `tags`: str keys of at most 64 characters, str/int/float/bool values
+          (sent as strings) of at most 64 characters, nothing nested. Sent to a
+          remote server; not used in process.
+        - `evaluate_latest`: True (the default) judges the assistant's latest
+          response - everything it did after the last user message - with the rest
+          as context; False judges every assistant response.
+        - `explanation_cleaning`: "end_user" adds `cleaned_explanation`, the
+          explanation rewritten to mention only what user and assistant messages show.
+        - `input`: the Responses API input (text or a list of items), instead of
+          `messages`.
+
+        Returns one `EvaluationResponse` per criterion: a list when `criteria` is a
+        list, a single one otherwise.
+        """
+        return self._runner.run(
+            self._engine.evaluate(
+                messages,
+                criteria,
+                system,
+                tools,
+                result,
+                block,
+                tags,
+                evaluate_latest,
+                explanation_cleaning,
+                input,
+            )
+        )
+
+    def evaluate_trace(
+        self,
+        trace: TraceLike,
+        criteria: str | TraceCheck | list[str | TraceCheck],
+        model_core: str | None = None,
+        block: bool = True,
+        tags: dict[str, Any] | None = None,
+        evaluate_latest: bool | None = None,
+    ) -> TraceResult:
+        """Evaluate every agent instance of a multi-agent trace.
+
+        `trace` is a `MultiAgentTrace`, an `AgentTracer` (its `.trace` is read) or
+        the trace as a dict in wire form. Each agent instance is judged on its own
+        model calls, its child agents shown as calls with their final outputs;
+        instances with neither get None. Check objects in `criteria` run here,
+        with no judge. `model_core` overrides the client's for a remote server.
+        `evaluate_latest` must be False or None.
+
+        Returns one `MultiAgentTraceResponse` per criterion (a list when `criteria`
+        is a list): per-agent-name results with summary statistics, `agent_scores`
+        by instance id, `overall_score` (the mean of the non-null instance scores,
+        None when there is none) and an `explanation` with a line per instance.
+        `block=False` returns `{"task_id": ...}` instead. Raises
+        `NoLLMInteractionsError` when the trace holds no LLM interaction.
+        """
+        return self._runner.run(
+            self._engine.evaluate_trace(trace, criteria, model_core, block, tags, evaluate_latest)
+        )
+
+    def get_task(self, task_id: str) -> TaskResponse:
+        """The status of a `block=False` evaluation: pending, running, succeeded (with
+        `result`) or failed (with `error`).
+
+        A finished task is forgotten once read; tasks also end when the client
+        closes. Raises `BadRequestError` for an unknown id.
+        """
+        return self._runner.run(self._engine.get_task(task_id))
+
+    def close(self) -> None:
+        """Cancel background tasks, release connections and stop the client's thread."""
+        self._runner.close(self._engine.aclose())
+
+    def __enter__(self) -> Composo:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()

@@ -1,0 +1,345 @@
+"""What the convention modules share: the result of reading one span, and the
+helpers that turn loosely typed attribute values into wire-model messages.
+
+The rules of CONVENTIONS.md §4 live here: tool arguments and responses become
+JSON strings, `None` values and index gaps are tolerated, `tool_call` and
+`tool_calls` finish reasons are the same.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge._chat import text_of, tool_definitions
+from tracejudge.models import (
+    LLMInput,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolDefinition,
+    LLMToolResponse,
+    TokenUsage,
+    to_json_string,
+)
+
+# Message part types of the GenAI semconv message schema (also OpenLLMetry 0.55+).
+PART_TEXT = "text"
+PART_TOOL_CALL = "tool_call"
+PART_TOOL_RESPONSE = "tool_call_response"
+_SKIPPED_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+_MEDIA_PARTS = {"uri": "[file]", "blob": "[file]", "file": "[file]", "image": "[image]"}
+
+FINISH_TOOL_CALLS = "tool_calls"
+
+
+@dataclass
+class Extraction:
+    """What one LLM span says about its model call.
+
+    `call_aliases` maps Responses API item ids (`fc_…`) to call ids (`call_…`)
+    where the span's raw request shows both; `has_content` is False when the
+    span carries no messages at all (content capture off).
+    """
+
+    inputs: list[LLMInput] = field(default_factory=list)
+    outputs: list[LLMOutput] = field(default_factory=list)
+    tools: list[LLMToolDefinition] | None = None
+    model: str | None = None
+    usage: TokenUsage | None = None
+    finish_reasons: list[str] = field(default_factory=list)
+    call_aliases: dict[str, str] = field(default_factory=dict)
+    has_content: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- values
+
+
+def load_json(value: Any, what: str, warnings: list[str]) -> Any:
+    """A JSON-string attribute parsed, a structured one as is; None (and a warning) when
+    it is a string that is not JSON."""
+    if value is None:
+        return None
+    if isinstance(value, (bytes, bytearray)):
+        value = bytes(value).decode("utf-8", errors="replace")
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError as exc:
+            warnings.append(f"{what}: not JSON ({exc.msg} at {exc.pos}); skipped")
+            return None
+    return value
+
+
+def as_str(value: Any) -> str | None:
+    """A scalar as a string; None for None, containers and empty strings."""
+    if value is None or isinstance(value, (Mapping, list, tuple)):
+        return None
+    text = str(value)
+    return text or None
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, int):
+        return value
+    try:
+        number = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    if number != number or number in (float("inf"), float("-inf")):
+        return None
+    return int(number)
+
+
+def text_value(value: Any) -> str:
+    """Message content as text: strings kept, part lists joined (see `_chat.text_of`)."""
+    if isinstance(value, str):
+        return value
+    try:
+        return text_of(value)
+    except Exception:  # arbitrary attribute data: never let a shape error escape
+        return to_json_string(value)
+
+
+def finish_reason(value: Any) -> str | None:
+    """One finish reason, normalised: `tool_call` (OpenLLMetry) is `tool_calls`."""
+    text = as_str(value)
+    if text is None:
+        return None
+    text = text.lower()
+    return FINISH_TOOL_CALLS if text in ("tool_call", "tool_calls", "function_call") else text
+
+
+def finish_reasons(value: Any) -> list[str]:
+    items = value if isinstance(value, (list, tuple)) else [value]
+    return [r for r in (finish_reason(v) for v in items) if r]
+
+
+def model_and_usage(attrs: Mapping[str, Any], extraction: Extraction) -> None:
+    """Model and token usage from the `gen_ai.*` attributes (semconv, OpenLLMetry)."""
+    extraction.model = as_str(attrs.get(semconv.GEN_AI_RESPONSE_MODEL)) or as_str(
+        attrs.get(semconv.GEN_AI_REQUEST_MODEL)
+    )
+    extraction.usage = usage(
+        attrs,
+        (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.GEN_AI_USAGE_PROMPT_TOKENS),
+        (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS),
+        (semconv.GEN_AI_USAGE_TOTAL_TOKENS, semconv.LLM_USAGE_TOTAL_TOKENS),
+    )
+    extraction.finish_reasons = finish_reasons(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
+
+
+def usage(
+    attrs: Mapping[str, Any],
+    input_keys: Sequence[str],
+    output_keys: Sequence[str],
+    total_keys: Sequence[str],
+) -> TokenUsage | None:
+    """Token usage from the first present key of each kind; None when none is present."""
+
+    def first(keys: Sequence[str]) -> int | None:
+        for key in keys:
+            number = as_int(attrs.get(key))
+            if number is not None:
+                return number
+        return None
+
+    input_tokens, output_tokens, total = first(input_keys), first(output_keys), first(total_keys)
+    if input_tokens is None and output_tokens is None and total is None:
+        return None
+    input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
+    return TokenUsage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        total_tokens=total if total is not None else input_tokens + output_tokens,
+    )
+
+
+# --------------------------------------------------------------------------- flattened keys
+
+
+def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """`prefix.0.message.role = x` style keys as nested dicts keyed by path segment.
+
+    A key that is both a value and a parent of other keys keeps the first seen.
+    """
+    root: dict[str, Any] = {}
+    start = prefix + "."
+    for key, value in attrs.items():
+        if not key.startswith(start):
+            continue
+        parts = key[len(start) :].split(".")
+        node = root
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node.setdefault(parts[-1], value)
+    return root
+
+
+def indexed(node: Any) -> list[Any]:
+    """The values under numeric keys, in index order (gaps skipped)."""
+    if isinstance(node, (list, tuple)):
+        return list(node)
+    if not isinstance(node, Mapping):
+        return []
+    keys = sorted((k for k in node if isinstance(k, str) and k.isdigit()), key=int)
+    return [node[k] for k in keys]
+
+
+def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
+    start = prefix + "."
+    return any(k.startswith(start) and k[len(start) : len(start) + 1].isdigit() for k in attrs)
+
+
+# --------------------------------------------------------------------------- messages
+
+
+def tool_call(call_id: Any, name: Any, arguments: Any) -> LLMToolCall:
+    return LLMToolCall(
+        id=as_str(call_id) or "",
+        name=as_str(name) or "unknown",
+        parameters=to_json_string(arguments if arguments is not None else {}),
+    )
+
+
+def tool_response(call_id: Any, response: Any, name: Any = None) -> LLMToolResponse:
+    return LLMToolResponse(
+        id=as_str(call_id) or "",
+        response=to_json_string(response if response is not None else ""),
+        name=as_str(name),
+    )
+
+
+def openai_tool_call(call: Any) -> LLMToolCall | None:
+    """`{id, function: {name, arguments}}` or `{id, name, arguments}` -> LLMToolCall."""
+    if not isinstance(call, Mapping):
+        return None
+    function = call.get("function")
+    spec = function if isinstance(function, Mapping) else call
+    return tool_call(
+        call.get("id") or call.get("call_id"), spec.get("name"), spec.get("arguments")
+    )
+
+
+def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefinition] | None:
+    """Tool definitions in any OpenAI/Anthropic/semconv shape; None when there are none."""
+    if isinstance(definitions, Mapping):
+        definitions = [definitions]
+    if not isinstance(definitions, (list, tuple)):
+        return None
+    try:
+        return tool_definitions([d for d in definitions if isinstance(d, Mapping)])
+    except Exception as exc:  # a malformed schema must not lose the interaction
+        warnings.append(f"{what}: unreadable tool definitions ({exc}); skipped")
+        return None
+
+
+def message_inputs(
+    role: str,
+    texts: Sequence[str],
+    calls: Sequence[LLMToolCall],
+    responses: Sequence[LLMToolResponse],
+) -> list[LLMInput]:
+    """One message's items in wire form: its text, then its tool calls and tool results.
+
+    A message of a non-assistant role with nothing in it still counts (as empty
+    text), as in `_chat`; an empty assistant message is dropped.
+    """
+    items: list[LLMInput] = []
+    text = "\n".join(t for t in texts if t)
+    if text or (not calls and not responses and role != "assistant"):
+        items.append(LLMInput(role=role, type="text", content=text))
+    for call in calls:
+        items.append(LLMInput(role=role or "assistant", type="tool_call", content=call))
+    for response in responses:
+        items.append(LLMInput(role="tool", type="tool_response", content=response))
+    return items
+
+
+def message_outputs(texts: Sequence[str], calls: Sequence[LLMToolCall]) -> list[LLMOutput]:
+    items: list[LLMOutput] = []
+    text = "\n".join(t for t in texts if t)
+    if text:
+        items.append(LLMOutput(type="text", content=text))
+    items.extend(LLMOutput(type="tool_call", content=call) for call in calls)
+    return items
+
+
+def openai_message(message: Any) -> tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse]]:
+    """An OpenAI-style message dict -> (role, texts, tool calls, tool results).
+
+    Reads `role`, `content` (string or parts), `tool_calls`, `function_call`, and for
+    role `tool` the `tool_call_id` (or `id`, as log-record bodies have it).
+    """
+    if not isinstance(message, Mapping):
+        return "user", [text_value(message)] if message is not None else [], [], []
+    role = (as_str(message.get("role")) or "user").lower()
+    content = message.get("content")
+    calls = [
+        c for c in (openai_tool_call(x) for x in indexed(message.get("tool_calls"))) if c
+    ]
+    function_call = openai_tool_call(message.get("function_call"))
+    if function_call is not None:
+        calls.append(function_call)
+    if role in ("tool", "function"):
+        call_id = message.get("tool_call_id") or message.get("id")
+        response = tool_response(call_id, text_value(content), message.get("name"))
+        return "tool", [], [], [response]
+    return role, [text_value(content)] if content is not None else [], calls, []
+
+
+def openai_message_inputs(message: Any) -> list[LLMInput]:
+    return message_inputs(*openai_message(message))
+
+
+def parts_message(
+    message: Any, what: str, warnings: list[str]
+) -> tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse]]:
+    """A semconv message `{role, parts: [...]}` -> (role, texts, tool calls, tool results).
+
+    A message without `parts` is read as an OpenAI-style message.
+    """
+    if not isinstance(message, Mapping):
+        warnings.append(f"{what}: a message is not an object; skipped")
+        return "user", [], [], []
+    parts = message.get("parts")
+    if parts is None:
+        return openai_message(message)
+    role = (as_str(message.get("role")) or "user").lower()
+    texts: list[str] = []
+    calls: list[LLMToolCall] = []
+    responses: list[LLMToolResponse] = []
+    for part in parts if isinstance(parts, (list, tuple)) else [parts]:
+        if isinstance(part, str):
+            texts.append(part)
+            continue
+        if not isinstance(part, Mapping):
+            continue
+        kind = as_str(part.get("type")) or PART_TEXT
+        if kind == PART_TOOL_CALL:
+            calls.append(tool_call(part.get("id"), part.get("name"), part.get("arguments")))
+        elif kind == PART_TOOL_RESPONSE:
+            result = part["response"] if "response" in part else part.get("result")
+            responses.append(tool_response(part.get("id"), result, part.get("name")))
+        elif kind in _SKIPPED_PARTS:
+            continue
+        elif kind in _MEDIA_PARTS:
+            modality = as_str(part.get("modality"))
+            texts.append(f"[{modality}]" if modality else _MEDIA_PARTS[kind])
+        else:
+            texts.append(text_value(part.get("content", part.get("text"))))
+    if role == "tool" and not responses and texts:
+        # A tool message whose parts are plain text: the result of an unnamed call.
+        call_id = message.get("tool_call_id") or message.get("id")
+        responses.append(tool_response(call_id, "\n".join(texts)))
+        texts = []
+    return role, texts, calls, responses

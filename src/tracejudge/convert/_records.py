@@ -1,0 +1,184 @@
+"""The converter's own span record, and adapters from SDK spans and log records.
+
+Every input (SDK `ReadableSpan`s, OTLP protobuf, OTLP/JSON) is normalised into
+`SpanRecord`s first, so the tree walk and the convention modules see one shape:
+hex ids, times in Unix seconds (None when unknown or still running), plain
+attribute dicts whose values may be structured (OTLP kvlist/array values become
+dicts/lists).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ["EventRecord", "SpanRecord", "span_record", "log_event", "hex_id"]
+
+STATUS_UNSET = "UNSET"
+STATUS_OK = "OK"
+STATUS_ERROR = "ERROR"
+
+
+@dataclass
+class EventRecord:
+    """A span event, or a log record attached to the span it was emitted in.
+
+    `body` is only set for log records (span events have none).
+    """
+
+    name: str
+    time: float | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    body: Any = None
+
+
+@dataclass
+class SpanRecord:
+    """One span, as the converter sees it."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str | None
+    name: str
+    start_ns: int | None = None  # Unix nanoseconds; None when unknown
+    end_ns: int | None = None  # None while the span is still running
+    status: str = STATUS_UNSET
+    status_message: str | None = None
+    kind: str | None = None
+    attributes: dict[str, Any] = field(default_factory=dict)
+    events: list[EventRecord] = field(default_factory=list)
+
+    @property
+    def start(self) -> float | None:
+        """Start time in Unix seconds."""
+        return self.start_ns / 1e9 if self.start_ns is not None else None
+
+    @property
+    def end(self) -> float | None:
+        """End time in Unix seconds; None while running."""
+        return self.end_ns / 1e9 if self.end_ns is not None else None
+
+    @property
+    def running(self) -> bool:
+        return self.end_ns is None
+
+
+def hex_id(value: Any, width: int) -> str | None:
+    """An id as lower-case hex: ints are formatted, bytes hexed, strings kept."""
+    if value is None:
+        return None
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return f"{value:0{width}x}" if value else None
+    if isinstance(value, (bytes, bytearray)):
+        return bytes(value).hex() or None
+    text = str(value).strip().lower()
+    return text or None
+
+
+def _nanos(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        return None
+    return value
+
+
+def _nanos_to_seconds(value: Any) -> float | None:
+    nanos = _nanos(value)
+    return nanos / 1e9 if nanos is not None else None
+
+
+def _plain(value: Any) -> Any:
+    # SDK attribute values are str/bool/int/float or tuples of them; log bodies may nest.
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _attributes(value: Any) -> dict[str, Any]:
+    if not value:
+        return {}
+    try:
+        return {str(k): _plain(v) for k, v in dict(value).items()}
+    except (TypeError, ValueError):
+        return {}
+
+
+def span_record(span: Any) -> SpanRecord:
+    """A `SpanRecord` from an SDK `ReadableSpan` (or anything shaped like one).
+
+    Raises `TypeError`/`AttributeError` when the object has no span context; the
+    caller skips it and reports a warning.
+    """
+    if isinstance(span, SpanRecord):
+        return span
+    context = span.context if getattr(span, "context", None) is not None else span.get_span_context()
+    trace_id = hex_id(context.trace_id, 32)
+    span_id = hex_id(context.span_id, 16)
+    if trace_id is None or span_id is None:
+        raise ValueError("span has an invalid span context")
+    parent = getattr(span, "parent", None)
+    parent_id = hex_id(parent.span_id, 16) if parent is not None else None
+    status = getattr(span, "status", None)
+    status_code = getattr(getattr(status, "status_code", None), "name", STATUS_UNSET)
+    kind = getattr(getattr(span, "kind", None), "name", None)
+    events = [
+        EventRecord(
+            name=str(getattr(event, "name", "")),
+            time=_nanos_to_seconds(getattr(event, "timestamp", None)),
+            attributes=_attributes(getattr(event, "attributes", None)),
+        )
+        for event in (getattr(span, "events", None) or ())
+    ]
+    return SpanRecord(
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=parent_id,
+        name=str(getattr(span, "name", "") or ""),
+        start_ns=_nanos(getattr(span, "start_time", None)),
+        end_ns=_nanos(getattr(span, "end_time", None)),
+        status=str(status_code),
+        status_message=getattr(status, "description", None),
+        kind=kind,
+        attributes=_attributes(getattr(span, "attributes", None)),
+        events=events,
+    )
+
+
+def log_event(record: Any, event_name_key: str) -> tuple[str, str, EventRecord] | None:
+    """(trace id, span id, event) from an SDK log record (`LogData` or `ReadableLogRecord`).
+
+    Returns None for a log record emitted outside any span: it cannot be placed.
+    """
+    record = getattr(record, "log_record", record)
+    trace_id = hex_id(getattr(record, "trace_id", None), 32)
+    span_id = hex_id(getattr(record, "span_id", None), 16)
+    if trace_id is None or span_id is None:
+        return None
+    attributes = _attributes(getattr(record, "attributes", None))
+    name = getattr(record, "event_name", None) or attributes.get(event_name_key) or ""
+    event = EventRecord(
+        name=str(name),
+        time=_nanos_to_seconds(getattr(record, "timestamp", None)),
+        attributes=attributes,
+        body=_plain(getattr(record, "body", None)),
+    )
+    return trace_id, span_id, event
+
+
+def attach_events(
+    spans: Iterable[SpanRecord], events: Iterable[tuple[str, str, EventRecord]]
+) -> int:
+    """Append log-record events to their spans; returns how many found no span."""
+    by_id = {(s.trace_id, s.span_id): s for s in spans}
+    unplaced = 0
+    for trace_id, span_id, event in events:
+        span = by_id.get((trace_id, span_id))
+        if span is None:
+            unplaced += 1
+        else:
+            span.events.append(event)
+    return unplaced

@@ -1,0 +1,383 @@
+"""Span records -> MultiAgentTrace: find the agents, place every model call in one.
+
+Agents are `invoke_agent` spans (ours, or any OTel GenAI instrumentation's) and
+OpenInference AGENT spans. Model calls are LLM spans of any convention; which
+convention module reads a span is decided here, from its attributes. Each model
+call belongs to its nearest agent ancestor; calls outside every agent, and spans
+whose parent is missing, belong to the root. Items are ordered by start time.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from tracejudge import semconv
+from tracejudge.convert import genai_semconv, openinference, openllmetry
+from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
+from tracejudge.convert._records import STATUS_ERROR, SpanRecord
+from tracejudge.models import (
+    AgentInstance,
+    LLMInput,
+    LLMInteraction,
+    LLMToolCall,
+    LLMToolResponse,
+    MultiAgentTrace,
+)
+
+__all__ = ["build_traces", "ROOT_AGENT_ID", "ROOT_AGENT_NAME"]
+
+logger = logging.getLogger("tracejudge.convert")
+
+#: Id and name of the agent that holds model calls made outside every agent span.
+ROOT_AGENT_ID = "root"
+ROOT_AGENT_NAME = "root"
+
+_LLM_OPERATIONS = frozenset(
+    {
+        semconv.OPERATION_CHAT,
+        semconv.OPERATION_TEXT_COMPLETION,
+        semconv.OPERATION_GENERATE_CONTENT,
+        semconv.OPERATION_RESPONSES,
+    }
+)
+_LEGACY_REQUEST_TYPES = frozenset({"chat", "completion"})
+
+
+@dataclass
+class _Agent:
+    id: str
+    name: str
+    span: SpanRecord | None
+    # (sort key, interaction or child agent id)
+    items: list[tuple[tuple[bool, int, int], LLMInteraction | str]] = field(default_factory=list)
+
+
+# --------------------------------------------------------------------------- classification
+
+
+def agent_identity(span: SpanRecord) -> tuple[str | None, str] | None:
+    """(declared agent id or None, agent name) when the span is an agent run."""
+    attrs = span.attributes
+    prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
+    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    named_like_agent = span.name == prefix or span.name.startswith(prefix + " ")
+    if operation == semconv.OPERATION_INVOKE_AGENT or (operation is None and named_like_agent):
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
+        if name is None and named_like_agent:
+            name = span.name[len(prefix) :].strip() or None
+        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name or "agent"
+    if openinference.is_agent(span):
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)) or openinference.agent_name(span)
+        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
+    return None
+
+
+def is_llm_span(span: SpanRecord) -> bool:
+    """Whether the span records one call to a model, in any convention we read."""
+    attrs = span.attributes
+    if openinference.is_llm(span):
+        return True
+    if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
+        return False  # another OpenInference kind: chain, tool, retriever, embedding ...
+    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    if operation is not None:
+        return as_str(operation) in _LLM_OPERATIONS
+    if as_str(attrs.get(semconv.LLM_REQUEST_TYPE)) in _LEGACY_REQUEST_TYPES:
+        return True
+    return genai_semconv.has_content(span) or openllmetry.is_legacy(span)
+
+
+def extract(span: SpanRecord) -> Extraction:
+    """Read one LLM span with the module of the convention it follows."""
+    if openinference.is_llm(span) and (
+        openinference.has_messages(span) or not genai_semconv.has_content(span)
+    ):
+        return openinference.extract(span)
+    if not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
+        return openllmetry.extract_legacy(span)
+    return genai_semconv.extract(span)
+
+
+def error_text(span: SpanRecord) -> str | None:
+    """What went wrong, when the span failed. Only ERROR status is failure."""
+    if span.status != STATUS_ERROR:
+        return None
+    exception = next((e for e in span.events if e.name == semconv.EXCEPTION_EVENT), None)
+    exc_attrs = exception.attributes if exception is not None else {}
+    kind = as_str(span.attributes.get(semconv.ERROR_TYPE)) or as_str(
+        exc_attrs.get(semconv.EXCEPTION_TYPE)
+    )
+    message = as_str(span.status_message) or as_str(exc_attrs.get(semconv.EXCEPTION_MESSAGE))
+    if kind and message and not message.startswith(kind):
+        return f"{kind}: {message}"
+    return message or kind or "error"
+
+
+# --------------------------------------------------------------------------- building
+
+
+def _sort_key(span: SpanRecord | None, seq: int) -> tuple[bool, int, int]:
+    start = span.start_ns if span is not None else None
+    return (start is None, start if start is not None else 0, seq)
+
+
+def _describe(span: SpanRecord) -> str:
+    return f"span {span.name!r} ({span.span_id})"
+
+
+def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[MultiAgentTrace]:
+    """One MultiAgentTrace per trace id holding an agent or model call, ordered by first
+    span start. `warnings` (about the input as a whole) are copied into every trace."""
+    by_key: dict[tuple[str, str], SpanRecord] = {}
+    for record in records:
+        key = (record.trace_id, record.span_id)
+        previous = by_key.get(key)
+        # The same span seen twice (running, then ended): keep the ended copy.
+        if previous is None or (previous.running and not record.running):
+            by_key[key] = record
+    groups: dict[str, list[SpanRecord]] = {}
+    for record in by_key.values():
+        groups.setdefault(record.trace_id, []).append(record)
+
+    def first_start(item: tuple[int, list[SpanRecord]]) -> tuple[bool, int, int]:
+        starts = [s.start_ns for s in item[1] if s.start_ns is not None]
+        return (not starts, min(starts) if starts else 0, item[0])
+
+    traces: list[MultiAgentTrace] = []
+    for _, spans in sorted(enumerate(groups.values()), key=first_start):
+        try:
+            trace = _build_trace(spans, list(warnings))
+        except Exception:  # a safety net: one broken trace must not lose the others
+            logger.exception("tracejudge.convert: could not convert a trace; skipped")
+            continue
+        if trace is not None:
+            traces.append(trace)
+    return traces
+
+
+def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
+    ordered = sorted(enumerate(spans), key=lambda item: _sort_key(item[1], item[0]))
+    spans = [span for _, span in ordered]
+    seq = {span.span_id: i for i, span in enumerate(spans)}
+    by_id = {span.span_id: span for span in spans}
+
+    agents: dict[str, _Agent] = {}
+    llm_spans: list[SpanRecord] = []
+    used_ids: set[str] = set()
+    for span in spans:
+        identity = agent_identity(span)
+        if identity is not None:
+            declared, name = identity
+            agent_id = declared or span.span_id
+            if agent_id in used_ids:
+                warnings.append(
+                    f"{_describe(span)}: agent id {agent_id!r} is used by another agent span; "
+                    f"this one is {agent_id}#{span.span_id}"
+                )
+                agent_id = f"{agent_id}#{span.span_id}"
+            used_ids.add(agent_id)
+            agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+        elif is_llm_span(span):
+            llm_spans.append(span)
+    if not agents and not llm_spans:
+        return None
+    llm_ids = {span.span_id for span in llm_spans}
+
+    def placement(span: SpanRecord) -> tuple[str | None, str | None]:
+        """(nearest agent ancestor's span id, nearest LLM ancestor's span id)."""
+        seen = {span.span_id}
+        parent_id = span.parent_id
+        llm_ancestor = None
+        while parent_id and parent_id not in seen:
+            seen.add(parent_id)
+            if parent_id in agents:
+                return parent_id, llm_ancestor
+            parent = by_id.get(parent_id)
+            if parent is None:
+                return None, llm_ancestor  # parent missing: the span attaches to the root
+            if parent_id in llm_ids and llm_ancestor is None:
+                llm_ancestor = parent_id
+            parent_id = parent.parent_id
+        return None, llm_ancestor
+
+    parent_of_agent = {span_id: placement(agent.span)[0] for span_id, agent in agents.items() if agent.span}
+    _break_cycles(parent_of_agent, agents, seq, warnings)
+    top_agents = [span_id for span_id, parent in parent_of_agent.items() if parent is None]
+    loose: list[SpanRecord] = []
+    placed: list[tuple[SpanRecord, str | None]] = []
+    for span in llm_spans:
+        agent_span_id, llm_ancestor = placement(span)
+        if llm_ancestor is not None:
+            # Two instrumentations wrapped the same call: keep the outer span.
+            warnings.append(
+                f"{_describe(span)}: nested in model-call span {llm_ancestor}, read as the "
+                "same call; skipped"
+            )
+            continue
+        placed.append((span, agent_span_id))
+        if agent_span_id is None:
+            loose.append(span)
+
+    if not loose and len(top_agents) == 1:
+        root = agents[top_agents[0]]
+        implicit_root = None
+    else:
+        root_id = ROOT_AGENT_ID
+        while root_id in used_ids:
+            root_id = "_" + root_id
+        implicit_root = _Agent(id=root_id, name=ROOT_AGENT_NAME, span=None)
+        root = implicit_root
+        for span_id in top_agents:
+            root.items.append((_sort_key(by_id[span_id], seq[span_id]), agents[span_id].id))
+
+    for span_id, parent in parent_of_agent.items():
+        if parent is not None:
+            child = agents[span_id]
+            agents[parent].items.append((_sort_key(child.span, seq[span_id]), child.id))
+
+    aliases: dict[str, str] = {}
+    for span, agent_span_id in placed:
+        interaction = _interaction(span, warnings, aliases)
+        if interaction is None:
+            continue
+        owner = agents[agent_span_id] if agent_span_id is not None else root
+        owner.items.append((_sort_key(span, seq[span.span_id]), interaction))
+
+    all_agents = ([implicit_root] if implicit_root else []) + list(agents.values())
+    for agent in all_agents:
+        agent.items.sort(key=lambda item: item[0])
+    _join_tool_ids(all_agents, aliases)
+
+    by_agent_id = {agent.id: agent for agent in all_agents}
+    instances: dict[str, AgentInstance] = {}
+    stack = [root.id]
+    while stack:  # depth first from the root, so the dict reads like the tree
+        agent = by_agent_id[stack.pop()]
+        if agent.id in instances:
+            continue
+        instances[agent.id] = AgentInstance(
+            id=agent.id, name=agent.name, interactions=[item for _, item in agent.items]
+        )
+        stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
+    return MultiAgentTrace(
+        root_agent_instance_id=root.id, agent_instance_by_id=instances, warnings=warnings
+    )
+
+
+def _break_cycles(
+    parent_of_agent: dict[str, str | None],
+    agents: dict[str, _Agent],
+    seq: dict[str, int],
+    warnings: list[str],
+) -> None:
+    """Corrupt parent ids can make agents each other's ancestors; such agents would be
+    unreachable from the root. Cut each cycle at its earliest agent, which becomes top-level."""
+    for span_id in list(parent_of_agent):
+        chain: list[str] = []
+        current: str | None = span_id
+        while current is not None and current not in chain:
+            chain.append(current)
+            current = parent_of_agent.get(current)
+        if current is None:
+            continue
+        cycle = chain[chain.index(current) :]
+        cut = min(cycle, key=lambda sid: _sort_key(agents[sid].span, seq[sid]))
+        parent_of_agent[cut] = None
+        warnings.append(f"agent spans {', '.join(cycle)} are each other's ancestors (a cycle); "
+                        f"{cut} is taken as top-level")
+
+
+def _interaction(
+    span: SpanRecord, warnings: list[str], aliases: dict[str, str]
+) -> LLMInteraction | None:
+    what = _describe(span)
+    try:
+        extraction = extract(span)
+        interaction = LLMInteraction(
+            input_messages=extraction.inputs,
+            output_messages=extraction.outputs,
+            tools_available=extraction.tools,
+            model=extraction.model,
+            usage=extraction.usage,
+            start_time=span.start,
+            end_time=span.end,
+            error=error_text(span),
+        )
+    except Exception as exc:  # attribute data is untrusted: report, never raise
+        warnings.append(f"{what}: unreadable ({type(exc).__name__}: {exc}); skipped")
+        return None
+    warnings.extend(extraction.warnings)
+    aliases.update(extraction.call_aliases)
+    if not extraction.has_content:
+        warnings.append(f"{what}: no message content recorded (content capture off?)")
+    if span.running:
+        warnings.append(f"{what}: still running; its answer is not recorded yet")
+    elif (
+        extraction.has_content
+        and FINISH_TOOL_CALLS in extraction.finish_reasons
+        and not interaction.tool_calls
+    ):
+        warnings.append(f"{what}: finished for tool calls, but no tool call was recorded")
+    return interaction
+
+
+# --------------------------------------------------------------------------- tool call ids
+
+
+def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
+    """Match tool results to their calls across the whole trace.
+
+    Responses API spans from OpenLLMetry give a tool call the item id (`fc_…`) while
+    its result carries the call id (`call_…`); per-message events give results no id
+    at all. A follow-up request lists each call just before its result, so an
+    unmatched result is paired with the oldest unanswered call before it: a missing
+    result id is filled in, a different one makes the call id an alias to rewrite.
+    Finally, results without a tool name take the name of their call.
+    """
+    interactions = [
+        item for agent in agents for _, item in agent.items if isinstance(item, LLMInteraction)
+    ]
+    for interaction in interactions:
+        _pair_results(interaction.input_messages, aliases)
+    names: dict[str, str] = {}
+    for interaction in interactions:
+        contents = [m.content for m in interaction.input_messages]
+        contents += [m.content for m in interaction.output_messages]
+        for content in contents:
+            if isinstance(content, LLMToolCall):
+                content.id = aliases.get(content.id, content.id)
+                names.setdefault(content.id, content.name)
+    for interaction in interactions:
+        for message in interaction.input_messages:
+            content = message.content
+            if isinstance(content, LLMToolResponse) and content.name is None:
+                content.name = names.get(content.id)
+
+
+def _pair_results(inputs: list[LLMInput], aliases: dict[str, str]) -> None:
+    calls = [m.content for m in inputs if isinstance(m.content, LLMToolCall)]
+    call_ids = {call.id for call in calls}
+    answered = {m.content.id for m in inputs if isinstance(m.content, LLMToolResponse)}
+    pending: list[LLMToolCall] = []
+    for message in inputs:
+        content = message.content
+        if isinstance(content, LLMToolCall):
+            pending.append(content)
+        elif isinstance(content, LLMToolResponse):
+            if content.id and content.id in call_ids:
+                pending = [call for call in pending if call.id != content.id]
+                continue
+            candidate = next(
+                (c for c in pending if c.id not in answered and c.id not in aliases), None
+            )
+            if candidate is None:
+                continue
+            pending.remove(candidate)
+            if not content.id:
+                content.id = candidate.id
+            elif candidate.id:
+                aliases[candidate.id] = content.id
+        elif message.role != "assistant":
+            pending.clear()

@@ -1,0 +1,211 @@
+"""OTel GenAI semantic conventions: one model-call span's messages, tools, model, usage.
+
+Read, in this order of preference:
+
+- span attributes `gen_ai.input.messages` / `gen_ai.output.messages` /
+  `gen_ai.system_instructions` / `gen_ai.tool.definitions`: JSON strings of
+  `{role, parts}` messages. Written by the contrib openai-v2 instrumentation with
+  content capture on, by OpenLLMetry 0.55 and later (Chat Completions and
+  Responses API), and by GenAI instrumentations in other languages;
+- the same keys on a `gen_ai.client.inference.operation.details` event (a span
+  event, or a log record tied to the span), where values are structured;
+- per-message events `gen_ai.system|user|assistant|tool.message` and
+  `gen_ai.choice` (semconv 1.28 to 1.36, OpenLLMetry's events mode), whose log
+  record bodies hold `{content, tool_calls, id}`; for span events, which have no
+  body, the event attributes are read as the body;
+- semconv 1.26 span events `gen_ai.content.prompt` / `gen_ai.content.completion`
+  with JSON-string `gen_ai.prompt` / `gen_ai.completion` attributes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge.convert._common import (
+    Extraction,
+    as_int,
+    finish_reason,
+    indexed,
+    load_json,
+    message_inputs,
+    message_outputs,
+    model_and_usage,
+    openai_message,
+    openai_message_inputs,
+    openai_tool_call,
+    parts_message,
+    text_value,
+    tools,
+)
+from tracejudge.convert._records import EventRecord, SpanRecord
+from tracejudge.models import LLMInput
+
+__all__ = ["extract", "has_content"]
+
+_ROLE_EVENTS = {
+    semconv.EVENT_SYSTEM_MESSAGE: "system",
+    semconv.EVENT_USER_MESSAGE: "user",
+    semconv.EVENT_ASSISTANT_MESSAGE: "assistant",
+    semconv.EVENT_TOOL_MESSAGE: "tool",
+}
+_MESSAGE_EVENTS = frozenset(
+    {
+        *_ROLE_EVENTS,
+        semconv.EVENT_CHOICE,
+        semconv.EVENT_CONTENT_PROMPT,
+        semconv.EVENT_CONTENT_COMPLETION,
+        semconv.EVENT_INFERENCE_DETAILS,
+    }
+)
+_CONTENT_KEYS = (
+    semconv.GEN_AI_INPUT_MESSAGES,
+    semconv.GEN_AI_OUTPUT_MESSAGES,
+    semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+    semconv.GEN_AI_TOOL_DEFINITIONS,
+)
+# Event attributes that describe the event, not the message (when read as a body).
+_EVENT_META_KEYS = frozenset({semconv.GEN_AI_SYSTEM, semconv.GEN_AI_PROVIDER_NAME, semconv.EVENT_NAME})
+
+
+def has_content(span: SpanRecord) -> bool:
+    """Whether the span carries GenAI semconv messages (attributes or events)."""
+    if any(key in span.attributes for key in _CONTENT_KEYS):
+        return True
+    return any(event.name in _MESSAGE_EVENTS for event in span.events)
+
+
+def extract(span: SpanRecord) -> Extraction:
+    """Everything the span says about its model call, in wire form."""
+    extraction = Extraction()
+    what = f"span {span.name!r} ({span.span_id})"
+    sources: list[Mapping[str, Any]] = [span.attributes]
+    for event in span.events:
+        if event.name == semconv.EVENT_INFERENCE_DETAILS:
+            sources.append(event.attributes)
+            if isinstance(event.body, Mapping):
+                sources.append(event.body)
+    merged: dict[str, Any] = {}
+    for source in reversed(sources):
+        merged.update({k: v for k, v in source.items() if v is not None})
+    model_and_usage(merged, extraction)
+
+    if any(merged.get(key) is not None for key in _CONTENT_KEYS):
+        _from_message_lists(merged, extraction, what)
+    else:
+        _from_message_events(span.events, extraction, what)
+    return extraction
+
+
+def _message_list(value: Any, what: str, extraction: Extraction) -> list[Any]:
+    parsed = load_json(value, what, extraction.warnings)
+    if parsed is None:
+        return []
+    if isinstance(parsed, Mapping):
+        return [parsed]
+    if isinstance(parsed, (list, tuple)):
+        return list(parsed)
+    extraction.warnings.append(f"{what}: expected a list of messages; skipped")
+    return []
+
+
+def _system_text(value: Any, what: str, extraction: Extraction) -> str:
+    if isinstance(value, str):
+        stripped = value.strip()
+        if not stripped.startswith(("[", "{", '"')):
+            return value  # a plain-text system prompt, not a JSON part list
+    parsed = load_json(value, what, extraction.warnings)
+    if isinstance(parsed, Mapping) and "parts" in parsed:
+        parsed = parsed["parts"]
+    return text_value(parsed) if parsed is not None else ""
+
+
+def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, what: str) -> None:
+    extraction.has_content = True
+    key = semconv.GEN_AI_INPUT_MESSAGES
+    for message in _message_list(attrs.get(key), f"{what} {key}", extraction):
+        extraction.inputs.extend(message_inputs(*parts_message(message, what, extraction.warnings)))
+
+    key = semconv.GEN_AI_SYSTEM_INSTRUCTIONS
+    if attrs.get(key) is not None:
+        system = _system_text(attrs[key], f"{what} {key}", extraction)
+        first = extraction.inputs[0] if extraction.inputs else None
+        duplicate = first is not None and first.role == "system" and first.content == system
+        if system and not duplicate:
+            extraction.inputs.insert(0, LLMInput(role="system", type="text", content=system))
+
+    key = semconv.GEN_AI_OUTPUT_MESSAGES
+    for message in _message_list(attrs.get(key), f"{what} {key}", extraction):
+        _, texts, calls, _ = parts_message(message, what, extraction.warnings)
+        extraction.outputs.extend(message_outputs(texts, calls))
+        if isinstance(message, Mapping):
+            reason = finish_reason(message.get("finish_reason"))
+            if reason and reason not in extraction.finish_reasons:
+                extraction.finish_reasons.append(reason)
+
+    key = semconv.GEN_AI_TOOL_DEFINITIONS
+    if attrs.get(key) is not None:
+        definitions = load_json(attrs[key], f"{what} {key}", extraction.warnings)
+        extraction.tools = tools(definitions, extraction.warnings, what)
+
+
+def _body(event: EventRecord, what: str, extraction: Extraction) -> Any:
+    if event.body is not None:
+        body = event.body
+    else:
+        body = {k: v for k, v in event.attributes.items() if k not in _EVENT_META_KEYS}
+    if isinstance(body, str) and body.lstrip().startswith(("{", "[")):
+        body = load_json(body, what, extraction.warnings)
+    return body
+
+
+def _from_message_events(
+    events: list[EventRecord], extraction: Extraction, what: str
+) -> None:
+    choices: list[tuple[int, int, list[Any]]] = []
+    for position, event in enumerate(events):
+        if event.name in _ROLE_EVENTS:
+            extraction.has_content = True
+            body = _body(event, f"{what} event {event.name}", extraction)
+            message = dict(body) if isinstance(body, Mapping) else {"content": body}
+            if not message.get("role"):
+                message["role"] = _ROLE_EVENTS[event.name]
+            extraction.inputs.extend(openai_message_inputs(message))
+        elif event.name == semconv.EVENT_CHOICE:
+            extraction.has_content = True
+            body = _body(event, f"{what} event {event.name}", extraction)
+            if not isinstance(body, Mapping):
+                body = {"message": {"content": body}}
+            index = as_int(body.get("index"))
+            choices.append((index if index is not None else position, position, [body]))
+        elif event.name == semconv.EVENT_CONTENT_PROMPT:
+            extraction.has_content = True
+            prompt = event.attributes.get(semconv.GEN_AI_PROMPT)
+            for message in _message_list(prompt, f"{what} event {event.name}", extraction):
+                extraction.inputs.extend(openai_message_inputs(message))
+        elif event.name == semconv.EVENT_CONTENT_COMPLETION:
+            extraction.has_content = True
+            completion = event.attributes.get(semconv.GEN_AI_COMPLETION)
+            items = _message_list(completion, f"{what} event {event.name}", extraction)
+            choices.append((position, position, items))
+    for _, _, items in sorted(choices, key=lambda c: (c[0], c[1])):
+        for item in items:
+            _add_choice(item, extraction)
+
+
+def _add_choice(choice: Any, extraction: Extraction) -> None:
+    if not isinstance(choice, Mapping):
+        choice = {"message": {"content": choice}}
+    message = choice.get("message") if isinstance(choice.get("message"), Mapping) else choice
+    _, texts, calls, _ = openai_message(dict(message, role="assistant"))
+    if message is not choice:
+        # OpenLLMetry's events mode puts the tool calls next to the message, not in it.
+        for raw in indexed(choice.get("tool_calls")):
+            call = openai_tool_call(raw)
+            if call is not None:
+                calls.append(call)
+    extraction.outputs.extend(message_outputs(texts, calls))
+    reason = finish_reason(choice.get("finish_reason"))
+    if reason and reason not in extraction.finish_reasons:
+        extraction.finish_reasons.append(reason)

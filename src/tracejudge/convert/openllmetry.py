@@ -1,0 +1,104 @@
+"""OpenLLMetry (`opentelemetry-instrumentation-openai`): one model-call span.
+
+From 0.55 OpenLLMetry writes the GenAI semconv message attributes
+(`gen_ai.input.messages` ... as JSON strings, Chat Completions and Responses
+API alike) and its events mode writes the semconv per-message events; both are
+read by `genai_semconv`, with two OpenLLMetry quirks handled elsewhere: the
+finish reason `tool_call` (normalised in `_common`) and Responses API tool calls
+that carry the item id `fc_…` while their results carry the call id `call_…`
+(joined in `_tree`).
+
+This module reads what 0.54 and earlier write, still widely deployed: indexed
+attributes `gen_ai.prompt.{i}.role|content|tool_call_id|tool_calls.{j}.*`,
+`gen_ai.completion.{i}.*` and `llm.request.functions.{i}.name|description|parameters`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge.convert._common import (
+    Extraction,
+    finish_reason,
+    has_indexed,
+    indexed,
+    load_json,
+    message_outputs,
+    model_and_usage,
+    openai_message,
+    openai_message_inputs,
+    tools,
+    unflatten,
+)
+from tracejudge.convert._records import SpanRecord
+
+__all__ = ["is_legacy", "extract_legacy"]
+
+
+def is_legacy(span: SpanRecord) -> bool:
+    """Whether the span carries OpenLLMetry's pre-0.55 indexed attributes."""
+    attrs = span.attributes
+    return (
+        has_indexed(attrs, semconv.GEN_AI_PROMPT)
+        or has_indexed(attrs, semconv.GEN_AI_COMPLETION)
+        or has_indexed(attrs, semconv.LLM_REQUEST_FUNCTIONS)
+    )
+
+
+def extract_legacy(span: SpanRecord) -> Extraction:
+    """Everything a pre-0.55 OpenLLMetry span says about its model call, in wire form."""
+    attrs = span.attributes
+    what = f"span {span.name!r} ({span.span_id})"
+    extraction = Extraction()
+    model_and_usage(attrs, extraction)
+    extraction.has_content = has_indexed(attrs, semconv.GEN_AI_PROMPT) or has_indexed(
+        attrs, semconv.GEN_AI_COMPLETION
+    )
+
+    for entry in indexed(unflatten(attrs, semconv.GEN_AI_PROMPT)):
+        extraction.inputs.extend(openai_message_inputs(_message(entry)))
+    for entry in indexed(unflatten(attrs, semconv.GEN_AI_COMPLETION)):
+        _, texts, calls, _ = openai_message(_message(entry, role="assistant"))
+        extraction.outputs.extend(message_outputs(texts, calls))
+        reason = finish_reason(entry.get("finish_reason")) if isinstance(entry, Mapping) else None
+        if reason and reason not in extraction.finish_reasons:
+            extraction.finish_reasons.append(reason)
+
+    functions = []
+    for entry in indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS)):
+        if not isinstance(entry, Mapping):
+            continue
+        function = dict(entry)
+        if isinstance(function.get("parameters"), str):
+            where = f"{what} {semconv.LLM_REQUEST_FUNCTIONS} parameters"
+            function["parameters"] = load_json(function["parameters"], where, extraction.warnings)
+        functions.append(function)
+    if functions:
+        extraction.tools = tools(functions, extraction.warnings, what)
+    return extraction
+
+
+def _message(entry: Any, role: str | None = None) -> dict[str, Any]:
+    if not isinstance(entry, Mapping):
+        return {"role": role or "user", "content": entry}
+    message = dict(entry)
+    if role and not message.get("role"):
+        message["role"] = role
+    message["tool_calls"] = indexed(entry.get("tool_calls"))
+    message["content"] = _content(entry.get("content"))
+    return message
+
+
+def _content(value: Any) -> Any:
+    # Multi-part content is written as a JSON string of the parts list.
+    if isinstance(value, str) and value.startswith("[{"):
+        try:
+            parts = json.loads(value)
+        except ValueError:
+            return value
+        if isinstance(parts, list) and all(isinstance(p, Mapping) and "type" in p for p in parts):
+            return parts
+    return value

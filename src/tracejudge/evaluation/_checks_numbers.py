@@ -1,0 +1,350 @@
+"""Numbers, dates and times in text, normalised so that differently written forms meet.
+
+`mentions(answer)` finds what an answer states; `Facts.from_texts(sources)`
+collects what the sources say; `Facts.grounds(mention)` decides whether a
+stated value appears in the sources. The rules, in one place:
+
+* numbers: thousands separators, trailing zeros, currency symbols, signs and
+  units are dropped (`$1,000.50`, `1000.5 USD`; `65°F`, `65 F`, `65 degrees`,
+  `65`); percentages match their fraction too (`25%` ~ `0.25`); `k`, `thousand`,
+  `M`, `million`, `bn`, `billion` match the expanded value (`1.2M` ~ `1,200,000`);
+  an answer may round a source value to the decimals it writes (`3.14` ~
+  `3.14159`, `1.2 million` ~ `1,234,567`).
+* dates: ISO (`2024-03-05`), numeric (`03/05/2024`, `5.3.24`: both day-month
+  orders are tried), and with month names (`March 5th, 2024`, `5 Mar 2024`,
+  `March 2024`). A date without a year matches that day in any year.
+* times: `15:30`, `3:30 pm`, `3pm`; a time without am/pm matches both halves of
+  the day.
+* not counted as stated numbers in an answer: list markers at the start of a
+  line (`1.`, `2)`), citation markers (`[1]`), numbers inside URLs, and digits
+  that are part of a word or name (`gpt-4o`, `H2O`, `COVID-19`, `v2`).
+  Numbers written as words ("sixty-five") are not recognised.
+
+Sources are read leniently (any digit run, even inside words, counts), answers
+strictly, so that doubt falls on the side of "grounded".
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
+from typing import Literal
+
+__all__ = ["Mention", "Facts", "mentions"]
+
+DateValue = tuple[int | None, int, int | None]  # (year, month, day)
+TimeValue = tuple[int, int]  # (hour 0-23, minute)
+
+_MONTHS = {
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "may": 5,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
+}
+_MONTH = (
+    r"(?P<{name}>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_ORD = r"(?:st|nd|rd|th)?"
+
+_ISO_DATE = re.compile(r"(?<!\d)(?P<y>\d{4})[-/](?P<m>\d{1,2})[-/](?P<d>\d{1,2})(?!\d)")
+_NUMERIC_DATE = re.compile(
+    r"(?<![\d.])(?P<a>\d{1,2})(?P<sep>[/.\-])(?P<b>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})(?![\d])"
+)
+_MONTH_DAY = re.compile(
+    r"\b" + _MONTH.format(name="mon") + r"\s+(?P<d>\d{1,2})" + _ORD + r"\b"
+    r"(?:,?\s+(?P<y>\d{4})\b)?",
+    re.IGNORECASE,
+)
+_DAY_MONTH = re.compile(
+    r"\b(?P<d>\d{1,2})" + _ORD + r"\s+(?:of\s+)?" + _MONTH.format(name="mon") + r"(?![a-z])"
+    r"(?:,?\s+(?P<y>\d{4})\b)?",
+    re.IGNORECASE,
+)
+_MONTH_YEAR = re.compile(r"\b" + _MONTH.format(name="mon") + r"\s+(?P<y>\d{4})\b", re.IGNORECASE)
+_CLOCK = re.compile(
+    r"(?<![\d:])(?P<h>\d{1,2}):(?P<m>\d{2})(?::\d{2}(?:\.\d+)?)?"
+    r"(?:\s*(?P<ap>[ap])(?:\.m\.|m\b))?(?![\d:])",
+    re.IGNORECASE,
+)
+_HOUR_AMPM = re.compile(r"(?<![\d:.])(?P<h>\d{1,2})\s*(?P<ap>[ap])(?:\.m\.|m\b)", re.IGNORECASE)
+
+_NUMBER_BODY = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
+_SCALE = (
+    r"(?P<scale>\s*(?:%|percent\b|per\s*cent\b|k\b|thousand\b|m\b|mn\b|mm\b|million\b"
+    r"|b\b|bn\b|billion\b|trillion\b))?"
+)
+# In answers: not glued to a word on the left (gpt-4, H2O, v2) nor to letters on the right
+# unless they are a unit or scale (5kg, 65F pass; 4o, 3D-printed are kept as numbers of a
+# unit, which is harmless).
+_ANSWER_NUMBER = re.compile(
+    r"(?<![A-Za-z_\d.,])(?<![A-Za-z_]-)(?<![A-Za-z_]\.)" + _NUMBER_BODY + _SCALE, re.IGNORECASE
+)
+_SOURCE_NUMBER = re.compile(r"(?<![\d.,])" + _NUMBER_BODY + _SCALE, re.IGNORECASE)
+
+_LIST_MARKER = re.compile(r"^[ \t>*_-]*(?:\*\*)?\d{1,3}[.)](?=\s)", re.MULTILINE)
+_CITATION = re.compile(r"\[\d{1,3}(?:\s*[,\-–]\s*\d{1,3})*\]")
+_URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
+
+_MULTIPLIERS: dict[str, tuple[Decimal, ...]] = {
+    "%": (Decimal("0.01"),),
+    "percent": (Decimal("0.01"),),
+    "k": (Decimal(1000),),
+    "thousand": (Decimal(1000),),
+    "m": (Decimal(10) ** 6,),
+    "mn": (Decimal(10) ** 6,),
+    "mm": (Decimal(10) ** 6,),
+    "million": (Decimal(10) ** 6,),
+    "b": (Decimal(10) ** 9,),
+    "bn": (Decimal(10) ** 9,),
+    "billion": (Decimal(10) ** 9,),
+    "trillion": (Decimal(10) ** 12,),
+}
+
+
+@dataclass(frozen=True)
+class Mention:
+    """One value an answer states: its text as written and its normalised forms."""
+
+    text: str
+    kind: Literal["number", "date", "time"]
+    #: number: the written value; date: (year|None, month, day|None); time: (hour, minute).
+    values: frozenset[object]
+    #: number only: decimals written, and the scale multipliers the text implies.
+    decimals: int = 0
+    multipliers: tuple[Decimal, ...] = (Decimal(1),)
+
+    @property
+    def key(self) -> tuple[str, frozenset[object]]:
+        return (self.kind, self.values)
+
+
+@dataclass
+class Facts:
+    """The numbers, dates and times found in a set of source texts."""
+
+    numbers: set[Decimal] = field(default_factory=set)
+    dates: set[DateValue] = field(default_factory=set)
+    times: set[TimeValue] = field(default_factory=set)
+
+    @classmethod
+    def from_texts(cls, texts: Iterable[str]) -> Facts:
+        facts = cls()
+        for text in texts:
+            if text:
+                facts._add(text)
+        return facts
+
+    def _add(self, text: str) -> None:
+        for _, _, mention in _dates(text) + _times(text):
+            if mention.kind == "date":
+                self.dates.update(mention.values)  # type: ignore[arg-type]
+            else:
+                self.times.update(mention.values)  # type: ignore[arg-type]
+        # Every digit run counts, those inside dates and words included: lenient on purpose.
+        for match in _SOURCE_NUMBER.finditer(text):
+            value = _decimal(match.group("num"))
+            if value is None:
+                continue
+            self.numbers.add(value)
+            for multiplier in _multipliers(match.group("scale")):
+                self.numbers.add((value * multiplier).normalize())
+
+    def grounds(self, mention: Mention) -> bool:
+        """Whether the sources state the mention's value (see the module docstring)."""
+        if mention.kind == "date":
+            return any(_date_matches(d, self.dates) for d in mention.values)  # type: ignore[arg-type]
+        if mention.kind == "time":
+            return bool(self.times & mention.values)
+        (value,) = mention.values
+        assert isinstance(value, Decimal)
+        for multiplier in mention.multipliers:
+            if (value * multiplier).normalize() in self.numbers:
+                return True
+        quantum = Decimal(1).scaleb(-mention.decimals)
+        for source in self.numbers:
+            for multiplier in mention.multipliers:
+                scaled = source / multiplier
+                for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN):
+                    try:
+                        if scaled.quantize(quantum, rounding=rounding) == value:
+                            return True
+                    except InvalidOperation:
+                        continue
+        return False
+
+
+def _date_matches(stated: DateValue, known: set[DateValue]) -> bool:
+    """Same month; the same day unless the answer names none; the same year unless one
+    side names none."""
+    year, month, day = stated
+    for k_year, k_month, k_day in known:
+        if k_month != month:
+            continue
+        if day is not None and k_day != day:
+            continue
+        if year is not None and k_year is not None and k_year != year:
+            continue
+        return True
+    return False
+
+
+def _decimal(text: str) -> Decimal | None:
+    try:
+        return Decimal(text.replace(",", "")).normalize()
+    except InvalidOperation:
+        return None
+
+
+def _multipliers(scale: str | None) -> tuple[Decimal, ...]:
+    if not scale:
+        return ()
+    word = re.sub(r"\s+", "", scale).lower()
+    return _MULTIPLIERS.get(word, ())
+
+
+def _year(text: str | None) -> int | None:
+    if not text:
+        return None
+    year = int(text)
+    return year + 2000 if len(text) == 2 else year
+
+
+def _valid(month: int, day: int | None) -> bool:
+    return 1 <= month <= 12 and (day is None or 1 <= day <= 31)
+
+
+def _date_mention(text: str, candidates: Iterable[DateValue]) -> Mention | None:
+    values = frozenset(c for c in candidates if _valid(c[1], c[2]))
+    return Mention(text=text, kind="date", values=values) if values else None
+
+
+Spanned = tuple[int, int, Mention]
+
+
+def _dates(text: str) -> list[Spanned]:
+    """Dates with their spans resolved left to right, the most specific pattern first."""
+    found: list[tuple[int, int, Mention]] = []
+    taken: list[tuple[int, int]] = []
+
+    def free(start: int, end: int) -> bool:
+        return all(end <= s or start >= e for s, e in taken)
+
+    def add(match: re.Match[str], candidates: Iterable[DateValue]) -> None:
+        if not free(match.start(), match.end()):
+            return
+        mention = _date_mention(match.group(0).strip(), candidates)
+        if mention is not None:
+            taken.append((match.start(), match.end()))
+            found.append((match.start(), match.end(), mention))
+
+    for m in _ISO_DATE.finditer(text):
+        add(m, [(int(m["y"]), int(m["m"]), int(m["d"]))])
+    for m in _NUMERIC_DATE.finditer(text):
+        a, b, year = int(m["a"]), int(m["b"]), _year(m["y"])
+        add(m, [(year, a, b), (year, b, a)])
+    for pattern in (_MONTH_DAY, _DAY_MONTH):
+        for m in pattern.finditer(text):
+            month = _MONTHS[m["mon"][:3].lower()]
+            add(m, [(_year(m["y"]), month, int(m["d"]))])
+    for m in _MONTH_YEAR.finditer(text):
+        add(m, [(_year(m["y"]), _MONTHS[m["mon"][:3].lower()], None)])
+    return found
+
+
+def _hours(hour: int, ampm: str | None) -> set[int]:
+    if ampm:
+        base = hour % 12
+        return {base + 12} if ampm.lower() == "p" else {base}
+    return {hour} if hour == 0 or hour >= 12 else {hour, hour + 12}
+
+
+def _times(text: str) -> list[Spanned]:
+    found: list[Spanned] = []
+    taken: list[tuple[int, int]] = []
+    for pattern in (_CLOCK, _HOUR_AMPM):
+        for m in pattern.finditer(text):
+            hour = int(m["h"])
+            minute = int(m.groupdict().get("m") or 0)
+            if hour > 23 or minute > 59:
+                continue
+            if any(not (m.end() <= s or m.start() >= e) for s, e in taken):
+                continue
+            taken.append((m.start(), m.end()))
+            values = frozenset((h, minute) for h in _hours(hour, m["ap"]))
+            found.append((m.start(), m.end(), Mention(m.group(0).strip(), "time", values)))
+    return found
+
+
+def mentions(answer: str) -> list[Mention]:
+    """The distinct numbers, dates and times an answer states, in order of appearance."""
+    ignored: list[tuple[int, int]] = []
+    for pattern in (_URL, _CITATION, _LIST_MARKER):
+        ignored.extend(m.span() for m in pattern.finditer(answer))
+
+    def overlaps(start: int, end: int) -> bool:
+        return any(not (end <= s or start >= e) for s, e in ignored)
+
+    stated: list[tuple[int, Mention]] = []
+    for start, end, mention in _dates(answer) + _times(answer):
+        if overlaps(start, end):
+            continue
+        ignored.append((start, end))
+        stated.append((start, mention))
+    for match in _ANSWER_NUMBER.finditer(answer):
+        start, end = match.span("num")
+        if overlaps(start, end):
+            continue
+        raw = match.group("num")
+        value = _decimal(raw)
+        if value is None:
+            continue
+        decimals = len(raw.split(".", 1)[1]) if "." in raw else 0
+        scale = _multipliers(match.group("scale"))
+        text = match.group(0).strip()
+        # "65 degrees" / "$3.50": widen the text shown to the unit or currency around it.
+        text = _with_unit(answer, match.start(), match.end(), text)
+        stated.append(
+            (
+                start,
+                Mention(
+                    text=text,
+                    kind="number",
+                    values=frozenset({value}),
+                    decimals=decimals,
+                    multipliers=(Decimal(1), *scale),
+                ),
+            )
+        )
+    stated.sort(key=lambda item: item[0])
+    seen: set[tuple[str, frozenset[object]]] = set()
+    distinct: list[Mention] = []
+    for _, mention in stated:
+        if mention.key not in seen:
+            seen.add(mention.key)
+            distinct.append(mention)
+    return distinct
+
+
+_UNIT_AFTER = re.compile(r"\s?(?:°\s?[CF]?|degrees?(?:\s+[CF]\b)?|[A-Za-z]{1,5}\b)")
+_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥]|USD\s?|EUR\s?|GBP\s?)$")
+
+
+def _with_unit(text: str, start: int, end: int, shown: str) -> str:
+    before = _CURRENCY_BEFORE.search(text[max(0, start - 4) : start])
+    if before:
+        shown = before.group(0) + shown
+    after = _UNIT_AFTER.match(text, end)
+    if after and not re.match(r"\s?(?:and|or|to|of|in|on|at|is|the|a|an)\b", after.group(0)):
+        shown = shown + after.group(0)
+    return shown

@@ -1,0 +1,140 @@
+"""Recognising tool errors and refusals in text, for the deterministic checks.
+
+Both are heuristics tuned for precision: a tool result counts as an error only
+when it looks like one as a whole (a JSON error object, a traceback, an error
+line at its start, an HTTP error status), not when it merely mentions an error
+somewhere in otherwise useful content.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+__all__ = ["tool_error", "refusal"]
+
+_ERROR_KEYS = ("error", "errors", "exception", "error_message", "errormessage", "err", "fault")
+_STATUS_KEYS = ("status_code", "statuscode", "http_status", "httpstatus", "status")
+_FAILED_STATUS = frozenset({"error", "failed", "failure", "fail", "fatal", "exception"})
+
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
+# An error line at the very start of the result: "ValueError: ...", "Error: ...",
+# "requests.exceptions.HTTPError: ...", "ERROR - ...", "Exception in thread ...".
+_LEADING_ERROR = re.compile(
+    r"\A\s*(?:\[?(?:error|fatal|exception)\]?\s*[:\-!\]]"
+    r"|(?:[A-Za-z_][\w.]*)?(?:Error|Exception|Fault)\b\s*[:(]"
+    r"|(?:an?\s+)?(?:unexpected\s+|internal\s+|unknown\s+)?error\s+(?:occurred|has occurred|while)"
+    r"|error\s+(?:executing|calling|running|invoking)\b"
+    r"|exception\s+in\b"
+    r"|(?:request\s+|connection\s+|operation\s+)?timed\s+out\b"
+    r"|failed\s+to\b"
+    r"|(?:tool|function)\s+\S+\s+(?:not found|does not exist|failed)\b)",
+    re.IGNORECASE,
+)
+_HTTP_REASONS = (
+    "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
+    "|Not Acceptable|Request Timeout|Conflict|Gone|Payload Too Large|Unprocessable Entity"
+    "|Unprocessable Content|Too Many Requests|Internal Server Error|Not Implemented|Bad Gateway"
+    "|Service Unavailable|Gateway Timeout|Client Error|Server Error"
+)
+_HTTP_STATUS = re.compile(
+    r"\bHTTP(?:/\d(?:\.\d)?)?\s*(?:error\s*)?:?\s*(?P<a>[45]\d\d)\b"
+    r"|\bstatus(?:[\s_]*code)?\s*[:=]?\s*(?P<b>[45]\d\d)\b"
+    r"|\b(?P<c>[45]\d\d)\s*[:\-]?\s*(?:" + _HTTP_REASONS + r")\b",
+    re.IGNORECASE,
+)
+#: HTTP status phrases are looked for near the start only: further in, a "404 Not Found"
+#: is more likely content (a search result about errors) than the result's own status.
+_HTTP_WINDOW = 300
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+    text = " ".join(text.split())
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def _json_error(data: Any) -> str | None:
+    if isinstance(data, str):
+        return _text_error(data)
+    if not isinstance(data, dict):
+        return None
+    lowered = {k.lower(): v for k, v in data.items() if isinstance(k, str)}
+    for key in _ERROR_KEYS:
+        value = lowered.get(key)
+        if value not in (None, False, "", [], {}, 0):
+            return f'error object ("{key}": {_short(value)})'
+    if lowered.get("iserror") is True or lowered.get("is_error") is True:  # MCP CallToolResult
+        return f"error result ({_short(data)})"
+    for key in _STATUS_KEYS:
+        value = lowered.get(key)
+        if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
+            return f'HTTP error status ("{key}": {value})'
+        if isinstance(value, str):
+            if value.strip().lower() in _FAILED_STATUS:
+                return f'failed status ("{key}": "{value}")'
+            if re.fullmatch(r"\s*[45]\d\d\b.*", value):
+                return f'HTTP error status ("{key}": "{_short(value, 40)}")'
+    code = lowered.get("code")
+    if (
+        isinstance(code, int)
+        and not isinstance(code, bool)
+        and 400 <= code <= 599
+        and ("message" in lowered or "detail" in lowered)
+    ):
+        return f'HTTP error status ("code": {code})'
+    if lowered.get("success") is False or lowered.get("ok") is False:
+        key = "success" if "success" in lowered else "ok"
+        return f'failure flag ("{key}": false)'
+    return None
+
+
+def _text_error(text: str) -> str | None:
+    if _TRACEBACK.search(text):
+        return "a Python traceback"
+    match = _LEADING_ERROR.match(text)
+    if match:
+        first_line = text.strip().splitlines()[0] if text.strip() else text
+        return f"error text ({_short(first_line)})"
+    match = _HTTP_STATUS.search(text[:_HTTP_WINDOW])
+    if match:
+        status = match.group("a") or match.group("b") or match.group("c")
+        return f"HTTP error status {status} ({_short(match.group(0), 40)})"
+    return None
+
+
+def tool_error(response: str) -> str | None:
+    """Why a tool result looks like an error, or None when it looks like a result."""
+    stripped = response.strip()
+    if not stripped:
+        return None  # empty is not an error; an empty result is often legitimate (no rows)
+    if stripped[0] in '{["':
+        try:
+            data = json.loads(stripped)
+        except ValueError:
+            pass
+        else:
+            # A JSON body is judged by its structure only: its text fields are content.
+            return _json_error(data)
+    return _text_error(stripped)
+
+
+_REFUSAL = re.compile(
+    r"\A\W*(?:I[’']m\s+(?:so\s+|very\s+|really\s+)?sorry|I\s+am\s+(?:so\s+|very\s+)?sorry"
+    r"|sorry\b|(?:my\s+)?apologies|I\s+apologi[sz]e|unfortunately,?\s+I\b)"
+    r"|\bI\s+(?:cannot|can\s*not|can[’']t|could\s+not|couldn[’']t|am\s+unable\s+to"
+    r"|[’']m\s+unable\s+to|was\s+unable\s+to|am\s+not\s+able\s+to|[’']m\s+not\s+able\s+to"
+    r"|was\s+not\s+able\s+to|wasn[’']t\s+able\s+to|do\s+not\s+have\s+access"
+    r"|don[’']t\s+have\s+access)\b"
+    r"|\b(?:unable|not\s+able)\s+to\s+(?:help|assist|complete|answer|provide|retrieve|find"
+    r"|access|fulfil+|comply|process|determine|get)\b"
+    r"|\bas\s+an\s+AI\b",
+    re.IGNORECASE,
+)
+
+
+def refusal(answer: str) -> str | None:
+    """The refusal or apology phrase an answer contains, or None."""
+    match = _REFUSAL.search(answer)
+    return " ".join(match.group(0).split()) if match else None

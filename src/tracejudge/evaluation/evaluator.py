@@ -1,0 +1,343 @@
+"""The evaluator: criteria applied to a conversation or to every agent of a trace.
+
+For each criterion and each agent instance the evaluator makes one judge call
+(all of them concurrently; the judge's own concurrency limit bounds how many
+are in flight), then aggregates per agent name and over the whole trace.
+Deterministic checks (`TraceCheck`) go through the same aggregation without a
+judge. The client (in process) and the server drive this same code.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import statistics
+import uuid
+from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic import ValidationError
+
+from tracejudge.errors import (
+    BadRequestError,
+    ConfigurationError,
+    MalformedError,
+    NoLLMInteractionsError,
+)
+from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation._validate import Criterion, validate_criteria
+from tracejudge.evaluation.render import (
+    conversation_agent,
+    render_agent,
+    render_conversation,
+)
+from tracejudge.judges import CriterionKind, Judge, JudgeRequest, Verdict
+from tracejudge.models import (
+    AgentInstance,
+    AgentTraceResult,
+    EvaluationResponse,
+    JudgeUsage,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    ScoreResponse,
+    SummaryStatistics,
+)
+
+__all__ = [
+    "Evaluator",
+    "trace_response",
+    "summarize_trace_response",
+    "criterion_name",
+    "needs_judge",
+    "require_llm_interactions",
+]
+
+T = TypeVar("T")
+
+
+def criterion_name(criterion: Criterion) -> str:
+    """The text of a criterion, or a check's `name`."""
+    return criterion if isinstance(criterion, str) else str(criterion.name)
+
+
+def needs_judge(criteria: Iterable[Criterion]) -> bool:
+    """True when any criterion is text (checks need no judge)."""
+    return any(isinstance(c, str) for c in criteria)
+
+
+def require_llm_interactions(trace: MultiAgentTrace) -> None:
+    """Raise `NoLLMInteractionsError` when no agent of the trace called a model."""
+    if not trace.has_llm_interactions:
+        agents = ", ".join(f"{a.name} ({a.id})" for a in trace.iter_agents())
+        raise NoLLMInteractionsError(
+            f"the trace has no LLM interaction to evaluate (agents: {agents or 'none'}). "
+            "Was the model client instrumented? Call ComposoTracer.init(...) before creating "
+            "the client, and make the model calls inside `with AgentTracer(...)`."
+        )
+
+
+async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
+    """Like `asyncio.gather`, but the first failure cancels the rest (no orphaned calls)."""
+    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
+
+
+def _score_response(verdict: Verdict, judge: Judge) -> ScoreResponse:
+    try:
+        return ScoreResponse(
+            score=verdict.score,
+            explanation=verdict.explanation,
+            cleaned_explanation=verdict.cleaned_explanation,
+            usage=verdict.usage,
+        )
+    except ValidationError as exc:
+        raise MalformedError(
+            f"judge {getattr(judge, 'name', judge)!r} returned an unusable verdict "
+            f"(score {verdict.score!r}): scores must lie in 0..1 or be None"
+        ) from exc
+
+
+def _format_score(result: ScoreResponse | None) -> str:
+    if result is None:
+        return "not evaluated"
+    if result.score is None:
+        return "not applicable"
+    return f"{result.score:.2f}"
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def summarize_trace_response(response: MultiAgentTraceResponse) -> MultiAgentTraceResponse:
+    """Fill the flat fields (`agent_scores`, `overall_score`, `explanation`) from
+    `results_by_agent_name`, for answers (a remote server's) that carry only the wire fields.
+
+    `overall_score` is the mean of the agent instances' non-null scores, None when
+    no instance has a score.
+    """
+    agent_scores: dict[str, float | None] = {}
+    lines: list[str] = []
+    for name, result in response.results_by_agent_name.items():
+        for instance_id, score in result.results_by_agent_instance_id.items():
+            agent_scores[instance_id] = score.score if score is not None else None
+            detail = f" - {_one_line(score.explanation)}" if score and score.explanation else ""
+            lines.append(f"- {name} ({instance_id}): {_format_score(score)}{detail}")
+    values = [s for s in agent_scores.values() if s is not None]
+    overall = statistics.fmean(values) if values else None
+    if overall is None:
+        summary = "No agent received a score, so there is no overall score."
+    else:
+        plural = "s" if len(values) != 1 else ""
+        summary = f"Overall score {overall:.2f}: the mean of {len(values)} agent score{plural}."
+    update: dict[str, Any] = {}
+    if not response.agent_scores:
+        update["agent_scores"] = agent_scores
+    if response.overall_score is None:
+        update["overall_score"] = overall
+    if not response.explanation:
+        update["explanation"] = "\n".join([summary, *lines])
+    return response.model_copy(update=update) if update else response
+
+
+def trace_response(
+    trace: MultiAgentTrace,
+    criterion: str,
+    results: Mapping[str, ScoreResponse | None],
+    *,
+    usage: JudgeUsage | None = None,
+    request_id: str | None = None,
+) -> MultiAgentTraceResponse:
+    """Aggregate per-instance results into the answer for one criterion.
+
+    Instances are grouped by agent name, each group with `SummaryStatistics` of its
+    non-null scores; `agent_scores` maps every instance id to its score;
+    `overall_score` is the mean of the non-null instance scores (None if there is
+    none); `explanation` has one line per instance.
+    """
+    by_name: dict[str, dict[str, ScoreResponse | None]] = {}
+    for agent in trace.iter_agents():
+        by_name.setdefault(agent.name, {})[agent.id] = results.get(agent.id)
+    results_by_agent_name = {
+        name: AgentTraceResult(
+            agent_name=name,
+            results_by_agent_instance_id=instances,
+            summary_statistics=SummaryStatistics.of(
+                [r.score if r is not None else None for r in instances.values()]
+            ),
+        )
+        for name, instances in by_name.items()
+    }
+    response = MultiAgentTraceResponse(
+        request_id=request_id or str(uuid.uuid4()),
+        results_by_agent_name=results_by_agent_name,
+        criterion=criterion,
+        usage=usage,
+    )
+    return summarize_trace_response(response)
+
+
+def _sum_usage(results: Iterable[ScoreResponse | None]) -> JudgeUsage:
+    total = JudgeUsage()
+    for result in results:
+        if result is not None and result.usage is not None:
+            total = total + result.usage
+    return total
+
+
+class Evaluator:
+    """Scores conversations and traces against criteria with one judge.
+
+    `judge` may be None when only checks are used; a text criterion then raises
+    `ConfigurationError` saying how to configure a judge. Criteria are strings
+    whose first words give their kind ("Reward", "Penalize", "Passes if",
+    "Fails if"; text without one of these is judged as Reward), or `TraceCheck`
+    objects.
+    """
+
+    def __init__(self, judge: Judge | None = None) -> None:
+        self.judge = judge
+
+    # ------------------------------------------------------------------ helpers
+
+    def require_judge(self, criteria: Iterable[Criterion]) -> None:
+        """Raise `ConfigurationError` when a text criterion needs the judge there is not."""
+        if self.judge is None and needs_judge(criteria):
+            from tracejudge.judges import HOW_TO_CONFIGURE_A_JUDGE
+
+            raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
+
+    async def _ask(self, request: JudgeRequest) -> ScoreResponse:
+        assert self.judge is not None  # require_judge ran before any call
+        verdict = await self.judge.judge(request)
+        return _score_response(verdict, self.judge)
+
+    # ------------------------------------------------------------------ conversations
+
+    async def evaluate_messages(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        criteria: str | TraceCheck | Sequence[str | TraceCheck],
+        *,
+        system: str | None = None,
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        evaluate_latest: bool = True,
+        clean_explanation: bool = False,
+    ) -> list[EvaluationResponse]:
+        """Score a chat conversation (OpenAI or Anthropic messages): one answer per criterion,
+        in order."""
+        agent = conversation_agent(messages, system=system, tools=tools)
+        return await self.evaluate_conversation(
+            agent, criteria, evaluate_latest=evaluate_latest, clean_explanation=clean_explanation
+        )
+
+    async def evaluate_conversation(
+        self,
+        agent: AgentInstance,
+        criteria: str | TraceCheck | Sequence[str | TraceCheck],
+        *,
+        evaluate_latest: bool = True,
+        clean_explanation: bool = False,
+    ) -> list[EvaluationResponse]:
+        """Score a conversation already turned into a one-agent run (`conversation_agent`)."""
+        checked, _ = validate_criteria(criteria)
+        self.require_conversation(agent)
+        self.require_judge(checked)
+        return await gather_all(
+            self.score_conversation(
+                agent, c, evaluate_latest=evaluate_latest, clean_explanation=clean_explanation
+            )
+            for c in checked
+        )
+
+    @staticmethod
+    def require_conversation(agent: AgentInstance) -> None:
+        """Raise `BadRequestError` when the conversation has no assistant response."""
+        if not agent.llm_interactions:
+            raise BadRequestError(
+                "the conversation has no assistant response to evaluate: end `messages` with "
+                "the assistant's answer, or pass it as `result=`"
+            )
+
+    async def score_conversation(
+        self,
+        agent: AgentInstance,
+        criterion: Criterion,
+        *,
+        evaluate_latest: bool = True,
+        clean_explanation: bool = False,
+    ) -> EvaluationResponse:
+        """One criterion applied to a conversation."""
+        if not isinstance(criterion, str):
+            result = criterion.evaluate(MultiAgentTrace.from_agent(agent)).get(agent.id)
+            if result is None:
+                return EvaluationResponse(
+                    score=None,
+                    explanation=f"The check {criterion.name!r} does not apply here.",
+                    criterion=criterion_name(criterion),
+                )
+            return EvaluationResponse.model_validate(
+                {**result.model_dump(), "criterion": criterion_name(criterion)}
+            )
+        self.require_judge([criterion])
+        rendered = render_conversation(agent, evaluate_latest=evaluate_latest)
+        request = JudgeRequest(
+            criterion=criterion,
+            kind=CriterionKind.of(criterion),
+            content=rendered.content,
+            target=rendered.target,
+            clean_explanation=clean_explanation,
+        )
+        result = await self._ask(request)
+        return EvaluationResponse.model_validate({**result.model_dump(), "criterion": criterion})
+
+    # ------------------------------------------------------------------ traces
+
+    async def evaluate_trace(
+        self,
+        trace: MultiAgentTrace,
+        criteria: str | TraceCheck | Sequence[str | TraceCheck],
+    ) -> list[MultiAgentTraceResponse]:
+        """Score every agent instance of a trace: one answer per criterion, in order.
+
+        Raises `NoLLMInteractionsError` when the trace has no LLM interaction.
+        """
+        checked, _ = validate_criteria(criteria)
+        require_llm_interactions(trace)
+        self.require_judge(checked)
+        return await gather_all(self.score_trace(trace, c) for c in checked)
+
+    async def score_trace(
+        self, trace: MultiAgentTrace, criterion: Criterion
+    ) -> MultiAgentTraceResponse:
+        """One criterion applied to every agent instance of a trace.
+
+        An instance with neither an LLM interaction nor a child agent gets None.
+        """
+        if not isinstance(criterion, str):
+            results = dict(criterion.evaluate(trace))
+            return trace_response(trace, criterion_name(criterion), results)
+        self.require_judge([criterion])
+        agents = list(trace.iter_agents())
+        scores = await gather_all(self._score_agent(trace, a, criterion) for a in agents)
+        results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
+        return trace_response(trace, criterion, results, usage=_sum_usage(scores))
+
+    async def _score_agent(
+        self, trace: MultiAgentTrace, agent: AgentInstance, criterion: str
+    ) -> ScoreResponse | None:
+        if not agent.llm_interactions and not agent.child_ids:
+            return None
+        rendered = render_agent(trace, agent.id)
+        request = JudgeRequest(
+            criterion=criterion,
+            kind=CriterionKind.of(criterion),
+            content=rendered.content,
+            target=rendered.target,
+        )
+        return await self._ask(request)

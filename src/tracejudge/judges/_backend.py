@@ -1,0 +1,491 @@
+"""The machinery every HTTP judge shares; a backend only says how to speak its API.
+
+`HTTPJudge.judge()` does, in order: build the prompt, look in the cache, take a slot of the
+concurrency limit, ask (retrying, and falling back from options the endpoint rejects),
+parse the reply (re-asking once when it is unusable), turn it into a score, cache it.
+A backend subclass supplies the URL, headers, request body, how to read an answer, and
+which rejected options it can do without.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import threading
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
+from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
+from tracejudge.judges._http import (
+    Endpoint,
+    error_from_response,
+    error_message,
+    post_with_retries,
+)
+from tracejudge.judges._parse import (
+    Judgement,
+    ReplyError,
+    extract_object,
+    validate_reply,
+    weighted_score,
+)
+from tracejudge.judges._prompt import build_messages, reask_message
+from tracejudge.judges._types import JudgeRequest, Verdict
+from tracejudge.models import JudgeUsage
+
+__all__ = ["HTTPJudge", "Answer", "requires_key", "env", "join_url"]
+
+logger = logging.getLogger("tracejudge.judges")
+
+_USER_AGENT = "tracejudge-judge/0.1"
+# Hosts that never answer without a key: fail at construction rather than on the first call.
+_KEYED_HOSTS = ("api.openai.com", "api.anthropic.com", "openrouter.ai", "api.together.xyz")
+
+
+@dataclass
+class Answer:
+    """What a backend read from one successful HTTP answer."""
+
+    text: str
+    logprobs: list[dict[str, Any]] | None = None
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+@dataclass
+class _Tally:
+    """Usage of one judge() call, accumulated over its HTTP requests."""
+
+    calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+    def add(self, answer: Answer) -> None:
+        self.input_tokens += answer.input_tokens
+        self.output_tokens += answer.output_tokens
+        self.total_tokens += answer.total_tokens or (answer.input_tokens + answer.output_tokens)
+
+
+@dataclass
+class _LoopState:
+    """The HTTP client and concurrency limit of one event loop (neither may cross loops)."""
+
+    loop: asyncio.AbstractEventLoop
+    client: httpx.AsyncClient
+    semaphore: asyncio.Semaphore
+
+
+_ssl_context: Any = None
+
+
+def _shared_ssl_context() -> Any:
+    """One TLS context for every judge's client: building one loads the CA bundle (tens of
+    milliseconds), which would otherwise be paid per judge and per event loop."""
+    global _ssl_context
+    if _ssl_context is None:
+        factory = getattr(httpx, "create_ssl_context", None)  # httpx >= 0.28
+        _ssl_context = factory() if factory is not None else True
+    return _ssl_context
+
+
+def requires_key(base_url: str) -> bool:
+    """Whether the host behind `base_url` is a hosted API that needs a key."""
+    host = (httpx.URL(base_url).host or "").lower()
+    return host in _KEYED_HOSTS or host.endswith(".azure.com")
+
+
+class HTTPJudge:
+    """Base class of the HTTP judge backends. Not used directly: see
+    `OpenAICompatibleJudge` and `AnthropicJudge`."""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        name: str,
+        base_url: str,
+        api_key: str | None,
+        key_env: str | None,
+        timeout: float = 60.0,
+        request_timeout: float | None = None,
+        num_retries: int = 1,
+        max_concurrency: int = 16,
+        cache: CacheOption = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        headers: dict[str, str] | None = None,
+        extra_body: dict[str, Any] | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        features: dict[str, Any] | None = None,
+    ) -> None:
+        if not model or not model.strip():
+            raise ConfigurationError("a judge needs a model name, e.g. 'gpt-4.1-mini'")
+        if timeout <= 0:
+            raise ConfigurationError(f"timeout must be positive, got {timeout}")
+        if max_concurrency < 1:
+            raise ConfigurationError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.model = model
+        self.name = name
+        self.base_url = base_url
+        self.api_key = api_key or None
+        self.key_env = key_env
+        self.timeout = float(timeout)
+        self.request_timeout = float(request_timeout) if request_timeout else self.timeout
+        # Like the Composo SDK: at least one retry; retries cannot be turned off.
+        self.num_retries = max(1, int(num_retries))
+        self.max_concurrency = int(max_concurrency)
+        self.temperature = temperature
+        self.max_tokens = max_tokens
+        self.extra_headers = dict(headers or {})
+        self.extra_body = dict(extra_body or {})
+        self.backoff_base = float(backoff_base)
+        self.backoff_max = float(backoff_max)
+        self.cache: JudgeCache | None = make_cache(cache)
+        self._transport = transport
+        # The optional request features tried first; each is dropped, for good, when the
+        # endpoint rejects it.
+        self._features: dict[str, Any] = {"temperature": temperature is not None}
+        self._features.update(features or {})
+        self._features_lock = threading.Lock()
+        self._logprobs_notice_given = False
+        self._state_slot: _LoopState | None = None
+        self._state_lock = threading.Lock()
+        self._endpoint = Endpoint(
+            judge=name,
+            model=model,
+            base_url=base_url,
+            key_hint=self._key_hint(),
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, base_url={self.base_url!r})"
+
+    # ----------------------------------------------------------------- backend hooks
+
+    def _url(self) -> httpx.URL:
+        raise NotImplementedError
+
+    def _headers(self) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _body(
+        self, messages: list[dict[str, str]], request: JudgeRequest, features: dict[str, Any]
+    ) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _read(self, data: Any) -> Answer:
+        """Read a 2xx answer's JSON; raise APIError when it is not the API's shape."""
+        raise NotImplementedError
+
+    def _without_rejected(
+        self, features: dict[str, Any], request: JudgeRequest, rejection: str
+    ) -> dict[str, Any] | None:
+        """The features to try after a 400/422 saying `rejection` (lower-cased message and
+        body), or None when nothing the judge may drop explains it."""
+        if features.get("temperature") and "temperature" in rejection:
+            return {**features, "temperature": False}
+        return None
+
+    def _requests_logprobs(self, request: JudgeRequest, features: dict[str, Any]) -> bool:
+        return False
+
+    def _key_hint(self) -> str:
+        where = (
+            f"check {self.key_env} (or pass api_key=...)"
+            if self.key_env
+            else ("check the api_key passed to the judge")
+        )
+        return f"{where} and that the key may use model {self.model!r}"
+
+    # ----------------------------------------------------------------- lifecycle
+
+    def _state(self) -> _LoopState:
+        # One client and one limit, for the loop in use. The sync client runs every call on
+        # one background loop; code that calls asyncio.run() repeatedly gets a fresh pair
+        # per loop (the old loop's connections end with it). Keeping only the latest avoids
+        # holding on to dead loops, which the semaphore and connections reference.
+        loop = asyncio.get_running_loop()
+        with self._state_lock:
+            if self._state_slot is None or self._state_slot.loop is not loop:
+                limits = httpx.Limits(
+                    max_connections=self.max_concurrency,
+                    max_keepalive_connections=self.max_concurrency,
+                )
+                client = httpx.AsyncClient(
+                    transport=self._transport,
+                    verify=_shared_ssl_context(),
+                    limits=limits,
+                    timeout=httpx.Timeout(self.request_timeout),
+                    headers={"user-agent": _USER_AGENT},
+                )
+                self._state_slot = _LoopState(loop, client, asyncio.Semaphore(self.max_concurrency))
+            return self._state_slot
+
+    async def aclose(self) -> None:
+        """Close the connections and the cache file. The judge may be used again afterwards
+        (it reconnects)."""
+        with self._state_lock:
+            state, self._state_slot = self._state_slot, None
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:
+            loop = None
+        # A client bound to another (likely closed) loop cannot be closed from this one.
+        if state is not None and state.loop is loop:
+            await state.client.aclose()
+        if self.cache is not None:
+            await self._in_thread(self.cache.close)
+
+    async def __aenter__(self) -> HTTPJudge:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    # ----------------------------------------------------------------- judging
+
+    def _cache_parameters(self, request: JudgeRequest) -> dict[str, Any]:
+        return {
+            "kind": request.kind.value,
+            "clean_explanation": request.clean_explanation,
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "extra_body": self.extra_body,
+        }
+
+    async def _in_thread(self, function: Any, *args: Any) -> Any:
+        # The in-memory cache is instant; a file cache may touch the disk, which must not
+        # stall the event loop that every other judge call shares.
+        if isinstance(self.cache, MemoryCache):
+            return function(*args)
+        return await asyncio.to_thread(function, *args)
+
+    async def judge(self, request: JudgeRequest) -> Verdict:
+        """Judge one request: a score in 0..1 (None when not applicable) with its explanation.
+
+        Raises AuthenticationError, BadRequestError, RateLimitError, APIError, TimeoutError
+        or MalformedError (never a made-up score) when no verdict can be had.
+        """
+        if not isinstance(request, JudgeRequest):
+            raise TypeError(f"judge() takes a JudgeRequest, got {type(request).__name__}")
+        if not request.criterion.strip():
+            raise BadRequestError("the criterion is empty; write what to reward or penalise")
+        started = time.perf_counter()
+        messages = build_messages(request)
+        key: str | None = None
+        if self.cache is not None:
+            key = cache_key(self.name, self.model, messages, self._cache_parameters(request))
+            hit = await self._in_thread(self.cache.get, key)
+            if hit is not None:
+                return Verdict(
+                    score=hit["score"],
+                    explanation=hit["explanation"],
+                    cleaned_explanation=hit.get("cleaned_explanation"),
+                    usage=JudgeUsage(cached_calls=1, latency_seconds=time.perf_counter() - started),
+                    raw={**hit.get("raw", {}), "cached": True},
+                )
+        state = self._state()
+        async with state.semaphore:
+            # The deadline starts with the slot: time queued behind other calls is not the
+            # endpoint's fault and must not time a call out.
+            deadline = asyncio.get_running_loop().time() + self.timeout
+            verdict = await self._judge_now(request, messages, state.client, deadline, started)
+        if key is not None and self.cache is not None:
+            await self._in_thread(
+                self.cache.set,
+                key,
+                {
+                    "score": verdict.score,
+                    "explanation": verdict.explanation,
+                    "cleaned_explanation": verdict.cleaned_explanation,
+                    "raw": verdict.raw,
+                },
+            )
+        return verdict
+
+    async def _judge_now(
+        self,
+        request: JudgeRequest,
+        messages: list[dict[str, str]],
+        client: httpx.AsyncClient,
+        deadline: float,
+        started: float,
+    ) -> Verdict:
+        tally = _Tally()
+        answer, logprobs_asked = await self._ask(messages, request, client, deadline, tally)
+        try:
+            judgement, value = self._interpret(answer.text, request)
+        except ReplyError as problem:
+            logger.debug("%s: unusable reply (%s); asking again", self.name, problem)
+            corrective = [
+                *messages,
+                {"role": "assistant", "content": answer.text or "(empty reply)"},
+                {
+                    "role": "user",
+                    "content": reask_message(str(problem), request.kind, request.clean_explanation),
+                },
+            ]
+            answer, logprobs_asked = await self._ask(corrective, request, client, deadline, tally)
+            try:
+                judgement, value = self._interpret(answer.text, request)
+            except ReplyError as second:
+                shown = answer.text if len(answer.text) <= 500 else answer.text[:500] + "..."
+                raise MalformedError(
+                    f"judge {self.name} twice gave a reply that is not the expected JSON "
+                    f"object ({second}); last reply: {shown!r}. A stronger judge model, or "
+                    "one that supports structured output, usually fixes this",
+                    response_body=answer.text,
+                ) from None
+
+        weighted: float | None = None
+        if not judgement.applicable:
+            score: float | None = None
+            source = "not_applicable"
+        elif request.kind.is_binary:
+            score = 1.0 if judgement.passed else 0.0
+            source = "passed"
+        else:
+            assert judgement.score is not None
+            if answer.logprobs is not None:
+                weighted = weighted_score(answer.logprobs, judgement.score)
+            elif logprobs_asked:
+                self._logprobs_notice(f"logprobs not returned by {self.base_url}")
+            grade = weighted if weighted is not None else float(judgement.score)
+            score = min(1.0, max(0.0, (grade - 1.0) / 9.0))
+            source = "logprobs" if weighted is not None else "reported"
+
+        return Verdict(
+            score=score,
+            explanation=judgement.explanation,
+            cleaned_explanation=judgement.cleaned_explanation,
+            usage=JudgeUsage(
+                calls=tally.calls,
+                input_tokens=tally.input_tokens,
+                output_tokens=tally.output_tokens,
+                total_tokens=tally.total_tokens,
+                latency_seconds=time.perf_counter() - started,
+            ),
+            raw={
+                "reply": value,
+                "text": answer.text,
+                "score_source": source,
+                "weighted_score": weighted,
+                "cached": False,
+            },
+        )
+
+    def _interpret(self, text: str, request: JudgeRequest) -> tuple[Judgement, dict[str, Any]]:
+        keys = ("passed",) if request.kind.is_binary else ("score",)
+        extracted = extract_object(text, keys=(*keys, "explanation"))
+        judgement = validate_reply(extracted.value, request.kind, request.clean_explanation)
+        return judgement, extracted.value
+
+    def _logprobs_notice(self, reason: str) -> None:
+        # Once per judge: a missing feature is worth knowing, not worth a line per call.
+        if not self._logprobs_notice_given:
+            self._logprobs_notice_given = True
+            logger.info("%s; using the reported score (judge %s)", reason, self.name)
+
+    async def _ask(
+        self,
+        messages: list[dict[str, str]],
+        request: JudgeRequest,
+        client: httpx.AsyncClient,
+        deadline: float,
+        tally: _Tally,
+    ) -> tuple[Answer, bool]:
+        """One question to the model: the answer, and whether logprobs were asked for.
+
+        Options the endpoint rejects with 400/422 are dropped (and remembered for every
+        later call of this judge) before the request is sent again.
+        """
+
+        def count() -> None:
+            tally.calls += 1
+
+        # Each rejection drops at least one option; the bound only guards against an
+        # endpoint that keeps rejecting after everything droppable is gone.
+        for _ in range(8):
+            with self._features_lock:
+                features = dict(self._features)
+            body = self._body(messages, request, features)
+            response = await post_with_retries(
+                client,
+                self._url(),
+                body=body,
+                headers=self._headers(),
+                endpoint=self._endpoint,
+                deadline=deadline,
+                timeout=self.timeout,
+                request_timeout=self.request_timeout,
+                num_retries=self.num_retries,
+                backoff_base=self.backoff_base,
+                backoff_max=self.backoff_max,
+                on_attempt=count,
+            )
+            if response.is_success:
+                try:
+                    data = response.json()
+                except ValueError:
+                    data = None
+                answer = self._read(data)
+                tally.add(answer)
+                return answer, self._requests_logprobs(request, features)
+            if response.status_code in (400, 422):
+                # The provider's message first: a body may echo the whole request back, and
+                # then every option's name would appear in it.
+                fewer = self._without_rejected(
+                    features, request, error_message(response).lower()
+                ) or self._without_rejected(features, request, response.text.lower())
+                if fewer is not None:
+                    self._drop_features(features, fewer, error_message(response))
+                    continue
+            raise error_from_response(response, self._endpoint)
+        raise BadRequestError(
+            f"judge {self.name} at {self.base_url} kept rejecting the request after every "
+            "optional parameter was dropped"
+        )
+
+    def _drop_features(self, tried: dict[str, Any], fewer: dict[str, Any], why: str) -> None:
+        with self._features_lock:
+            for feature, value in fewer.items():
+                if tried.get(feature) == value:
+                    continue
+                # Only step down from what was tried: a concurrent call may already have
+                # stepped further, and must not be stepped back up or past.
+                if self._features.get(feature) == tried.get(feature):
+                    self._features[feature] = value
+                    logger.info(
+                        "%s at %s rejected %s=%r (%s); using %r from now on",
+                        self.name,
+                        self.base_url,
+                        feature,
+                        tried.get(feature),
+                        why[:200],
+                        value,
+                    )
+                    if feature == "logprobs":
+                        self._logprobs_notice(f"logprobs not supported by {self.base_url}")
+
+
+def env(name: str | None) -> str | None:
+    """An environment variable's value, None when unset or blank."""
+    if not name:
+        return None
+    value = os.environ.get(name, "").strip()
+    return value or None
+
+
+def join_url(base_url: str, path: str) -> httpx.URL:
+    """`base_url` with `path` appended to its path, its query (Azure's api-version) kept."""
+    url = httpx.URL(base_url)
+    return url.copy_with(path=url.path.rstrip("/") + "/" + path.lstrip("/"))

@@ -1,0 +1,222 @@
+"""One POST with retries, backoff and a deadline, and HTTP failures turned into typed errors.
+
+Shared by every backend, so retry and error behaviour is the same whichever model judges.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import random
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tracejudge.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ComposoError,
+    RateLimitError,
+)
+from tracejudge.errors import TimeoutError as RequestTimeoutError
+
+__all__ = ["Endpoint", "post_with_retries", "error_from_response", "error_message", "RETRYABLE"]
+
+#: Statuses worth another try: request timeout, conflict (lock contention at OpenAI),
+#: rate limit, and every server error (Anthropic's 529 "overloaded" among them).
+RETRYABLE = frozenset({408, 409, 429})
+
+
+def _retryable(status: int) -> bool:
+    return status in RETRYABLE or status >= 500
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """What error messages need to say which judge failed and what to do about it."""
+
+    judge: str
+    model: str
+    base_url: str
+    key_hint: str
+
+    def where(self) -> str:
+        return f"judge {self.judge} at {self.base_url}"
+
+
+def error_message(response: httpx.Response) -> str:
+    """The provider's own error message, from whichever shape its error body has."""
+    try:
+        data = response.json()
+    except ValueError:
+        text = response.text.strip()
+        return text[:500] or response.reason_phrase or "no message"
+    if isinstance(data, dict):
+        error = data.get("error")
+        if isinstance(error, dict) and error.get("message"):
+            return str(error["message"])
+        if isinstance(error, str) and error:
+            return error
+        for key in ("message", "detail"):
+            if data.get(key):
+                value = data[key]
+                return value if isinstance(value, str) else json.dumps(value)[:500]
+    return json.dumps(data)[:500]
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """The wait a response asks for: `retry-after-ms`, or `Retry-After` in seconds or as an
+    HTTP date. None when it asks for none (or says something unreadable)."""
+    milliseconds = headers.get("retry-after-ms")
+    if milliseconds:
+        try:
+            return max(0.0, float(milliseconds) / 1000.0)
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    if when is None:
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+def error_from_response(
+    response: httpx.Response, endpoint: Endpoint, *, attempts: int = 1
+) -> ComposoError:
+    """The typed error for a failed HTTP answer, with a message that says what to do."""
+    status = response.status_code
+    message = error_message(response)
+    body = response.text[:2000]
+    where = endpoint.where()
+    tries = f" after {attempts} attempts" if attempts > 1 else ""
+    if status in (401, 403):
+        return AuthenticationError(
+            f"{where} refused the request (HTTP {status}: {message}); {endpoint.key_hint}",
+            status,
+            body,
+        )
+    if status == 404:
+        return BadRequestError(
+            f"model {endpoint.model!r} was not found at {endpoint.base_url} (HTTP 404: "
+            f"{message}); check the model name and that base_url is the API root (for "
+            "OpenAI-compatible servers it usually ends in /v1)",
+            status,
+            body,
+        )
+    if status == 429:
+        return RateLimitError(
+            f"{where} kept rate-limiting{tries} (HTTP 429: {message}); lower "
+            "max_concurrency, or raise num_retries or timeout",
+            status,
+            body,
+        )
+    if status == 408:
+        return RequestTimeoutError(
+            f"{where} timed out the request{tries} (HTTP 408: {message}); raise timeout",
+            status,
+            body,
+        )
+    if status >= 500 or status == 409:
+        return APIError(
+            f"{where} failed{tries} (HTTP {status}: {message}); the provider may be down "
+            "or overloaded, try again later or raise num_retries",
+            status,
+            body,
+        )
+    return BadRequestError(f"{where} rejected the request (HTTP {status}: {message})", status, body)
+
+
+async def post_with_retries(
+    client: httpx.AsyncClient,
+    url: httpx.URL,
+    *,
+    body: dict[str, Any],
+    headers: dict[str, str],
+    endpoint: Endpoint,
+    deadline: float,
+    timeout: float,
+    request_timeout: float,
+    num_retries: int,
+    backoff_base: float,
+    backoff_max: float,
+    on_attempt: Callable[[], None],
+) -> httpx.Response:
+    """POST `body` until an answer that is not worth retrying comes back, and return it.
+
+    Retries 408/409/429/5xx, timeouts and connection errors `num_retries` times with
+    exponential backoff and full jitter, waiting what `Retry-After` asks instead when it is
+    given. Never waits past `deadline` (an event-loop time). Raises TimeoutError when the
+    deadline runs out, RateLimitError or APIError when the retries do. Other answers (2xx,
+    400, 401, 404, ...) are returned for the caller to read.
+    """
+    loop = asyncio.get_running_loop()
+    attempt = 0
+    while True:
+        remaining = deadline - loop.time()
+        if remaining <= 0:
+            raise RequestTimeoutError(
+                f"{endpoint.where()} gave no usable answer within the {timeout:g}s timeout; "
+                "raise timeout, or check that the server is up"
+            )
+        on_attempt()
+        retry_after: float | None = None
+        try:
+            # httpx's timeout bounds each read or write, not the whole exchange; wait_for
+            # bounds the exchange so a slowly trickling answer cannot outlive the deadline.
+            response = await asyncio.wait_for(
+                client.post(
+                    url,
+                    json=body,
+                    headers=headers,
+                    timeout=httpx.Timeout(min(request_timeout, remaining)),
+                ),
+                timeout=min(request_timeout, remaining),
+            )
+        except (asyncio.TimeoutError, httpx.TimeoutException):
+            failure: ComposoError = RequestTimeoutError(
+                f"{endpoint.where()} did not answer within "
+                f"{min(request_timeout, remaining):.3g}s"
+                + (f" (attempt {attempt + 1})" if attempt else "")
+                + "; raise timeout, or check that the server is up"
+            )
+        except httpx.TransportError as exc:
+            failure = APIError(
+                f"could not reach {endpoint.where()}: {type(exc).__name__}: {exc}; check "
+                "base_url and that the server is running"
+            )
+        else:
+            if not _retryable(response.status_code):
+                return response
+            failure = error_from_response(response, endpoint, attempts=attempt + 1)
+            retry_after = retry_after_seconds(response.headers)
+        if attempt >= num_retries:
+            raise failure
+        remaining = deadline - loop.time()
+        if retry_after is not None:
+            if retry_after >= remaining:
+                # Waiting as asked would outlive the deadline: fail now rather than later.
+                failure.message = (
+                    f"{failure.message} (the server asked to retry after {retry_after:.3g}s, "
+                    f"more than the {max(remaining, 0.0):.3g}s left of the {timeout:g}s timeout)"
+                )
+                failure.args = (failure.message,)
+                raise failure
+            delay = retry_after
+        else:
+            delay = random.uniform(0.0, min(backoff_max, backoff_base * (2**attempt)))
+        await asyncio.sleep(max(0.0, min(delay, remaining)))
+        attempt += 1

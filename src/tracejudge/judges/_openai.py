@@ -1,0 +1,251 @@
+"""The OpenAI-compatible chat-completions backend: OpenAI, Azure OpenAI, vLLM, Ollama,
+llama.cpp's server, OpenRouter, Together, LiteLLM... anything serving /chat/completions.
+
+Spoken over httpx directly, not the `openai` package, so that the user's OpenAI
+instrumentation never records the judge's own calls as spans of the traced agent.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from tracejudge.errors import APIError, ConfigurationError
+from tracejudge.judges._backend import Answer, HTTPJudge, env, join_url, requires_key
+from tracejudge.judges._cache import CacheOption
+from tracejudge.judges._prompt import reply_schema
+from tracejudge.judges._types import JudgeRequest
+
+__all__ = ["OpenAICompatibleJudge", "OPENAI_COMPATIBLE_PROVIDERS", "RESPONSE_FORMATS"]
+
+#: How the reply's shape is asked for, strictest first; a judge steps down this list when
+#: its endpoint rejects a mode, and remembers where it stopped.
+RESPONSE_FORMATS = ("json_schema", "json_object", "none")
+
+# Words in a 400/422 that mean the endpoint does not take the requested response_format.
+_FORMAT_WORDS = (
+    "response_format",
+    "json_schema",
+    "json_object",
+    "structured output",
+    "schema",
+    "guided",
+    "grammar",
+)
+
+#: The number of alternatives asked for at each token (the most OpenAI and vLLM allow).
+TOP_LOGPROBS = 20
+
+
+@dataclass(frozen=True)
+class _Provider:
+    default_base_url: str
+    base_url_env: str | None
+    key_env: str | None
+
+
+#: Provider prefixes that speak chat completions: where they live and where their key is.
+OPENAI_COMPATIBLE_PROVIDERS: dict[str, _Provider] = {
+    "openai": _Provider("https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
+    "ollama": _Provider("http://localhost:11434/v1", None, None),
+    "vllm": _Provider("http://localhost:8000/v1", None, "VLLM_API_KEY"),
+    "openrouter": _Provider("https://openrouter.ai/api/v1", None, "OPENROUTER_API_KEY"),
+    "together": _Provider("https://api.together.xyz/v1", None, "TOGETHER_API_KEY"),
+}
+
+
+class OpenAICompatibleJudge(HTTPJudge):
+    """A judge served by any OpenAI-compatible `/chat/completions` endpoint.
+
+    `base_url` defaults to `OPENAI_BASE_URL`, then to api.openai.com (for `provider="openai"`;
+    the other providers have their own defaults, see OPENAI_COMPATIBLE_PROVIDERS).
+    `api_key` defaults to `OPENAI_API_KEY` (or the provider's variable); it may be absent
+    for local servers, and is only sent when there is one (as `api-key` for Azure hosts,
+    `Authorization: Bearer` elsewhere).
+
+    `timeout` is the total time for one judgement, retries and re-asks included;
+    `request_timeout` (default: `timeout`) bounds each HTTP request. `num_retries` (at least
+    1) retries 408/409/429/5xx, timeouts and connection errors with exponential backoff
+    (`backoff_base` * 2**n seconds, full jitter, at most `backoff_max`) or as Retry-After
+    asks. `max_concurrency` bounds this judge's requests in flight. `cache` is None (in
+    memory, the default), False (off), a file path (SQLite) or a JudgeCache.
+    `response_format` is the mode tried first ("json_schema", "json_object", "none");
+    `logprobs` asks for token probabilities on graded criteria to weight the score.
+    `transport` replaces httpx's network transport (for tests).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        request_timeout: float | None = None,
+        num_retries: int = 1,
+        max_concurrency: int = 16,
+        cache: CacheOption = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+        temperature: float | None = 0.0,
+        max_tokens: int | None = None,
+        logprobs: bool = True,
+        response_format: str = "json_schema",
+        headers: dict[str, str] | None = None,
+        extra_body: dict[str, Any] | None = None,
+        backoff_base: float = 0.5,
+        backoff_max: float = 8.0,
+        provider: str = "openai",
+    ) -> None:
+        known = OPENAI_COMPATIBLE_PROVIDERS.get(provider)
+        if known is None:
+            raise ConfigurationError(
+                f"unknown OpenAI-compatible provider {provider!r}; use one of "
+                f"{', '.join(OPENAI_COMPATIBLE_PROVIDERS)} (any other server: provider='openai' "
+                "with base_url=...)"
+            )
+        if response_format not in RESPONSE_FORMATS:
+            raise ConfigurationError(
+                f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
+                f"got {response_format!r}"
+            )
+        resolved_url = base_url or env(known.base_url_env) or known.default_base_url
+        resolved_key = api_key or env(known.key_env)
+        if resolved_key is None and requires_key(resolved_url):
+            where = f"set {known.key_env} or pass" if known.key_env else "pass"
+            raise ConfigurationError(
+                f"judge {provider}:{model} needs an API key for {resolved_url}: {where} "
+                "api_key=... (for a local OpenAI-compatible server such as vLLM, Ollama or "
+                "llama.cpp, set OPENAI_BASE_URL or pass base_url=... instead)"
+            )
+        self.provider = provider
+        super().__init__(
+            model,
+            name=f"{provider}:{model}",
+            base_url=resolved_url,
+            api_key=resolved_key,
+            key_env=known.key_env,
+            timeout=timeout,
+            request_timeout=request_timeout,
+            num_retries=num_retries,
+            max_concurrency=max_concurrency,
+            cache=cache,
+            transport=transport,
+            temperature=temperature,
+            max_tokens=max_tokens,
+            headers=headers,
+            extra_body=extra_body,
+            backoff_base=backoff_base,
+            backoff_max=backoff_max,
+            features={"format": response_format, "logprobs": bool(logprobs)},
+        )
+        self._azure = (httpx.URL(resolved_url).host or "").endswith(".azure.com")
+        self._chat_url = join_url(resolved_url, "chat/completions")
+
+    @property
+    def response_format(self) -> str:
+        """The response_format mode this judge uses now (it steps down on rejection)."""
+        return str(self._features["format"])
+
+    @property
+    def logprobs(self) -> bool:
+        """Whether this judge still asks for logprobs (False once the endpoint refused)."""
+        return bool(self._features["logprobs"])
+
+    def _url(self) -> httpx.URL:
+        return self._chat_url
+
+    def _headers(self) -> dict[str, str]:
+        headers = {"content-type": "application/json"}
+        if self.api_key:
+            if self._azure:
+                headers["api-key"] = self.api_key
+            else:
+                headers["authorization"] = f"Bearer {self.api_key}"
+        headers.update(self.extra_headers)
+        return headers
+
+    def _requests_logprobs(self, request: JudgeRequest, features: dict[str, Any]) -> bool:
+        # Pass/fail verdicts have no grade to weight.
+        return bool(features.get("logprobs")) and not request.kind.is_binary
+
+    def _body(
+        self, messages: list[dict[str, str]], request: JudgeRequest, features: dict[str, Any]
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        if features.get("temperature") and self.temperature is not None:
+            body["temperature"] = self.temperature
+        if self.max_tokens is not None:
+            # api.openai.com wants the newer name (reasoning models refuse the old one);
+            # many compatible servers only know the old one.
+            host = httpx.URL(self.base_url).host
+            body["max_completion_tokens" if host == "api.openai.com" else "max_tokens"] = (
+                self.max_tokens
+            )
+        mode = features.get("format")
+        if mode == "json_schema":
+            body["response_format"] = {
+                "type": "json_schema",
+                "json_schema": {
+                    "name": "judgement",
+                    "strict": True,
+                    "schema": reply_schema(request.kind, request.clean_explanation),
+                },
+            }
+        elif mode == "json_object":
+            body["response_format"] = {"type": "json_object"}
+        if self._requests_logprobs(request, features):
+            body["logprobs"] = True
+            body["top_logprobs"] = TOP_LOGPROBS
+        body.update(self.extra_body)
+        return body
+
+    def _without_rejected(
+        self, features: dict[str, Any], request: JudgeRequest, rejection: str
+    ) -> dict[str, Any] | None:
+        if self._requests_logprobs(request, features) and "logprob" in rejection:
+            return {**features, "logprobs": False}
+        fewer = super()._without_rejected(features, request, rejection)
+        if fewer is not None:
+            return fewer
+        mode = features.get("format")
+        if mode != "none" and any(word in rejection for word in _FORMAT_WORDS):
+            index = RESPONSE_FORMATS.index(mode) if mode in RESPONSE_FORMATS else 0
+            return {**features, "format": RESPONSE_FORMATS[min(index + 1, 2)]}
+        return None
+
+    def _read(self, data: Any) -> Answer:
+        choices = data.get("choices") if isinstance(data, dict) else None
+        if not isinstance(choices, list) or not choices or not isinstance(choices[0], dict):
+            detail = ""
+            if isinstance(data, dict) and data.get("error"):
+                detail = f": {data['error']}"
+            raise APIError(
+                f"{self._endpoint.where()} answered without a chat completion{detail}; check "
+                "that base_url points at an OpenAI-compatible API",
+                200,
+                str(data)[:2000],
+            )
+        choice = choices[0]
+        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        content = message.get("content")
+        if isinstance(content, list):
+            # Some servers answer with content parts even for plain text.
+            content = "".join(part.get("text", "") for part in content if isinstance(part, dict))
+        if not isinstance(content, str):
+            content = message.get("refusal") if isinstance(message.get("refusal"), str) else ""
+        logprobs_field = choice.get("logprobs")
+        logprobs = logprobs_field.get("content") if isinstance(logprobs_field, dict) else None
+        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        return Answer(
+            text=content or "",
+            logprobs=logprobs if isinstance(logprobs, list) and logprobs else None,
+            input_tokens=_int(usage.get("prompt_tokens")),
+            output_tokens=_int(usage.get("completion_tokens")),
+            total_tokens=_int(usage.get("total_tokens")),
+        )
+
+
+def _int(value: Any) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

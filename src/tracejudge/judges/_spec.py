@@ -1,0 +1,97 @@
+"""Choosing a judge from a short spec ("openai:gpt-4.1-mini") or from the environment."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from tracejudge.errors import ConfigurationError
+from tracejudge.judges._anthropic import AnthropicJudge
+from tracejudge.judges._backend import env
+from tracejudge.judges._openai import OPENAI_COMPATIBLE_PROVIDERS, OpenAICompatibleJudge
+from tracejudge.judges._types import Judge
+
+__all__ = [
+    "DEFAULT_JUDGE_MODEL",
+    "HOW_TO_CONFIGURE_A_JUDGE",
+    "PROVIDERS",
+    "default_judge",
+    "judge_from_spec",
+]
+
+#: The model of the judge that OPENAI_API_KEY / OPENAI_BASE_URL alone configure.
+DEFAULT_JUDGE_MODEL = "gpt-4.1-mini"
+
+#: The provider prefixes a judge spec may start with.
+PROVIDERS: tuple[str, ...] = ("anthropic", *OPENAI_COMPATIBLE_PROVIDERS)
+
+#: What to tell a user who evaluated without any judge configured.
+HOW_TO_CONFIGURE_A_JUDGE = (
+    "No judge model is configured. Pass judge='openai:gpt-4.1-mini' (or "
+    "'anthropic:claude-sonnet-4-5', 'ollama:llama3.1', or a judge object), or set "
+    "TRACEJUDGE_JUDGE (e.g. TRACEJUDGE_JUDGE=openai:gpt-4.1-mini), or set OPENAI_API_KEY, "
+    "or OPENAI_BASE_URL for a local OpenAI-compatible server such as vLLM, Ollama or "
+    "llama.cpp (e.g. OPENAI_BASE_URL=http://localhost:11434/v1 with "
+    "TRACEJUDGE_JUDGE_MODEL=llama3.1). To use a remote tracejudge or Composo server "
+    "instead, pass base_url=... or set COMPOSO_API_KEY."
+)
+
+
+def judge_from_spec(spec: str | Judge | None, **options: Any) -> Judge:
+    """The judge a spec names.
+
+    `spec` is "provider:model" (providers: anthropic, openai, ollama, vllm, openrouter,
+    together), a bare model name (an OpenAI-compatible judge, at OPENAI_BASE_URL or
+    api.openai.com), a Judge (returned as it is), or None (the environment's judge, see
+    `default_judge`). `options` go to the backend's constructor (base_url, api_key, timeout,
+    num_retries, max_concurrency, cache, ...). Raises ConfigurationError when the spec
+    names an unknown provider, or None is given and the environment names no judge.
+    """
+    if spec is None:
+        judge = default_judge(**options)
+        if judge is None:
+            raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
+        return judge
+    if not isinstance(spec, str):
+        if isinstance(spec, Judge):
+            return spec
+        raise ConfigurationError(
+            f"judge must be a spec like 'openai:gpt-4.1-mini' or an object with `name`, "
+            f"`judge()` and `aclose()`, got {type(spec).__name__}"
+        )
+    text = spec.strip()
+    if not text:
+        raise ConfigurationError(f"the judge spec is empty. {HOW_TO_CONFIGURE_A_JUDGE}")
+    provider, colon, model = text.partition(":")
+    if not colon:
+        return OpenAICompatibleJudge(text, **options)
+    provider = provider.strip().lower()
+    model = model.strip()
+    if provider not in PROVIDERS:
+        raise ConfigurationError(
+            f"unknown judge provider {provider!r} in {spec!r}; valid providers: "
+            f"{', '.join(PROVIDERS)} (for example 'openai:gpt-4.1-mini'; any other "
+            "OpenAI-compatible server: 'openai:<model>' with base_url=... or OPENAI_BASE_URL)"
+        )
+    if not model:
+        raise ConfigurationError(
+            f"the judge spec {spec!r} names no model; write it as '{provider}:<model>'"
+        )
+    if provider == "anthropic":
+        return AnthropicJudge(model, **options)
+    return OpenAICompatibleJudge(model, provider=provider, **options)
+
+
+def default_judge(**options: Any) -> Judge | None:
+    """The judge the environment configures, or None.
+
+    TRACEJUDGE_JUDGE (a spec) first; else, when OPENAI_BASE_URL or OPENAI_API_KEY is set,
+    an OpenAI-compatible judge of TRACEJUDGE_JUDGE_MODEL (default "gpt-4.1-mini").
+    """
+    spec = env("TRACEJUDGE_JUDGE")
+    if spec is not None:
+        return judge_from_spec(spec, **options)
+    if env("OPENAI_BASE_URL") or env("OPENAI_API_KEY"):
+        model = os.environ.get("TRACEJUDGE_JUDGE_MODEL", "").strip() or DEFAULT_JUDGE_MODEL
+        return OpenAICompatibleJudge(model, **options)
+    return None

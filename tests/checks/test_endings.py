@@ -1,0 +1,62 @@
+"""How an agent's run ends: a hand-off to a child agent, or a dangling tool call."""
+
+from __future__ import annotations
+
+import openai
+from opentelemetry.sdk.trace import TracerProvider
+
+from tracejudge import AgentTracer, checks
+from tracejudge.models import MultiAgentTrace
+from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
+
+TRANSFER = {
+    "type": "function",
+    "function": {
+        "name": "transfer_to_researcher",
+        "description": "Hand the conversation to the researcher.",
+        "parameters": {"type": "object", "properties": {}},
+    },
+}
+QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
+
+
+def _run(server: ScriptedLLMServer, *, hand_off: bool) -> MultiAgentTrace:
+    """The triage agent asks for a transfer; with `hand_off` its code runs the researcher
+    and stops, without it the code just stops (the call is left dangling)."""
+    server.reset()
+    server.add(Reply.tool_calls([ToolCall("transfer_to_researcher", {}, id="call_t1")]))
+    if hand_off:
+        server.add(Reply.text("Paris is sunny today."))
+    with openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0) as client:
+        with AgentTracer(name="triage") as triage:
+            client.chat.completions.create(model="m", messages=QUESTION, tools=[TRANSFER])
+            if hand_off:
+                with AgentTracer(name="researcher"):
+                    client.chat.completions.create(model="m", messages=QUESTION)
+    return triage.trace
+
+
+def test_a_hand_off_is_not_scored_as_an_ending(
+    composo_tracing: TracerProvider, checks_server: ScriptedLLMServer
+) -> None:
+    trace = _run(checks_server, hand_off=True)
+    triage = trace.root
+    assert triage.name == "triage" and len(triage.child_ids) == 1
+    final = checks.final_answer.evaluate(trace)[triage.id]
+    assert final is not None and final.score is None
+    assert "handed off to researcher" in final.explanation and "call_t1" in final.explanation
+    assert checks.tool_results.evaluate(trace)[triage.id] is None  # nothing countable
+    assert checks.tool_arguments.evaluate(trace)[triage.id].score == 1.0
+
+
+def test_a_dangling_tool_call_fails_the_ending_and_misses_its_result(
+    composo_tracing: TracerProvider, checks_server: ScriptedLLMServer
+) -> None:
+    trace = _run(checks_server, hand_off=False)
+    triage = trace.root.id
+    final = checks.final_answer.evaluate(trace)[triage]
+    assert final.score == 0.0
+    assert "triage llm_interactions[0]" in final.explanation and "call_t1" in final.explanation
+    results = checks.tool_results.evaluate(trace)[triage]
+    assert results.score == 0.0
+    assert "the agent stopped after this call" in results.explanation

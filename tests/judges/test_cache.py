@@ -1,0 +1,91 @@
+"""The judge-call cache: hits make no request; files are shared across judges; errors not kept."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from tests.judges.helpers import graded
+from tracejudge.errors import APIError
+from tracejudge.judges import JudgeRequest, MemoryCache, SQLiteCache
+from tracejudge.testing import Reply, ScriptedLLMServer
+
+REQUEST = JudgeRequest.of("Reward accurate answers", "user: 2+2?\nassistant: 4")
+
+
+async def test_memory_cache_hit_makes_no_request(server: ScriptedLLMServer, make_judge) -> None:
+    server.add(graded(8, explanation="Right."), graded(2))
+    judge = make_judge(cache=None)  # the default: in memory
+    assert isinstance(judge.cache, MemoryCache)
+    first = await judge.judge(REQUEST)
+    second = await judge.judge(REQUEST)
+    assert len(server.requests) == 1
+    assert second.score == first.score == pytest.approx(7 / 9)
+    assert second.explanation == "Right."
+    assert (first.usage.calls, first.usage.cached_calls) == (1, 0)
+    assert (second.usage.calls, second.usage.cached_calls) == (0, 1)
+    assert second.usage.total_tokens == 0
+    assert second.raw["cached"] is True and first.raw["cached"] is False
+
+
+async def test_a_different_prompt_or_kind_is_a_miss(server: ScriptedLLMServer, make_judge) -> None:
+    server.add(graded(8), graded(3), graded(5))
+    judge = make_judge(cache=None)
+    await judge.judge(REQUEST)
+    await judge.judge(JudgeRequest.of("Reward accurate answers", "user: 2+3?\nassistant: 5"))
+    await judge.judge(JudgeRequest.of("Reward brevity", "user: 2+2?\nassistant: 4"))
+    assert len(server.requests) == 3
+
+
+async def test_sqlite_cache_is_shared_by_two_judges_on_the_same_file(
+    server: ScriptedLLMServer, make_judge, tmp_path: Path
+) -> None:
+    path = tmp_path / "cache" / "judge-cache.sqlite"
+    server.add(graded(9, explanation="From the model."), graded(1))
+    writer = make_judge(cache=str(path))
+    assert isinstance(writer.cache, SQLiteCache)
+    assert not path.exists()  # created on first use
+    first = await writer.judge(REQUEST)
+    await writer.aclose()
+    assert path.exists()
+
+    reader = make_judge(cache=path)
+    second = await reader.judge(REQUEST)
+    assert len(server.requests) == 1
+    assert second.score == first.score == pytest.approx(8 / 9)
+    assert second.explanation == "From the model."
+    assert second.usage.cached_calls == 1 and second.usage.calls == 0
+
+
+async def test_judges_of_different_models_do_not_share_entries(
+    server: ScriptedLLMServer, make_judge, tmp_path: Path
+) -> None:
+    path = tmp_path / "judge-cache.sqlite"
+    server.add(graded(9), graded(2))
+    await make_judge(model="a", cache=path).judge(REQUEST)
+    other = await make_judge(model="b", cache=path).judge(REQUEST)
+    assert len(server.requests) == 2
+    assert other.score == pytest.approx(1 / 9)
+
+
+async def test_errors_are_never_cached(server: ScriptedLLMServer, make_judge) -> None:
+    server.add(Reply.error(500), Reply.error(500), graded(6))
+    judge = make_judge(cache=None)
+    with pytest.raises(APIError):
+        await judge.judge(REQUEST)
+    verdict = await judge.judge(REQUEST)
+    assert verdict.score == pytest.approx(5 / 9)
+    assert verdict.usage.cached_calls == 0
+    assert len(server.requests) == 3
+
+
+def test_memory_cache_is_bounded_lru() -> None:
+    cache = MemoryCache(max_entries=2)
+    cache.set("a", {"v": 1})
+    cache.set("b", {"v": 2})
+    assert cache.get("a") == {"v": 1}  # "a" is now the most recent
+    cache.set("c", {"v": 3})
+    assert cache.get("b") is None
+    assert cache.get("a") == {"v": 1} and cache.get("c") == {"v": 3}
+    assert len(cache) == 2
