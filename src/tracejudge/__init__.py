@@ -35,6 +35,8 @@ _EXPORTS: dict[str, str] = {
     "LLMToolDefinition": "tracejudge.models",
     "EvaluationResponse": "tracejudge.models",
     "MultiAgentTraceResponse": "tracejudge.models",
+    # reward API
+    "osmosis_reward": "tracejudge.rewards",
     # errors
     "ComposoError": "tracejudge.errors",
     "ConfigurationError": "tracejudge.errors",
@@ -102,6 +104,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MultiAgentTrace,
         MultiAgentTraceResponse,
     )
+    from tracejudge.rewards import osmosis_reward
     from tracejudge.tracing import (
         AgentTracer,
         ComposoTracer,

@@ -57,8 +57,8 @@ from tracejudge.evaluation.evaluator import (
     require_llm_interactions,
     summarize_trace_response,
 )
-from tracejudge.evaluation.render import conversation_agent
-from tracejudge.judges import Judge
+from tracejudge.evaluation.render import RenderedContent, conversation_agent
+from tracejudge.judges import CacheOption, Judge
 from tracejudge.models import (
     EvaluationResponse,
     MultiAgentTrace,
@@ -366,7 +366,7 @@ class _Engine:
         model_core: str | None,
         timeout: float,
         judge: str | Judge | None,
-        cache: Any,
+        cache: CacheOption,
         max_concurrency: int,
     ) -> None:
         from tracejudge.judges import default_judge, judge_from_spec
@@ -557,16 +557,19 @@ class _Engine:
             answer = await self.remote.request("POST", TRACE_PATH, body(criterion))
             return _trace_response(answer, criterion)
 
+        renders: dict[str, RenderedContent] = {}  # each agent rendered once for all criteria
+
+        def local(criterion: Criterion) -> Coroutine[Any, Any, MultiAgentTraceResponse]:
+            return self.evaluator.score_trace(multi, criterion, renders=renders)
+
         if block:
             results: list[Any] = await gather_all(
-                self.evaluator.score_trace(multi, c) if self._local(c) else remote(c)  # type: ignore[arg-type]
+                local(c) if self._local(c) else remote(c)  # type: ignore[arg-type]
                 for c in checked
             )
         else:
             results = await gather_all(
-                self._submit(self.evaluator.score_trace(multi, c))
-                if self._local(c)
-                else self._background(TRACE_PATH, body(c))  # type: ignore[arg-type]
+                self._submit(local(c)) if self._local(c) else self._background(TRACE_PATH, body(c))  # type: ignore[arg-type]
                 for c in checked
             )
         return results if as_list else results[0]
@@ -708,7 +711,7 @@ class AsyncComposo:
         timeout: float = 60.0,
         *,
         judge: str | Judge | None = None,
-        cache: Any = None,
+        cache: CacheOption = None,
         max_concurrency: int = 16,
     ) -> None:
         self._engine = _Engine(
@@ -832,7 +835,7 @@ class Composo:
         timeout: float = 60.0,
         *,
         judge: str | Judge | None = None,
-        cache: Any = None,
+        cache: CacheOption = None,
         max_concurrency: int = 16,
     ) -> None:
         self._engine = _Engine(

@@ -398,6 +398,9 @@ class _HTTPServer(ThreadingHTTPServer):
     daemon_threads = True
     block_on_close = False
     allow_reuse_address = True
+    # The default backlog of 5 drops bursts of new connections (a client then waits
+    # ~1 s to retry), which distorts concurrency tests.
+    request_queue_size = 128
 
     def __init__(self, owner: ScriptedLLMServer) -> None:
         self.owner = owner

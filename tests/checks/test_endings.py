@@ -60,3 +60,23 @@ def test_a_dangling_tool_call_fails_the_ending_and_misses_its_result(
     results = checks.tool_results.evaluate(trace)[triage]
     assert results.score == 0.0
     assert "the agent stopped after this call" in results.explanation
+
+
+def test_calls_without_recorded_tools_skip_the_availability_check_and_say_so(
+    composo_tracing: TracerProvider, checks_server: ScriptedLLMServer
+) -> None:
+    # The agent code offers no tools, yet the model answers with a tool call.
+    checks_server.reset()
+    checks_server.add(
+        Reply.tool_calls(
+            [ToolCall("lookup", {"q": "x"}, id="call_a"), ToolCall("lookup", "[1]", id="call_b")]
+        )
+    )
+    with openai.OpenAI(base_url=checks_server.base_url, api_key="test", max_retries=0) as client:
+        with AgentTracer(name="bare") as bare:
+            client.chat.completions.create(model="m", messages=QUESTION)
+    trace = bare.trace
+    result = checks.tool_arguments.evaluate(trace)[trace.root.id]
+    assert result.score == 0.5  # call_b's arguments are a JSON array, not an object
+    assert "bare llm_interactions[0], tool call call_b (lookup)" in result.explanation
+    assert "no tools were recorded for llm_interactions[0]" in result.explanation

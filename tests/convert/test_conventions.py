@@ -2,14 +2,14 @@
 
 Per-instrumentation differences (all the instrumentations' own; see _helpers):
 
-| recording            | tools available | content from                      | Responses API        |
-|----------------------|-----------------|-----------------------------------|----------------------|
-| openllmetry          | yes             | span attributes (JSON strings)    | yes, `fc_` ids joined|
-| openllmetry_legacy   | yes             | indexed span attributes (<=0.54)  | inputs lose tool items|
-| openllmetry_events   | no              | log records, tool results no id   | not recorded here    |
-| openinference        | yes             | flattened span attributes         | yes                  |
-| genai_semconv        | no              | span attributes (span_only)       | not instrumented     |
-| genai_semconv_events | no              | log records, structured values    | not instrumented     |
+| recording            | tools offered | content from                    | Responses API          |
+|----------------------|---------------|---------------------------------|------------------------|
+| openllmetry          | yes           | span attributes (JSON strings)  | yes, `fc_` ids joined  |
+| openllmetry_legacy   | yes           | indexed span attributes (0.54)  | inputs lose tool items |
+| openllmetry_events   | no            | log records; results lack ids   | not recorded here      |
+| openinference        | yes           | flattened span attributes       | yes                    |
+| genai_semconv        | no            | span attributes (span_only)     | not instrumented       |
+| genai_semconv_events | no            | log records, structured values  | not instrumented       |
 """
 
 from __future__ import annotations
@@ -93,7 +93,10 @@ def expected_scenario(*, tools: bool) -> list[Any]:
             [
                 {
                     "in": system_r,
-                    "out": [_call("call_s1", "search", SEARCH_1), _call("call_s2", "search", SEARCH_2)],
+                    "out": [
+                        _call("call_s1", "search", SEARCH_1),
+                        _call("call_s2", "search", SEARCH_2),
+                    ],
                     "tools": research_tools,
                 },
                 {
@@ -159,7 +162,9 @@ def test_agent_ids_come_from_the_agent_spans(inst: Instrumentation) -> None:
     # All model calls are under the orchestrator: it is the root, no implicit root agent.
     assert trace.root_agent_instance_id == agent_ids["orchestrator"]
     assert {a.name: a.id for a in trace.iter_agents()} == agent_ids
-    assert list(trace.agent_instance_by_id) == [agent_ids[n] for n in ("orchestrator", "researcher", "writer")]
+    assert list(trace.agent_instance_by_id) == [
+        agent_ids[n] for n in ("orchestrator", "researcher", "writer")
+    ]
 
 
 @PARAMS
@@ -171,7 +176,9 @@ def test_interactions_carry_model_usage_and_times_in_order(inst: Instrumentation
         assert starts == sorted(starts)
         for interaction in agent.llm_interactions:
             assert interaction.model == "scripted-model"
-            assert interaction.end_time is not None and interaction.end_time >= interaction.start_time
+            assert (
+                interaction.end_time is not None and interaction.end_time >= interaction.start_time
+            )
             assert interaction.error is None
             usage = interaction.usage
             assert usage is not None and usage.input_tokens > 0 and usage.output_tokens > 0

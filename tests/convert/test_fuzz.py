@@ -8,6 +8,7 @@ import copy
 import json
 import random
 import string
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -38,20 +39,20 @@ INTERESTING_KEYS = [
     semconv.INPUT_VALUE,
     semconv.LLM_INVOCATION_PARAMETERS,
     semconv.LLM_TOKEN_COUNT_TOTAL,
-    "llm.input_messages.0.message.role",
-    "llm.input_messages.0.message.content",
-    "llm.input_messages.7.message.tool_calls.0.tool_call.function.arguments",
-    "llm.input_messages.x.message.role",
-    "llm.output_messages.0.message.contents.0.message_content.text",
-    "llm.output_messages.0.message",
-    "llm.tools.0.tool.json_schema",
-    "gen_ai.prompt.0.content",
-    "gen_ai.prompt.0.tool_calls.0.arguments",
-    "gen_ai.prompt.0",
-    "gen_ai.completion.99999999999999999999.role",
-    "gen_ai.completion.0.function_call.name",
-    "llm.request.functions.0.parameters",
-    "llm.request.type",
+    semconv.LLM_REQUEST_TYPE,
+    f"{semconv.LLM_INPUT_MESSAGES}.0.message.role",
+    f"{semconv.LLM_INPUT_MESSAGES}.0.message.content",
+    f"{semconv.LLM_INPUT_MESSAGES}.7.message.tool_calls.0.tool_call.function.arguments",
+    f"{semconv.LLM_INPUT_MESSAGES}.x.message.role",
+    f"{semconv.LLM_OUTPUT_MESSAGES}.0.message.contents.0.message_content.text",
+    f"{semconv.LLM_OUTPUT_MESSAGES}.0.message",
+    f"{semconv.LLM_TOOLS}.0.tool.json_schema",
+    f"{semconv.GEN_AI_PROMPT}.0.content",
+    f"{semconv.GEN_AI_PROMPT}.0.tool_calls.0.arguments",
+    f"{semconv.GEN_AI_PROMPT}.0",
+    f"{semconv.GEN_AI_COMPLETION}.99999999999999999999.role",
+    f"{semconv.GEN_AI_COMPLETION}.0.function_call.name",
+    f"{semconv.LLM_REQUEST_FUNCTIONS}.0.parameters",
 ]
 EVENT_NAMES = [
     semconv.EVENT_INFERENCE_DETAILS,
@@ -73,6 +74,15 @@ SHAPES = [
     "[[[[[]]]]]",
     '{"input": [{"type": "function_call", "id": 1, "call_id": []}]}',
 ]
+
+
+@pytest.fixture(autouse=True)
+def _no_trace_dropped(caplog: pytest.LogCaptureFixture) -> Iterator[None]:
+    """The converter's last-resort safety net logs a trace it had to drop: that is a bug."""
+    caplog.set_level("ERROR", logger="tracejudge.convert")
+    yield
+    dropped = [r for r in caplog.records if r.name == "tracejudge.convert"]
+    assert not dropped, dropped[0].exc_text
 
 
 def _random_text(rng: random.Random, limit: int = 40) -> str:
@@ -98,7 +108,9 @@ def _random_value(rng: random.Random, original: Any, depth: int = 0) -> Any:
         return [_random_value(rng, None, depth + 1) for _ in range(rng.randrange(4))]
     if choice == 7 and depth < 3:
         keys = ["role", "content", "parts", "type", "id", "name", "tool_calls", "message"]
-        return {rng.choice(keys): _random_value(rng, None, depth + 1) for _ in range(rng.randrange(4))}
+        return {
+            rng.choice(keys): _random_value(rng, None, depth + 1) for _ in range(rng.randrange(4))
+        }
     if choice == 8:
         return rng.randbytes(rng.randrange(10))
     if choice == 9:
@@ -152,19 +164,18 @@ def _records(name: str) -> list[SpanRecord]:
     return spans
 
 
-@pytest.fixture(autouse=True)
-def _no_trace_dropped(caplog: pytest.LogCaptureFixture) -> Any:
-    """The converter's last-resort safety net logs a trace it had to drop: that is a bug."""
-    caplog.set_level("ERROR", logger="tracejudge.convert")
-    yield
-    dropped = [r for r in caplog.records if r.name == "tracejudge.convert"]
-    assert not dropped, dropped[0].exc_text
-
-
 def _check(traces: list[Any]) -> None:
     for trace in traces:
         trace.to_json()  # the result must serialise, too
         assert trace.root_agent_instance_id in trace.agent_instance_by_id
+
+
+def _decode_or_typed_error(source: bytes | str) -> None:
+    try:
+        traces = traces_from_otlp(source)
+    except OTLPDecodeError:
+        return
+    _check(traces)
 
 
 def test_random_attribute_values_never_raise() -> None:
@@ -184,21 +195,12 @@ def test_random_attribute_values_never_raise() -> None:
 def test_parent_cycles_do_not_lose_agents() -> None:
     spans = [copy.copy(s) for s in _records("openllmetry")]
     agents = [s for s in spans if s.attributes.get(semconv.GEN_AI_OPERATION_NAME) == "invoke_agent"]
-    orchestrator = next(s for s in agents if s.attributes[semconv.GEN_AI_AGENT_NAME] == "orchestrator")
-    researcher = next(s for s in agents if s.attributes[semconv.GEN_AI_AGENT_NAME] == "researcher")
-    orchestrator.parent_id = researcher.span_id
+    by_name = {s.attributes[semconv.GEN_AI_AGENT_NAME]: s for s in agents}
+    by_name["orchestrator"].parent_id = by_name["researcher"].span_id
     (trace,) = traces_from_spans(spans)
     assert {a.name for a in trace.iter_agents()} == {"orchestrator", "researcher", "writer"}
     assert sum(len(a.llm_interactions) for a in trace.iter_agents()) == 6
     assert any("cycle" in w for w in trace.warnings)
-
-
-def _decode_or_typed_error(source: bytes | str) -> None:
-    try:
-        traces = traces_from_otlp(source)
-    except OTLPDecodeError:
-        return
-    _check(traces)
 
 
 @pytest.mark.parametrize("suffix", [".pb", ".jsonl"])
@@ -257,3 +259,25 @@ def test_random_bytes_and_text_raise_only_the_typed_error() -> None:
         else:
             source = _random_text(rng, 100)
         _decode_or_typed_error(source)
+
+
+def test_deeply_nested_values_never_raise() -> None:
+    deep_json = "[" * 100_000 + "]" * 100_000
+    spans = [copy.copy(s) for s in _records("openllmetry")]
+    for span in spans:
+        span.attributes = dict(span.attributes)
+        if semconv.GEN_AI_INPUT_MESSAGES in span.attributes:
+            span.attributes[semconv.GEN_AI_INPUT_MESSAGES] = deep_json
+    (trace,) = traces_from_spans(spans)
+    assert any("not readable JSON" in w for w in trace.warnings)
+
+    depth = 3000  # deeper than Python recurses
+    value = '{"kvlistValue":{"values":[{"key":"k","value":' * depth
+    value += '{"stringValue":"leaf"}' + "}]}}" * depth
+    line = fixture("openllmetry", ".jsonl").read_text().splitlines()[0]
+    marker = '"attributes":['
+    text = line.replace(marker, marker + '{"key":"deep","value":' + value + "},", 1)
+    assert text != line
+    (trace,) = traces_from_otlp(text)
+    assert trace.has_llm_interactions and trace.warnings
+    _decode_or_typed_error(deep_json)

@@ -5,8 +5,10 @@ what their OTLP encodings give.
 
 Each instrumentation runs in its own process: instrumenting patches the openai client
 for good, and this pytest process must stay uninstrumented (another suite instruments
-OpenLLMetry in process). The recordings run in parallel to keep this quick. The legacy
-OpenLLMetry is re-recorded only when TRACEJUDGE_LEGACY_OPENLLMETRY names an unpacked
+OpenLLMetry in process). Each recording process spends seconds importing openai, so by
+default only the three main conventions are re-recorded (in parallel);
+TRACEJUDGE_RERECORD_ALL=1 re-records the events modes too. The legacy OpenLLMetry is
+re-recorded only when TRACEJUDGE_LEGACY_OPENLLMETRY names an unpacked
 opentelemetry-instrumentation-openai 0.54 wheel (see tests/fixtures/record.py).
 """
 
@@ -28,10 +30,14 @@ from tracejudge.convert import traces_from_otlp
 RECORDER = FIXTURES / "record.py"
 ROOT = FIXTURES.parents[1]
 TIMEOUT_S = 120
+ALL_ENV = "TRACEJUDGE_RERECORD_ALL"
+DEFAULT = {"openllmetry", "openinference", "genai_semconv", "openllmetry_legacy"}
 
 
 def _available(inst: Instrumentation) -> str | None:
     """Why the instrumentation cannot be recorded here, or None."""
+    if inst.name not in DEFAULT and not os.environ.get(ALL_ENV):
+        return f"re-recorded only with {ALL_ENV}=1"
     if inst.name == "openllmetry_legacy":
         path = os.environ.get(LEGACY_ENV)
         return None if path and Path(path).is_dir() else f"{LEGACY_ENV} is not set"

@@ -38,7 +38,9 @@ def verdict(score: int = 8, explanation: str = "Looks right.", **extra: Any) -> 
 
 def binary(passed: bool, explanation: str = "Checked.") -> Reply:
     """A judge reply for a Passes if/Fails if criterion."""
-    return Reply.text(json.dumps({"explanation": explanation, "applicable": True, "passed": passed}))
+    return Reply.text(
+        json.dumps({"explanation": explanation, "applicable": True, "passed": passed})
+    )
 
 
 def judged_content(request: RecordedRequest) -> str:

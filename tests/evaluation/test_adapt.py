@@ -116,7 +116,9 @@ def test_responses_builtin_tools_become_calls_with_results() -> None:
 def test_responses_mcp_call_and_tool_list() -> None:
     adapted = adapt_result(Response.model_validate(response_json(MCP_OUTPUT)))
     tools = adapted.tools + adapted.discovered_tools
-    content = _render([{"role": "user", "content": "BTC and ETH prices?"}, *adapted.messages], tools)
+    content = _render(
+        [{"role": "user", "content": "BTC and ETH prices?"}, *adapted.messages], tools
+    )
     assert "- get_simple_price: (MCP server coingecko) Current price of coins" in content
     assert "calls tool get_simple_price (id mcp_1)" in content
     assert '"vs_currencies": "usd"' in content
@@ -129,8 +131,18 @@ def test_responses_function_calls_and_their_outputs_in_input() -> None:
     messages = responses_input_to_messages(
         [
             {"role": "user", "content": "Weather in Paris and Rome?"},
-            {"type": "function_call", "call_id": "c1", "name": "weather", "arguments": '{"city": "Paris"}'},
-            {"type": "function_call", "call_id": "c2", "name": "weather", "arguments": '{"city": "Rome"}'},
+            {
+                "type": "function_call",
+                "call_id": "c1",
+                "name": "weather",
+                "arguments": '{"city": "Paris"}',
+            },
+            {
+                "type": "function_call",
+                "call_id": "c2",
+                "name": "weather",
+                "arguments": '{"city": "Rome"}',
+            },
             {"type": "function_call_output", "call_id": "c1", "output": "sunny"},
             {"type": "function_call_output", "call_id": "c2", "output": "rainy"},
             {"type": "reasoning", "id": "rs_1", "summary": []},
@@ -183,7 +195,12 @@ def test_anthropic_message_appends_its_blocks() -> None:
             "model": "claude-sonnet-4-5",
             "content": [
                 {"type": "text", "text": "Let me check."},
-                {"type": "tool_use", "id": "toolu_1", "name": "get_weather", "input": {"city": "SF"}},
+                {
+                    "type": "tool_use",
+                    "id": "toolu_1",
+                    "name": "get_weather",
+                    "input": {"city": "SF"},
+                },
             ],
             "stop_reason": "tool_use",
             "stop_sequence": None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import time
 from collections.abc import Callable
@@ -94,15 +95,20 @@ def test_binary_criteria(client: Composo, judge_server: ScriptedLLMServer) -> No
         criteria=["Passes if the answer names Paris", "Fails if the answer is rude"],
     )
     assert passes.score == 1.0 and fails.score == 1.0
-    assert "Passes if" in system_prompt(judge_server.requests[0]) or "Passes if" in system_prompt(
-        judge_server.requests[1]
+    kinds = sorted(
+        line
+        for r in judge_server.requests
+        for line in system_prompt(r).splitlines()
+        if line.startswith("Criterion kind:")
     )
+    assert [k.split(" (")[0] for k in kinds] == [
+        "Criterion kind: Fails if",
+        "Criterion kind: Passes if",
+    ]
 
 
 def test_not_applicable_is_a_null_score(client: Composo, judge_server: ScriptedLLMServer) -> None:
-    judge_server.add(
-        Reply.text(json.dumps({"explanation": "No tools here.", "applicable": False}))
-    )
+    judge_server.add(Reply.text(json.dumps({"explanation": "No tools here.", "applicable": False})))
     result = client.evaluate(messages=CAPITAL, criteria=criteria.agent_tool_use)
     assert result.score is None
     assert result.explanation == "No tools here."
@@ -185,13 +191,18 @@ def test_responses_api_builtin_tools(client: Composo, judge_server: ScriptedLLMS
     response = Response.model_validate(
         response_json(
             SPACEX_OUTPUT,
-            tools=[{"type": "web_search"}, {"type": "code_interpreter", "container": {"type": "auto"}}],
+            tools=[
+                {"type": "web_search"},
+                {"type": "code_interpreter", "container": {"type": "auto"}},
+            ],
         )
     )
     result = client.evaluate(
         input=input_text,
         result=response,
-        criteria="Reward responses that search the web and produce Python code based on the results",
+        criteria=(
+            "Reward responses that search the web and produce Python code based on the results"
+        ),
     )
     assert result.score == pytest.approx(7 / 9)
     content = judged_content(judge_server.requests[0])
@@ -257,7 +268,9 @@ def test_explanation_cleaning_end_user(client: Composo, judge_server: ScriptedLL
     assert result.cleaned_explanation == "Good answer."
     assert "cleaned_explanation" in system_prompt(judge_server.requests[0])
     with pytest.raises(BadRequestError, match="explanation_cleaning='internal'"):
-        client.evaluate(messages=CAPITAL, criteria="Reward accuracy", explanation_cleaning="internal")
+        client.evaluate(
+            messages=CAPITAL, criteria="Reward accuracy", explanation_cleaning="internal"
+        )
 
 
 # --------------------------------------------------------------------------- validation
@@ -354,7 +367,9 @@ def test_judge_from_the_environment(
     assert judge_server.requests[0].json["model"] == "scripted-model"
 
 
-def test_judge_spec_string(monkeypatch: pytest.MonkeyPatch, judge_server: ScriptedLLMServer) -> None:
+def test_judge_spec_string(
+    monkeypatch: pytest.MonkeyPatch, judge_server: ScriptedLLMServer
+) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url)
     # COMPOSO_API_KEY alone would choose the remote server; an explicit judge wins.
     monkeypatch.setenv("COMPOSO_API_KEY", "ck")
@@ -451,8 +466,6 @@ async def test_async_client_has_the_same_api(
             task = await client.get_task(submitted["task_id"])
             if task.status == "succeeded":
                 break
-            import asyncio
-
             await asyncio.sleep(0.02)
         assert task.status == "succeeded" and task.result["criterion"] == "Reward wit"
         with pytest.raises(BadRequestError):
@@ -472,3 +485,37 @@ def test_request_capture_is_real_http(judge_server: ScriptedLLMServer, client: C
     request: RecordedRequest = judge_server.requests[0]
     assert request.path.endswith("/chat/completions")
     assert request.headers["authorization"] == "Bearer test-key"
+
+
+def test_closing_cancels_unfinished_tasks(
+    judge_server: ScriptedLLMServer, make_judge: MakeJudge
+) -> None:
+    judge_server.default = Reply.text(json.dumps({"explanation": "ok", "score": 5}), delay=2.0)
+    client = Composo(judge=make_judge(judge_server))
+    submitted = client.evaluate(messages=CAPITAL, criteria=("Reward a", "Reward b"), block=False)
+    assert len(submitted) == 2
+    started = time.monotonic()
+    client.close()
+    assert time.monotonic() - started < 1.0
+    with pytest.raises(RuntimeError, match="closed"):
+        client.get_task(submitted[0]["task_id"])
+    client.close()  # closing twice is harmless
+
+
+def test_sdk_objects_inside_messages_are_read(
+    client: Composo, judge_server: ScriptedLLMServer
+) -> None:
+    from openai.types.chat import ChatCompletionMessage
+
+    message = ChatCompletionMessage.model_validate(TOOL_CONVERSATION[1])
+    messages = [
+        TOOL_CONVERSATION[0],
+        {"role": "assistant", "content": None, "tool_calls": message.tool_calls},
+        *TOOL_CONVERSATION[2:],
+    ]
+    client.evaluate(messages=messages, criteria="Reward tool use")
+    client.evaluate(
+        messages=[TOOL_CONVERSATION[0], message, *TOOL_CONVERSATION[2:]], criteria="Reward tool use"
+    )
+    for request in judge_server.requests:
+        assert "calls tool get_weather (id call_123)" in judged_content(request)

@@ -104,7 +104,10 @@ def test_agent_outputs_listed_in_another_order_still_count_as_repeated() -> None
         input_messages=[
             LLMInput(role="user", content="go"),
             # The converter wrote the call before the text, and re-spaced the arguments.
-            LLMInput(role="assistant", content=LLMToolCall(id="c1", name="search", parameters='{ "q":"x" }')),
+            LLMInput(
+                role="assistant",
+                content=LLMToolCall(id="c1", name="search", parameters='{ "q":"x" }'),
+            ),
             LLMInput(role="assistant", content="I will search."),
             LLMInput(role="tool", content=LLMToolResponse(id="c1", response="found")),
         ],

@@ -76,9 +76,15 @@ def multi_agent_trace() -> MultiAgentTrace:
     )
     agents = [
         orchestrator,
-        AgentInstance(id="r1", name="researcher", interactions=[_interaction("Find SF weather", "65 F")]),
-        AgentInstance(id="r2", name="researcher", interactions=[_interaction("Find SF sky", "Sunny")]),
-        AgentInstance(id="w1", name="writer", interactions=[_interaction("Write it up", "Sunny, 65 F.")]),
+        AgentInstance(
+            id="r1", name="researcher", interactions=[_interaction("Find SF weather", "65 F")]
+        ),
+        AgentInstance(
+            id="r2", name="researcher", interactions=[_interaction("Find SF sky", "Sunny")]
+        ),
+        AgentInstance(
+            id="w1", name="writer", interactions=[_interaction("Write it up", "Sunny, 65 F.")]
+        ),
         AgentInstance(id="t1", name="tool_runner", interactions=[]),
     ]
     return MultiAgentTrace(
@@ -136,7 +142,9 @@ def test_parent_sees_children_as_calls_with_final_outputs(
 
 
 def test_trace_from_a_chat_session(client: Composo, judge_server: ScriptedLLMServer) -> None:
-    agent = AgentInstance.from_chat_session({"messages": TOOL_CONVERSATION, "tools": [WEATHER_TOOL]})
+    agent = AgentInstance.from_chat_session(
+        {"messages": TOOL_CONVERSATION, "tools": [WEATHER_TOOL]}
+    )
     trace = MultiAgentTrace.from_agent(agent)
     result = client.evaluate_trace(trace, criteria=criteria.agent_tool_use)
     assert result.agent_scores == {"agent_instance_0": pytest.approx(7 / 9)}
@@ -163,7 +171,11 @@ def test_trace_may_be_a_dict_or_a_tracer(client: Composo) -> None:
 
     from_dict = client.evaluate_trace(trace.to_wire(), "Reward goal pursuit")
     from_tracer = client.evaluate_trace(FinishedTracer(trace), "Reward goal pursuit")
-    assert set(from_dict.agent_scores) == set(from_tracer.agent_scores) == {"o1", "r1", "r2", "w1", "t1"}
+    assert (
+        set(from_dict.agent_scores)
+        == set(from_tracer.agent_scores)
+        == {"o1", "r1", "r2", "w1", "t1"}
+    )
     with pytest.raises(BadRequestError, match="not a valid MultiAgentTrace"):
         client.evaluate_trace({"root_agent_instance_id": "x"}, "Reward goal pursuit")
 
@@ -177,7 +189,9 @@ def test_trace_without_llm_interactions_is_rejected(client: Composo) -> None:
 def test_evaluate_latest_must_be_false_for_traces(client: Composo) -> None:
     with pytest.raises(BadRequestError, match="must be False for trace evaluations"):
         client.evaluate_trace(multi_agent_trace(), "Reward goal pursuit", evaluate_latest=True)
-    result = client.evaluate_trace(multi_agent_trace(), "Reward goal pursuit", evaluate_latest=False)
+    result = client.evaluate_trace(
+        multi_agent_trace(), "Reward goal pursuit", evaluate_latest=False
+    )
     assert result.overall_score is not None
 
 
@@ -221,9 +235,7 @@ def test_non_blocking_trace_evaluation(client: Composo, judge_server: ScriptedLL
     assert task.result["results_by_agent_name"]["writer"]["agent_name"] == "writer"
 
 
-def test_agents_are_judged_concurrently(
-    judge_server: ScriptedLLMServer, make_judge: Any
-) -> None:
+def test_agents_are_judged_concurrently(judge_server: ScriptedLLMServer, make_judge: Any) -> None:
     from tracejudge.testing import Reply
 
     judge_server.default = Reply.text('{"explanation": "ok", "score": 6}', delay=0.3)
@@ -244,3 +256,20 @@ async def test_evaluator_directly(judge_server: ScriptedLLMServer, make_judge: A
     assert result.overall_score == pytest.approx(0.5)
     with pytest.raises(ConfigurationError):
         await Evaluator(None).evaluate_trace(multi_agent_trace(), "Reward goal pursuit")
+
+
+def test_each_agent_is_rendered_once_for_all_criteria(
+    client: Composo, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tracejudge.evaluation import evaluator
+
+    rendered: list[str] = []
+    real = evaluator.render_agent
+
+    def counting(trace: MultiAgentTrace, agent_id: str) -> Any:
+        rendered.append(agent_id)
+        return real(trace, agent_id)
+
+    monkeypatch.setattr(evaluator, "render_agent", counting)
+    client.evaluate_trace(multi_agent_trace(), ["Reward a", "Reward b", "Reward c"])
+    assert sorted(rendered) == ["o1", "r1", "r2", "w1"]

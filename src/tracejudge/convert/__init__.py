@@ -17,9 +17,14 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
-from tracejudge import semconv
 from tracejudge.convert._otlp import OTLPDecodeError, decode, decode_logs, read_source
-from tracejudge.convert._records import EventRecord, SpanRecord, attach_events, log_event, span_record
+from tracejudge.convert._records import (
+    EventRecord,
+    SpanRecord,
+    attach_events,
+    log_event,
+    span_record,
+)
 from tracejudge.convert._tree import ROOT_AGENT_ID, ROOT_AGENT_NAME, build_traces
 from tracejudge.models import MultiAgentTrace
 
@@ -61,7 +66,7 @@ def traces_from_spans(
         placed = []
         for record in logs:
             try:
-                item = log_event(record, semconv.EVENT_NAME)
+                item = log_event(record)
             except Exception:  # arbitrary objects: report, never raise
                 item = None
             if item is not None:

@@ -68,8 +68,11 @@ def load_json(value: Any, what: str, warnings: list[str]) -> Any:
     if isinstance(value, str):
         try:
             return json.loads(value)
-        except ValueError as exc:
+        except json.JSONDecodeError as exc:
             warnings.append(f"{what}: not JSON ({exc.msg} at {exc.pos}); skipped")
+            return None
+        except (ValueError, RecursionError) as exc:
+            warnings.append(f"{what}: not readable JSON ({type(exc).__name__}); skipped")
             return None
     return value
 
@@ -225,9 +228,7 @@ def openai_tool_call(call: Any) -> LLMToolCall | None:
         return None
     function = call.get("function")
     spec = function if isinstance(function, Mapping) else call
-    return tool_call(
-        call.get("id") or call.get("call_id"), spec.get("name"), spec.get("arguments")
-    )
+    return tool_call(call.get("id") or call.get("call_id"), spec.get("name"), spec.get("arguments"))
 
 
 def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefinition] | None:
@@ -284,9 +285,7 @@ def openai_message(message: Any) -> tuple[str, list[str], list[LLMToolCall], lis
         return "user", [text_value(message)] if message is not None else [], [], []
     role = (as_str(message.get("role")) or "user").lower()
     content = message.get("content")
-    calls = [
-        c for c in (openai_tool_call(x) for x in indexed(message.get("tool_calls"))) if c
-    ]
+    calls = [c for c in (openai_tool_call(x) for x in indexed(message.get("tool_calls"))) if c]
     function_call = openai_tool_call(message.get("function_call"))
     if function_call is not None:
         calls.append(function_call)

@@ -63,8 +63,7 @@ def read_source(source: bytes | bytearray | memoryview | str | os.PathLike[str])
             with open(source, "rb") as handle:
                 return handle.read()
         raise OTLPDecodeError(
-            "the text is neither OTLP/JSON nor the path of an existing file: "
-            f"{source[:80]!r}"
+            f"the text is neither OTLP/JSON nor the path of an existing file: {source[:80]!r}"
         )
     raise TypeError(
         f"expected bytes, text or a path of OTLP trace data, got {type(source).__name__}"
@@ -337,7 +336,7 @@ def _decode_json(
     documents: list[tuple[str, Any]] = []
     try:
         whole = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         whole = None
         bad_lines = 0
         for number, line in enumerate(text.splitlines(), start=1):
@@ -345,10 +344,11 @@ def _decode_json(
                 continue
             try:
                 documents.append((f"line {number}", json.loads(line)))
-            except ValueError as exc:
+            except (ValueError, RecursionError) as exc:
                 bad_lines += 1
                 if bad_lines <= 5:
-                    warnings.append(f"OTLP/JSON line {number} is not JSON ({exc.msg}); skipped")
+                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "unreadable"
+                    warnings.append(f"OTLP/JSON line {number} is not JSON ({reason}); skipped")
         if bad_lines > 5:
             warnings.append(f"OTLP/JSON: {bad_lines} lines in all are not JSON; skipped")
     else:
@@ -372,12 +372,12 @@ def _decode_json(
         otlp_documents += 1
         for scope in _children(resource_spans, "scopeSpans", "scope_spans"):
             for raw in _list(_get(scope, "spans")):
-                span = _json_span(raw, where, warnings)
+                span = _guarded(_json_span, raw, where, warnings)
                 if span is not None:
                     spans.append(span)
         for scope in _children(resource_logs, "scopeLogs", "scope_logs"):
             for raw in _list(_get(scope, "logRecords", "log_records")):
-                placed = _json_log(raw)
+                placed = _guarded(_json_log, raw, where, warnings)
                 if placed is not None:
                     events.append(placed)
 
@@ -392,6 +392,14 @@ def _decode_json(
     return spans, events, warnings
 
 
+def _guarded(convert: Any, raw: Any, where: str, warnings: list[str]) -> Any:
+    try:
+        return convert(raw, where, warnings)
+    except RecursionError:  # values nested deeper than Python recurses
+        warnings.append(f"OTLP/JSON {where}: a span or log record nested too deeply; skipped")
+        return None
+
+
 def _salvage_json_spans(text: str, warnings: list[str]) -> list[SpanRecord]:
     """Complete span objects from a truncated OTLP/JSON document."""
     decoder = json.JSONDecoder()
@@ -399,9 +407,9 @@ def _salvage_json_spans(text: str, warnings: list[str]) -> list[SpanRecord]:
     for match in _SPAN_START.finditer(text):
         try:
             raw, _ = decoder.raw_decode(text, match.start())
-        except ValueError:
+        except (ValueError, RecursionError):
             continue
-        span = _json_span(raw, "salvaged span", warnings)
+        span = _guarded(_json_span, raw, "salvaged span", warnings)
         if span is not None:
             spans.append(span)
     if spans:
@@ -547,7 +555,7 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
     )
 
 
-def _json_log(raw: Any) -> PlacedEvent | None:
+def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
     if not isinstance(raw, Mapping):
         return None
     trace_id = _json_id(_get(raw, "traceId", "trace_id"), 16)

@@ -9,11 +9,14 @@ dicts/lists).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["EventRecord", "SpanRecord", "span_record", "log_event", "hex_id"]
+from tracejudge import semconv
+
+__all__ = ["EventRecord", "SpanRecord", "span_record", "log_event", "attach_events", "hex_id"]
 
 STATUS_UNSET = "UNSET"
 STATUS_OK = "OK"
@@ -114,8 +117,11 @@ def span_record(span: Any) -> SpanRecord:
     caller skips it and reports a warning.
     """
     if isinstance(span, SpanRecord):
-        return span
-    context = span.context if getattr(span, "context", None) is not None else span.get_span_context()
+        # A copy: attaching log records must not change the caller's records.
+        return dataclasses.replace(span, events=list(span.events))
+    context = (
+        span.context if getattr(span, "context", None) is not None else span.get_span_context()
+    )
     trace_id = hex_id(context.trace_id, 32)
     span_id = hex_id(context.span_id, 16)
     if trace_id is None or span_id is None:
@@ -148,7 +154,7 @@ def span_record(span: Any) -> SpanRecord:
     )
 
 
-def log_event(record: Any, event_name_key: str) -> tuple[str, str, EventRecord] | None:
+def log_event(record: Any) -> tuple[str, str, EventRecord] | None:
     """(trace id, span id, event) from an SDK log record (`LogData` or `ReadableLogRecord`).
 
     Returns None for a log record emitted outside any span: it cannot be placed.
@@ -159,7 +165,7 @@ def log_event(record: Any, event_name_key: str) -> tuple[str, str, EventRecord] 
     if trace_id is None or span_id is None:
         return None
     attributes = _attributes(getattr(record, "attributes", None))
-    name = getattr(record, "event_name", None) or attributes.get(event_name_key) or ""
+    name = getattr(record, "event_name", None) or attributes.get(semconv.EVENT_NAME) or ""
     event = EventRecord(
         name=str(name),
         time=_nanos_to_seconds(getattr(record, "timestamp", None)),

@@ -84,8 +84,9 @@ def is_llm_span(span: SpanRecord) -> bool:
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
         return as_str(operation) in _LLM_OPERATIONS
-    if as_str(attrs.get(semconv.LLM_REQUEST_TYPE)) in _LEGACY_REQUEST_TYPES:
-        return True
+    request_type = attrs.get(semconv.LLM_REQUEST_TYPE)
+    if request_type is not None:  # OpenLLMetry before 0.55: chat, completion, embedding ...
+        return as_str(request_type) in _LEGACY_REQUEST_TYPES
     return genai_semconv.has_content(span) or openllmetry.is_legacy(span)
 
 
@@ -202,7 +203,9 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             parent_id = parent.parent_id
         return None, llm_ancestor
 
-    parent_of_agent = {span_id: placement(agent.span)[0] for span_id, agent in agents.items() if agent.span}
+    parent_of_agent = {
+        span_id: placement(agent.span)[0] for span_id, agent in agents.items() if agent.span
+    }
     _break_cycles(parent_of_agent, agents, seq, warnings)
     top_agents = [span_id for span_id, parent in parent_of_agent.items() if parent is None]
     loose: list[SpanRecord] = []
@@ -285,8 +288,10 @@ def _break_cycles(
         cycle = chain[chain.index(current) :]
         cut = min(cycle, key=lambda sid: _sort_key(agents[sid].span, seq[sid]))
         parent_of_agent[cut] = None
-        warnings.append(f"agent spans {', '.join(cycle)} are each other's ancestors (a cycle); "
-                        f"{cut} is taken as top-level")
+        warnings.append(
+            f"agent spans {', '.join(cycle)} are each other's ancestors (a cycle); "
+            f"{cut} is taken as top-level"
+        )
 
 
 def _interaction(
@@ -331,16 +336,20 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
 
     Responses API spans from OpenLLMetry give a tool call the item id (`fc_…`) while
     its result carries the call id (`call_…`); per-message events give results no id
-    at all. A follow-up request lists each call just before its result, so an
-    unmatched result is paired with the oldest unanswered call before it: a missing
+    at all. A follow-up request lists each call just before its result (or, chained
+    with `previous_response_id`, only the results of the previous answer's calls), so
+    an unmatched result is paired with the oldest unanswered call before it: a missing
     result id is filled in, a different one makes the call id an alias to rewrite.
     Finally, results without a tool name take the name of their call.
     """
-    interactions = [
-        item for agent in agents for _, item in agent.items if isinstance(item, LLMInteraction)
-    ]
-    for interaction in interactions:
-        _pair_results(interaction.input_messages, aliases)
+    interactions: list[LLMInteraction] = []
+    for agent in agents:
+        carried: list[LLMToolCall] = []  # the calls the agent's previous answer made
+        for _, item in agent.items:
+            if isinstance(item, LLMInteraction):
+                _pair_results(item.input_messages, carried, aliases)
+                carried = item.tool_calls
+                interactions.append(item)
     names: dict[str, str] = {}
     for interaction in interactions:
         contents = [m.content for m in interaction.input_messages]
@@ -356,18 +365,23 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
                 content.name = names.get(content.id)
 
 
-def _pair_results(inputs: list[LLMInput], aliases: dict[str, str]) -> None:
+def _pair_results(
+    inputs: list[LLMInput], carried: list[LLMToolCall], aliases: dict[str, str]
+) -> None:
     calls = [m.content for m in inputs if isinstance(m.content, LLMToolCall)]
     call_ids = {call.id for call in calls}
     answered = {m.content.id for m in inputs if isinstance(m.content, LLMToolResponse)}
-    pending: list[LLMToolCall] = []
+    pending = [call for call in carried if call.id not in call_ids]
     for message in inputs:
         content = message.content
         if isinstance(content, LLMToolCall):
             pending.append(content)
         elif isinstance(content, LLMToolResponse):
+            match = next((c for c in pending if content.id and c.id == content.id), None)
+            if match is not None:
+                pending.remove(match)
+                continue
             if content.id and content.id in call_ids:
-                pending = [call for call in pending if call.id != content.id]
                 continue
             candidate = next(
                 (c for c in pending if c.id not in answered and c.id not in aliases), None
@@ -379,5 +393,5 @@ def _pair_results(inputs: list[LLMInput], aliases: dict[str, str]) -> None:
                 content.id = candidate.id
             elif candidate.id:
                 aliases[candidate.id] = content.id
-        elif message.role != "assistant":
-            pending.clear()
+        elif message.role == "user":
+            pending.clear()  # a new user turn: earlier calls went unanswered

@@ -66,7 +66,9 @@ _CONTENT_KEYS = (
     semconv.GEN_AI_TOOL_DEFINITIONS,
 )
 # Event attributes that describe the event, not the message (when read as a body).
-_EVENT_META_KEYS = frozenset({semconv.GEN_AI_SYSTEM, semconv.GEN_AI_PROVIDER_NAME, semconv.EVENT_NAME})
+_EVENT_META_KEYS = frozenset(
+    {semconv.GEN_AI_SYSTEM, semconv.GEN_AI_PROVIDER_NAME, semconv.EVENT_NAME}
+)
 
 
 def has_content(span: SpanRecord) -> bool:
@@ -160,9 +162,7 @@ def _body(event: EventRecord, what: str, extraction: Extraction) -> Any:
     return body
 
 
-def _from_message_events(
-    events: list[EventRecord], extraction: Extraction, what: str
-) -> None:
+def _from_message_events(events: list[EventRecord], extraction: Extraction, what: str) -> None:
     choices: list[tuple[int, int, list[Any]]] = []
     for position, event in enumerate(events):
         if event.name in _ROLE_EVENTS:

@@ -91,7 +91,7 @@ def _requested_model(attrs: Mapping[str, Any]) -> str | None:
     params = attrs.get(semconv.LLM_INVOCATION_PARAMETERS)
     try:
         parsed = json.loads(params) if isinstance(params, str) else params
-    except ValueError:
+    except (ValueError, RecursionError):
         return None
     return as_str(parsed.get("model")) if isinstance(parsed, Mapping) else None
 
@@ -127,7 +127,7 @@ def _call_aliases(raw_request: Any) -> dict[str, str]:
         return {}
     try:
         request = json.loads(raw_request)
-    except ValueError:
+    except (ValueError, RecursionError):
         return {}
     items = request.get("input") if isinstance(request, Mapping) else None
     aliases: dict[str, str] = {}

@@ -97,7 +97,7 @@ def _content(value: Any) -> Any:
     if isinstance(value, str) and value.startswith("[{"):
         try:
             parts = json.loads(value)
-        except ValueError:
+        except (ValueError, RecursionError):
             return value
         if isinstance(parts, list) and all(isinstance(p, Mapping) and "type" in p for p in parts):
             return parts

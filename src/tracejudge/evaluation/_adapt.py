@@ -44,16 +44,21 @@ class AdaptedResult:
 
 
 def as_plain(value: Any) -> Any:
-    """Pydantic models (provider SDK objects) as plain dicts, recursively; others unchanged."""
+    """Pydantic models (provider SDK objects) as plain dicts, recursively, also inside dicts
+    and lists (`{"role": "assistant", "tool_calls": message.tool_calls}` is common)."""
     dump = getattr(value, "model_dump", None)
     if callable(dump) and not isinstance(value, type):
         try:
             return dump(mode="json", exclude_none=True)
         except TypeError:  # a model_dump without those keywords (pydantic v1 style)
-            return dump()
+            return as_plain(dump())
+    if isinstance(value, Mapping):
+        return {key: as_plain(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [as_plain(item) for item in value]
     to_dict = getattr(value, "to_dict", None)
-    if callable(to_dict) and not isinstance(value, (Mapping, type)):
-        return to_dict()
+    if callable(to_dict) and not isinstance(value, type):
+        return as_plain(to_dict())
     return value
 
 

@@ -49,6 +49,9 @@ class TaskRegistry:
             return await work
 
         entry = _Task(future=asyncio.get_running_loop().create_task(run()))
+        # Cancelled before it started, `work` was never awaited: close it, so Python does not
+        # warn about a coroutine that was never awaited.
+        entry.future.add_done_callback(lambda _: work.close())
         self._tasks[task_id] = entry
         return task_id
 

@@ -7,7 +7,7 @@ mistakes in the same words.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracejudge.errors import BadRequestError
@@ -50,8 +50,12 @@ def validate_criteria(
             "criteria is required: pass a criterion such as "
             '"Reward accurate and helpful responses", a list of them, or a check'
         )
-    as_list = not isinstance(criteria, (str, Mapping)) and isinstance(criteria, Sequence)
-    items: list[Any] = list(criteria) if as_list else [criteria]  # type: ignore[arg-type]
+    # Any collection of criteria counts as a list (a tuple, a generator); a check object
+    # is one criterion even if it happens to be iterable.
+    as_list = isinstance(criteria, Iterable) and not isinstance(
+        criteria, (str, bytes, Mapping, TraceCheck)
+    )
+    items: list[Any] = list(criteria) if as_list else [criteria]  # type: ignore[call-overload]
     if not items:
         raise BadRequestError(
             "criteria is an empty list: give at least one criterion, for example "

@@ -26,6 +26,7 @@ from tracejudge.errors import (
 from tracejudge.evaluation._check import TraceCheck
 from tracejudge.evaluation._validate import Criterion, validate_criteria
 from tracejudge.evaluation.render import (
+    RenderedContent,
     conversation_agent,
     render_agent,
     render_conversation,
@@ -310,30 +311,44 @@ class Evaluator:
         checked, _ = validate_criteria(criteria)
         require_llm_interactions(trace)
         self.require_judge(checked)
-        return await gather_all(self.score_trace(trace, c) for c in checked)
+        renders: dict[str, RenderedContent] = {}
+        return await gather_all(self.score_trace(trace, c, renders=renders) for c in checked)
 
     async def score_trace(
-        self, trace: MultiAgentTrace, criterion: Criterion
+        self,
+        trace: MultiAgentTrace,
+        criterion: Criterion,
+        *,
+        renders: dict[str, RenderedContent] | None = None,
     ) -> MultiAgentTraceResponse:
         """One criterion applied to every agent instance of a trace.
 
         An instance with neither an LLM interaction nor a child agent gets None.
+        `renders` may be shared by calls for several criteria on the same trace, so
+        each agent is rendered once rather than once per criterion.
         """
         if not isinstance(criterion, str):
             results = dict(criterion.evaluate(trace))
             return trace_response(trace, criterion_name(criterion), results)
         self.require_judge([criterion])
         agents = list(trace.iter_agents())
-        scores = await gather_all(self._score_agent(trace, a, criterion) for a in agents)
+        cache = renders if renders is not None else {}
+        scores = await gather_all(self._score_agent(trace, a, criterion, cache) for a in agents)
         results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
         return trace_response(trace, criterion, results, usage=_sum_usage(scores))
 
     async def _score_agent(
-        self, trace: MultiAgentTrace, agent: AgentInstance, criterion: str
+        self,
+        trace: MultiAgentTrace,
+        agent: AgentInstance,
+        criterion: str,
+        renders: dict[str, RenderedContent],
     ) -> ScoreResponse | None:
         if not agent.llm_interactions and not agent.child_ids:
             return None
-        rendered = render_agent(trace, agent.id)
+        rendered = renders.get(agent.id)
+        if rendered is None:
+            rendered = renders[agent.id] = render_agent(trace, agent.id)
         request = JudgeRequest(
             criterion=criterion,
             kind=CriterionKind.of(criterion),
