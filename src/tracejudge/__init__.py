@@ -57,7 +57,41 @@ _MODULES: dict[str, str] = {
     "checks": "tracejudge.evaluation.checks",
 }
 
-__all__ = sorted([*_EXPORTS, *_MODULES, "__version__"])
+__all__ = [
+    "APIError",
+    "AgentInstance",
+    "AgentTracer",
+    "AsyncComposo",
+    "AuthenticationError",
+    "BadRequestError",
+    "Composo",
+    "ComposoError",
+    "ComposoTracer",
+    "ConfigurationError",
+    "EvaluationResponse",
+    "Instruments",
+    "LLMInput",
+    "LLMInteraction",
+    "LLMOutput",
+    "LLMToolCall",
+    "LLMToolDefinition",
+    "LLMToolResponse",
+    "MalformedError",
+    "MissingAPIKeyError",
+    "MissingDependencyError",
+    "ModelNotFoundError",
+    "MultiAgentTrace",
+    "MultiAgentTraceResponse",
+    "NoLLMInteractionsError",
+    "ProviderRequestError",
+    "RateLimitError",
+    "__version__",
+    "agent_tracer",
+    "checks",
+    "context_propagating_executor",
+    "criteria",
+    "osmosis_reward",
+]
 
 
 def __getattr__(name: str) -> Any:

@@ -146,7 +146,7 @@ def run_demo(
     *, judge: str | None = None, as_json: bool = False, save_trace: str | None = None
 ) -> int:
     from tracejudge import ComposoTracer, Instruments
-    from tracejudge.cli import CHECK_NAMES, _checks_by_name, format_response
+    from tracejudge.cli import CHECK_NAMES, _checks_by_name, format_results
     from tracejudge.client import Composo
 
     ComposoTracer.init(instruments=Instruments.OPENAI)
@@ -196,10 +196,9 @@ def run_demo(
             "to add natural-language criteria.\n",
             file=out,
         )
-    for response in responses:
-        if as_json:
+    if as_json:
+        for response in responses:
             print(response.model_dump_json(), file=out)
-        else:
-            print(format_response(response, trace), file=out)
-            print(file=out)
+    else:
+        print(format_results(trace, responses), file=out)
     return 0

@@ -1,8 +1,8 @@
 """The `tracejudge` command: `demo` and `score`.
 
-    tracejudge demo                      trace a scripted multi-agent program offline and score it
-    tracejudge score traces.jsonl        score traces from an OTLP file (protobuf or JSON lines)
-                                         or a MultiAgentTrace JSON file
+tracejudge demo                      trace a scripted multi-agent program offline and score it
+tracejudge score traces.jsonl        score traces from an OTLP file (protobuf or JSON lines)
+                                     or a MultiAgentTrace JSON file
 """
 
 from __future__ import annotations
@@ -43,20 +43,38 @@ def load_traces(path: str | os.PathLike[str]) -> list[MultiAgentTrace]:
     return traces_from_otlp(data)
 
 
-def format_response(response: MultiAgentTraceResponse, trace: MultiAgentTrace) -> str:
-    """One block per criterion: a line per agent instance, then the overall score."""
-    lines = [f"criterion: {response.criterion}"]
+def _short(criterion: str, width: int = 18) -> str:
+    return criterion if len(criterion) <= width else criterion[: width - 1] + "…"
+
+
+def format_results(trace: MultiAgentTrace, responses: Sequence[MultiAgentTraceResponse]) -> str:
+    """A table of agents x criteria, the overall row, then every finding below 1.0 in full."""
+    width = max([len(a.name) for a in trace.iter_agents()] + [7]) + 2
+    columns = [_short(r.criterion) for r in responses]
+    header = " " * width + "  ".join(f"{c:>{max(len(c), 5)}}" for c in columns)
+    lines = [header]
+
+    def cell(score: float | None, column: str) -> str:
+        text = "n/a" if score is None else f"{score:.2f}"
+        return f"{text:>{max(len(column), 5)}}"
+
     for agent in trace.iter_agents():
-        score = response.agent_scores.get(agent.id)
-        result = response.results_by_agent_name.get(agent.name)
-        detail = result.results_by_agent_instance_id.get(agent.id) if result else None
-        shown = "n/a " if score is None else f"{score:.2f}"
-        explanation = (detail.explanation if detail else "not applicable").replace("\n", " ")
-        if len(explanation) > 110:
-            explanation = explanation[:107] + "..."
-        lines.append(f"  {agent.name:<14} {shown}  {explanation}")
-    overall = "n/a" if response.overall_score is None else f"{response.overall_score:.2f}"
-    lines.append(f"  {'overall':<14} {overall}")
+        row = [
+            cell(r.agent_scores.get(agent.id), c) for r, c in zip(responses, columns, strict=True)
+        ]
+        lines.append(f"{agent.name:<{width}}" + "  ".join(row))
+    overall = [cell(r.overall_score, c) for r, c in zip(responses, columns, strict=True)]
+    lines.append(f"{'overall':<{width}}" + "  ".join(overall))
+
+    findings = []
+    for response in responses:
+        for result in response.results_by_agent_name.values():
+            for detail in result.results_by_agent_instance_id.values():
+                if detail is not None and detail.score is not None and detail.score < 1.0:
+                    explanation = detail.explanation.replace("\n", "\n    ")
+                    findings.append(f"- [{response.criterion}] {explanation}")
+    if findings:
+        lines += ["", "Findings:", *findings]
     return "\n".join(lines)
 
 
@@ -65,12 +83,13 @@ def score_traces(
     criteria: Sequence[Any],
     *,
     judge: str | None = None,
-    out: TextIO = sys.stdout,
+    out: TextIO | None = None,
     as_json: bool = False,
 ) -> list[list[MultiAgentTraceResponse]]:
     """Score every trace against every criterion; print as text or JSON lines."""
     from tracejudge.client import Composo
 
+    out = out or sys.stdout
     results: list[list[MultiAgentTraceResponse]] = []
     progress = sys.stderr.isatty() and len(traces) > 1
     with Composo(judge=judge) as client:
@@ -84,10 +103,8 @@ def score_traces(
                 for response in responses:
                     print(response.model_dump_json(), file=out)
             else:
-                agents = ", ".join(f"{a.name}" for a in trace.iter_agents())
-                print(f"trace {index}: agents {agents}", file=out)
-                for response in responses:
-                    print(format_response(response, trace), file=out)
+                print(f"trace {index} of {len(traces)}", file=out)
+                print(format_results(trace, responses), file=out)
                 print(file=out)
     if progress:
         print(file=sys.stderr)

@@ -1,0 +1,117 @@
+"""The `tracejudge` command and the public package surface."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import tracejudge
+from tracejudge.cli import load_traces, main
+
+FIXTURES = Path(__file__).parent / "fixtures"
+
+
+def _env_without_judge() -> dict[str, str]:
+    env = dict(os.environ)
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TRACEJUDGE_JUDGE", "COMPOSO_API_KEY"):
+        env.pop(name, None)
+    return env
+
+
+def test_every_public_name_resolves() -> None:
+    assert sorted(tracejudge.__all__) == sorted(
+        [*tracejudge._EXPORTS, *tracejudge._MODULES, "__version__"]
+    )
+    for name in tracejudge.__all__:
+        assert getattr(tracejudge, name) is not None, name
+
+
+def test_importing_the_package_loads_neither_judges_nor_openai() -> None:
+    code = (
+        "import sys, tracejudge; from tracejudge import AgentTracer, MultiAgentTrace; "
+        "print(any(m.startswith(('openai', 'tracejudge.judges')) for m in sys.modules))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout
+    assert out.strip() == "False"
+
+
+def test_demo_runs_offline_and_flags_the_planted_faults(tmp_path: Path) -> None:
+    """The README's first command: a scripted program over loopback, scored by the checks."""
+    saved = tmp_path / "trace.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "tracejudge.cli", "demo", "--save-trace", str(saved)],
+        capture_output=True,
+        text=True,
+        env=_env_without_judge(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert "No judge configured" in out
+    rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
+    # columns: tool_arguments tool_results loops grounded_numbers final_answer budgets
+    assert rows["researcher"][:2] == ["0.67", "0.67"]
+    assert rows["writer"][3] == "0.67"
+    assert rows["planner"][2:] == ["1.00", "1.00", "1.00", "1.00"]
+    assert "call_h1 (search_hotels)" in out
+    assert "15%" in out
+    trace = tracejudge.MultiAgentTrace.from_json(saved.read_text())
+    assert [a.name for a in trace.iter_agents()] == ["planner", "researcher", "writer"]
+
+
+def test_demo_json_lines_are_trace_responses() -> None:
+    done = subprocess.run(
+        [sys.executable, "-m", "tracejudge.cli", "demo", "--json"],
+        capture_output=True,
+        text=True,
+        env=_env_without_judge(),
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    responses = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [r["criterion"] for r in responses][:2] == ["tool_arguments", "tool_results"]
+    for response in responses:
+        assert set(response) >= {"request_id", "results_by_agent_name", "overall_score"}
+
+
+def test_score_reads_an_otlp_file_and_a_trace_json(tmp_path: Path, capsys) -> None:
+    otlp = FIXTURES / "openllmetry.jsonl"
+    assert main(["score", str(otlp), "--json"]) == 0
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert {line["criterion"] for line in lines} == {
+        "tool_arguments",
+        "tool_results",
+        "loops",
+        "grounded_numbers",
+        "final_answer",
+    }
+    (trace,) = load_traces(otlp)
+    as_json = tmp_path / "trace.json"
+    as_json.write_text(trace.to_json())
+    assert main(["score", str(as_json), "--check", "loops"]) == 0
+    out = capsys.readouterr().out
+    assert "researcher" in out and "loops" in out
+
+
+def test_score_reports_a_missing_file_and_a_missing_judge(tmp_path: Path, capsys, monkeypatch):
+    assert main(["score", str(tmp_path / "nope.jsonl")]) == 2
+    assert "no such file" in capsys.readouterr().err
+    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TRACEJUDGE_JUDGE", "COMPOSO_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    code = main(["score", str(FIXTURES / "openllmetry.jsonl"), "--criterion", "Reward clarity"])
+    assert code == 1
+    assert "TRACEJUDGE_JUDGE" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["score", "--help"]])
+def test_help_exits_cleanly(argv: list[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(argv)
+    assert exited.value.code == 0
