@@ -187,4 +187,3 @@ def interactions_from_messages(
         else:
             history.extend(_input_messages(message, call_names))
     return interactions
-

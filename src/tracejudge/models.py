@@ -448,9 +448,7 @@ class _RequestBase(BaseModel):
     @model_validator(mode="after")
     def _one_of_criteria_or_evaluator(self) -> _RequestBase:
         if (self.evaluation_criteria is None) == (self.evaluator_name is None):
-            raise ValueError(
-                "give exactly one of 'evaluation_criteria' and 'evaluator_name'"
-            )
+            raise ValueError("give exactly one of 'evaluation_criteria' and 'evaluator_name'")
         return self
 
 
