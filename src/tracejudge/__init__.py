@@ -37,6 +37,8 @@ _EXPORTS: dict[str, str] = {
     "MultiAgentTraceResponse": "tracejudge.models",
     # reward API
     "osmosis_reward": "tracejudge.rewards",
+    "osmosis_rubric": "tracejudge.rewards",
+    "evaluate_rubric": "tracejudge.rewards",
     # errors
     "ComposoError": "tracejudge.errors",
     "ConfigurationError": "tracejudge.errors",
@@ -90,7 +92,9 @@ __all__ = [
     "checks",
     "context_propagating_executor",
     "criteria",
+    "evaluate_rubric",
     "osmosis_reward",
+    "osmosis_rubric",
 ]
 
 
@@ -138,7 +142,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MultiAgentTrace,
         MultiAgentTraceResponse,
     )
-    from tracejudge.rewards import osmosis_reward
+    from tracejudge.rewards import evaluate_rubric, osmosis_reward, osmosis_rubric
     from tracejudge.tracing import (
         AgentTracer,
         ComposoTracer,

@@ -1,4 +1,4 @@
-"""Osmosis-compatible reward API: `@osmosis_reward` local reward functions.
+"""Osmosis-compatible reward API: `@osmosis_reward`, `@osmosis_rubric`, `evaluate_rubric`.
 
 Code written against the `osmosis-ai` SDK ports by changing its import line::
 
@@ -16,22 +16,52 @@ A decorated function is also a deterministic trace check: put it in
 `criteria=[...]` of `Composo.evaluate_trace` (it then scores each agent's final
 output, with no ground truth), or wrap it with
 `tracejudge.checks.from_reward(exact_match, ground_truth="Paris")`.
+
+`evaluate_rubric` scores a text against a natural-language rubric with a judge
+model (`model_info={"provider": "openai", "model": "gpt-4.1-mini"}`) through the
+same judges and evaluator as `Composo.evaluate`, and raises the Osmosis errors:
+`MissingAPIKeyError`, `ProviderRequestError`, `ModelNotFoundError`.
 """
 
 from __future__ import annotations
 
 import functools
 import inspect
+import json
+import os
+import threading
 import types
 import typing
+from collections import OrderedDict
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar, Union
+from typing import Any, TypedDict, TypeVar, Union
 
-__all__ = ["osmosis_reward"]
+from tracejudge.errors import (
+    ComposoError,
+    ConfigurationError,
+    MissingAPIKeyError,
+    ModelNotFoundError,
+    ProviderRequestError,
+)
+
+__all__ = [
+    "ModelInfo",
+    "RewardRubricRunResult",
+    "evaluate_rubric",
+    "osmosis_reward",
+    "osmosis_rubric",
+]
 
 F = TypeVar("F", bound=Callable[..., float])
 
-_SIGNATURE = "(solution_str: str, ground_truth: str, extra_info: dict = None, **kwargs) -> float"
+_SIGNATURES = {
+    "osmosis_reward": (
+        "(solution_str: str, ground_truth: str, extra_info: dict = None, **kwargs) -> float"
+    ),
+    "osmosis_rubric": (
+        "(solution_str: str, ground_truth: str | None, extra_info: dict, **kwargs) -> float"
+    ),
+}
 _UNION_ORIGINS: tuple[Any, ...] = (Union, types.UnionType)
 
 
@@ -74,11 +104,13 @@ def _is(annotation: Any, expected: type) -> bool:
     return False
 
 
-def _check_signature(func: Callable[..., Any]) -> None:
+def _check_signature(func: Callable[..., Any], decorator: str) -> None:
     name = getattr(func, "__name__", repr(func))
 
     def fail(problem: str) -> typing.NoReturn:
-        raise TypeError(f"@osmosis_reward function {name!r}: {problem}; expected {_SIGNATURE}")
+        raise TypeError(
+            f"@{decorator} function {name!r}: {problem}; expected {_SIGNATURES[decorator]}"
+        )
 
     try:
         signature = inspect.signature(func)
@@ -112,7 +144,7 @@ def _check_signature(func: Callable[..., Any]) -> None:
         fail("'extra_info' must be annotated as dict")
     if not _is(annotation, dict):
         fail(f"'extra_info' must be annotated as dict, got {annotation!r}")
-    if extra.default is extra.empty:
+    if decorator == "osmosis_reward" and extra.default is extra.empty:
         fail("'extra_info' must have a default value (None)")
     for param in positional[3:]:
         if param.default is param.empty:
@@ -127,16 +159,8 @@ def _check_signature(func: Callable[..., Any]) -> None:
         fail(f"it must be annotated to return float, got {returns!r}")
 
 
-def osmosis_reward(func: F) -> F:
-    """Mark a local reward function `(solution_str: str, ground_truth: str, extra_info: dict =
-    None, **kwargs) -> float`, checking that signature now (TypeError naming the problem).
-
-    The result is called exactly like the function; it drops a `data_source` keyword (as
-    osmosis-ai does) and raises TypeError when the function returns something other than a
-    float (an int is accepted as its float). It is also a trace check (`name`,
-    `evaluate(trace)`), so it can be placed in `criteria=[...]`: see `checks.from_reward`.
-    """
-    _check_signature(func)
+def _scoring_function(func: F, decorator: str) -> F:
+    _check_signature(func, decorator)
 
     @functools.wraps(func)
     def wrapper(*args: Any, **kwargs: Any) -> float:
@@ -144,7 +168,7 @@ def osmosis_reward(func: F) -> F:
         result = func(*args, **kwargs)
         if isinstance(result, bool) or not isinstance(result, (int, float)):
             raise TypeError(
-                f"@osmosis_reward function {func.__name__!r} must return a float, got "
+                f"@{decorator} function {func.__name__!r} must return a float, got "
                 f"{type(result).__name__}"
             )
         return float(result)
@@ -159,3 +183,174 @@ def osmosis_reward(func: F) -> F:
     wrapper.name = func.__name__  # type: ignore[attr-defined]
     wrapper.evaluate = evaluate  # type: ignore[attr-defined]
     return wrapper  # type: ignore[return-value]
+
+
+def osmosis_reward(func: F) -> F:
+    """Mark a local reward function `(solution_str: str, ground_truth: str, extra_info: dict =
+    None, **kwargs) -> float`, checking that signature now (TypeError naming the problem).
+
+    The result is called exactly like the function; it drops a `data_source` keyword (as
+    osmosis-ai does) and raises TypeError when the function returns something other than a
+    float (an int is accepted as its float). It is also a trace check (`name`,
+    `evaluate(trace)`), so it can be placed in `criteria=[...]`: see `checks.from_reward`.
+    """
+    return _scoring_function(func, "osmosis_reward")
+
+
+def osmosis_rubric(func: F) -> F:
+    """Mark an LLM-judged reward function `(solution_str: str, ground_truth: str | None,
+    extra_info: dict, **kwargs) -> float`, usually one that returns `evaluate_rubric(...)`.
+
+    The signature is checked now (TypeError naming the problem); calls behave as with
+    `osmosis_reward`, and the function is a trace check in the same way.
+    """
+    return _scoring_function(func, "osmosis_rubric")
+
+
+# --------------------------------------------------------------------------- rubrics
+
+
+class ModelInfo(TypedDict, total=False):
+    """Which judge model `evaluate_rubric` asks. `provider` and `model` are required.
+
+    `base_url` (a tracejudge addition) points an OpenAI-compatible provider at any server,
+    such as vLLM, Ollama or llama.cpp, which then needs no API key.
+    """
+
+    provider: str
+    model: str
+    api_key: str
+    api_key_env: str
+    timeout: float
+    base_url: str
+
+
+class RewardRubricRunResult(TypedDict):
+    """What `evaluate_rubric(..., return_details=True)` returns."""
+
+    score: float
+    explanation: str
+    raw_payload: dict[str, Any]
+
+
+#: The API key variable each provider reads when model_info names none.
+_KEY_ENV = {
+    "openai": "OPENAI_API_KEY",
+    "anthropic": "ANTHROPIC_API_KEY",
+    "openrouter": "OPENROUTER_API_KEY",
+    "together": "TOGETHER_API_KEY",
+}
+#: Providers served on the user's own machine; they need no key.
+_LOCAL_PROVIDERS = frozenset({"ollama", "vllm"})
+
+# One client per judge configuration, kept between calls: an RL loop calls
+# evaluate_rubric thousands of times and should reuse connections and the verdict cache.
+_CLIENTS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+_CLIENTS_LOCK = threading.Lock()
+_MAX_CLIENTS = 8
+
+
+def _api_key(provider: str, model_info: Mapping[str, Any], has_base_url: bool) -> str | None:
+    if model_info.get("api_key"):
+        return str(model_info["api_key"])
+    key_env = model_info.get("api_key_env") or _KEY_ENV.get(provider)
+    key = os.environ.get(key_env, "").strip() if key_env else ""
+    if key:
+        return key
+    if provider in _LOCAL_PROVIDERS or has_base_url:
+        return None
+    if provider == "openai" and os.environ.get("OPENAI_BASE_URL", "").strip():
+        return None
+    raise MissingAPIKeyError(
+        f"no API key for provider {provider!r}: set {key_env or 'an API key variable'} or put "
+        "'api_key' / 'api_key_env' in model_info"
+    )
+
+
+def _client(model_info: Mapping[str, Any], timeout: float | None) -> Any:
+    for key in ("provider", "model"):
+        if not isinstance(model_info.get(key), str) or not model_info[key].strip():
+            raise ValueError(
+                f"model_info[{key!r}] is required, e.g. "
+                "{'provider': 'openai', 'model': 'gpt-4.1-mini'}"
+            )
+    provider = model_info["provider"].strip().lower()
+    model = model_info["model"].strip()
+    base_url = model_info.get("base_url")
+    api_key = _api_key(provider, model_info, bool(base_url))
+    seconds = float(timeout or model_info.get("timeout") or 60.0)
+    config = (provider, model, api_key, base_url, seconds)
+    with _CLIENTS_LOCK:
+        client = _CLIENTS.get(config)
+        if client is not None:
+            _CLIENTS.move_to_end(config)
+            return client
+    from tracejudge.client import Composo
+    from tracejudge.judges import judge_from_spec
+
+    options: dict[str, Any] = {"api_key": api_key, "timeout": seconds}
+    if base_url:
+        options["base_url"] = base_url
+    try:
+        judge = judge_from_spec(f"{provider}:{model}", **options)
+    except ConfigurationError as error:
+        raise ProviderRequestError(provider, model, str(error)) from error
+    client = Composo(judge=judge, timeout=seconds)
+    with _CLIENTS_LOCK:
+        _CLIENTS[config] = client
+        while len(_CLIENTS) > _MAX_CLIENTS:
+            _CLIENTS.popitem(last=False)[1].close()
+    return client
+
+
+def evaluate_rubric(
+    rubric: str,
+    solution_str: str,
+    model_info: ModelInfo | dict[str, Any],
+    ground_truth: str | None = None,
+    original_input: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    score_min: float = 0.0,
+    score_max: float = 1.0,
+    timeout: int | None = None,
+    return_details: bool = False,
+) -> float | RewardRubricRunResult:
+    """Score `solution_str` against `rubric` with the judge model `model_info` names.
+
+    The judge sees the original input, the reference answer and the metadata as context
+    and the solution as the answer to grade; its 0..1 score is scaled to
+    [score_min, score_max]. A rubric the judge finds not applicable scores `score_min`
+    (with `"applicable": false` in the details). Returns the score, or with
+    `return_details=True` a dict with `score`, `explanation` and `raw_payload`.
+
+    Raises MissingAPIKeyError when no key is found for a hosted provider,
+    ModelNotFoundError when the provider does not know the model, and
+    ProviderRequestError for any other failure of the request.
+    """
+    if not isinstance(rubric, str) or not rubric.strip():
+        raise ValueError("rubric must be a non-empty string describing what to reward")
+    if score_max <= score_min:
+        raise ValueError(f"score_max ({score_max}) must be greater than score_min ({score_min})")
+    client = _client(model_info, timeout)
+    context = [f"Reference answer (ground truth): {ground_truth}"] if ground_truth else []
+    if metadata:
+        context.append(f"Metadata: {json.dumps(metadata, ensure_ascii=False, default=str)}")
+    messages = [
+        {"role": "user", "content": original_input or "(no original input was given)"},
+        {"role": "assistant", "content": solution_str},
+    ]
+    provider, model = str(model_info["provider"]), str(model_info["model"])
+    try:
+        result = client.evaluate(
+            messages=messages, criteria=rubric, system="\n".join(context) or None
+        )
+    except ComposoError as error:
+        failure = ModelNotFoundError if error.status_code == 404 else ProviderRequestError
+        raise failure(provider, model, str(error)) from error
+    fraction = 0.0 if result.score is None else result.score
+    score = score_min + fraction * (score_max - score_min)
+    if not return_details:
+        return score
+    payload = result.model_dump(mode="json")
+    payload["applicable"] = result.score is not None
+    return {"score": score, "explanation": result.explanation, "raw_payload": payload}

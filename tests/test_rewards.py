@@ -1,0 +1,155 @@
+"""The Osmosis-compatible rubric API, judged by a scripted model over a real socket."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tracejudge import (
+    MissingAPIKeyError,
+    ModelNotFoundError,
+    ProviderRequestError,
+    evaluate_rubric,
+    osmosis_reward,
+    osmosis_rubric,
+)
+from tracejudge.testing import Reply, ScriptedLLMServer
+
+
+def _verdict(score: int, explanation: str = "Clear and correct.", applicable: bool = True) -> Reply:
+    return Reply.text(
+        json.dumps({"explanation": explanation, "applicable": applicable, "score": score})
+    )
+
+
+@pytest.fixture()
+def judge_server():
+    with ScriptedLLMServer() as server:
+        yield server
+
+
+def _model_info(server: ScriptedLLMServer) -> dict:
+    return {"provider": "openai", "model": "judge-model", "base_url": server.base_url}
+
+
+def test_rubric_score_is_scaled_to_the_requested_range(judge_server) -> None:
+    judge_server.add(_verdict(10), _verdict(1), _verdict(7))
+    info = _model_info(judge_server)
+    assert evaluate_rubric("Evaluate helpfulness", "Click reset.", info) == 1.0
+    assert evaluate_rubric("Evaluate helpfulness", "No.", info, score_min=-1, score_max=1) == -1
+    score = evaluate_rubric("Evaluate helpfulness", "Maybe.", info, score_min=0, score_max=10)
+    assert score == pytest.approx(20 / 3)
+
+
+def test_rubric_details_and_what_the_judge_sees(judge_server) -> None:
+    judge_server.add(_verdict(8, "Mentions the reset link."))
+    details = evaluate_rubric(
+        rubric="Evaluate how helpful the response is.",
+        solution_str="Click 'Forgot Password' to reset.",
+        model_info=_model_info(judge_server),
+        ground_truth="Use the Forgot Password link",
+        original_input="How do I reset my password?",
+        metadata={"locale": "en-GB"},
+        return_details=True,
+    )
+    assert details["score"] == pytest.approx(7 / 9)
+    assert details["explanation"] == "Mentions the reset link."
+    assert details["raw_payload"]["applicable"] is True
+    prompt = json.dumps(judge_server.requests[0].json["messages"])
+    for seen in (
+        "Evaluate how helpful the response is.",
+        "Forgot Password",
+        "How do I reset my password?",
+        "Use the Forgot Password link",
+        "en-GB",
+    ):
+        assert seen in prompt
+
+
+def test_not_applicable_scores_the_minimum(judge_server) -> None:
+    judge_server.add(_verdict(5, "No question was asked.", applicable=False))
+    details = evaluate_rubric(
+        "Evaluate accuracy", "Hi", _model_info(judge_server), score_min=0.2, return_details=True
+    )
+    assert details["score"] == 0.2
+    assert details["raw_payload"]["applicable"] is False
+
+
+def test_missing_api_key_is_reported_before_any_request(monkeypatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("OPENAI_BASE_URL", raising=False)
+    monkeypatch.delenv("MY_KEY", raising=False)
+    with pytest.raises(MissingAPIKeyError, match="OPENAI_API_KEY"):
+        evaluate_rubric("Evaluate x", "y", {"provider": "openai", "model": "gpt-5"})
+    with pytest.raises(MissingAPIKeyError, match="MY_KEY"):
+        evaluate_rubric(
+            "Evaluate x", "y", {"provider": "anthropic", "model": "c", "api_key_env": "MY_KEY"}
+        )
+
+
+def test_unknown_model_and_failing_provider_raise_osmosis_errors(judge_server) -> None:
+    judge_server.add(Reply.error(404, message="The model 'nope' does not exist"))
+    info = {"provider": "openai", "model": "nope", "base_url": judge_server.base_url}
+    with pytest.raises(ModelNotFoundError) as not_found:
+        evaluate_rubric("Evaluate x", "y", info)
+    assert isinstance(not_found.value, ProviderRequestError)
+    assert not_found.value.model == "nope"
+
+    judge_server.add(Reply.error(500), Reply.error(500), Reply.error(500))
+    info = {**_model_info(judge_server), "timeout": 5}
+    with pytest.raises(ProviderRequestError) as failed:
+        evaluate_rubric("Evaluate x", "y", info)
+    assert not isinstance(failed.value, ModelNotFoundError)
+
+
+def test_bad_model_info_names_the_key() -> None:
+    with pytest.raises(ValueError, match="model_info\\['model'\\]"):
+        evaluate_rubric("Evaluate x", "y", {"provider": "openai"})
+
+
+def test_seed_complete_example_with_a_scripted_judge(judge_server) -> None:
+    """The osmosis reference's complete example, with only the import line and model_info
+    changed."""
+    judge_server.add(_verdict(10, "Same meaning."))
+    model_info = _model_info(judge_server)
+
+    @osmosis_reward
+    def exact_match(
+        solution_str: str, ground_truth: str, extra_info: dict = None, **kwargs
+    ) -> float:  # noqa: E501, RUF013
+        return 1.0 if solution_str.strip() == ground_truth.strip() else 0.0
+
+    @osmosis_rubric
+    def semantic_eval(
+        solution_str: str, ground_truth: str | None, extra_info: dict, **kwargs
+    ) -> float:
+        return evaluate_rubric(
+            rubric="Compare semantic similarity (0-1 scale)",
+            solution_str=solution_str,
+            ground_truth=ground_truth,
+            model_info=model_info,
+        )
+
+    solution = "The capital of France is Paris"
+    truth = "Paris is France's capital"
+    assert exact_match(solution, truth) == 0.0
+    assert semantic_eval(solution, truth, {}) == 1.0
+
+
+def test_osmosis_rubric_checks_the_signature() -> None:
+    with pytest.raises(TypeError, match="@osmosis_rubric .*kwargs"):
+
+        @osmosis_rubric
+        def no_kwargs(solution_str: str, ground_truth: str | None, extra_info: dict) -> float:
+            return 0.0
+
+    with pytest.raises(TypeError, match="must return a float"):
+
+        @osmosis_rubric
+        def returns_text(
+            solution_str: str, ground_truth: str | None, extra_info: dict, **kwargs
+        ) -> float:
+            return "high"  # type: ignore[return-value]
+
+        returns_text("a", None, {})
