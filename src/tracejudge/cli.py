@@ -43,36 +43,51 @@ def load_traces(path: str | os.PathLike[str]) -> list[MultiAgentTrace]:
     return traces_from_otlp(data)
 
 
-def _short(criterion: str, width: int = 18) -> str:
-    return criterion if len(criterion) <= width else criterion[: width - 1] + "…"
+def _labels(responses: Sequence[MultiAgentTraceResponse]) -> tuple[list[str], list[str]]:
+    """Short column labels, and a legend line for each criterion too long to be one."""
+    labels: list[str] = []
+    legend: list[str] = []
+    for response in responses:
+        name = response.criterion.split("(", 1)[0] or "criterion"
+        if len(name) <= 18 and " " not in name:
+            labels.append(name)
+        else:
+            labels.append(f"criterion{len(legend) + 1}")
+            legend.append(f"{labels[-1]}: {response.criterion}")
+    return labels, legend
 
 
 def format_results(trace: MultiAgentTrace, responses: Sequence[MultiAgentTraceResponse]) -> str:
     """A table of agents x criteria, the overall row, then every finding below 1.0 in full."""
+    labels, legend = _labels(responses)
     width = max([len(a.name) for a in trace.iter_agents()] + [7]) + 2
-    columns = [_short(r.criterion) for r in responses]
-    header = " " * width + "  ".join(f"{c:>{max(len(c), 5)}}" for c in columns)
-    lines = [header]
+    lines = [" " * width + "  ".join(f"{label:>5}" for label in labels)]
 
-    def cell(score: float | None, column: str) -> str:
-        text = "n/a" if score is None else f"{score:.2f}"
-        return f"{text:>{max(len(column), 5)}}"
+    def cells(scores: Sequence[float | None]) -> str:
+        shown = ["n/a" if v is None else f"{v:.2f}" for v in scores]
+        return "  ".join(
+            f"{v:>{max(len(label), 5)}}" for v, label in zip(shown, labels, strict=True)
+        )
 
     for agent in trace.iter_agents():
-        row = [
-            cell(r.agent_scores.get(agent.id), c) for r, c in zip(responses, columns, strict=True)
-        ]
-        lines.append(f"{agent.name:<{width}}" + "  ".join(row))
-    overall = [cell(r.overall_score, c) for r, c in zip(responses, columns, strict=True)]
-    lines.append(f"{'overall':<{width}}" + "  ".join(overall))
+        lines.append(
+            f"{agent.name:<{width}}" + cells([r.agent_scores.get(agent.id) for r in responses])
+        )
+    lines.append(f"{'overall':<{width}}" + cells([r.overall_score for r in responses]))
+    if legend:
+        lines += ["", *legend]
 
     findings = []
-    for response in responses:
-        for result in response.results_by_agent_name.values():
-            for detail in result.results_by_agent_instance_id.values():
-                if detail is not None and detail.score is not None and detail.score < 1.0:
-                    explanation = detail.explanation.replace("\n", "\n    ")
-                    findings.append(f"- [{response.criterion}] {explanation}")
+    for response, label in zip(responses, labels, strict=True):
+        for agent in trace.iter_agents():
+            result = response.results_by_agent_name.get(agent.name)
+            detail = result.results_by_agent_instance_id.get(agent.id) if result else None
+            if detail is None or detail.score is None or detail.score >= 1.0:
+                continue
+            explanation = detail.explanation.replace("\n", "\n    ")
+            if not explanation.startswith(agent.name):
+                explanation = f"{agent.name}: {explanation}"
+            findings.append(f"- [{label}] {explanation}")
     if findings:
         lines += ["", "Findings:", *findings]
     return "\n".join(lines)
