@@ -6,10 +6,11 @@ tracing against a ScriptedLLMServer: clean runs, and each fault kind several tim
 variations, each planted in one agent. A check "flags" an agent instance when it scores
 it below 1.0; every (trace, agent instance) pair is one item, and the ground truth is the
 planted (check, agent). Then prints, per check: planted and flagged counts, precision,
-recall and the mean time to evaluate one trace; then the same for harder cases that
-show the checks' known limits.
+recall and the mean time to evaluate one trace, and the totals over all checks; then the
+same for harder cases that show the checks' known limits; then the time each check takes
+on one agent with a long history.
 
-    python benchmarks/checks_precision.py [--variants 4] [--repeat 20]
+    python benchmarks/checks_precision.py [--variants 4] [--repeat 20] [--long 2000]
 """
 
 from __future__ import annotations
@@ -97,23 +98,48 @@ def _ratio(value: float | None) -> str:
 
 
 def table(title: str, tallies: dict[str, Tally], traces: int) -> str:
+    width = max([len("check"), *map(len, tallies)])
     header = (
-        f"{'check':<40} {'planted':>7} {'flagged':>7} {'TP':>4} {'FP':>4} {'FN':>4} "
+        f"{'check':<{width}} {'planted':>7} {'flagged':>7} {'TP':>4} {'FP':>4} {'FN':>4} "
         f"{'precision':>9} {'recall':>6} {'ms/trace':>8}"
     )
     lines = [f"{title} ({traces} traces)", header, "-" * len(header)]
     for name, t in tallies.items():
         mean_ms = 1000 * sum(t.seconds) / len(t.seconds) if t.seconds else 0.0
         lines.append(
-            f"{name:<40} {t.planted:>7} {t.flagged:>7} {t.tp:>4} {t.fp:>4} {t.fn:>4} "
+            f"{name:<{width}} {t.planted:>7} {t.flagged:>7} {t.tp:>4} {t.fp:>4} {t.fn:>4} "
             f"{_ratio(t.precision):>9} {_ratio(t.recall):>6} {mean_ms:>8.3f}"
         )
+    total = Tally()
+    for t in tallies.values():
+        total.planted += t.planted
+        total.flagged += t.flagged
+        total.tp += t.tp
+    lines.append("-" * len(header))
+    lines.append(
+        f"{'all checks':<{width}} {total.planted:>7} {total.flagged:>7} {total.tp:>4} "
+        f"{total.flagged - total.tp:>4} {total.planted - total.tp:>4} "
+        f"{_ratio(total.precision):>9} {_ratio(total.recall):>6}"
+    )
     for name, t in tallies.items():
         if t.misses:
             lines.append(f"  {name} missed: {', '.join(t.misses)}")
         if t.false_alarms:
             lines.append(f"  {name} false alarms: {', '.join(t.false_alarms)}")
     return "\n".join(lines)
+
+
+def long_agent_timings(rounds: int) -> str:
+    """Milliseconds per check on one agent with `rounds` tool-call rounds (the complexity
+    check: a chat agent resends its whole history on every call)."""
+    agent = faults.long_agent(rounds)
+    trace = MultiAgentTrace.from_agent(agent)
+    parts = []
+    for check in CHECKS:
+        start = time.perf_counter()
+        check.evaluate(trace)
+        parts.append(f"{faults.base_name(check.name)} {1000 * (time.perf_counter() - start):.0f}")
+    return f"One agent with {rounds} LLM interactions, ms per check: " + ", ".join(parts)
 
 
 def record(
@@ -128,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variants", type=int, default=4, help="variations per fault kind")
     parser.add_argument("--repeat", type=int, default=20, help="timed evaluations per trace")
+    parser.add_argument(
+        "--long", type=int, default=2000, help="LLM interactions of the long agent timed"
+    )
     args = parser.parse_args(argv)
 
     if not isinstance(otel_trace.get_tracer_provider(), TracerProvider):
@@ -151,6 +180,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table("Planted-fault suite", score(core, args.repeat), len(core)))
     print()
     print(table("Hard cases (known limits)", score(edge, args.repeat), len(edge)))
+    print()
+    print(long_agent_timings(args.long))
     return 0
 
 

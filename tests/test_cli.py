@@ -31,6 +31,15 @@ def test_every_public_name_resolves() -> None:
         assert getattr(tracejudge, name) is not None, name
 
 
+def test_criteria_and_checks_import_as_modules_and_names() -> None:
+    from tracejudge import checks, criteria
+    from tracejudge.checks import budgets, tool_arguments
+    from tracejudge.criteria import agent, rag_faithfulness
+
+    assert rag_faithfulness in criteria.rag and criteria.agent == agent
+    assert checks.tool_arguments is tool_arguments and checks.budgets is budgets
+
+
 def test_importing_the_package_loads_neither_judges_nor_openai() -> None:
     code = (
         "import sys, tracejudge; from tracejudge import AgentTracer, MultiAgentTrace; "
@@ -57,7 +66,8 @@ def test_demo_runs_offline_and_flags_the_planted_faults(tmp_path: Path) -> None:
     assert "No judge configured" in out
     rows = {line.split()[0]: line.split()[1:] for line in out.splitlines() if line.strip()}
     # columns: tool_arguments tool_results loops grounded_numbers final_answer budgets
-    assert rows["researcher"][:2] == ["0.67", "0.67"]
+    # one schema-violating call; its error result is that fault's echo, not a second fault
+    assert rows["researcher"][:2] == ["0.67", "1.00"]
     assert rows["writer"][3] == "0.67"
     assert rows["planner"][2:] == ["1.00", "1.00", "1.00", "1.00"]
     assert "call_h1 (search_hotels)" in out
@@ -95,9 +105,10 @@ def test_score_reads_an_otlp_file_and_a_trace_json(tmp_path: Path, capsys) -> No
     (trace,) = load_traces(otlp)
     as_json = tmp_path / "trace.json"
     as_json.write_text(trace.to_json())
-    assert main(["score", str(as_json), "--check", "loops"]) == 0
+    assert main(["score", str(as_json), "--check", "loops", "--max-tokens", "10"]) == 0
     out = capsys.readouterr().out
     assert "researcher" in out and "loops" in out
+    assert "budgets(max_tokens=10" in out and "used" in out
 
 
 def test_score_reports_a_missing_file_and_a_missing_judge(tmp_path: Path, capsys, monkeypatch):

@@ -84,7 +84,19 @@ def test_add_pending_reset(server: ScriptedLLMServer, oai: openai.OpenAI) -> Non
     assert server.requests == []
     assert server.max_in_flight == 0
     with pytest.raises(TypeError):
-        server.add("not a reply")  # type: ignore[arg-type]
+        server.add(42)  # type: ignore[arg-type]
+
+
+def test_plain_strings_are_text_replies() -> None:
+    with ScriptedLLMServer(["first"], default="again") as server:
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0)
+        server.add("second")
+        answers = [
+            client.chat.completions.create(model="m", messages=MESSAGES).choices[0].message.content
+            for _ in range(3)
+        ]
+        client.close()
+    assert answers == ["first", "second", "again"]
 
 
 # -- chat completions --------------------------------------------------------------------------

@@ -55,8 +55,8 @@ _EXPORTS: dict[str, str] = {
 
 # Modules users import as names: `from tracejudge import criteria, checks`.
 _MODULES: dict[str, str] = {
-    "criteria": "tracejudge.evaluation.criteria",
-    "checks": "tracejudge.evaluation.checks",
+    "criteria": "tracejudge.criteria",
+    "checks": "tracejudge.checks",
 }
 
 __all__ = [
@@ -115,6 +115,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
+    from tracejudge import checks, criteria
     from tracejudge.client import AsyncComposo, Composo
     from tracejudge.errors import (
         APIError,
@@ -129,7 +130,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ProviderRequestError,
         RateLimitError,
     )
-    from tracejudge.evaluation import checks, criteria
     from tracejudge.models import (
         AgentInstance,
         EvaluationResponse,

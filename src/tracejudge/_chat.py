@@ -110,11 +110,13 @@ def _assistant_outputs(message: Mapping[str, Any], counter: list[int]) -> list[L
     for call in message.get("tool_calls") or []:
         counter[0] += 1
         outputs.append(LLMOutput(type="tool_call", content=_openai_tool_call(call, counter[0])))
-    if message.get("function_call"):
-        counter[0] += 1
-        outputs.append(
-            LLMOutput(type="tool_call", content=_openai_tool_call(message["function_call"], 0))
-        )
+    function_call = message.get("function_call")
+    if isinstance(function_call, Mapping):
+        # Legacy function calling has no call ids: its result names the function instead.
+        call = _openai_tool_call(function_call, 0)
+        if not function_call.get("id"):
+            call.id = call.name
+        outputs.append(LLMOutput(type="tool_call", content=call))
     return outputs
 
 

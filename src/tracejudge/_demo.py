@@ -134,6 +134,10 @@ def run_program(base_url: str) -> Any:
     return planner
 
 
+def _count(number: int, noun: str) -> str:
+    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
+
+
 def _configured_judge(judge: str | None) -> Any:
     if judge:
         return judge
@@ -163,8 +167,9 @@ def run_demo(
         for agent in trace.iter_agents():
             parent = trace.parent_of(agent.id)
             calls = sum(len(i.tool_calls) for i in agent.llm_interactions)
+            llm_calls = len(agent.llm_interactions)
             print(
-                f"  {agent.name:<11} {len(agent.llm_interactions)} LLM calls, {calls} tool calls"
+                f"  {agent.name:<11} {_count(llm_calls, 'LLM call')}, {_count(calls, 'tool call')}"
                 + (f", child of {parent.name}" if parent else ""),
                 file=out,
             )
@@ -176,7 +181,8 @@ def run_demo(
     criteria.append(checks.budgets(max_tokens=2000, max_seconds=30))
     responses = []
     with Composo() as client:
-        responses.extend(client.evaluate_trace(trace, criteria=criteria))
+        answer = client.evaluate_trace(trace, criteria=criteria)
+    responses.extend(answer if isinstance(answer, list) else [answer])
     configured = _configured_judge(judge)
     if configured is not None:
         from tracejudge import criteria as ready_made

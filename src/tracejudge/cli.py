@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -51,8 +52,10 @@ def _labels(responses: Sequence[MultiAgentTraceResponse]) -> tuple[list[str], li
         name = response.criterion.split("(", 1)[0] or "criterion"
         if len(name) <= 18 and " " not in name:
             labels.append(name)
+            if name != response.criterion:  # a check with settings: show them
+                legend.append(f"{name}: {response.criterion}")
         else:
-            labels.append(f"criterion{len(legend) + 1}")
+            labels.append(f"criterion{sum(label.startswith('criterion') for label in labels) + 1}")
             legend.append(f"{labels[-1]}: {response.criterion}")
     return labels, legend
 
@@ -135,11 +138,18 @@ def _cmd_score(args: argparse.Namespace) -> int:
     except ValueError as error:
         print(f"tracejudge score: cannot read {args.file}: {error}", file=sys.stderr)
         return 2
-    traces = [t for t in traces if t.has_llm_interactions]
-    if not traces:
+    scorable = [t for t in traces if t.has_llm_interactions]
+    if not scorable:
         print(f"tracejudge score: {args.file} holds no LLM interaction to score", file=sys.stderr)
+        for warning in getattr(traces, "warnings", [])[:10]:
+            print(f"  {warning}", file=sys.stderr)
         return 1
+    traces = scorable
     criteria: list[Any] = _checks_by_name(args.check or CHECK_NAMES)
+    if args.max_tokens is not None or args.max_seconds is not None:
+        from tracejudge.evaluation import checks
+
+        criteria.append(checks.budgets(max_tokens=args.max_tokens, max_seconds=args.max_seconds))
     criteria.extend(args.criterion or [])
     score_traces(traces, criteria, judge=args.judge, as_json=args.json)
     return 0
@@ -158,6 +168,9 @@ def build_parser() -> argparse.ArgumentParser:
     from tracejudge import __version__
 
     parser.add_argument("--version", action="version", version=f"tracejudge {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log what the converter and judges do"
+    )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     demo = commands.add_parser(
@@ -185,6 +198,12 @@ def build_parser() -> argparse.ArgumentParser:
         action="append",
         help='a natural-language criterion, e.g. "Reward correct tool use" (needs a judge)',
     )
+    score.add_argument(
+        "--max-tokens", type=int, help="add the budgets check: tokens each agent may use"
+    )
+    score.add_argument(
+        "--max-seconds", type=float, help="add the budgets check: seconds each agent may take"
+    )
     score.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
     score.add_argument("--json", action="store_true", help="print results as JSON lines")
     score.set_defaults(run=_cmd_score)
@@ -193,6 +212,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    # Problems the commands report themselves are also logged; show the log only on request.
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR, format="%(name)s: %(message)s"
+    )
     from tracejudge.errors import ComposoError
 
     try:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import random
 import threading
 import weakref
 from collections.abc import Coroutine, Mapping, Sequence
@@ -37,6 +36,7 @@ from tracejudge.errors import (
     AuthenticationError,
     BadRequestError,
     ComposoError,
+    ConfigurationError,
     MalformedError,
     RateLimitError,
 )
@@ -59,6 +59,7 @@ from tracejudge.evaluation.evaluator import (
 )
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
 from tracejudge.judges import CacheOption, Judge
+from tracejudge.judges._http import Endpoint, send_with_retries
 from tracejudge.models import (
     EvaluationResponse,
     MultiAgentTrace,
@@ -135,7 +136,9 @@ class _RemoteServer:
             headers["API-Key"] = self.api_key
         return headers
 
-    def _error(self, method: str, path: str, response: httpx.Response) -> ComposoError:
+    def _error(
+        self, response: httpx.Response, endpoint: Endpoint, *, attempts: int = 1
+    ) -> ComposoError:
         status = response.status_code
         body = response.text[:2000]
         try:
@@ -144,80 +147,59 @@ class _RemoteServer:
             message = detail if isinstance(detail, str) else json.dumps(detail)[:500]
         except ValueError:
             message = body[:500] or response.reason_phrase
-        where = f"{method} {self.base_url}{path}"
-        text = f"{where} failed with HTTP {status}: {message}"
+        tries = f" after {attempts} attempts" if attempts > 1 else ""
+        text = f"{endpoint.where()} failed{tries} with HTTP {status}: {message}"
         if status in (401, 403):
-            return AuthenticationError(f"{text}; check api_key (or COMPOSO_API_KEY)", status, body)
+            return AuthenticationError(f"{text}; {endpoint.key_hint}", status, body)
         if status == 429:
             return RateLimitError(f"{text}; retry later or raise num_retries", status, body)
         if status == 408:
-            return RequestTimeoutError(text, status, body)
-        if status >= 500:
-            return APIError(text, status, body)
+            return RequestTimeoutError(f"{text}; raise timeout", status, body)
+        if status >= 500 or status == 409:
+            return APIError(f"{text}; try again later or raise num_retries", status, body)
         if status in (400, 404, 422):
             return BadRequestError(text, status, body)
         return ComposoError(text, status, body)
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
-        """Send one request, retrying 408/429/5xx, timeouts and connection errors
+        """Send one request, retrying 408/409/429/5xx, timeouts and connection errors
         `num_retries` times; all tries together get `timeout` seconds."""
         client, limit = self._client()
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + self.timeout
         url = f"{self.base_url}{path}"
+        endpoint = Endpoint(
+            label=f"{method} {path} on the server",
+            model="",
+            base_url=self.base_url,
+            key_hint="check api_key (or COMPOSO_API_KEY)",
+        )
         async with limit:
-            attempt = 0
-            while True:
-                remaining = deadline - loop.time()
-                if remaining <= 0:
-                    raise RequestTimeoutError(
-                        f"{method} {url} gave no answer within the {self.timeout:g}s timeout "
-                        "(retries included); raise timeout or check the server"
-                    )
-                retry_after: float | None = None
-                try:
-                    response = await asyncio.wait_for(
-                        client.request(
-                            method, url, json=body, headers=self._headers(), timeout=remaining
-                        ),
-                        timeout=remaining,
-                    )
-                except (asyncio.TimeoutError, httpx.TimeoutException):
-                    failure: ComposoError = RequestTimeoutError(
-                        f"{method} {url} did not answer in time; raise timeout or check the server"
-                    )
-                except httpx.TransportError as exc:
-                    failure = APIError(
-                        f"could not reach {url}: {type(exc).__name__}: {exc}; check base_url "
-                        "and that the server is running"
-                    )
-                else:
-                    status = response.status_code
-                    if 200 <= status < 300:
-                        try:
-                            return response.json()
-                        except ValueError as exc:
-                            raise MalformedError(
-                                f"{method} {url} answered HTTP {status} with a body that is not "
-                                f"JSON: {response.text[:200]!r}",
-                                status,
-                                response.text[:2000],
-                            ) from exc
-                    failure = self._error(method, path, response)
-                    if status not in (408, 429) and status < 500:
-                        raise failure
-                    retry_after = _retry_after(response.headers.get("retry-after"))
-                if attempt >= self.num_retries:
-                    raise failure
-                delay = retry_after
-                if delay is None:
-                    delay = min(_BACKOFF_MAX, _BACKOFF_BASE * 2**attempt) + random.uniform(
-                        0, _BACKOFF_BASE / 2
-                    )
-                if loop.time() + delay >= deadline:
-                    raise failure  # no time left for another try
-                await asyncio.sleep(delay)
-                attempt += 1
+            deadline = asyncio.get_running_loop().time() + self.timeout
+            response = await send_with_retries(
+                client,
+                url,
+                method=method,
+                body=body,
+                headers=self._headers(),
+                endpoint=endpoint,
+                deadline=deadline,
+                timeout=self.timeout,
+                request_timeout=self.timeout,
+                num_retries=self.num_retries,
+                backoff_base=_BACKOFF_BASE,
+                backoff_max=_BACKOFF_MAX,
+                error_for=self._error,
+            )
+        if not response.is_success:
+            raise self._error(response, endpoint)
+        try:
+            return response.json()
+        except ValueError as exc:
+            raise MalformedError(
+                f"{endpoint.where()} answered HTTP {response.status_code} with a body that is "
+                f"not JSON: {response.text[:200]!r}",
+                response.status_code,
+                response.text[:2000],
+            ) from exc
 
     async def aclose(self) -> None:
         """Close the connection pool of the running loop; forget the others."""
@@ -230,15 +212,6 @@ class _RemoteServer:
         for owner, (client, _) in pairs.items():
             if owner is loop:
                 await client.aclose()
-
-
-def _retry_after(value: str | None) -> float | None:
-    if not value:
-        return None
-    try:
-        return max(0.0, float(value))
-    except ValueError:
-        return None
 
 
 # --------------------------------------------------------------------------- inputs
@@ -379,6 +352,7 @@ class _Engine:
         self._judge_problem: Exception | None = None
         self._tasks = TaskRegistry()
         self._closed = False
+        self._released = False
         options: dict[str, Any] = {
             "timeout": timeout,
             "num_retries": num_retries,
@@ -415,7 +389,7 @@ class _Engine:
             self.remote = remote()
         else:
             from_environment()
-        self.evaluator = Evaluator(self.judge)
+        self.evaluator = Evaluator(self.judge, max_concurrency=max_concurrency)
 
     # ------------------------------------------------------------------ helpers
 
@@ -457,7 +431,7 @@ class _Engine:
         input: Any,
     ) -> EvaluateResult:
         self._check_open()
-        checked, as_list = validate_criteria(criteria)
+        checked, _ = validate_criteria(criteria)
         clean_tags = validate_tags(tags)
         clean = validate_explanation_cleaning(explanation_cleaning)
         latest = _evaluate_latest(evaluate_latest)
@@ -507,7 +481,7 @@ class _Engine:
                 self._submit(local(c)) if self._local(c) else self._background(REWARD_PATH, body(c))  # type: ignore[arg-type]
                 for c in checked
             )
-        return results if as_list else results[0]
+        return results if len(checked) > 1 else results[0]
 
     async def _submit(self, work: Coroutine[Any, Any, Any]) -> dict[str, Any]:
         return {"task_id": self._tasks.submit(work)}
@@ -536,7 +510,7 @@ class _Engine:
                 f"evaluate_latest={evaluate_latest!r}: evaluate_latest must be False for trace "
                 "evaluations (every agent's responses are judged); leave it unset"
             )
-        checked, as_list = validate_criteria(criteria)
+        checked, _ = validate_criteria(criteria)
         clean_tags = validate_tags(tags)
         multi = _coerce_trace(trace)
         require_llm_interactions(multi)
@@ -572,7 +546,7 @@ class _Engine:
                 self._submit(local(c)) if self._local(c) else self._background(TRACE_PATH, body(c))  # type: ignore[arg-type]
                 for c in checked
             )
-        return results if as_list else results[0]
+        return results if len(checked) > 1 else results[0]
 
     # ------------------------------------------------------------------ tasks, closing
 
@@ -586,10 +560,15 @@ class _Engine:
         except ValidationError as exc:
             raise MalformedError(f"the server's task status is not readable: {exc}") from exc
 
-    async def aclose(self) -> None:
-        if self._closed:
-            return
+    def refuse_work(self) -> None:
+        """Refuse new evaluations from now on (releasing is `aclose`'s job)."""
         self._closed = True
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._released:
+            return
+        self._released = True
         await self._tasks.aclose()
         if self.remote is not None:
             await self.remote.aclose()
@@ -685,22 +664,23 @@ class _LoopThread:
             self._loop = self._thread = None
         if loop is None or thread is None:
             return
+        # Finish on the loop's own thread: the caller's thread may be running a loop of its
+        # own (a sync client closed inside async code), where run_until_complete would fail.
+        try:
+            asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop).result(timeout=10)
+        except Exception:  # noqa: BLE001 - closing must not fail over leftover generators
+            pass
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
         if not thread.is_alive():
-            loop.run_until_complete(loop.shutdown_asyncgens())
             loop.close()
 
 
 # --------------------------------------------------------------------------- public clients
 
 
-class AsyncComposo:
-    """Asynchronous client: `await client.evaluate(...)`, `await client.evaluate_trace(...)`.
-
-    Same constructor and methods as `Composo`, as coroutines. Use `async with
-    AsyncComposo(...) as client:` or call `await client.aclose()` when done.
-    """
+class _Client:
+    """What `Composo` and `AsyncComposo` share: the constructor and the chosen backend."""
 
     def __init__(
         self,
@@ -713,7 +693,12 @@ class AsyncComposo:
         judge: str | Judge | None = None,
         cache: CacheOption = None,
         max_concurrency: int = 16,
+        max_concurrent_requests: int | None = None,
     ) -> None:
+        if max_concurrent_requests is not None:  # the Composo SDK's name (AsyncComposo)
+            max_concurrency = max_concurrent_requests
+        if max_concurrency < 1:
+            raise ConfigurationError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self._engine = _Engine(
             api_key=api_key,
             base_url=base_url,
@@ -729,6 +714,11 @@ class AsyncComposo:
         self.num_retries = max(1, int(num_retries))
         self.model_core = model_core
         self.timeout = float(timeout)
+        self.max_concurrency = int(max_concurrency)
+        self._setup()
+
+    def _setup(self) -> None:
+        """Run at the end of construction, for what one kind of client needs."""
 
     @property
     def judge(self) -> Judge | None:
@@ -737,6 +727,15 @@ class AsyncComposo:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self._engine.describe()})"
+
+
+class AsyncComposo(_Client):
+    """Asynchronous client: `await client.evaluate(...)`, `await client.evaluate_trace(...)`.
+
+    Same constructor and methods as `Composo`, as coroutines (`max_concurrent_requests`,
+    the Composo SDK's name for `max_concurrency`, is accepted too). Use `async with
+    AsyncComposo(...) as client:` or call `await client.aclose()` when done.
+    """
 
     async def evaluate(
         self,
@@ -752,12 +751,7 @@ class AsyncComposo:
         *,
         input: str | list[Any] | None = None,
     ) -> EvaluateResult:
-        """Evaluate a conversation against one criterion or a list of them.
-
-        See `Composo.evaluate` for the parameters. Returns one `EvaluationResponse`
-        per criterion (a list when `criteria` is a list), or `{"task_id": ...}`
-        (a list of them) when `block` is False.
-        """
+        """Evaluate a conversation against one criterion or several. See `Composo.evaluate`."""
         return await self._engine.evaluate(
             messages,
             criteria,
@@ -793,6 +787,20 @@ class AsyncComposo:
         """Cancel background tasks and release connections (and a judge this client built)."""
         await self._engine.aclose()
 
+    def close(self) -> asyncio.Task[None] | None:
+        """Close the client from code that cannot await (prefer `await aclose()`).
+
+        The client refuses new work at once. Inside a running event loop the release is
+        scheduled, and the returned task may be awaited; otherwise it happens now.
+        """
+        self._engine.refuse_work()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            asyncio.run(self._engine.aclose())
+            return None
+        return loop.create_task(self._engine.aclose())
+
     async def __aenter__(self) -> AsyncComposo:
         return self
 
@@ -800,7 +808,7 @@ class AsyncComposo:
         await self.aclose()
 
 
-class Composo:
+class Composo(_Client):
     """Synchronous client for evaluating LLM conversations and multi-agent traces.
 
     Parameters follow the Composo SDK:
@@ -819,49 +827,19 @@ class Composo:
     "anthropic:claude-sonnet-4-5", or a `Judge` object) to evaluate in process,
     `cache` (the judge's result cache: None = in memory, False = off, a path =
     SQLite, or a cache object) and `max_concurrency` (judge or server requests in
-    flight). Without `judge`, the environment decides (see the module docs). A
-    judge built here from a spec is closed with the client; a `Judge` object
-    passed in is left open for its owner.
+    flight, shared by every call of the client; `max_concurrent_requests` is the
+    same). Without `judge`, the environment decides (see the module docs). A judge
+    built here (from a spec or the environment) takes the client's `timeout`,
+    `num_retries`, `cache` and `max_concurrency`, and is closed with the client; a
+    `Judge` object passed in keeps its own settings and is left open for its owner
+    (the client's `max_concurrency` still bounds the calls it makes to it).
 
     Use `with Composo(...) as client:` or call `close()` when done.
     """
 
-    def __init__(
-        self,
-        api_key: str | None = None,
-        base_url: str = DEFAULT_BASE_URL,
-        num_retries: int = 1,
-        model_core: str | None = None,
-        timeout: float = 60.0,
-        *,
-        judge: str | Judge | None = None,
-        cache: CacheOption = None,
-        max_concurrency: int = 16,
-    ) -> None:
-        self._engine = _Engine(
-            api_key=api_key,
-            base_url=base_url,
-            num_retries=num_retries,
-            model_core=model_core,
-            timeout=timeout,
-            judge=judge,
-            cache=cache,
-            max_concurrency=max_concurrency,
-        )
+    def _setup(self) -> None:
+        # One private event-loop thread per client, started on first use.
         self._runner = _LoopThread()
-        self.api_key = api_key
-        self.base_url = str(base_url).rstrip("/")
-        self.num_retries = max(1, int(num_retries))
-        self.model_core = model_core
-        self.timeout = float(timeout)
-
-    @property
-    def judge(self) -> Judge | None:
-        """The in-process judge, or None (remote server, or nothing configured)."""
-        return self._engine.judge
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self._engine.describe()})"
 
     def evaluate(
         self,
@@ -877,21 +855,22 @@ class Composo:
         *,
         input: str | list[Any] | None = None,
     ) -> EvaluateResult:
-        """Evaluate a conversation against one criterion or a list of them.
+        """Evaluate a conversation against one criterion or several.
 
         - `messages`: chat messages (OpenAI or Anthropic format; roles system, user,
           assistant, tool). Mutually exclusive with `input`.
         - `criteria`: a criterion ("Reward ...", "Penalize ...", "Passes if ...",
-          "Fails if ..."; text with no such prefix is judged as Reward), a check
-          object, or a list of them; at most 4096 characters each.
+          "Fails if ..."; the first letter's case is ignored, and text with no such
+          prefix is judged as Reward), a check object, or a list of them; each at
+          most 4096 characters and not empty.
         - `system`, `tools`: the system prompt and tool definitions (OpenAI or
           Anthropic format) the assistant had.
         - `result`: the model's answer to append: an OpenAI ChatCompletion or
           Responses `Response`, an Anthropic `Message`, their dict forms, a message
           dict, or text. A Response's built-in tool calls (web search, code
           interpreter, MCP, ...) are shown to the judge as tool calls and results.
-        - `block`: False returns `{"task_id": ...}` at once (a list of them for a
-          list of criteria); read the outcome with `get_task`.
+        - `block`: False returns `{"task_id": ...}` at once (a list of them for
+          several criteria); read the outcome with `get_task`.
         - `tags`: str keys of at most 64 characters, str/int/float/bool values
           (sent as strings) of at most 64 characters, nothing nested. Sent to a
           remote server; not used in process.
@@ -903,8 +882,9 @@ class Composo:
         - `input`: the Responses API input (text or a list of items), instead of
           `messages`.
 
-        Returns one `EvaluationResponse` per criterion: a list when `criteria` is a
-        list, a single one otherwise.
+        Returns one `EvaluationResponse` when one criterion is given (a string, or
+        a list of one, as the Composo SDK does), else a list of them in the order
+        of `criteria`. Criteria are judged concurrently.
         """
         return self._runner.run(
             self._engine.evaluate(
@@ -939,11 +919,11 @@ class Composo:
         with no judge. `model_core` overrides the client's for a remote server.
         `evaluate_latest` must be False or None.
 
-        Returns one `MultiAgentTraceResponse` per criterion (a list when `criteria`
-        is a list): per-agent-name results with summary statistics, `agent_scores`
-        by instance id, `overall_score` (the mean of the non-null instance scores,
-        None when there is none) and an `explanation` with a line per instance.
-        `block=False` returns `{"task_id": ...}` instead. Raises
+        Returns one `MultiAgentTraceResponse` when one criterion is given (a list
+        of them for several): per-agent-name results with summary statistics,
+        `agent_scores` by instance id, `overall_score` (the mean of the non-null
+        instance scores, None when there is none) and an `explanation` with a line
+        per instance. `block=False` returns `{"task_id": ...}` instead. Raises
         `NoLLMInteractionsError` when the trace holds no LLM interaction.
         """
         return self._runner.run(
@@ -961,6 +941,7 @@ class Composo:
 
     def close(self) -> None:
         """Cancel background tasks, release connections and stop the client's thread."""
+        self._engine.refuse_work()
         self._runner.close(self._engine.aclose())
 
     def __enter__(self) -> Composo:

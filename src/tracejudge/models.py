@@ -2,10 +2,16 @@
 
 The JSON shape of every model here is the Composo wire protocol (see
 ARCHITECTURE.md, "Wire protocol"): a trace produced here is accepted by a
-Composo-compatible server, and a trace from one validates here. The few fields
-that tracejudge adds (usage and timing on an interaction) are optional and left
-out of the JSON when unset; `MultiAgentTrace.to_wire(compat=True)` drops them
-for servers that forbid unknown fields.
+Composo-compatible server, and a trace from one validates here. Optional fields
+that are None are left out of the JSON, as the Composo SDK sends it.
+
+tracejudge adds measurements to an `LLMInteraction` (`model`, `usage`,
+`start_time`, `end_time`, `error`). Composo's models forbid unknown fields, so
+the default serialisation (`model_dump()`, `model_dump_json()`) leaves them out
+and is exactly the wire shape; `MultiAgentTrace.to_json()` and `to_wire()` keep
+them (tracejudge reads them back), `to_wire(compat=True)` drops them. Equality
+of interactions and traces compares the wire fields only, so a JSON round trip
+gives an equal trace either way.
 """
 
 from __future__ import annotations
@@ -14,9 +20,21 @@ import json
 import math
 import statistics
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Discriminator,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    Tag,
+    field_validator,
+    model_serializer,
+    model_validator,
+)
 
 __all__ = [
     "LLMToolCall",
@@ -41,12 +59,49 @@ __all__ = [
     "to_json_string",
 ]
 
-#: Fields tracejudge adds to `LLMInteraction`; `to_wire(compat=True)` removes them.
+#: Fields tracejudge adds to `LLMInteraction`; serialised only when asked for (see below).
 INTERACTION_EXTENSION_FIELDS = frozenset({"model", "usage", "start_time", "end_time", "error"})
 
+#: Serialisation context key: ``model_dump(context={EXTENSIONS: True})`` keeps the
+#: extension fields (what `to_json()` and `to_wire()` do).
+EXTENSIONS = "tracejudge_extensions"
 
-def _omit_none(value: Any) -> bool:
-    return value is None
+
+class _Model(BaseModel):
+    """Base of every model here.
+
+    Validates instances of other pydantic models with the same shape (the official
+    `composo` package's, say) through their dump, and leaves out of the JSON the
+    optional fields listed in `_omit_when_none` when they are None, and the
+    tracejudge extension fields listed in `_extensions` unless the serialisation
+    context asks for them.
+    """
+
+    _omit_when_none: ClassVar[frozenset[str]] = frozenset()
+    _extensions: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_other_model(cls, data: Any) -> Any:
+        if isinstance(data, BaseModel) and not isinstance(data, cls):
+            return data.model_dump()
+        return data
+
+    @model_serializer(mode="wrap")
+    def _wire_form(self, handler: SerializerFunctionWrapHandler, info: SerializationInfo) -> Any:
+        data = handler(self)
+        if not isinstance(data, dict):
+            return data
+        for key in self._omit_when_none:
+            if key in data and data[key] is None:
+                del data[key]
+        if self._extensions:
+            context = info.context
+            keep = isinstance(context, Mapping) and bool(context.get(EXTENSIONS))
+            for key in self._extensions:
+                if key in data and (not keep or data[key] is None):
+                    del data[key]
+        return data
 
 
 def to_json_string(value: Any) -> str:
@@ -61,7 +116,7 @@ def to_json_string(value: Any) -> str:
         return str(value)
 
 
-class LLMToolCall(BaseModel):
+class LLMToolCall(_Model):
     """A call to a tool, made by the model. `parameters` is the arguments as a JSON string."""
 
     model_config = ConfigDict(extra="allow")
@@ -80,10 +135,11 @@ class LLMToolCall(BaseModel):
         return json.loads(self.parameters)
 
 
-class LLMToolResponse(BaseModel):
+class LLMToolResponse(_Model):
     """What a tool returned for the call with the same `id`."""
 
     model_config = ConfigDict(extra="allow")
+    _omit_when_none = frozenset({"name"})
 
     id: str
     response: str
@@ -95,7 +151,7 @@ class LLMToolResponse(BaseModel):
         return to_json_string(value)
 
 
-class LLMToolDefinition(BaseModel):
+class LLMToolDefinition(_Model):
     """A tool offered to the model. `parameters` is its JSON schema as a JSON string."""
 
     model_config = ConfigDict(extra="allow")
@@ -123,26 +179,28 @@ class LLMToolDefinition(BaseModel):
         return parsed if isinstance(parsed, dict) else None
 
 
-class LLMInput(BaseModel):
+class LLMInput(_Model):
     """One message given to the model: text, a tool call it made earlier, or a tool result."""
 
     model_config = ConfigDict(extra="forbid")
+    _omit_when_none = frozenset({"type"})
 
     role: str
     type: str | None = None
     content: str | LLMToolCall | LLMToolResponse
 
 
-class LLMOutput(BaseModel):
+class LLMOutput(_Model):
     """One item the model produced: text or a tool call."""
 
     model_config = ConfigDict(extra="forbid")
+    _omit_when_none = frozenset({"type"})
 
     type: str | None = None
     content: str | LLMToolCall
 
 
-class TokenUsage(BaseModel):
+class TokenUsage(_Model):
     """Tokens used by one model call."""
 
     input_tokens: int = 0
@@ -157,24 +215,37 @@ class TokenUsage(BaseModel):
         )
 
 
-class LLMInteraction(BaseModel):
+class LLMInteraction(_Model):
     """One call to a model: what it was given, what it answered, which tools it could use.
 
     `model`, `usage`, `start_time`, `end_time` (Unix seconds) and `error` are
-    tracejudge extensions, filled by the converter from span attributes and left
-    out of the JSON when unset.
+    tracejudge extensions, filled by the converter from span attributes. They are
+    not part of the wire shape: the default JSON leaves them out, `to_json()` /
+    `model_dump(context={EXTENSIONS: True})` keep them, and equality ignores them
+    (they measure a call; they do not make it a different call).
     """
 
     model_config = ConfigDict(extra="forbid")
+    _omit_when_none = frozenset({"tools_available"})
+    _extensions = INTERACTION_EXTENSION_FIELDS
 
     input_messages: list[LLMInput]
     output_messages: list[LLMOutput]
     tools_available: list[LLMToolDefinition] | None = None
-    model: str | None = Field(default=None, exclude_if=_omit_none)
-    usage: TokenUsage | None = Field(default=None, exclude_if=_omit_none)
-    start_time: float | None = Field(default=None, exclude_if=_omit_none)
-    end_time: float | None = Field(default=None, exclude_if=_omit_none)
-    error: str | None = Field(default=None, exclude_if=_omit_none)
+    model: str | None = None
+    usage: TokenUsage | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    error: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LLMInteraction):
+            return NotImplemented
+        return (
+            self.input_messages == other.input_messages
+            and self.output_messages == other.output_messages
+            and self.tools_available == other.tools_available
+        )
 
     @property
     def duration_seconds(self) -> float | None:
@@ -192,17 +263,26 @@ class LLMInteraction(BaseModel):
         return [m.content for m in self.output_messages if isinstance(m.content, LLMToolCall)]
 
 
-Interaction = LLMInteraction | str
+def _interaction_kind(value: Any) -> str:
+    return "agent_instance_id" if isinstance(value, str) else "llm_interaction"
 
 
-class AgentInstance(BaseModel):
+#: An item of `AgentInstance.interactions`: a model call, or a child agent instance's id.
+#: Tagged, so that a validation error names the field inside the interaction that is wrong.
+Interaction = Annotated[
+    Annotated[LLMInteraction, Tag("llm_interaction")] | Annotated[str, Tag("agent_instance_id")],
+    Discriminator(_interaction_kind),
+]
+
+
+class AgentInstance(_Model):
     """One run of one agent: its model calls and, in order among them, its child agents' ids."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: str
     name: str
-    interactions: list[LLMInteraction | str] = Field(default_factory=list)
+    interactions: list[Interaction] = Field(default_factory=list)
 
     @property
     def llm_interactions(self) -> list[LLMInteraction]:
@@ -227,17 +307,22 @@ class AgentInstance(BaseModel):
         chat_session: Mapping[str, Any] | Sequence[Mapping[str, Any]],
         *,
         tools: Sequence[Mapping[str, Any]] | None = None,
-        system: str | None = None,
+        system: str | Sequence[Mapping[str, Any]] | None = None,
         id: str = "agent_instance_0",
         name: str = "default_agent",
     ) -> AgentInstance:
         """Build an agent from a chat: OpenAI or Anthropic messages, with optional tools.
 
         `chat_session` is either a message list or a dict with `messages` and
-        optionally `tools` and `system` (Anthropic's top-level system prompt).
-        Each assistant message becomes one interaction whose input is the whole
-        conversation before it.
+        optionally `tools` and `system` (Anthropic's top-level system prompt, a
+        string or text blocks). Tools may be in OpenAI (``{"type": "function",
+        "function": {...}}``) or Anthropic (``{"name", "description",
+        "input_schema"}``) form. Each assistant message becomes one interaction whose
+        input is the whole conversation before it; OpenAI `tool_calls` and Anthropic
+        `tool_use` blocks become tool calls, role `tool` messages and Anthropic
+        `tool_result` blocks become tool results named after their call.
         """
+        chat_session = getattr(chat_session, "raw_data", chat_session)  # composo's ChatSession
         if isinstance(chat_session, Mapping):
             messages = list(chat_session.get("messages") or [])
             tools = tools if tools is not None else chat_session.get("tools")
@@ -250,7 +335,7 @@ class AgentInstance(BaseModel):
         return cls(id=id, name=name, interactions=list(interactions))
 
 
-class MultiAgentTrace(BaseModel):
+class MultiAgentTrace(_Model):
     """A tree of agent instances, the root first. This is what gets evaluated.
 
     `warnings` lists what the converter skipped while building the trace; it is
@@ -307,6 +392,9 @@ class MultiAgentTrace(BaseModel):
 
     @property
     def has_llm_interactions(self) -> bool:
+        """Whether any agent called a model. A trace without any model call (its agents
+        made none, or nothing was captured) cannot be evaluated: evaluating it raises
+        `tracejudge.errors.NoLLMInteractionsError`."""
         return any(agent.llm_interactions for agent in self.agent_instance_by_id.values())
 
     @property
@@ -315,22 +403,29 @@ class MultiAgentTrace(BaseModel):
         return self.root.final_output
 
     def to_wire(self, *, compat: bool = False) -> dict[str, Any]:
-        """The JSON-ready dict. `compat=True` drops tracejudge's extension fields."""
-        data = self.model_dump(mode="json")
-        if compat:
-            for agent in data["agent_instance_by_id"].values():
-                for item in agent["interactions"]:
-                    if isinstance(item, dict):
-                        for key in INTERACTION_EXTENSION_FIELDS:
-                            item.pop(key, None)
-        return data
+        """The JSON-ready dict, with tracejudge's extension fields (model, usage, times,
+        error) where set. `compat=True` drops them: exactly the Composo wire shape, which
+        is also what plain `model_dump(mode="json")` gives."""
+        return self.model_dump(mode="json", context={EXTENSIONS: not compat})
 
-    def to_json(self, *, indent: int | None = None) -> str:
-        return self.model_dump_json(indent=indent)
+    def to_json(self, *, indent: int | None = None, compat: bool = False) -> str:
+        """The JSON text, with tracejudge's extension fields (see `to_wire`); `from_json`
+        reads it back. `compat=True` gives exactly the Composo wire shape."""
+        return self.model_dump_json(indent=indent, context={EXTENSIONS: not compat})
 
     @classmethod
     def from_json(cls, data: str | bytes) -> MultiAgentTrace:
+        """A trace from its JSON text (tracejudge's or any Composo-compatible producer's)."""
         return cls.model_validate_json(data)
+
+    def __eq__(self, other: object) -> bool:
+        # Wire equality: the converter's `warnings` describe how a trace was read.
+        if not isinstance(other, MultiAgentTrace):
+            return NotImplemented
+        return (
+            self.root_agent_instance_id == other.root_agent_instance_id
+            and self.agent_instance_by_id == other.agent_instance_by_id
+        )
 
     @classmethod
     def from_agent(cls, agent: AgentInstance) -> MultiAgentTrace:
@@ -341,7 +436,7 @@ class MultiAgentTrace(BaseModel):
 # --------------------------------------------------------------------------- answers
 
 
-class JudgeUsage(BaseModel):
+class JudgeUsage(_Model):
     """What scoring cost: judge calls, cache hits, tokens and wall time."""
 
     calls: int = 0
@@ -362,13 +457,15 @@ class JudgeUsage(BaseModel):
         )
 
 
-class ScoreResponse(BaseModel):
+class ScoreResponse(_Model):
     """A score in 0..1 (None: the criterion does not apply) with its explanation."""
 
     score: float | None = None
     explanation: str
-    cleaned_explanation: str | None = Field(default=None, exclude_if=_omit_none)
-    usage: JudgeUsage | None = Field(default=None, exclude_if=_omit_none)
+    cleaned_explanation: str | None = None
+    usage: JudgeUsage | None = None
+
+    _omit_when_none = frozenset({"cleaned_explanation", "usage"})
 
     @field_validator("score")
     @classmethod
@@ -383,10 +480,12 @@ class ScoreResponse(BaseModel):
 class EvaluationResponse(ScoreResponse):
     """The answer of `Composo.evaluate()` for one criterion."""
 
-    criterion: str | None = Field(default=None, exclude_if=_omit_none)
+    criterion: str | None = None
+
+    _omit_when_none = frozenset({"cleaned_explanation", "usage", "criterion"})
 
 
-class SummaryStatistics(BaseModel):
+class SummaryStatistics(_Model):
     median: float | None = None
     min: float | None = None
     max: float | None = None
@@ -406,13 +505,13 @@ class SummaryStatistics(BaseModel):
         )
 
 
-class AgentTraceResult(BaseModel):
+class AgentTraceResult(_Model):
     agent_name: str
     results_by_agent_instance_id: dict[str, ScoreResponse | None]
     summary_statistics: SummaryStatistics | None = None
 
 
-class MultiAgentTraceResponse(BaseModel):
+class MultiAgentTraceResponse(_Model):
     """The answer of `Composo.evaluate_trace()` for one criterion.
 
     Carries the wire fields (`request_id`, `results_by_agent_name`) and the
@@ -426,7 +525,9 @@ class MultiAgentTraceResponse(BaseModel):
     overall_score: float | None = None
     explanation: str = ""
     criterion: str = ""
-    usage: JudgeUsage | None = Field(default=None, exclude_if=_omit_none)
+    usage: JudgeUsage | None = None
+
+    _omit_when_none = frozenset({"usage"})
 
     def __str__(self) -> str:
         return self.model_dump_json(indent=2)
@@ -437,11 +538,14 @@ class MultiAgentTraceResponse(BaseModel):
 TaskStatus = Literal["pending", "running", "succeeded", "failed"]
 
 
-class _RequestBase(BaseModel):
+_Tag = Annotated[str, Field(max_length=64)]
+
+
+class _RequestBase(_Model):
     evaluation_criteria: str | None = Field(default=None, min_length=1, max_length=4096)
     evaluator_name: str | None = Field(default=None, min_length=1, max_length=255)
     model_core: str | None = None
-    tags: dict[str, str] | None = None
+    tags: dict[_Tag, _Tag] | None = None
     trace_id: str | None = None
     data_retention: Literal["standard", "none"] | None = None
 
@@ -455,8 +559,12 @@ class _RequestBase(BaseModel):
 class RewardRequest(_RequestBase):
     """Body of POST /api/v1/evals/reward."""
 
+    model_config = ConfigDict(populate_by_name=True)
+
     messages: list[dict[str, Any]] = Field(min_length=2)
-    system: str | None = None
+    system: str | None = Field(
+        default=None, validation_alias=AliasChoices("system", "system_message")
+    )
     tools: list[dict[str, Any]] | None = None
     evaluate_latest: bool = True
     explanation_cleaning: Literal["end_user"] | None = None
@@ -475,8 +583,18 @@ class TraceRewardRequest(_RequestBase):
             raise ValueError("evaluate_latest must be false for trace evaluations")
         return value
 
+    @field_validator("trace")
+    @classmethod
+    def _has_llm_interactions(cls, trace: MultiAgentTrace) -> MultiAgentTrace:
+        if not trace.has_llm_interactions:
+            raise ValueError(
+                "the trace contains no LLM interactions; at least one agent instance "
+                "must have an LLM interaction"
+            )
+        return trace
 
-class TaskResponse(BaseModel):
+
+class TaskResponse(_Model):
     """Status of a background evaluation."""
 
     task_id: str

@@ -516,8 +516,9 @@ class ScriptedLLMServer:
     """An OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 that replays scripted replies.
 
     Args:
-        replies: Initial queue of :class:`Reply` objects or callables
-            ``fn(request: RecordedRequest) -> Reply`` (called when the request arrives).
+        replies: Initial queue of :class:`Reply` objects (a plain string is
+            ``Reply.text(string)``) or callables ``fn(request: RecordedRequest) -> Reply``
+            (called when the request arrives).
         default: Reply (or callable) used when the queue is empty.  Without one, an empty
             queue answers HTTP 500 with a message naming the request.
 
@@ -527,7 +528,9 @@ class ScriptedLLMServer:
     """
 
     def __init__(
-        self, replies: Iterable[ReplySource] = (), default: ReplySource | None = None
+        self,
+        replies: Iterable[ReplySource | str] = (),
+        default: ReplySource | str | None = None,
     ) -> None:
         self._lock = threading.Lock()
         self._queue: deque[ReplySource] = deque()
@@ -540,9 +543,7 @@ class ScriptedLLMServer:
         self._httpd: _HTTPServer | None = None
         self._thread: threading.Thread | None = None
         self._port: int | None = None
-        if default is not None:
-            self._check(default)
-        self.default: ReplySource | None = default
+        self.default: ReplySource | None = None if default is None else self._check(default)
         self.add(*replies)
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -630,18 +631,22 @@ class ScriptedLLMServer:
     # -- queue -------------------------------------------------------------------------------
 
     @staticmethod
-    def _check(reply: object) -> None:
+    def _check(reply: object) -> ReplySource:
+        if isinstance(reply, str):
+            return Reply.text(reply)
         if not isinstance(reply, Reply) and not callable(reply):
             raise TypeError(
-                f"expected a Reply or a callable returning one, got {type(reply).__name__}"
+                f"expected a Reply, a string (a text reply) or a callable returning a Reply, "
+                f"got {type(reply).__name__}"
             )
+        return reply  # type: ignore[return-value]
 
-    def add(self, *replies: ReplySource) -> None:
-        """Append replies (or callables) to the end of the queue.  Thread-safe."""
-        for reply in replies:
-            self._check(reply)
+    def add(self, *replies: ReplySource | str) -> None:
+        """Append replies (a string is a text reply) or callables to the end of the queue.
+        Thread-safe."""
+        checked = [self._check(reply) for reply in replies]
         with self._lock:
-            self._queue.extend(replies)
+            self._queue.extend(checked)
 
     def reset(self) -> None:
         """Clear the queue, the recorded requests and all counters (ids, in-flight maximum)."""

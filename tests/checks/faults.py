@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import AgentInstance, MultiAgentTrace
 from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
 
 MODEL = "gpt-4.1-mini"
@@ -112,6 +112,9 @@ class Scenario:
     plan: str = "Plan: ask the researcher, then answer the user."
     #: How many times the researcher's agent code asks its model to go on after a text reply.
     nudges: int = 0
+    #: Whether the orchestrator's code gives its model the researcher's findings; without,
+    #: its answer can only restate them from what its child agent found.
+    relay: bool = True
     #: Token usage scripted on every reply, so that budgets have data.
     usage: Mapping[str, int] = field(
         default_factory=lambda: {"prompt_tokens": 40, "completion_tokens": 10}
@@ -189,7 +192,10 @@ def run_scenario(client: Any, scenario: Scenario) -> MultiAgentTrace:
                 system,
                 user,
                 {"role": "assistant", "content": plan.choices[0].message.content},
-                {"role": "user", "content": f"Researcher said: {findings}"},
+                {
+                    "role": "user",
+                    "content": f"Researcher said: {findings}" if scenario.relay else "Answer now.",
+                },
             ],
         )
     return orchestrator.trace
@@ -213,6 +219,29 @@ def run(scenario: Scenario, server: ScriptedLLMServer | None = None) -> MultiAge
 
 # --------------------------------------------------------------------------- the scenarios
 
+
+def one_call(
+    name: str,
+    question: str,
+    call: ToolCall,
+    result: ToolFn | str,
+    findings: str,
+    final: str,
+    fault: tuple[str, str] | None = None,
+) -> Scenario:
+    """A run where the researcher makes one tool call, then reports `findings`; `result` is
+    what the tool returns (a function of the arguments, or fixed text)."""
+    tool = result if callable(result) else (lambda _args: result)
+    return Scenario(
+        name=name,
+        question=question,
+        researcher=(Reply.tool_calls([call]), Reply.text(findings)),
+        final=final,
+        tools={call.name: tool},
+        fault=fault,
+    )
+
+
 CITIES = [
     ("Paris", 18, "sunny"),
     ("Oslo", 4, "snowing"),
@@ -225,109 +254,107 @@ CITIES = [
 
 def clean(city: str = "Paris", temp: int = 18, conditions: str = "sunny") -> Scenario:
     """A clean run: one weather call, findings and answer restate its numbers."""
-    return Scenario(
-        name=f"clean:{city}",
-        question=f"What is the weather in {city} today?",
-        researcher=(
-            Reply.tool_calls([ToolCall("get_weather", {"city": city, "unit": "C"}, id="call_w1")]),
-            Reply.text(f"Findings: it is {temp}°C and {conditions} in {city}."),
-        ),
-        final=f"It is {temp} °C and {conditions} in {city} today.",
-        tools={"get_weather": weather(temp, conditions, city)},
+    return one_call(
+        f"clean:{city}",
+        f"What is the weather in {city} today?",
+        ToolCall("get_weather", {"city": city, "unit": "C"}, id="call_w1"),
+        weather(temp, conditions, city),
+        f"Findings: it is {temp}°C and {conditions} in {city}.",
+        f"It is {temp} °C and {conditions} in {city} today.",
     )
 
 
 def clean_variants() -> list[Scenario]:
-    """Clean runs that tempt the checks: reformatted numbers, dates, lists, innocuous
-    "error" text in results, two identical calls, parallel calls, an apology after a
-    failure-free run that is not a refusal."""
+    """Clean runs that tempt the checks: reformatted numbers, dates, lists, counts and
+    ordinals, innocuous "error" text in results, the same tool with other arguments,
+    parallel calls, an apology for an empty result, an orchestrator that restates its
+    researcher's findings without being passed them."""
     out = [clean(*c) for c in CITIES]
-    out.append(
-        Scenario(
-            name="clean:currency",
-            question="How much is 1000 USD in EUR?",
-            researcher=(
-                Reply.tool_calls(
-                    [
-                        ToolCall(
-                            "convert_currency",
-                            {"amount": 1000, "source": "USD", "target": "EUR"},
-                            id="call_c1",
-                        )
+    search = "search"
+    out += [
+        one_call(
+            "clean:currency",
+            "How much is 1000 USD in EUR?",
+            ToolCall(
+                "convert_currency", {"amount": 1000, "source": "USD", "target": "EUR"}, id="call_c1"
+            ),
+            json.dumps({"amount": 1000.0, "converted": 921.5, "rate": 0.9215}),
+            "Findings: 1,000 USD is 921.50 EUR at a rate of 0.9215.",
+            "1,000 USD is about €921.5 (rate 0.9215).",
+        ),
+        one_call(
+            "clean:dates-and-list",
+            "When are the next two Paris marathon dates?",
+            ToolCall(search, {"query": "paris marathon dates"}, id="call_q1"),
+            json.dumps(
+                {
+                    "results": [
+                        "Paris marathon 2025-04-06, distance 42.195 km",
+                        "Paris marathon 2026-04-12",
                     ]
-                ),
-                Reply.text("Findings: 1,000 USD is 921.50 EUR at a rate of 0.9215."),
+                }
             ),
-            final="1,000 USD is about €921.5 (rate 0.9215).",
-            tools={
-                "convert_currency": lambda a: json.dumps(
-                    {"amount": 1000.0, "converted": 921.5, "rate": 0.9215}
-                )
-            },
-        )
-    )
+            "Findings:\n1. April 6, 2025 - 42.195 km\n2. 12/04/2026 - same course [1]",
+            "The next dates:\n1. 6 Apr 2025\n2. April 12th, 2026\nBoth run 42.195 km.",
+        ),
+        one_call(
+            "clean:innocuous-error-text",
+            "How do I fix a 404 Not Found error on my site?",
+            ToolCall(search, {"query": "fix 404 not found error"}, id="call_q2"),
+            json.dumps(
+                {
+                    "results": [
+                        "How to fix error 404 Not Found: add a redirect",
+                        "Traceback-free logging tips",
+                    ],
+                    "error": None,
+                }
+            ),
+            "Findings: a 404 means the page is missing; add a redirect.",
+            "A 404 means the page is missing: add a redirect.",
+        ),
+    ]
     out.append(
         Scenario(
-            name="clean:dates-and-list",
-            question="When are the next two Paris marathon dates?",
-            researcher=(
-                Reply.tool_calls(
-                    [ToolCall("search", {"query": "paris marathon dates"}, id="call_q1")]
-                ),
-                Reply.text(
-                    "Findings:\n1. April 6, 2025 - 42.195 km\n2. 12/04/2026 - same course [1]"
-                ),
-            ),
-            final="The next dates:\n1. 6 Apr 2025\n2. April 12th, 2026\nBoth run 42.195 km.",
-            tools={
-                "search": lambda a: json.dumps(
-                    {
-                        "results": [
-                            "Paris marathon 2025-04-06, distance 42.195 km",
-                            "Paris marathon 2026-04-12",
-                        ]
-                    }
-                )
-            },
-        )
-    )
-    out.append(
-        Scenario(
-            name="clean:innocuous-error-text",
-            question="How do I fix a 404 Not Found error on my site?",
-            researcher=(
-                Reply.tool_calls(
-                    [ToolCall("search", {"query": "fix 404 not found error"}, id="call_q2")]
-                ),
-                Reply.text("Findings: a 404 means the page is missing; add a redirect."),
-            ),
-            final="A 404 means the page is missing: add a redirect.",
-            tools={
-                "search": lambda a: json.dumps(
-                    {
-                        "results": [
-                            "How to fix error 404 Not Found: add a redirect",
-                            "Traceback-free logging tips",
-                        ],
-                        "error": None,
-                    }
-                )
-            },
-        )
-    )
-    out.append(
-        Scenario(
-            name="clean:two-identical-calls",
-            question="Is it sunny in Lima?",
+            name="clean:same-tool-other-arguments",
+            question="Is it sunny in Lima today and tomorrow?",
             researcher=(
                 Reply.tool_calls([ToolCall("get_weather", {"city": "Lima"}, id="call_l1")]),
-                Reply.tool_calls([ToolCall("get_weather", {"city": "Lima"}, id="call_l2")]),
-                Reply.text("Findings: Lima is cloudy at 22 C."),
+                Reply.tool_calls(
+                    [ToolCall("get_weather", {"city": "Lima", "days": 2}, id="call_l2")]
+                ),
+                Reply.text("Findings: Lima is cloudy at 22 C, today and tomorrow."),
             ),
-            final="No, Lima is cloudy (22 °C).",
+            final="No, Lima is cloudy (22 °C) today and tomorrow.",
             tools={"get_weather": weather(22, "cloudy", "Lima")},
         )
     )
+    hotels = [
+        {"name": "Sol", "price_eur": 120, "rating": 4.5},
+        {"name": "Mar", "price_eur": 95},
+        {"name": "Luz", "price_eur": 140},
+    ]
+    out += [
+        one_call(
+            "clean:counts-and-ordinals",
+            "Find hotels in Lisbon under 150 EUR.",
+            ToolCall(search, {"query": "Lisbon hotels under 150 EUR"}, id="call_s1"),
+            json.dumps({"hotels": hotels}),
+            "Findings: Sol 120 EUR (rated 4.5), Mar 95 EUR, Luz 140 EUR.",
+            "## 1. Top picks\nHere are the top 3 hotels, open 24/7:\n"
+            "- 1st: Sol, €120 a night (4.5 stars)\n- 2nd: Mar, €95\n- 3rd: Luz, €140\n"
+            "All 3 are under 150 EUR; step 1 is to book.",
+        ),
+        one_call(
+            "clean:apology-for-empty-result",
+            "Find news about the 2025 Lisbon marathon.",
+            ToolCall(search, {"query": "lisbon marathon"}, id="call_e1"),
+            json.dumps({"results": []}),
+            "Sorry, I could not find any news about it yet.",
+            "There is no news about the 2025 Lisbon marathon yet.",
+        ),
+    ]
+    out.append(dataclasses.replace(clean("Oslo", 4, "snowing"), name="clean:no-relay", relay=False))
     out.append(
         Scenario(
             name="clean:parallel",
@@ -357,17 +384,48 @@ def wrong_tool(variant: int = 0) -> Scenario:
     """The researcher calls a tool it was not offered (the tool layer still answers)."""
     city, temp, conditions = CITIES[variant % len(CITIES)]
     name = ["get_forecast", "weather_lookup", "fetch_weather", "getWeather"][variant % 4]
+    # Odd variants: a strict tool layer answers the unknown tool with an error, which is the
+    # same fault's consequence and must not be flagged again by tool_results.
+    strict = variant % 2 == 1
     return Scenario(
         name=f"wrong_tool:{name}",
         question=f"What is the weather in {city}?",
         researcher=(
             Reply.tool_calls([ToolCall(name, {"city": city}, id="call_bad")]),
-            Reply.text(f"Findings: {city} is {conditions} at {temp} C."),
+            Reply.text(_findings(city, temp, conditions, failed=strict)),
         ),
-        final=f"{city}: {conditions}, {temp} °C.",
-        tools={name: weather(temp, conditions, city)},
+        final=_answer(city, temp, conditions, failed=strict),
+        tools={name: _unknown_tool(name) if strict else weather(temp, conditions, city)},
         fault=("tool_arguments", RESEARCHER),
     )
+
+
+def _findings(city: str, temp: int, conditions: str, *, failed: bool = False) -> str:
+    if failed:
+        return f"I'm sorry, the weather tool failed, so I cannot say how {city} is."
+    return f"Findings: {city} is {conditions} at {temp} C."
+
+
+def _answer(city: str, temp: int, conditions: str, *, failed: bool = False) -> str:
+    if failed:
+        return f"The weather in {city} is not available right now."
+    return f"{city}: {conditions}, {temp} °C."
+
+
+def _unknown_tool(name: str) -> ToolFn:
+    return lambda args: json.dumps({"error": f"unknown tool {name!r}"})
+
+
+def _strict_weather(temp: int, conditions: str, city: str) -> ToolFn:
+    """A weather tool that rejects arguments that break its schema, as real ones do."""
+    lenient = weather(temp, conditions, city)
+
+    def run(args: dict[str, Any]) -> str:
+        if not isinstance(args.get("city"), str) or set(args) - {"city", "unit", "days"}:
+            return "ValueError: invalid arguments for get_weather"
+        return lenient(args)
+
+    return run
 
 
 def bad_arguments(variant: int = 0) -> Scenario:
@@ -384,15 +442,17 @@ def bad_arguments(variant: int = 0) -> Scenario:
         '{"city": "' + city + '", "unit": ',  # truncated JSON
     ]
     chosen = arguments[variant % len(arguments)]
+    tool = _strict_weather(temp, conditions, city)
+    failed = tool(chosen if isinstance(chosen, dict) else _parse(chosen)).startswith("ValueError")
     return Scenario(
         name=f"bad_arguments:{variant % len(arguments)}",
         question=f"What is the weather in {city}?",
         researcher=(
             Reply.tool_calls([ToolCall("get_weather", chosen, id="call_bad")]),
-            Reply.text(f"Findings: {city} is {conditions} at {temp} C."),
+            Reply.text(_findings(city, temp, conditions, failed=failed)),
         ),
-        final=f"{city}: {conditions}, {temp} °C.",
-        tools={"get_weather": weather(temp, conditions, city)},
+        final=_answer(city, temp, conditions, failed=failed),
+        tools={"get_weather": tool},
         fault=("tool_arguments", RESEARCHER),
     )
 
@@ -426,9 +486,10 @@ def error_result(variant: int = 0) -> Scenario:
 
 
 def repeated_call(variant: int = 0) -> Scenario:
-    """The researcher makes the same call again and again (key order varies)."""
+    """The researcher makes the same call again (key order varies): twice, although the
+    first call already succeeded, or three or four times."""
     city, temp, conditions = CITIES[variant % len(CITIES)]
-    times = 3 + variant % 2
+    times = (2, 3, 4)[variant % 3]
     orders = [{"city": city, "unit": "C"}, {"unit": "C", "city": city}]
     calls = tuple(
         Reply.tool_calls([ToolCall("get_weather", orders[i % 2], id=f"call_r{i}")])
@@ -480,6 +541,9 @@ def ungrounded_number(variant: int = 0) -> Scenario:
         final=f"In {city}: {repeated}.",
         tools={"get_weather": weather(temp, conditions, city)},
         fault=("grounded_numbers", RESEARCHER),
+        # Odd variants: the orchestrator's code does not pass the findings on, yet its
+        # answer repeats them: grounded in its child agent's findings, not flagged again.
+        relay=variant % 2 == 0,
     )
 
 
@@ -562,18 +626,16 @@ def suite(variants: int = 4, seed: int = 7) -> list[Scenario]:
 def hard_cases() -> list[Scenario]:
     """Cases at the edge of what text rules can see, for the benchmark to report honestly:
     some are caught, some are known misses (numbers in words, paraphrased loops, error
-    text with no error marker) or known false alarms (derived arithmetic, an apology for
-    an empty result)."""
+    text with no error marker) or known false alarms (derived arithmetic, unit
+    conversions, a status tool polled again: `loops_with(polling=True)` is for that)."""
     return [
-        Scenario(
-            name="hard:number-in-words",
-            question="What is the weather in Paris?",
-            researcher=(
-                Reply.tool_calls([ToolCall("get_weather", {"city": "Paris"}, id="call_h1")]),
-                Reply.text("Findings: it is twenty-five degrees and sunny in Paris."),
-            ),
-            final="It is warm and sunny in Paris.",
-            tools={"get_weather": weather(18, "sunny", "Paris")},
+        one_call(
+            "hard:number-in-words",
+            "What is the weather in Paris?",
+            ToolCall("get_weather", {"city": "Paris"}, id="call_h1"),
+            weather(18, "sunny", "Paris"),
+            "Findings: it is twenty-five degrees and sunny in Paris.",
+            "It is warm and sunny in Paris.",
             fault=("grounded_numbers", RESEARCHER),
         ),
         Scenario(
@@ -595,15 +657,13 @@ def hard_cases() -> list[Scenario]:
                 )
             },
         ),
-        Scenario(
-            name="hard:plain-error-text",
-            question="What is the weather in Atlantis?",
-            researcher=(
-                Reply.tool_calls([ToolCall("get_weather", {"city": "Atlantis"}, id="call_h4")]),
-                Reply.text("Findings: the weather service does not know Atlantis."),
-            ),
-            final="The weather service does not know Atlantis.",
-            tools={"get_weather": lambda a: "city not found"},
+        one_call(
+            "hard:plain-error-text",
+            "What is the weather in Atlantis?",
+            ToolCall("get_weather", {"city": "Atlantis"}, id="call_h4"),
+            "The weather service is down for maintenance.",
+            "Findings: the weather service is down for maintenance.",
+            "The weather service is down for maintenance.",
             fault=("tool_results", RESEARCHER),
         ),
         Scenario(
@@ -621,39 +681,77 @@ def hard_cases() -> list[Scenario]:
             tools={"search": lambda a: json.dumps({"results": ["Paris: sunny"]})},
             fault=("loops", RESEARCHER),
         ),
-        Scenario(
-            name="hard:refusal-after-success",
-            question="What is the weather in Quito?",
-            researcher=(
-                Reply.tool_calls([ToolCall("get_weather", {"city": "Quito"}, id="call_h8")]),
-                Reply.text("I'm sorry, but I can't share weather information."),
-            ),
-            final="The researcher would not say.",
-            tools={"get_weather": weather(13, "rainy", "Quito")},
+        one_call(
+            "hard:refusal-after-success",
+            "What is the weather in Quito?",
+            ToolCall("get_weather", {"city": "Quito"}, id="call_h8"),
+            weather(13, "rainy", "Quito"),
+            "I'm sorry, but I can't share weather information.",
+            "The researcher would not say.",
             fault=("final_answer", RESEARCHER),
         ),
-        Scenario(
-            name="hard:apology-for-empty-result",
-            question="Find news about the Paris marathon from tomorrow.",
-            researcher=(
-                Reply.tool_calls(
-                    [ToolCall("search", {"query": "paris marathon news"}, id="call_h9")]
-                ),
-                Reply.text("Sorry, I could not find any news about it yet."),
-            ),
-            final="There is no news about it yet.",
-            tools={"search": lambda a: json.dumps({"results": []})},
+        one_call(
+            "hard:unit-conversion",
+            "How windy is it in Oslo?",
+            ToolCall("get_weather", {"city": "Oslo"}, id="call_h9"),
+            json.dumps({"city": "Oslo", "wind_kph": 19.3}),
+            "Findings: wind of 12 mph in Oslo.",
+            "Oslo has a wind of 12 mph.",
         ),
         Scenario(
-            name="hard:rounded-value",
-            question="What is the weather in Tokyo?",
+            name="hard:polling-a-status-tool",
+            question="Is the Oslo forecast ready?",
             researcher=(
-                Reply.tool_calls([ToolCall("get_weather", {"city": "Tokyo"}, id="call_h10")]),
-                Reply.text("Findings: about 27 °C and humid in Tokyo."),
+                Reply.tool_calls([ToolCall("search", {"query": "forecast status"}, id="call_p1")]),
+                Reply.tool_calls([ToolCall("search", {"query": "forecast status"}, id="call_p2")]),
+                Reply.text("Findings: the forecast is ready."),
             ),
-            final="About 27 °C and humid.",
-            tools={
-                "get_weather": lambda a: json.dumps({"temperature": 26.8, "conditions": "humid"})
-            },
+            final="The forecast is ready.",
+            tools={"search": lambda a: json.dumps({"results": ["forecast status: pending"]})},
+        ),
+        one_call(
+            "hard:rounded-value",
+            "What is the weather in Tokyo?",
+            ToolCall("get_weather", {"city": "Tokyo"}, id="call_h10"),
+            json.dumps({"temperature": 26.8, "conditions": "humid"}),
+            "Findings: about 27 °C and humid in Tokyo.",
+            "About 27 °C and humid.",
         ),
     ]
+
+
+def long_agent(rounds: int, *, same_call: bool = False) -> AgentInstance:
+    """One agent that makes `rounds` tool calls, one per model call, each resending the
+    whole conversation (as chat agents do), then answers from two of the results. With
+    `same_call`, every call is the same: an agent stuck for `rounds` rounds."""
+    tools = [
+        {
+            "type": "function",
+            "function": {
+                "name": "lookup",
+                "parameters": {
+                    "type": "object",
+                    "properties": {"i": {"type": "integer"}},
+                    "required": ["i"],
+                },
+            },
+        }
+    ]
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "Today is 2024-03-05."},
+        {"role": "user", "content": "Add up the values."},
+    ]
+    for i in range(rounds):
+        arguments = json.dumps({"i": 0 if same_call else i})
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "lookup", "arguments": arguments},
+        }
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        result = {"i": i, "value": i * 3.5, "date": f"2024-01-{i % 28 + 1:02d}", "at": "10:30"}
+        messages.append({"role": "tool", "tool_call_id": f"c{i}", "content": json.dumps(result)})
+    messages.append(
+        {"role": "assistant", "content": "The values of 2024-01-05 at 10:30 add up to 17.5."}
+    )
+    return AgentInstance.from_chat_session(messages, tools=tools, name="long")

@@ -71,3 +71,70 @@ def test_repeated_values_count_once() -> None:
 
 def test_a_source_date_also_grounds_its_year() -> None:
     assert _grounded("Since 2019.", "2019-07-01") == {"2019": True}
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "Here are the top 3 hotels: Sol, Mar and Luz.",
+        "There are 2 options.",
+        "Step 1: open the app. Step 2: tap Login.",
+        "## 1. Overview\n### 2) Details",
+        "She finished 1st; he came 3rd.",
+        "It is the 21st century.",
+        "The store is open 24/7, a 50/50 chance.",
+        "The 5-day forecast: it rose 2x in 3-5 days.",
+    ],
+)
+def test_counts_ordinals_and_idioms_are_not_stated_values(answer: str) -> None:
+    assert mentions(answer) == []
+
+
+@pytest.mark.parametrize(
+    ("answer", "shown"),
+    [
+        ("It is 5 °C.", "5 °C"),
+        ("It costs $5.", "$5"),
+        ("Walk 3 km.", "3 km"),
+        ("About 7%.", "7%"),
+        ("It is 2.5 now.", "2.5"),
+        ("Ranked 15th.", "15th"),
+    ],
+)
+def test_small_numbers_with_a_unit_or_decimals_are_values(answer: str, shown: str) -> None:
+    assert [m.text for m in mentions(answer)] == [shown]
+
+
+@pytest.mark.parametrize(
+    ("answer", "source"),
+    [
+        ("Revenue was $1.2M in 2023.", '{"revenue": 1200000, "year": 2023}'),
+        ("Revenue was $1.2M.", "revenue: 1.2 million USD"),
+        ("Expect 18–22 °C.", '{"low": 18, "high": 22}'),
+        ("The meeting is at 3 PM EST.", "meeting: 15:00 EST"),
+        ("The meeting is at 3 o'clock.", "meeting: 15:00"),
+        ("In 2024 it grew 15%.", '{"growth": 0.15, "date": "2024-02-01"}'),
+        ("About 1000 users.", '{"users": "1,000"}'),
+        ("It is 65°F (18°C).", '{"temp_f": 65, "temp_c": 18.3}'),
+        ("Order #12345 shipped on Jan 3.", '{"order": 12345, "shipped": "2024-01-03"}'),
+    ],
+)
+def test_common_answers_are_grounded(answer: str, source: str) -> None:
+    result = _grounded(answer, source)
+    assert result and all(result.values()), result
+
+
+def test_the_unit_shown_is_a_unit_not_the_next_word() -> None:
+    texts = [m.text for m in mentions("Hotel Sol costs 120 EUR, 15% below average, €25 per day.")]
+    assert texts == ["120 EUR", "15%", "€25"]
+
+
+def test_many_values_in_long_texts_stay_linear() -> None:
+    import time
+
+    source = " ".join(f"2024-01-{d % 28 + 1:02d} 10:{d % 60:02d} {d * 1.5}" for d in range(20000))
+    answer = " ".join(f"{d * 1.5} on 2024-01-{d % 28 + 1:02d}" for d in range(0, 4000, 7))
+    start = time.perf_counter()
+    result = _grounded(answer, source)
+    assert time.perf_counter() - start < 5.0
+    assert all(result.values())

@@ -89,20 +89,32 @@ def test_error_result_explanation_names_call_and_where_the_result_came(record: R
 
 
 def test_loop_explanation_lists_the_interactions_and_call_ids(record: Record) -> None:
-    trace = record(faults.repeated_call(0))  # three identical calls, keys in varying order
+    trace = record(faults.repeated_call(1))  # three identical calls, keys in varying order
     result = checks.loops.evaluate(trace)[_by_name(trace, faults.RESEARCHER)]
     assert result is not None
     assert result.score == pytest.approx(1 - 2 / 4)  # 4 actions, 2 of them repeats
     assert "called get_weather" in result.explanation and "3 times" in result.explanation
+    assert "it had already got a result" in result.explanation
     assert "llm_interactions[0], [1], [2]" in result.explanation
     assert "call_r0, call_r1, call_r2" in result.explanation
 
 
-def test_loops_with_a_higher_threshold_lets_three_repeats_pass(record: Record) -> None:
-    trace = record(faults.repeated_call(0))
+def test_loops_with_polling_lets_repeats_below_the_threshold_pass(record: Record) -> None:
+    trace = record(faults.repeated_call(1))  # three identical, successful calls
     researcher = _by_name(trace, faults.RESEARCHER)
-    assert checks.loops_with(max_repeats=4).evaluate(trace)[researcher].score == 1.0
-    assert checks.loops_with(max_repeats=2).evaluate(trace)[researcher].score < 1.0
+    assert checks.loops_with(max_repeats=4, polling=True).evaluate(trace)[researcher].score == 1.0
+    polling = checks.loops_with(max_repeats=3, polling=True)
+    assert polling.name == "loops(polling=True)"
+    assert polling.evaluate(trace)[researcher].score == pytest.approx(1 - 1 / 4)
+    assert checks.loops_with(max_repeats=4).evaluate(trace)[researcher].score < 1.0
+
+
+def test_the_same_successful_call_made_twice_is_a_loop(record: Record) -> None:
+    trace = record(faults.repeated_call(0))  # twice, the first already answered
+    result = checks.loops.evaluate(trace)[_by_name(trace, faults.RESEARCHER)]
+    assert result.score == pytest.approx(1 - 1 / 3)  # 2 calls + the findings, 1 repeat
+    assert "2 times; it had already got a result" in result.explanation
+    assert "call_r0, call_r1" in result.explanation
 
 
 def test_repeated_reply_is_a_loop(record: Record) -> None:
@@ -115,7 +127,7 @@ def test_repeated_reply_is_a_loop(record: Record) -> None:
 
 @pytest.mark.parametrize(
     ("variant", "named"),
-    [(0, "'25°C'"), (1, "'85%'"), (2, "'March 3, 2019'"), (3, "'12.5 km'")],
+    [(0, "'25°C'"), (1, "'85%'"), (2, "'March 3, 2019'"), (3, "'12.5 km/h'")],
 )
 def test_ungrounded_number_is_named(record: Record, variant: int, named: str) -> None:
     trace = record(faults.ungrounded_number(variant))
@@ -187,4 +199,7 @@ def test_scores_are_fractions_of_calls(record: Record) -> None:
     arguments = checks.tool_arguments.evaluate(trace)[researcher]
     results = checks.tool_results.evaluate(trace)[researcher]
     assert arguments.score == pytest.approx(3 / 4) and "bad1" in arguments.explanation
-    assert results.score == pytest.approx(3 / 4) and "ok3" in results.explanation
+    # bad1 is tool_arguments' finding: tool_results judges the other three.
+    assert results.score == pytest.approx(2 / 3) and "ok3" in results.explanation
+    assert "not counted: 1 call (bad1): the call itself is invalid" in results.explanation
+    assert "1 error, 0 without a result" in results.explanation

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tracejudge.evaluation._checks_text import refusal, tool_error
+from tracejudge.evaluation._checks_text import empty_result, refusal, tool_error
 
 
 @pytest.mark.parametrize(
@@ -35,6 +35,12 @@ from tracejudge.evaluation._checks_text import refusal, tool_error
         "<html><title>502 Bad Gateway</title></html>",
         "404 Client Error: Not Found for url: https://x",
         "Tool get_weather not found",
+        "City not found.",
+        "Internal Server Error",
+        json.dumps({"detail": "Not Found"}),
+        json.dumps({"detail": [{"loc": ["body", "city"], "msg": "field required"}]}),
+        json.dumps({"message": "Error: bad key"}),
+        "User ID 42 does not exist",
     ],
 )
 def test_error_results_are_recognised(result: str) -> None:
@@ -54,6 +60,8 @@ def test_error_results_are_recognised(result: str) -> None:
         "The page explains error handling in Python.",
         "Result: 42 (the error bars are small)",
         "x" * 400 + " 404 Not Found",  # deep in content, not the result's own status
+        json.dumps({"detail": "Paris is sunny"}),
+        json.dumps({"message": "hello", "temperature": 3}),
     ],
 )
 def test_ordinary_results_are_not_errors(result: str) -> None:
@@ -85,4 +93,46 @@ def test_refusals_are_recognised(answer: str) -> None:
     ],
 )
 def test_answers_are_not_refusals(answer: str) -> None:
+    assert refusal(answer) is None
+
+
+def test_an_anthropic_is_error_result_is_an_error() -> None:
+    # tracejudge._chat marks an Anthropic tool_result with is_error as "[error] ...".
+    assert tool_error("[error] service down")
+
+
+@pytest.mark.parametrize(
+    "result",
+    [
+        "",
+        "[]",
+        "null",
+        json.dumps({"results": []}),
+        json.dumps({"items": [], "count": 0}),
+        json.dumps({"hits": {"total": {"value": 0}, "hits": []}}),
+        json.dumps({"total": 0}),
+        "No results found.",
+        "nothing found",
+    ],
+)
+def test_empty_results_are_recognised(result: str) -> None:
+    assert empty_result(result)
+
+
+@pytest.mark.parametrize(
+    "result",
+    [json.dumps({"temperature": 18}), json.dumps({"results": ["a"]}), "Paris: sunny", "0.5"],
+)
+def test_results_with_content_are_not_empty(result: str) -> None:
+    assert not empty_result(result)
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "It is 18 °C in Paris. I could not check tomorrow's forecast, though.",
+        "Here are three hotels.\nI can't book them for you, but the links are below.",
+    ],
+)
+def test_a_caveat_after_a_real_answer_is_not_a_refusal(answer: str) -> None:
     assert refusal(answer) is None

@@ -271,3 +271,55 @@ def test_as_check_explains_what_is_not_a_check() -> None:
     with pytest.raises(TypeError, match="not a check"):
         checks.as_check(42)
     assert not checks.is_check("Reward accurate answers")
+
+
+# --------------------------------------------------------------------------- whole-trace checks
+
+
+def test_a_function_of_the_trace_is_a_trace_check_without_saying_so(
+    trace: MultiAgentTrace,
+) -> None:
+    @checks.check
+    def has_a_researcher(trace: MultiAgentTrace) -> bool:
+        return any(a.name == "researcher" for a in trace.iter_agents())
+
+    @checks.check
+    def unannotated(trace):  # type: ignore[no-untyped-def]
+        return 0.5
+
+    assert has_a_researcher.scope == "trace" and unannotated.scope == "trace"
+    assert has_a_researcher.evaluate(trace) == {
+        trace.root_agent_instance_id: ScoreResponse(
+            score=1.0, explanation="has_a_researcher: 1 (the trace (root agent orchestrator))"
+        )
+    }
+    assert unannotated.evaluate(trace)[trace.root_agent_instance_id].score == 0.5
+    assert has_a_researcher(trace) is True  # still the function
+
+
+def test_a_trace_check_may_score_agents_by_id_or_name(trace: MultiAgentTrace) -> None:
+    ids = _ids(trace)
+
+    @checks.check
+    def per_agent(trace: MultiAgentTrace) -> dict[str, Any]:
+        return {"researcher": (0.5, "half"), ids["orchestrator"]: True}
+
+    results = per_agent.evaluate(trace)
+    assert results[ids["researcher"]] == ScoreResponse(score=0.5, explanation="half")
+    assert results[ids["orchestrator"]].score == 1.0
+
+    @checks.check
+    def typo(trace: MultiAgentTrace) -> dict[str, float]:
+        return {"reseacher": 1.0}
+
+    with pytest.raises(KeyError, match="'reseacher'.*neither an agent instance id nor"):
+        typo.evaluate(trace)
+
+
+def test_an_agent_check_may_name_its_first_parameter_anything(trace: MultiAgentTrace) -> None:
+    @checks.check
+    def short_answers(a: AgentInstance, trace: MultiAgentTrace | None = None) -> bool:
+        return len(a.final_output or "") < 200 and trace is not None
+
+    assert short_answers.scope == "agent"
+    assert all(r.score == 1.0 for r in short_answers.evaluate(trace).values())

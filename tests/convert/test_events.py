@@ -129,6 +129,9 @@ def test_converter_imports_no_protobuf_until_it_reads_protobuf() -> None:
 
 
 def test_missing_protobuf_support_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "opentelemetry.proto.collector.trace.v1", None)
+    # A None entry makes the import fail as if opentelemetry-proto were not installed.
+    monkeypatch.setitem(
+        sys.modules, "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None
+    )
     with pytest.raises(ImportError, match="pip install opentelemetry-proto"):
         traces_from_otlp(fixture("openllmetry", ".pb"))

@@ -34,10 +34,12 @@ from tracejudge.convert import (
     ROOT_AGENT_ID,
     ROOT_AGENT_NAME,
     OTLPDecodeError,
+    TraceList,
     traces_from_otlp,
     traces_from_spans,
 )
 from tracejudge.convert._common import finish_reason
+from tracejudge.errors import NoLLMInteractionsError
 from tracejudge.models import LLMToolCall
 
 
@@ -75,20 +77,50 @@ def test_spans_whose_parent_is_missing_attach_to_an_implicit_root() -> None:
     assert trace.root.llm_interactions[0].output_text == scenario.PLAN
 
 
-def test_model_calls_outside_every_agent_belong_to_the_root() -> None:
+def test_spans_whose_parent_is_missing_attach_to_the_root_agent() -> None:
     requests = json_requests("openllmetry")
     researcher = _agent_span(requests, "researcher")
     remove_spans(requests, lambda s: s is researcher)
     trace = _one(dump(requests))
-    # The researcher's calls lost their agent: they and the orchestrator hang off the root.
-    assert trace.root_agent_instance_id == ROOT_AGENT_ID
+    # The researcher's calls lost their parent: they attach to the orchestrator, the root
+    # of the trace, in start order among its own calls and its remaining child agent.
+    orchestrator = _agent_span(requests, "orchestrator")
+    assert trace.root_agent_instance_id == attr(orchestrator, semconv.GEN_AI_AGENT_ID)
     kinds = [
         trace.agent_instance_by_id[i].name if isinstance(i, str) else i.output_text[:8]
         for i in trace.root.interactions
     ]
-    assert kinds == ["orchestrator", "", "", scenario.FINDINGS[:8]]
-    orchestrator = trace.agent_instance_by_id[trace.root.child_ids[0]]
-    assert [trace.agent_instance_by_id[c].name for c in orchestrator.child_ids] == ["writer"]
+    assert kinds == [scenario.PLAN[:8], "", "", scenario.FINDINGS[:8], "writer", scenario.FINAL[:8]]
+    assert [a.name for a in trace.iter_agents()] == ["orchestrator", "writer"]
+    assert any("parent span is missing" in w for w in trace.warnings)
+
+
+def test_an_agent_whose_parent_is_missing_becomes_a_child_of_the_root_agent() -> None:
+    requests = json_requests("openllmetry")
+    writer = _agent_span(requests, "writer")
+    writer["parentSpanId"] = "00000000000000aa"
+    trace = _one(dump(requests))
+    assert trace.root.name == "orchestrator"
+    assert [a.name for a in trace.iter_agents()] == ["orchestrator", "researcher", "writer"]
+    assert any("writer" in w and "parent span is missing" in w for w in trace.warnings)
+
+
+def test_model_calls_outside_every_agent_belong_to_an_implicit_root() -> None:
+    requests = json_requests("openllmetry")
+    orchestrator = _agent_span(requests, "orchestrator")
+    first_call = next(
+        s for s in _llm_spans(requests) if s.get("parentSpanId") == orchestrator["spanId"]
+    )
+    del first_call["parentSpanId"]  # a call made before the agent started, in no agent
+    trace = _one(dump(requests))
+    assert trace.root_agent_instance_id == ROOT_AGENT_ID
+    assert trace.root.name == ROOT_AGENT_NAME
+    kinds = [
+        trace.agent_instance_by_id[i].name if isinstance(i, str) else i.output_text
+        for i in trace.root.interactions
+    ]
+    assert kinds == ["orchestrator", scenario.PLAN]  # by start time: the agent started first
+    assert not any("missing" in w for w in trace.warnings)
 
 
 def test_several_top_level_agents_get_an_implicit_root() -> None:
@@ -306,12 +338,35 @@ def test_every_input_form_gives_the_same_trace(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("empty", [b"", "", "  \n", b"\n"])
-def test_empty_input_gives_no_traces(empty: bytes | str, tmp_path: Path) -> None:
-    assert traces_from_otlp(empty) == []
+def test_empty_input_gives_a_typed_no_llm_interactions_outcome(
+    empty: bytes | str, tmp_path: Path
+) -> None:
     path = tmp_path / "empty.jsonl"
     path.write_bytes(empty.encode() if isinstance(empty, str) else empty)
-    assert traces_from_otlp(path) == []
-    assert traces_from_spans([]) == []
+    for result in (traces_from_otlp(empty), traces_from_otlp(path), traces_from_spans([])):
+        assert isinstance(result, TraceList)
+        assert result == [] and not result
+        assert result.has_llm_interactions is False
+        assert result.spans_read == 0
+        assert any("no LLM interactions" in w for w in result.warnings)
+        with pytest.raises(NoLLMInteractionsError, match="no LLM interactions"):
+            result.require_llm_interactions()
+
+
+def test_agents_without_model_calls_are_a_trace_without_llm_interactions() -> None:
+    result = traces_from_spans(_sdk_spans_of_an_agent())
+    (trace,) = result
+    assert trace.root.name == "a" and trace.root.interactions == []
+    assert trace.has_llm_interactions is False
+    assert result.has_llm_interactions is False and result.spans_read == 1
+    with pytest.raises(NoLLMInteractionsError, match="1 traces with 1 agents"):
+        result.require_llm_interactions()
+
+
+def test_a_result_with_model_calls_passes_the_requirement() -> None:
+    result = traces_from_otlp(fixture("openllmetry", ".jsonl"))
+    assert result.require_llm_interactions() is result
+    assert result.has_llm_interactions and result.warnings == []
 
 
 @pytest.mark.parametrize(
@@ -322,12 +377,30 @@ def test_empty_input_gives_no_traces(empty: bytes | str, tmp_path: Path) -> None
         "plain text, not a file",
         '{"hello": "world"}',
         b"[1, 2]",
+        b"\x1f\x8bnot gzip",
     ],
 )
-def test_input_that_is_not_otlp_raises_a_typed_error(garbage: bytes | str) -> None:
-    with pytest.raises(OTLPDecodeError):
-        traces_from_otlp(garbage)
-    assert issubclass(OTLPDecodeError, ValueError)
+def test_input_that_is_not_otlp_gives_no_traces_and_says_why(garbage: bytes | str) -> None:
+    result = traces_from_otlp(garbage)
+    assert result == [] and not result.has_llm_interactions
+    assert any("not OTLP" in w or "gzip" in w or "existing file" in w for w in result.warnings)
+    with pytest.raises(NoLLMInteractionsError, match="no LLM interactions"):
+        result.require_llm_interactions()
+    assert issubclass(OTLPDecodeError, ValueError)  # what the low-level decoders raise
+
+
+def test_a_missing_path_object_raises_file_not_found(tmp_path: Path) -> None:
+    with pytest.raises(FileNotFoundError):
+        traces_from_otlp(tmp_path / "missing.jsonl")
+    with pytest.raises(TypeError):
+        traces_from_otlp(42)  # type: ignore[arg-type]
+
+
+def test_unreadable_log_data_is_a_warning_not_an_error() -> None:
+    result = traces_from_otlp(fixture("openllmetry", ".jsonl"), logs=b"\x00garbage")
+    (trace,) = result
+    assert trace.has_llm_interactions
+    assert any(w.startswith("logs: not OTLP") for w in trace.warnings)
 
 
 def test_truncated_protobuf_gives_the_spans_before_the_cut() -> None:

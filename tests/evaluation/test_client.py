@@ -84,8 +84,9 @@ def test_multiple_criteria_give_a_list_in_order(
     assert [r.criterion for r in results] == list(scores)
     assert [round(r.score, 3) for r in results] == [1.0, round(6 / 9, 3), 0.0]
     assert len(judge_server.requests) == 3
-    # A list of one is still a list; one string is one answer.
-    assert isinstance(client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"]), list)
+    # One criterion, a string or a list of one, is one answer (as the Composo SDK does).
+    one = client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"])
+    assert isinstance(one, EvaluationResponse) and one.criterion == "Reward accuracy"
 
 
 def test_binary_criteria(client: Composo, judge_server: ScriptedLLMServer) -> None:
@@ -171,9 +172,9 @@ def test_non_blocking_failure_is_reported_by_the_task(
     client: Composo, judge_server: ScriptedLLMServer
 ) -> None:
     judge_server.default = Reply.error(401, message="bad key")
-    tasks = client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"], block=False)
-    assert isinstance(tasks, list) and len(tasks) == 1
-    done = wait_for_task(client, tasks[0]["task_id"])
+    submitted = client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"], block=False)
+    assert set(submitted) == {"task_id"}
+    done = wait_for_task(client, submitted["task_id"])
     assert done.status == "failed"
     assert "AuthenticationError" in done.error
 

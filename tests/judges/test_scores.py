@@ -173,7 +173,7 @@ async def test_logprobs_ignore_digits_in_the_explanation(
 
 
 async def test_ten_split_into_two_tokens_falls_back_to_the_reported_value(
-    server: ScriptedLLMServer, make_judge
+    server: ScriptedLLMServer, make_judge, caplog: pytest.LogCaptureFixture
 ) -> None:
     content = json.dumps({"explanation": "Perfect.", "applicable": True, "score": 10})
     logprobs = token_logprobs(content, "10", {"10": -0.1, "9": -2.0})
@@ -183,10 +183,16 @@ async def test_ten_split_into_two_tokens_falls_back_to_the_reported_value(
     one["top_logprobs"] = [dict(one), {"token": "9", "logprob": -2.0, "bytes": [57]}]
     zero = {"token": "0", "logprob": 0.0, "bytes": [48], "top_logprobs": []}
     logprobs[index : index + 1] = [one, zero]
-    server.add(Reply.text(content, logprobs=logprobs))
-    verdict = await make_judge().judge(request("Reward accuracy"))
+    server.add(Reply.text(content, logprobs=logprobs), Reply.text(content, logprobs=logprobs))
+    judge = make_judge()
+    with caplog.at_level(logging.INFO, logger="tracejudge.judges"):
+        verdict = await judge.judge(request("Reward accuracy"))
+        await judge.judge(request("Reward accuracy"))
     assert verdict.score == 1.0
     assert verdict.raw["score_source"] == "reported"
+    # Not silently: said once.
+    notices = [r for r in caplog.records if "using the reported score" in r.getMessage()]
+    assert len(notices) == 1
 
 
 async def test_missing_logprobs_are_logged_once_per_judge(

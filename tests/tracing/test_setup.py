@@ -147,6 +147,18 @@ def test_missing_otlp_exporter_raises_naming_the_extra(
     assert our_processors(tracing) == before
 
 
+def test_grpc_protocol_asks_for_the_grpc_exporter(
+    tracing: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "grpc")
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None)
+    before = our_processors(tracing)
+    with pytest.raises(MissingDependencyError, match="opentelemetry-exporter-otlp-proto-grpc"):
+        ComposoTracer.init()
+    assert our_processors(tracing) == before
+
+
 class _Collector(ThreadingHTTPServer):
     """A loopback OTLP/HTTP receiver that keeps each decoded export request."""
 

@@ -7,12 +7,19 @@ span: `genai_semconv` (OTel GenAI semantic conventions: contrib openai-v2,
 OpenLLMetry 0.55+, other languages), `openllmetry` (OpenLLMetry's older indexed
 attributes) and `openinference`.
 
-Conversion never raises on partial or broken span data: what cannot be read is
-skipped and described in `MultiAgentTrace.warnings`.
+Conversion never raises on partial or broken data: what cannot be read is skipped
+and described in `warnings` (of each `MultiAgentTrace`, and of the `TraceList` both
+entry points return). Model calls outside every agent belong to an implicit root
+agent (`ROOT_AGENT_ID`); spans whose parent span is missing attach to the root.
+Input without any model call (empty, not OTLP, agents that made no LLM call) gives
+a `TraceList` whose `has_llm_interactions` is False and whose
+`require_llm_interactions()` raises `NoLLMInteractionsError`, the error evaluating
+such a trace raises.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 from collections.abc import Iterable
 from typing import Any
@@ -26,11 +33,13 @@ from tracejudge.convert._records import (
     span_record,
 )
 from tracejudge.convert._tree import ROOT_AGENT_ID, ROOT_AGENT_NAME, build_traces
+from tracejudge.errors import NoLLMInteractionsError
 from tracejudge.models import MultiAgentTrace
 
 __all__ = [
     "traces_from_spans",
     "traces_from_otlp",
+    "TraceList",
     "OTLPDecodeError",
     "SpanRecord",
     "EventRecord",
@@ -39,18 +48,75 @@ __all__ = [
     "OTLPSource",
 ]
 
+logger = logging.getLogger("tracejudge.convert")
 
-def traces_from_spans(
-    spans: Iterable[Any], *, logs: Iterable[Any] | None = None
-) -> list[MultiAgentTrace]:
+
+class TraceList(list[MultiAgentTrace]):
+    """What a conversion gives: a list of `MultiAgentTrace` (one per trace id, in order of
+    each trace's first span start) that also says what the input as a whole held.
+
+    An input with no model call at all (no spans, spans of no agent or model call, data
+    that is not OTLP) gives an empty list with :attr:`has_llm_interactions` False and
+    the reason in :attr:`warnings`; a trace whose agents made no model call is in the
+    list with its own ``has_llm_interactions`` False. Nothing raises on such input:
+    call :meth:`require_llm_interactions` to turn "no LLM interactions" into
+    `tracejudge.errors.NoLLMInteractionsError`, the error evaluating such a trace raises.
+    """
+
+    def __init__(
+        self,
+        traces: Iterable[MultiAgentTrace] = (),
+        *,
+        warnings: Iterable[str] = (),
+        spans_read: int = 0,
+    ) -> None:
+        super().__init__(traces)
+        #: What was skipped or unreadable in the input as a whole (each trace's own
+        #: `warnings` repeat these and add what concerns that trace).
+        self.warnings: list[str] = list(warnings)
+        #: How many spans the input held.
+        self.spans_read = spans_read
+
+    @property
+    def has_llm_interactions(self) -> bool:
+        """Whether any converted trace holds a model call."""
+        return any(trace.has_llm_interactions for trace in self)
+
+    def require_llm_interactions(self) -> TraceList:
+        """Return self, or raise `NoLLMInteractionsError` (saying why) when no trace
+        holds a model call."""
+        if self.has_llm_interactions:
+            return self
+        if not self:
+            found = f"{self.spans_read} spans, none of them an agent or a model call"
+        else:
+            agents = sum(len(trace.agent_instance_by_id) for trace in self)
+            found = f"{len(self)} traces with {agents} agents and no model call"
+        reasons = "; ".join(self.warnings[:3])
+        raise NoLLMInteractionsError(
+            f"no LLM interactions in the input ({found})" + (f": {reasons}" if reasons else "")
+        )
+
+
+def _result(records: list[SpanRecord], warnings: list[str]) -> TraceList:
+    traces = build_traces(records, warnings)
+    if not any(trace.has_llm_interactions for trace in traces):
+        what = "no spans" if not records else f"{len(records)} spans but no model call"
+        warnings = [*warnings, f"no LLM interactions: the input holds {what}"]
+    return TraceList(traces, warnings=warnings, spans_read=len(records))
+
+
+def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None) -> TraceList:
     """Convert OpenTelemetry SDK spans (`ReadableSpan`s, finished or still running)
     into one MultiAgentTrace per trace id, in order of each trace's first span start.
 
     `logs` are optional SDK log records (`LogData` or `ReadableLogRecord`); those
     emitted inside a span are read as that span's events, which is where GenAI
-    instrumentations put message content in their events mode. Objects that are not
-    spans are skipped with a warning. Traces with neither an agent span nor a model
-    call are left out; no spans give an empty list.
+    instrumentations put message content in their events mode. Never raises on the
+    spans' content: objects that are not spans are skipped, unreadable attributes
+    are skipped, and both are reported in `warnings` (of the result and of each
+    trace). Traces with neither an agent span nor a model call are left out; see
+    `TraceList` for what an input without any model call gives.
     """
     warnings: list[str] = []
     records: list[SpanRecord] = []
@@ -72,38 +138,69 @@ def traces_from_spans(
             if item is not None:
                 placed.append(item)
         attach_events(records, placed)
-    return build_traces(records, warnings)
+    return _result(records, warnings)
 
 
 OTLPSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 
-def traces_from_otlp(
-    source: OTLPSource, *, logs: OTLPSource | None = None
-) -> list[MultiAgentTrace]:
+def traces_from_otlp(source: OTLPSource, *, logs: OTLPSource | None = None) -> TraceList:
     """Convert OTLP trace data into one MultiAgentTrace per trace id, in order of each
     trace's first span start.
 
     `source` is the data (protobuf `ExportTraceServiceRequest` bytes, OTLP/JSON bytes
     or text: one request per line as the Collector's file exporter writes, or one JSON
-    document; gzip-compressed too) or the path of a file holding it; the format is
-    detected. OTLP/JSON `resourceLogs` lines are read as events of the spans they
-    belong to; `logs` is optional OTLP log data (protobuf `ExportLogsServiceRequest`
-    or OTLP/JSON, or a path) read the same way, for GenAI instrumentations whose
-    message content is exported as log records. Empty input gives an empty list.
+    document; gzip-compressed too) or the path of a file holding it (a `Path`, or a
+    one-line string that names an existing file); the format is detected. OTLP/JSON
+    `resourceLogs` lines are read as events of the spans they belong to; `logs` is
+    optional OTLP log data (protobuf `ExportLogsServiceRequest` or OTLP/JSON, or a
+    path) read the same way, for GenAI instrumentations whose message content is
+    exported as log records.
 
-    Raises `OTLPDecodeError` (a `ValueError`) only when the whole input is not OTLP
-    trace data at all; truncated or partly corrupt input is converted as far as it
-    can be read, and the rest is described in each trace's `warnings`. Reading
-    protobuf needs the `opentelemetry-proto` package (an ImportError says so).
+    Never raises on the data: truncated or partly corrupt input is converted as far as
+    it can be read, input that is not OTLP at all gives an empty `TraceList`, and what
+    was skipped is described in `warnings` (of the result and of each trace). It raises
+    only for a `Path` that does not exist (`FileNotFoundError`), an argument of the
+    wrong type (`TypeError`), or when protobuf is given and `opentelemetry-proto` is
+    not installed (an `ImportError` that says so).
     """
-    data = read_source(source)
-    records, events, warnings = decode(data)
+    warnings: list[str] = []
+    records, events = _decoded(source, decode, "", warnings)
     if logs is not None:
-        log_events, log_warnings = decode_logs(read_source(logs))
+        _, log_events = _decoded(logs, _decode_logs_only, "logs: ", warnings)
         events = events + log_events
-        warnings.extend(log_warnings)
     unplaced = attach_events(records, events)
     if unplaced:
         warnings.append(f"{unplaced} log records belong to no span in the input; ignored")
-    return build_traces(records, warnings)
+    return _result(records, warnings)
+
+
+def _decode_logs_only(data: bytes | str) -> tuple[list[SpanRecord], list[Any], list[str]]:
+    events, warnings = decode_logs(data)
+    return [], events, warnings
+
+
+def _decoded(
+    source: OTLPSource, decoder: Any, label: str, warnings: list[str]
+) -> tuple[list[SpanRecord], list[Any]]:
+    """(spans, placed log events) of one input; what cannot be read becomes a warning."""
+    try:
+        data = read_source(source)
+    except OTLPDecodeError as error:  # text that is neither OTLP/JSON nor an existing file
+        warnings.append(f"{label}{error}")
+        logger.warning("tracejudge.convert: %s%s", label, error)
+        return [], []
+    try:
+        records, events, decode_warnings = decoder(data)
+    except ImportError:
+        raise  # protobuf support missing: the message says what to install
+    except OTLPDecodeError as error:
+        warnings.append(f"{label}{error}")
+        logger.warning("tracejudge.convert: %s%s", label, error)
+        return [], []
+    except Exception as error:  # a safety net: the data is untrusted
+        logger.exception("tracejudge.convert: could not decode the input")
+        warnings.append(f"{label}unreadable input ({type(error).__name__}: {error})")
+        return [], []
+    warnings.extend(f"{label}{w}" for w in decode_warnings)
+    return records, events

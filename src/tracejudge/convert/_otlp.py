@@ -5,15 +5,16 @@ or one JSON document; hex ids as OTLP/JSON specifies, or base64 ids as protobuf'
 
 Decoding is best effort: a truncated or partly corrupt input yields the spans that
 can be read, with warnings; only an input that is not OTLP at all raises
-`OTLPDecodeError`. OTLP/JSON log records (`resourceLogs`) tied to a span become
-events of that span, so content that GenAI instrumentations log separately is read
-too.
+`OTLPDecodeError` here (which `traces_from_otlp` turns into a warning). OTLP/JSON log
+records (`resourceLogs`) tied to a span become events of that span, so content that
+GenAI instrumentations log separately is read too.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import importlib
 import json
 import os
 import re
@@ -40,9 +41,10 @@ _SPAN_START = re.compile(r'\{\s*"(?:traceId|trace_id)"\s*:')
 
 
 class OTLPDecodeError(ValueError):
-    """Raised when an input given as OTLP trace data is not OTLP at all (neither
-    protobuf `ExportTraceServiceRequest` nor OTLP/JSON). Partly broken input does
-    not raise: what can be read is converted and the rest reported as warnings."""
+    """Raised by the decoders here when an input is not OTLP at all (neither protobuf
+    `ExportTraceServiceRequest` nor OTLP/JSON). `traces_from_otlp` never lets it out:
+    it reports the reason as a warning on its (empty) result. Partly broken input does
+    not raise at all: what can be read is converted and the rest reported as warnings."""
 
 
 # --------------------------------------------------------------------------- input
@@ -74,11 +76,7 @@ def decode(data: bytes | str) -> tuple[list[SpanRecord], list[PlacedEvent], list
     """(spans, log-record events with the span they belong to, warnings)."""
     warnings: list[str] = []
     if isinstance(data, bytes):
-        if data[:2] == b"\x1f\x8b":  # gzip, as the Collector's file exporter can write
-            try:
-                data = zlib.decompressobj(wbits=47).decompress(data)
-            except zlib.error as exc:
-                raise OTLPDecodeError(f"gzip input that does not inflate: {exc}") from None
+        data = _inflate(data)
         if not data.strip():
             return [], [], warnings
         if data.lstrip()[:1] in (b"{", b"["):
@@ -108,11 +106,7 @@ def decode_logs(data: bytes | str) -> tuple[list[PlacedEvent], list[str]]:
     to a span, as events of that span, and warnings."""
     warnings: list[str] = []
     if isinstance(data, bytes):
-        if data[:2] == b"\x1f\x8b":
-            try:
-                data = zlib.decompressobj(wbits=47).decompress(data)
-            except zlib.error as exc:
-                raise OTLPDecodeError(f"gzip input that does not inflate: {exc}") from None
+        data = _inflate(data)
         if not data.strip():
             return [], warnings
         if data.lstrip()[:1] not in (b"{", b"["):
@@ -124,19 +118,34 @@ def decode_logs(data: bytes | str) -> tuple[list[PlacedEvent], list[str]]:
     return events, warnings
 
 
+def _inflate(data: bytes) -> bytes:
+    """`data` uncompressed when it is gzip, as the Collector's file exporter can write."""
+    if data[:2] != b"\x1f\x8b":
+        return data
+    try:
+        return zlib.decompressobj(wbits=47).decompress(data)
+    except zlib.error as exc:
+        raise OTLPDecodeError(f"gzip input that does not inflate: {exc}") from None
+
+
 # --------------------------------------------------------------------------- protobuf
 
 
-def _decode_protobuf(data: bytes, warnings: list[str]) -> tuple[list[SpanRecord], list[str]]:
+def _proto(module: str) -> Any:
+    """A protobuf module of opentelemetry-proto, imported when protobuf is first read."""
     try:
-        from google.protobuf.message import DecodeError
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-        from opentelemetry.proto.trace.v1 import trace_pb2
-    except ImportError as exc:  # pragma: no cover - depends on the environment
+        return importlib.import_module(module)
+    except ImportError as exc:
         raise ImportError(
             "reading OTLP protobuf needs the opentelemetry-proto package: "
-            "pip install opentelemetry-proto"
+            "pip install opentelemetry-proto (or pip install 'tracejudge[proto]')"
         ) from exc
+
+
+def _decode_protobuf(data: bytes, warnings: list[str]) -> tuple[list[SpanRecord], list[str]]:
+    trace_service_pb2 = _proto("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
+    trace_pb2 = _proto("opentelemetry.proto.trace.v1.trace_pb2")
+    DecodeError = _proto("google.protobuf.message").DecodeError  # noqa: N806
 
     request = trace_service_pb2.ExportTraceServiceRequest()
     spans: list[SpanRecord] = []
@@ -254,13 +263,7 @@ def _salvage(data: bytes, trace_pb2: Any) -> tuple[list[Any], int]:
 
 
 def _decode_protobuf_logs(data: bytes, warnings: list[str]) -> list[PlacedEvent]:
-    try:
-        from opentelemetry.proto.collector.logs.v1 import logs_service_pb2
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "reading OTLP protobuf needs the opentelemetry-proto package: "
-            "pip install opentelemetry-proto"
-        ) from exc
+    logs_service_pb2 = _proto("opentelemetry.proto.collector.logs.v1.logs_service_pb2")
     request = logs_service_pb2.ExportLogsServiceRequest()
     try:
         request.ParseFromString(data)
@@ -519,11 +522,18 @@ def _json_enum(value: Any, names: Mapping[int, str | None], prefix: str) -> str 
     return names.get(_json_int(value))
 
 
+def _json_ids(raw: Mapping[str, Any]) -> tuple[str | None, str | None]:
+    """(trace id, span id) of an OTLP/JSON span or log record."""
+    return (
+        _json_id(_get(raw, "traceId", "trace_id"), 16),
+        _json_id(_get(raw, "spanId", "span_id"), 8),
+    )
+
+
 def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
     if not isinstance(raw, Mapping):
         return None
-    trace_id = _json_id(_get(raw, "traceId", "trace_id"), 16)
-    span_id = _json_id(_get(raw, "spanId", "span_id"), 8)
+    trace_id, span_id = _json_ids(raw)
     if trace_id is None or span_id is None:
         warnings.append(f"OTLP/JSON {where}: a span without trace or span id; skipped")
         return None
@@ -558,8 +568,7 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
 def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
     if not isinstance(raw, Mapping):
         return None
-    trace_id = _json_id(_get(raw, "traceId", "trace_id"), 16)
-    span_id = _json_id(_get(raw, "spanId", "span_id"), 8)
+    trace_id, span_id = _json_ids(raw)
     if trace_id is None or span_id is None:
         return None
     attributes = _json_attributes(_get(raw, "attributes"))

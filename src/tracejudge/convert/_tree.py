@@ -186,32 +186,37 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
         return None
     llm_ids = {span.span_id for span in llm_spans}
 
-    def placement(span: SpanRecord) -> tuple[str | None, str | None]:
-        """(nearest agent ancestor's span id, nearest LLM ancestor's span id)."""
+    def placement(span: SpanRecord) -> tuple[str | None, str | None, bool]:
+        """(nearest agent ancestor's span id, nearest LLM ancestor's span id, whether the
+        chain of parents is broken: a parent id that is not in the input)."""
         seen = {span.span_id}
         parent_id = span.parent_id
         llm_ancestor = None
         while parent_id and parent_id not in seen:
             seen.add(parent_id)
             if parent_id in agents:
-                return parent_id, llm_ancestor
+                return parent_id, llm_ancestor, False
             parent = by_id.get(parent_id)
             if parent is None:
-                return None, llm_ancestor  # parent missing: the span attaches to the root
+                return None, llm_ancestor, True
             if parent_id in llm_ids and llm_ancestor is None:
                 llm_ancestor = parent_id
             parent_id = parent.parent_id
-        return None, llm_ancestor
+        return None, llm_ancestor, False
 
-    parent_of_agent = {
-        span_id: placement(agent.span)[0] for span_id, agent in agents.items() if agent.span
+    agent_places = {
+        span_id: placement(agent.span) for span_id, agent in agents.items() if agent.span
     }
+    parent_of_agent = {span_id: place[0] for span_id, place in agent_places.items()}
     _break_cycles(parent_of_agent, agents, seq, warnings)
     top_agents = [span_id for span_id, parent in parent_of_agent.items() if parent is None]
-    loose: list[SpanRecord] = []
+    # Top agents whose parent span is missing from the input (as opposed to real roots).
+    orphan_agents = [span_id for span_id in top_agents if agent_places[span_id][2]]
+    loose: list[SpanRecord] = []  # model calls outside every agent
+    orphan_calls: list[SpanRecord] = []  # model calls whose parent span is missing
     placed: list[tuple[SpanRecord, str | None]] = []
     for span in llm_spans:
-        agent_span_id, llm_ancestor = placement(span)
+        agent_span_id, llm_ancestor, broken = placement(span)
         if llm_ancestor is not None:
             # Two instrumentations wrapped the same call: keep the outer span.
             warnings.append(
@@ -221,19 +226,37 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             continue
         placed.append((span, agent_span_id))
         if agent_span_id is None:
-            loose.append(span)
+            (orphan_calls if broken else loose).append(span)
 
-    if not loose and len(top_agents) == 1:
-        root = agents[top_agents[0]]
-        implicit_root = None
+    # The root: the one real root agent, or (several top agents, or model calls outside
+    # every agent) an implicit root agent holding them. Spans whose parent is missing
+    # attach to the root; a lone agent whose parent is missing is the root itself (the
+    # spans of one agent's subtree, as `AgentTracer.trace` reads them).
+    real_roots = [span_id for span_id in top_agents if span_id not in orphan_agents]
+    implicit_root = None
+    if not loose and len(real_roots) == 1:
+        root = agents[real_roots[0]]
+    elif not loose and not real_roots and not orphan_calls and len(orphan_agents) == 1:
+        root = agents[orphan_agents[0]]
     else:
         root_id = ROOT_AGENT_ID
         while root_id in used_ids:
             root_id = "_" + root_id
         implicit_root = _Agent(id=root_id, name=ROOT_AGENT_NAME, span=None)
         root = implicit_root
-        for span_id in top_agents:
+    for span_id in top_agents:
+        if agents[span_id] is not root:
+            if span_id in orphan_agents and implicit_root is None:
+                warnings.append(
+                    f"{_describe(by_id[span_id])}: its parent span is missing; "
+                    "attached to the root agent"
+                )
             root.items.append((_sort_key(by_id[span_id], seq[span_id]), agents[span_id].id))
+    if orphan_calls and implicit_root is None:
+        warnings.append(
+            f"{len(orphan_calls)} model-call spans whose parent span is missing; "
+            "attached to the root agent"
+        )
 
     for span_id, parent in parent_of_agent.items():
         if parent is not None:

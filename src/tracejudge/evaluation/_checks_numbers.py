@@ -13,11 +13,16 @@ stated value appears in the sources. The rules, in one place:
 * dates: ISO (`2024-03-05`), numeric (`03/05/2024`, `5.3.24`: both day-month
   orders are tried), and with month names (`March 5th, 2024`, `5 Mar 2024`,
   `March 2024`). A date without a year matches that day in any year.
-* times: `15:30`, `3:30 pm`, `3pm`; a time without am/pm matches both halves of
-  the day.
+* times: `15:30`, `3:30 pm`, `3pm`, `3 o'clock`; a time without am/pm matches
+  both halves of the day.
 * not counted as stated numbers in an answer: list markers at the start of a
-  line (`1.`, `2)`), citation markers (`[1]`), numbers inside URLs, and digits
-  that are part of a word or name (`gpt-4o`, `H2O`, `COVID-19`, `v2`).
+  line (`1.`, `2)`, `## 3.`), citation markers (`[1]`), numbers inside URLs,
+  digits that are part of a word or name (`gpt-4o`, `H2O`, `COVID-19`, `v2`),
+  idioms (`24/7`, `50/50`), and counts: a whole number from 0 to 10 written
+  bare - no decimals, currency, percent, scale or unit of measure - such as
+  `top 3`, `2 options`, `step 1`, `3-5`, and small ordinals (`1st`, `3rd`) and
+  centuries (`21st century`). Such small numbers are usually the answer's own
+  counting, not data; with a unit (`5 °C`, `$5`, `5 km`) they are checked.
   Numbers written as words ("sixty-five") are not recognised.
 
 Sources are read leniently (any digit run, even inside words, counts), answers
@@ -26,6 +31,7 @@ strictly, so that doubt falls on the side of "grounded".
 
 from __future__ import annotations
 
+import bisect
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -78,6 +84,7 @@ _CLOCK = re.compile(
     re.IGNORECASE,
 )
 _HOUR_AMPM = re.compile(r"(?<![\d:.])(?P<h>\d{1,2})\s*(?P<ap>[ap])(?:\.m\.|m\b)", re.IGNORECASE)
+_OCLOCK = re.compile(r"(?<![\d:.])(?P<h>\d{1,2})\s*o[’']\s?clock\b", re.IGNORECASE)
 
 _NUMBER_BODY = r"(?P<num>\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?|\.\d+)"
 _SCALE = (
@@ -92,9 +99,25 @@ _ANSWER_NUMBER = re.compile(
 )
 _SOURCE_NUMBER = re.compile(r"(?<![\d.,])" + _NUMBER_BODY + _SCALE, re.IGNORECASE)
 
-_LIST_MARKER = re.compile(r"^[ \t>*_-]*(?:\*\*)?\d{1,3}[.)](?=\s)", re.MULTILINE)
+_LIST_MARKER = re.compile(r"^[ \t>*_#-]*(?:\*\*)?\d{1,3}[.)](?=\s)", re.MULTILINE)
 _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,\-–]\s*\d{1,3})*\]")
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
+_IDIOM = re.compile(r"(?<![\d/])(?:24/7|50/50|9-to-5)(?![\d/])", re.IGNORECASE)
+
+#: A unit of measure or currency written after a number ("65 °F", "12 km/h", "5 EUR"):
+#: shown with the number, and what makes a small number a quantity rather than a count.
+_UNIT_AFTER = re.compile(
+    r"\s?(?:[°º]\s?[CFK]?(?![A-Za-z])|degrees?(?:\s+(?:[CF]|celsius|fahrenheit)\b)?"
+    r"|(?:km/h|m/s|kph|mph|kmh|km|cm|mm|mi|miles?|kg|mg|lbs?|oz|ft|feet|inch(?:es)?"
+    r"|kwh|kw|mw|mah|ml|gb|mb|kb|tb|ms|hpa|mbar|psi|knots?|[CFKWVgl]"
+    r"|usd|eur|gbp|jpy|chf|cad|aud|dollars?|euros?|pounds?|yen)(?![A-Za-z]))",
+    re.IGNORECASE,
+)
+_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥₹]|USD\s?|EUR\s?|GBP\s?)$")
+_ORDINAL_AFTER = re.compile(r"(?:st|nd|rd|th)\b(?P<century>\s+centur(?:y|ies))?", re.IGNORECASE)
+
+#: Whole numbers up to this, written bare, are taken as counts (see the module docstring).
+_MAX_COUNT = 10
 
 _MULTIPLIERS: dict[str, tuple[Decimal, ...]] = {
     "%": (Decimal("0.01"),),
@@ -136,16 +159,18 @@ class Facts:
     numbers: set[Decimal] = field(default_factory=set)
     dates: set[DateValue] = field(default_factory=set)
     times: set[TimeValue] = field(default_factory=set)
+    _sorted: list[Decimal] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> Facts:
         facts = cls()
         for text in texts:
             if text:
-                facts._add(text)
+                facts.add(text)
         return facts
 
-    def _add(self, text: str) -> None:
+    def add(self, text: str) -> None:
+        """Take in what one more source text says."""
         for _, _, mention in _dates(text) + _times(text):
             if mention.kind == "date":
                 self.dates.update(mention.values)  # type: ignore[arg-type]
@@ -159,6 +184,7 @@ class Facts:
             self.numbers.add(value)
             for multiplier in _multipliers(match.group("scale")):
                 self.numbers.add((value * multiplier).normalize())
+        self._sorted = None
 
     def grounds(self, mention: Mention) -> bool:
         """Whether the sources state the mention's value (see the module docstring)."""
@@ -171,9 +197,17 @@ class Facts:
         for multiplier in mention.multipliers:
             if (value * multiplier).normalize() in self.numbers:
                 return True
+        # Rounding: a source value s grounds the answer's v (written with d decimals) when
+        # s / multiplier rounds to v, so s lies within half a unit of the last decimal of
+        # v * multiplier. Only those candidates are tried, found by bisection.
+        if self._sorted is None:
+            self._sorted = sorted(self.numbers)
         quantum = Decimal(1).scaleb(-mention.decimals)
-        for source in self.numbers:
-            for multiplier in mention.multipliers:
+        for multiplier in mention.multipliers:
+            low = (value - quantum / 2) * multiplier
+            high = (value + quantum / 2) * multiplier
+            start = bisect.bisect_left(self._sorted, low)
+            for source in self._sorted[start : bisect.bisect_right(self._sorted, high)]:
                 scaled = source / multiplier
                 for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN):
                     try:
@@ -232,20 +266,30 @@ def _date_mention(text: str, candidates: Iterable[DateValue]) -> Mention | None:
 Spanned = tuple[int, int, Mention]
 
 
+class _Taken:
+    """Which characters of a text a match already claimed (linear in the text's length)."""
+
+    def __init__(self, text: str) -> None:
+        self._mask = bytearray(len(text))
+
+    def free(self, start: int, end: int) -> bool:
+        return self._mask.find(1, start, end) == -1
+
+    def take(self, start: int, end: int) -> None:
+        self._mask[start:end] = b"\x01" * (end - start)
+
+
 def _dates(text: str) -> list[Spanned]:
     """Dates with their spans resolved left to right, the most specific pattern first."""
-    found: list[tuple[int, int, Mention]] = []
-    taken: list[tuple[int, int]] = []
-
-    def free(start: int, end: int) -> bool:
-        return all(end <= s or start >= e for s, e in taken)
+    found: list[Spanned] = []
+    taken = _Taken(text)
 
     def add(match: re.Match[str], candidates: Iterable[DateValue]) -> None:
-        if not free(match.start(), match.end()):
+        if not taken.free(match.start(), match.end()):
             return
         mention = _date_mention(match.group(0).strip(), candidates)
         if mention is not None:
-            taken.append((match.start(), match.end()))
+            taken.take(match.start(), match.end())
             found.append((match.start(), match.end(), mention))
 
     for m in _ISO_DATE.finditer(text):
@@ -271,61 +315,71 @@ def _hours(hour: int, ampm: str | None) -> set[int]:
 
 def _times(text: str) -> list[Spanned]:
     found: list[Spanned] = []
-    taken: list[tuple[int, int]] = []
-    for pattern in (_CLOCK, _HOUR_AMPM):
+    taken = _Taken(text)
+    for pattern in (_CLOCK, _HOUR_AMPM, _OCLOCK):
         for m in pattern.finditer(text):
+            groups = m.groupdict()
             hour = int(m["h"])
-            minute = int(m.groupdict().get("m") or 0)
-            if hour > 23 or minute > 59:
+            minute = int(groups.get("m") or 0)
+            if hour > 23 or minute > 59 or not taken.free(m.start(), m.end()):
                 continue
-            if any(not (m.end() <= s or m.start() >= e) for s, e in taken):
-                continue
-            taken.append((m.start(), m.end()))
-            values = frozenset((h, minute) for h in _hours(hour, m["ap"]))
+            taken.take(m.start(), m.end())
+            values = frozenset((h, minute) for h in _hours(hour, groups.get("ap")))
             found.append((m.start(), m.end(), Mention(m.group(0).strip(), "time", values)))
     return found
 
 
+def _number_mention(answer: str, match: re.Match[str]) -> Mention | None:
+    """The number a match states, or None when it is a count (see the module docstring)."""
+    raw = match.group("num")
+    value = _decimal(raw)
+    if value is None:
+        return None
+    scale = _multipliers(match.group("scale"))
+    currency = _CURRENCY_BEFORE.search(answer[max(0, match.start() - 4) : match.start()])
+    unit = None if scale else _UNIT_AFTER.match(answer, match.end())
+    ordinal = _ORDINAL_AFTER.match(answer, match.end()) if not scale else None
+    whole = "." not in raw and "," not in raw
+    if ordinal and whole and (value <= _MAX_COUNT or ordinal.group("century")):
+        return None  # "1st", "3rd place", "21st century"
+    if whole and value <= _MAX_COUNT and not (scale or currency or unit or ordinal):
+        return None  # "top 3", "2 options", "step 1"
+    text = match.group(0).strip()
+    if currency:
+        text = currency.group(0) + text
+    if unit:
+        text += unit.group(0)
+    elif ordinal:
+        text += ordinal.group(0)
+    return Mention(
+        text=text,
+        kind="number",
+        values=frozenset({value}),
+        decimals=len(raw.split(".", 1)[1]) if "." in raw else 0,
+        multipliers=(Decimal(1), *scale),
+    )
+
+
 def mentions(answer: str) -> list[Mention]:
     """The distinct numbers, dates and times an answer states, in order of appearance."""
-    ignored: list[tuple[int, int]] = []
-    for pattern in (_URL, _CITATION, _LIST_MARKER):
-        ignored.extend(m.span() for m in pattern.finditer(answer))
-
-    def overlaps(start: int, end: int) -> bool:
-        return any(not (end <= s or start >= e) for s, e in ignored)
+    taken = _Taken(answer)
+    for pattern in (_URL, _CITATION, _LIST_MARKER, _IDIOM):
+        for m in pattern.finditer(answer):
+            taken.take(*m.span())
 
     stated: list[tuple[int, Mention]] = []
-    for start, end, mention in _dates(answer) + _times(answer):
-        if overlaps(start, end):
+    for start, end, mention in _dates(answer) + _times(answer):  # dates win over times
+        if not taken.free(start, end):
             continue
-        ignored.append((start, end))
+        taken.take(start, end)
         stated.append((start, mention))
     for match in _ANSWER_NUMBER.finditer(answer):
         start, end = match.span("num")
-        if overlaps(start, end):
+        if not taken.free(start, end):
             continue
-        raw = match.group("num")
-        value = _decimal(raw)
-        if value is None:
-            continue
-        decimals = len(raw.split(".", 1)[1]) if "." in raw else 0
-        scale = _multipliers(match.group("scale"))
-        text = match.group(0).strip()
-        # "65 degrees" / "$3.50": widen the text shown to the unit or currency around it.
-        text = _with_unit(answer, match.start(), match.end(), text)
-        stated.append(
-            (
-                start,
-                Mention(
-                    text=text,
-                    kind="number",
-                    values=frozenset({value}),
-                    decimals=decimals,
-                    multipliers=(Decimal(1), *scale),
-                ),
-            )
-        )
+        number = _number_mention(answer, match)
+        if number is not None:
+            stated.append((start, number))
     stated.sort(key=lambda item: item[0])
     seen: set[tuple[str, frozenset[object]]] = set()
     distinct: list[Mention] = []
@@ -334,17 +388,3 @@ def mentions(answer: str) -> list[Mention]:
             seen.add(mention.key)
             distinct.append(mention)
     return distinct
-
-
-_UNIT_AFTER = re.compile(r"\s?(?:°\s?[CF]?|degrees?(?:\s+[CF]\b)?|[A-Za-z]{1,5}\b)")
-_CURRENCY_BEFORE = re.compile(r"(?:[$€£¥]|USD\s?|EUR\s?|GBP\s?)$")
-
-
-def _with_unit(text: str, start: int, end: int, shown: str) -> str:
-    before = _CURRENCY_BEFORE.search(text[max(0, start - 4) : start])
-    if before:
-        shown = before.group(0) + shown
-    after = _UNIT_AFTER.match(text, end)
-    if after and not re.match(r"\s?(?:and|or|to|of|in|on|at|is|the|a|an)\b", after.group(0)):
-        shown = shown + after.group(0)
-    return shown

@@ -27,44 +27,36 @@ def validate(instance: Any, schema: Any) -> list[str]:
     return errors
 
 
+#: JSON type names of Python values, bool before int (a bool is an int in Python).
+_TYPE_NAMES: tuple[tuple[type, str], ...] = (
+    (bool, "boolean"),
+    (int, "integer"),
+    (float, "number"),
+    (str, "string"),
+    (list, "array"),
+    (dict, "object"),
+)
+
+
 def _type_name(value: Any) -> str:
     if value is None:
         return "null"
-    if isinstance(value, bool):
-        return "boolean"
-    if isinstance(value, int):
-        return "integer"
-    if isinstance(value, float):
-        return "number"
-    if isinstance(value, str):
-        return "string"
-    if isinstance(value, list):
-        return "array"
-    if isinstance(value, dict):
-        return "object"
-    return type(value).__name__
+    return next(
+        (name for kind, name in _TYPE_NAMES if isinstance(value, kind)), type(value).__name__
+    )
 
 
 def _is_type(value: Any, expected: str) -> bool:
-    # bool is an int in Python but never a number in JSON; 2.0 is an integer in JSON Schema.
-    if expected == "null":
-        return value is None
-    if expected == "boolean":
-        return isinstance(value, bool)
+    # bool is never a number in JSON; 2.0 is an integer in JSON Schema.
+    actual = _type_name(value)
     if expected == "integer":
-        if isinstance(value, bool):
-            return False
-        return isinstance(value, int) or (
+        return actual == "integer" or (
             isinstance(value, float) and math.isfinite(value) and value.is_integer()
         )
     if expected == "number":
-        return isinstance(value, (int, float)) and not isinstance(value, bool)
-    if expected == "string":
-        return isinstance(value, str)
-    if expected == "array":
-        return isinstance(value, list)
-    if expected == "object":
-        return isinstance(value, dict)
+        return actual in ("integer", "number")
+    if expected in ("null", "boolean", "string", "array", "object"):
+        return actual == expected
     return True  # an unknown type name: be lenient
 
 

@@ -1,9 +1,10 @@
-"""Recognising tool errors and refusals in text, for the deterministic checks.
+"""Recognising tool errors, empty tool results and refusals in text, for the checks.
 
-Both are heuristics tuned for precision: a tool result counts as an error only
+All are heuristics tuned for precision: a tool result counts as an error only
 when it looks like one as a whole (a JSON error object, a traceback, an error
 line at its start, an HTTP error status), not when it merely mentions an error
-somewhere in otherwise useful content.
+somewhere in otherwise useful content; an answer counts as a refusal only when
+it opens with one, not when a caveat follows a real answer.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["tool_error", "refusal"]
+__all__ = ["tool_error", "empty_result", "refusal", "short"]
 
 _ERROR_KEYS = ("error", "errors", "exception", "error_message", "errormessage", "err", "fault")
 _STATUS_KEYS = ("status_code", "statuscode", "http_status", "httpstatus", "status")
@@ -32,6 +33,13 @@ _LEADING_ERROR = re.compile(
     r"|(?:tool|function)\s+\S+\s+(?:not found|does not exist|failed)\b)",
     re.IGNORECASE,
 )
+# A short result that is only a failure message about something: "City not found",
+# "File does not exist", "Account ID is invalid".
+_SHORT_FAILURE = re.compile(
+    r"\A\W*(?:[\w.'\-/]+\s+){1,4}(?:was\s+|is\s+)?(?:not\s+found|does\s+not\s+exist"
+    r"|doesn[’']t\s+exist|is\s+(?:not\s+valid|invalid)|not\s+recogni[sz]ed)\W*\Z",
+    re.IGNORECASE,
+)
 _HTTP_REASONS = (
     "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
     "|Not Acceptable|Request Timeout|Conflict|Gone|Payload Too Large|Unprocessable Entity"
@@ -44,12 +52,15 @@ _HTTP_STATUS = re.compile(
     r"|\b(?P<c>[45]\d\d)\s*[:\-]?\s*(?:" + _HTTP_REASONS + r")\b",
     re.IGNORECASE,
 )
+#: A result that is only an HTTP reason phrase ("Internal Server Error", "Not Found").
+_REASON_ONLY = re.compile(r"\A\W*(?:" + _HTTP_REASONS + r")\W*\Z", re.IGNORECASE)
 #: HTTP status phrases are looked for near the start only: further in, a "404 Not Found"
 #: is more likely content (a search result about errors) than the result's own status.
 _HTTP_WINDOW = 300
 
 
-def _short(value: Any, limit: int = 80) -> str:
+def short(value: Any, limit: int = 80) -> str:
+    """`value` (text, or anything as JSON) on one line, cut to `limit` characters."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
     text = " ".join(text.split())
     return text if len(text) <= limit else text[: limit - 3] + "..."
@@ -64,9 +75,9 @@ def _json_error(data: Any) -> str | None:
     for key in _ERROR_KEYS:
         value = lowered.get(key)
         if value not in (None, False, "", [], {}, 0):
-            return f'error object ("{key}": {_short(value)})'
+            return f'error object ("{key}": {short(value)})'
     if lowered.get("iserror") is True or lowered.get("is_error") is True:  # MCP CallToolResult
-        return f"error result ({_short(data)})"
+        return f"error result ({short(data)})"
     for key in _STATUS_KEYS:
         value = lowered.get(key)
         if isinstance(value, int) and not isinstance(value, bool) and 400 <= value <= 599:
@@ -75,7 +86,7 @@ def _json_error(data: Any) -> str | None:
             if value.strip().lower() in _FAILED_STATUS:
                 return f'failed status ("{key}": "{value}")'
             if re.fullmatch(r"\s*[45]\d\d\b.*", value):
-                return f'HTTP error status ("{key}": "{_short(value, 40)}")'
+                return f'HTTP error status ("{key}": "{short(value, 40)}")'
     code = lowered.get("code")
     if (
         isinstance(code, int)
@@ -87,7 +98,19 @@ def _json_error(data: Any) -> str | None:
     if lowered.get("success") is False or lowered.get("ok") is False:
         key = "success" if "success" in lowered else "ok"
         return f'failure flag ("{key}": false)'
+    # An error body that is only a message: {"detail": "Not Found"} (FastAPI, Django REST),
+    # {"message": "Error: bad key", "documentation_url": ...} (GitHub).
+    for key in ("detail", "message"):
+        value = lowered.get(key)
+        if isinstance(value, str) and len(lowered) <= 2 and _message_error(value):
+            return f'error message ("{key}": {short(value)})'
+    if isinstance(lowered.get("detail"), list) and len(lowered) == 1:  # validation errors
+        return f"error detail ({short(data['detail'] if 'detail' in data else data)})"
     return None
+
+
+def _message_error(text: str) -> bool:
+    return _REASON_ONLY.match(text) is not None or _text_error(text) is not None
 
 
 def _text_error(text: str) -> str | None:
@@ -96,11 +119,15 @@ def _text_error(text: str) -> str | None:
     match = _LEADING_ERROR.match(text)
     if match:
         first_line = text.strip().splitlines()[0] if text.strip() else text
-        return f"error text ({_short(first_line)})"
+        return f"error text ({short(first_line)})"
+    if _REASON_ONLY.match(text):
+        return f"HTTP error text ({short(text)})"
+    if len(text) <= 80 and _SHORT_FAILURE.match(text):
+        return f"failure message ({short(text)})"
     match = _HTTP_STATUS.search(text[:_HTTP_WINDOW])
     if match:
         status = match.group("a") or match.group("b") or match.group("c")
-        return f"HTTP error status {status} ({_short(match.group(0), 40)})"
+        return f"HTTP error status {status} ({short(match.group(0), 40)})"
     return None
 
 
@@ -132,9 +159,78 @@ _REFUSAL = re.compile(
     r"|\bas\s+an\s+AI\b",
     re.IGNORECASE,
 )
+#: The opening of an answer: its first sentence, at most this many characters.
+_OPENING = 200
+_SENTENCE_END = re.compile(r"[.!?](?:\s|$)|\n")
 
 
-def refusal(answer: str) -> str | None:
-    """The refusal or apology phrase an answer contains, or None."""
-    match = _REFUSAL.search(answer)
+def refusal(answer: str, *, anywhere: bool = False) -> str | None:
+    """The refusal or apology phrase the answer opens with (in its first sentence), or
+    anywhere in it with `anywhere=True`; None when there is none.
+
+    A caveat after a real answer ("It is 18 °C. I could not check tomorrow.") is not one.
+    """
+    text = answer.strip()
+    if not anywhere:
+        end = _SENTENCE_END.search(text, 0, _OPENING)
+        text = text[: end.end() if end else _OPENING]
+    match = _REFUSAL.search(text)
     return " ".join(match.group(0).split()) if match else None
+
+
+_EMPTY_TEXT = re.compile(
+    r"\A\W*(?:no\s+(?:results?|matches|matching\s+\w+|data|records?|items?|hits|entries)"
+    r"(?:\s+(?:were\s+)?found)?|nothing\s+(?:was\s+)?found|not\s+found|0\s+results?"
+    r"|none|null|n/?a)\W*\Z",
+    re.IGNORECASE,
+)
+#: Keys under which a JSON result carries its items ({"results": []} is an empty result).
+_ITEM_KEYS = (
+    "results",
+    "items",
+    "data",
+    "hits",
+    "documents",
+    "docs",
+    "rows",
+    "records",
+    "matches",
+    "entries",
+    "values",
+    "list",
+    "objects",
+)
+_COUNT_KEYS = ("count", "total", "total_count", "totalcount", "num_results", "hits")
+
+
+def _empty_json(data: Any) -> bool:
+    if data in (None, "", [], {}):
+        return True
+    if isinstance(data, str):
+        return _EMPTY_TEXT.match(data) is not None
+    if not isinstance(data, dict):
+        return False
+    lowered = {k.lower(): v for k, v in data.items() if isinstance(k, str)}
+    for key in _ITEM_KEYS:
+        if key in lowered:
+            items = lowered[key]
+            if isinstance(items, int) and not isinstance(items, bool):
+                return items == 0  # {"hits": 0}
+            return _empty_json(items)  # {"hits": {"total": 0, "hits": []}} too
+    return any(
+        lowered.get(key) == 0 and not isinstance(lowered.get(key), bool) for key in _COUNT_KEYS
+    )
+
+
+def empty_result(response: str) -> bool:
+    """Whether a tool result found nothing (an empty list, `{"results": []}`, "No results
+    found"): a fair reason for the agent to say it could not find something."""
+    stripped = response.strip()
+    if not stripped:
+        return True
+    if stripped[0] in '{["' or stripped in ("null", "0"):
+        try:
+            return _empty_json(json.loads(stripped))
+        except ValueError:
+            pass
+    return _EMPTY_TEXT.match(stripped) is not None

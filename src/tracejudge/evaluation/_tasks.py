@@ -93,7 +93,15 @@ class TaskRegistry:
         """Cancel every unfinished task and forget them all."""
         tasks = [t.future for t in self._tasks.values()]
         self._tasks.clear()
+        loop = asyncio.get_running_loop()
+        mine = []
         for task in tasks:
-            task.cancel()
-        if tasks:
-            await asyncio.gather(*tasks, return_exceptions=True)
+            owner = task.get_loop()
+            if owner is loop:
+                task.cancel()
+                mine.append(task)
+            elif not owner.is_closed():
+                # Started on another loop (an AsyncComposo used from several): cancel it there.
+                owner.call_soon_threadsafe(task.cancel)
+        if mine:
+            await asyncio.gather(*mine, return_exceptions=True)

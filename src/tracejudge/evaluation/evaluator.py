@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 import uuid
+import weakref
 from collections.abc import Awaitable, Iterable, Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -31,7 +32,7 @@ from tracejudge.evaluation.render import (
     render_agent,
     render_conversation,
 )
-from tracejudge.judges import CriterionKind, Judge, JudgeRequest, Verdict
+from tracejudge.judges import Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
     AgentTraceResult,
@@ -198,11 +199,26 @@ class Evaluator:
     `ConfigurationError` saying how to configure a judge. Criteria are strings
     whose first words give their kind ("Reward", "Penalize", "Passes if",
     "Fails if"; text without one of these is judged as Reward), or `TraceCheck`
-    objects.
+    objects. At most `max_concurrency` judge calls of this evaluator are in flight
+    at once, whatever the judge (the HTTP judges also bound their own requests).
     """
 
-    def __init__(self, judge: Judge | None = None) -> None:
+    def __init__(self, judge: Judge | None = None, *, max_concurrency: int = 16) -> None:
+        if max_concurrency < 1:
+            raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.judge = judge
+        self.max_concurrency = max_concurrency
+        # An asyncio.Semaphore belongs to one event loop: one per loop that uses this.
+        self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+            weakref.WeakKeyDictionary()
+        )
+
+    def _limit(self) -> asyncio.Semaphore:
+        loop = asyncio.get_running_loop()
+        limit = self._limits.get(loop)
+        if limit is None:
+            limit = self._limits[loop] = asyncio.Semaphore(self.max_concurrency)
+        return limit
 
     # ------------------------------------------------------------------ helpers
 
@@ -215,7 +231,8 @@ class Evaluator:
 
     async def _ask(self, request: JudgeRequest) -> ScoreResponse:
         assert self.judge is not None  # require_judge ran before any call
-        verdict = await self.judge.judge(request)
+        async with self._limit():
+            verdict = await self.judge.judge(request)
         return _score_response(verdict, self.judge)
 
     # ------------------------------------------------------------------ conversations
@@ -287,12 +304,8 @@ class Evaluator:
             )
         self.require_judge([criterion])
         rendered = render_conversation(agent, evaluate_latest=evaluate_latest)
-        request = JudgeRequest(
-            criterion=criterion,
-            kind=CriterionKind.of(criterion),
-            content=rendered.content,
-            target=rendered.target,
-            clean_explanation=clean_explanation,
+        request = JudgeRequest.of(
+            criterion, rendered.content, target=rendered.target, clean_explanation=clean_explanation
         )
         result = await self._ask(request)
         return EvaluationResponse.model_validate({**result.model_dump(), "criterion": criterion})
@@ -349,10 +362,4 @@ class Evaluator:
         rendered = renders.get(agent.id)
         if rendered is None:
             rendered = renders[agent.id] = render_agent(trace, agent.id)
-        request = JudgeRequest(
-            criterion=criterion,
-            kind=CriterionKind.of(criterion),
-            content=rendered.content,
-            target=rendered.target,
-        )
-        return await self._ask(request)
+        return await self._ask(JudgeRequest.of(criterion, rendered.content, target=rendered.target))

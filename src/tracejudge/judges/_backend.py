@@ -25,7 +25,7 @@ from tracejudge.judges._http import (
     Endpoint,
     error_from_response,
     error_message,
-    post_with_retries,
+    send_with_retries,
 )
 from tracejudge.judges._parse import (
     Judgement,
@@ -160,7 +160,7 @@ class HTTPJudge:
         self._state_slot: _LoopState | None = None
         self._state_lock = threading.Lock()
         self._endpoint = Endpoint(
-            judge=name,
+            label=f"judge {name}",
             model=model,
             base_url=base_url,
             key_hint=self._key_hint(),
@@ -357,6 +357,10 @@ class HTTPJudge:
             assert judgement.score is not None
             if answer.logprobs is not None:
                 weighted = weighted_score(answer.logprobs, judgement.score)
+                if weighted is None:
+                    self._logprobs_notice(
+                        f"the logprobs from {self.base_url} do not show the score as one token"
+                    )
             elif logprobs_asked:
                 self._logprobs_notice(f"logprobs not returned by {self.base_url}")
             grade = weighted if weighted is not None else float(judgement.score)
@@ -418,7 +422,7 @@ class HTTPJudge:
             with self._features_lock:
                 features = dict(self._features)
             body = self._body(messages, request, features)
-            response = await post_with_retries(
+            response = await send_with_retries(
                 client,
                 self._url(),
                 body=body,

@@ -25,7 +25,15 @@ from tracejudge.errors import (
 )
 from tracejudge.errors import TimeoutError as RequestTimeoutError
 
-__all__ = ["Endpoint", "post_with_retries", "error_from_response", "error_message", "RETRYABLE"]
+__all__ = [
+    "Endpoint",
+    "ErrorFactory",
+    "send_with_retries",
+    "error_from_response",
+    "error_message",
+    "retry_after_seconds",
+    "RETRYABLE",
+]
 
 #: Statuses worth another try: request timeout, conflict (lock contention at OpenAI),
 #: rate limit, and every server error (Anthropic's 529 "overloaded" among them).
@@ -38,15 +46,18 @@ def _retryable(status: int) -> bool:
 
 @dataclass(frozen=True)
 class Endpoint:
-    """What error messages need to say which judge failed and what to do about it."""
+    """What error messages need to say which service failed and what to do about it.
 
-    judge: str
+    `label` names the service ("judge openai:gpt-4.1-mini", "the Composo server").
+    """
+
+    label: str
     model: str
     base_url: str
     key_hint: str
 
     def where(self) -> str:
-        return f"judge {self.judge} at {self.base_url}"
+        return f"{self.label} at {self.base_url}"
 
 
 def error_message(response: httpx.Response) -> str:
@@ -140,11 +151,16 @@ def error_from_response(
     return BadRequestError(f"{where} rejected the request (HTTP {status}: {message})", status, body)
 
 
-async def post_with_retries(
+#: Builds the error for a failed answer: (response, endpoint, attempts=...) -> error.
+ErrorFactory = Callable[..., ComposoError]
+
+
+async def send_with_retries(
     client: httpx.AsyncClient,
-    url: httpx.URL,
+    url: httpx.URL | str,
     *,
-    body: dict[str, Any],
+    method: str = "POST",
+    body: dict[str, Any] | None,
     headers: dict[str, str],
     endpoint: Endpoint,
     deadline: float,
@@ -153,15 +169,17 @@ async def post_with_retries(
     num_retries: int,
     backoff_base: float,
     backoff_max: float,
-    on_attempt: Callable[[], None],
+    on_attempt: Callable[[], None] | None = None,
+    error_for: ErrorFactory = error_from_response,
 ) -> httpx.Response:
-    """POST `body` until an answer that is not worth retrying comes back, and return it.
+    """Send `body` until an answer that is not worth retrying comes back, and return it.
 
     Retries 408/409/429/5xx, timeouts and connection errors `num_retries` times with
     exponential backoff and full jitter, waiting what `Retry-After` asks instead when it is
     given. Never waits past `deadline` (an event-loop time). Raises TimeoutError when the
     deadline runs out, RateLimitError or APIError when the retries do. Other answers (2xx,
-    400, 401, 404, ...) are returned for the caller to read.
+    400, 401, 404, ...) are returned for the caller to read. `error_for` builds the error
+    raised for a retryable status once the retries or the deadline run out.
     """
     loop = asyncio.get_running_loop()
     attempt = 0
@@ -172,13 +190,15 @@ async def post_with_retries(
                 f"{endpoint.where()} gave no usable answer within the {timeout:g}s timeout; "
                 "raise timeout, or check that the server is up"
             )
-        on_attempt()
+        if on_attempt is not None:
+            on_attempt()
         retry_after: float | None = None
         try:
             # httpx's timeout bounds each read or write, not the whole exchange; wait_for
             # bounds the exchange so a slowly trickling answer cannot outlive the deadline.
             response = await asyncio.wait_for(
-                client.post(
+                client.request(
+                    method,
                     url,
                     json=body,
                     headers=headers,
@@ -201,7 +221,7 @@ async def post_with_retries(
         else:
             if not _retryable(response.status_code):
                 return response
-            failure = error_from_response(response, endpoint, attempts=attempt + 1)
+            failure = error_for(response, endpoint, attempts=attempt + 1)
             retry_after = retry_after_seconds(response.headers)
         if attempt >= num_retries:
             raise failure

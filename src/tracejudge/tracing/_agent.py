@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextvars
 import inspect
 import uuid
 from collections.abc import Callable
@@ -19,12 +20,15 @@ from tracejudge.tracing._processors import CaptureSpanProcessor, SpanCapture
 from tracejudge.tracing._setup import current_setup
 
 if TYPE_CHECKING:
-    from tracejudge.models import MultiAgentTrace
+    from tracejudge.models import AgentInstance, MultiAgentTrace
 
 __all__ = ["AgentTracer", "agent_tracer"]
 
 _SCOPE = "tracejudge.tracing"
 F = TypeVar("F", bound=Callable[..., Any])
+_active: contextvars.ContextVar[AgentTracer | None] = contextvars.ContextVar(
+    "tracejudge_active_agent", default=None
+)
 
 
 class AgentTracer:
@@ -43,8 +47,9 @@ class AgentTracer:
     ``threading.Thread`` or ``loop.run_in_executor`` does not carry the context, and its calls
     are not. Without ``ComposoTracer.init`` (or with no SDK TracerProvider at all, or when a
     sampler drops the agent's span) the block still runs and :attr:`trace` holds this agent
-    with no interactions. The outermost tracer's capture is released from global state when
-    it exits; the tracer itself keeps its spans, so :attr:`trace` works afterwards.
+    with no interactions and a warning that says why. The outermost tracer's capture is
+    released from global state when it exits; the tracer itself keeps its spans, so
+    :attr:`trace` works afterwards.
 
     Attributes:
         name: The agent's name (``agent_<hex>`` when none was given).
@@ -57,9 +62,16 @@ class AgentTracer:
         self.agent_id: str = agent_id or str(uuid.uuid4())
         self.span: Span = INVALID_SPAN
         self._token: object | None = None
+        self._active_token: contextvars.Token[AgentTracer | None] | None = None
         self._entered = False
         self._capture: SpanCapture | None = None
         self._owned_by: CaptureSpanProcessor | None = None  # set when this is a root agent
+
+    @classmethod
+    def get_active(cls) -> AgentTracer | None:
+        """The innermost AgentTracer whose block the caller is in (in this context), or
+        None (the Composo SDK's method)."""
+        return _active.get()
 
     @property
     def id(self) -> str:
@@ -102,6 +114,7 @@ class AgentTracer:
                 self._capture = setup.capture.open(span)
                 self._owned_by = setup.capture
         self._token = otel_context.attach(otel_trace.set_span_in_context(span))
+        self._active_token = _active.set(self)
         return self
 
     def __exit__(
@@ -117,6 +130,12 @@ class AgentTracer:
                 span.record_exception(exc, escaped=True)
                 span.set_status(Status(StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
         finally:
+            if self._active_token is not None:
+                try:
+                    _active.reset(self._active_token)
+                except ValueError:  # exited in another context than it was entered in
+                    pass
+                self._active_token = None
             if self._token is not None:
                 otel_context.detach(self._token)
                 self._token = None
@@ -156,19 +175,36 @@ class AgentTracer:
         """
         from tracejudge.models import AgentInstance, MultiAgentTrace
 
+        trace: MultiAgentTrace | None = None
         spans = self.spans
         if spans:
             from tracejudge.convert import traces_from_spans
 
             for candidate in traces_from_spans(spans):
                 if self.agent_id in candidate.agent_instance_by_id:
-                    return _rerooted(candidate, self.agent_id)
-        agent = AgentInstance(id=self.agent_id, name=self.name)
-        return MultiAgentTrace.from_agent(agent)
+                    trace = _rerooted(candidate, self.agent_id)
+                    break
+        if trace is None:
+            trace = MultiAgentTrace.from_agent(AgentInstance(id=self.agent_id, name=self.name))
+        if self._capture is None and self._entered:
+            trace.warnings.append(
+                "nothing was captured for this agent: tracing was not initialised when it "
+                "started (call ComposoTracer.init(...) first) or its span was not recorded"
+            )
+        return trace
 
     def get_multi_agent_trace(self) -> MultiAgentTrace:
         """The same as :attr:`trace` (the Composo SDK's method name)."""
         return self.trace
+
+    def get_agent_instance(self) -> AgentInstance:
+        """This agent's own `AgentInstance` (the Composo SDK's method name)."""
+        trace = self.trace
+        return trace.agent_instance_by_id[trace.root_agent_instance_id]
+
+    def get_raw_spans(self) -> list[ReadableSpan]:
+        """The same as :attr:`spans` (the Composo SDK's method name)."""
+        return self.spans
 
 
 def _rerooted(trace: MultiAgentTrace, root_id: str) -> MultiAgentTrace:
@@ -183,8 +219,10 @@ def _rerooted(trace: MultiAgentTrace, root_id: str) -> MultiAgentTrace:
         agent = trace.agent_instance_by_id.get(stack.pop())
         if agent is not None and agent.id not in keep:
             keep[agent.id] = agent
-            stack.extend(agent.child_ids)
-    return MultiAgentTrace(root_agent_instance_id=root_id, agent_instance_by_id=keep)
+            stack.extend(reversed(agent.child_ids))
+    return MultiAgentTrace(
+        root_agent_instance_id=root_id, agent_instance_by_id=keep, warnings=trace.warnings
+    )
 
 
 # -- decorator --------------------------------------------------------------------------------

@@ -22,6 +22,18 @@ __all__ = ["ComposoTracer", "Instruments", "MissingDependencyError"]
 logger = logging.getLogger("tracejudge.tracing")
 
 _OTLP_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
+_OTLP_PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+# (exporter module, package, tracejudge extra or None)
+_OTLP_HTTP = (
+    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    "opentelemetry-exporter-otlp-proto-http",
+    "otlp",
+)
+_OTLP_GRPC = (
+    "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
+    "opentelemetry-exporter-otlp-proto-grpc",
+    None,
+)
 
 
 class MissingDependencyError(ImportError):
@@ -29,11 +41,15 @@ class MissingDependencyError(ImportError):
     the instrumentation for a requested `Instruments` member, or the OTLP exporter when an
     OTLP endpoint is configured. The message says what to install."""
 
-    def __init__(self, package: str, extra: str | None, purpose: str) -> None:
+    def __init__(
+        self, package: str, extra: str | None, purpose: str, *, core: bool = False
+    ) -> None:
         if extra is not None:
             hint = f"pip install 'tracejudge[{extra}]' (or pip install {package})"
-        else:
+        elif core:
             hint = f"pip install {package} (a dependency of tracejudge; reinstall tracejudge)"
+        else:
+            hint = f"pip install {package}"
         super().__init__(f"{purpose} needs the package {package!r}, which is not installed: {hint}")
         self.package = package
         self.extra = extra
@@ -117,7 +133,7 @@ def _instrumentor_class(instrument: Instruments) -> type:
         module = importlib.import_module(spec.module)
     except ImportError as error:
         raise MissingDependencyError(
-            spec.package, spec.extra, f"Instruments.{instrument.name}"
+            spec.package, spec.extra, f"Instruments.{instrument.name}", core=spec.extra is None
         ) from error
     return getattr(module, spec.class_name)
 
@@ -142,15 +158,25 @@ def _otlp_configured() -> bool:
     return any(os.environ.get(name, "").strip() for name in _OTLP_ENDPOINT_VARIABLES)
 
 
+def _otlp_protocol() -> str:
+    for name in _OTLP_PROTOCOL_VARIABLES:
+        value = os.environ.get(name, "").strip().lower()
+        if value:
+            return value
+    return "http/protobuf"
+
+
 def _otlp_processor() -> SpanProcessor:
+    if _otlp_protocol() == "grpc":
+        module, package, extra = _OTLP_GRPC
+    else:  # http/protobuf, the default (http/json is not offered by the Python SDK)
+        module, package, extra = _OTLP_HTTP
     try:
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+        exporter_class = importlib.import_module(module).OTLPSpanExporter
     except ImportError as error:
-        raise MissingDependencyError(
-            "opentelemetry-exporter-otlp-proto-http", "otlp", "OTLP export"
-        ) from error
+        raise MissingDependencyError(package, extra, "OTLP export") from error
     # The exporter reads endpoint, headers, timeout and compression from the OTEL_* variables.
-    return BatchSpanProcessor(OTLPSpanExporter())
+    return BatchSpanProcessor(exporter_class())
 
 
 def _resolve_provider(tracer_provider: TracerProvider | None) -> tuple[TracerProvider, bool]:
@@ -200,10 +226,12 @@ class ComposoTracer:
         `instruments` is instrumented with OpenLLMetry once per process; a missing
         instrumentation package raises :class:`MissingDependencyError` before anything is
         changed. When ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-        is set (or `otlp` is True), spans are also exported with the OTLP/HTTP exporter behind
-        a BatchSpanProcessor (extra ``tracejudge[otlp]``); pass ``otlp=False`` when your own
-        provider already exports there. Calling `init` again adds no processor or exporter
-        twice and instruments nothing twice; it instruments members not instrumented yet.
+        is set (or `otlp` is True), spans are also exported with the standard OTLP exporter
+        behind a BatchSpanProcessor: OTLP/HTTP (extra ``tracejudge[otlp]``), or gRPC when
+        ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL=grpc`` (``opentelemetry-exporter-otlp-proto-grpc``);
+        pass ``otlp=False`` when your own provider already exports there. Calling `init`
+        again adds no processor or exporter twice and instruments nothing twice; it
+        instruments members not instrumented yet.
         """
         global _setup
         wanted = _as_list(instruments)
@@ -242,6 +270,11 @@ class ComposoTracer:
         if setup.owns_provider:
             return setup.provider.force_flush(timeout_millis)
         return all(wrapper.force_flush(timeout_millis) for wrapper in setup.attached)
+
+    @classmethod
+    def flush(cls, timeout_millis: int = 30000) -> bool:
+        """The same as :meth:`force_flush`."""
+        return cls.force_flush(timeout_millis)
 
     @classmethod
     def shutdown(cls) -> None:
