@@ -50,6 +50,11 @@ SAMPLE_TRACE: dict[str, Any] = {
 }
 
 
+SAMPLE_INTERACTION = LLMInteraction.model_validate(
+    SAMPLE_TRACE["agent_instance_by_id"]["o1"]["interactions"][0]
+)
+
+
 def _call(call_id: str, name: str, **arguments: Any) -> LLMToolCall:
     return LLMToolCall(id=call_id, name=name, parameters=arguments)
 
@@ -482,6 +487,94 @@ def test_legacy_function_calls_match_their_results_by_name() -> None:
 def test_from_chat_session_refuses_messages_that_are_not_dicts() -> None:
     with pytest.raises(TypeError, match=r"messages\[1\]"):
         AgentInstance.from_chat_session([{"role": "user", "content": "q"}, "answer"])
+
+
+ANTHROPIC_WEB_SEARCH = [
+    {"role": "user", "content": "Latest SpaceX news?"},
+    {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Searching."},
+            {
+                "type": "server_tool_use",
+                "id": "srvtoolu_1",
+                "name": "web_search",
+                "input": {"query": "SpaceX news"},
+            },
+            {
+                "type": "web_search_tool_result",
+                "tool_use_id": "srvtoolu_1",
+                "content": [
+                    {"type": "web_search_result", "title": "Starship", "url": "https://e.org/s"}
+                ],
+            },
+            {"type": "text", "text": "Starship flew again."},
+        ],
+    },
+]
+
+
+def test_from_chat_session_keeps_anthropic_server_tool_blocks() -> None:
+    from tracejudge.evaluation.render import conversation_agent
+
+    agent = AgentInstance.from_chat_session(ANTHROPIC_WEB_SEARCH)
+    # The assistant message is split at the result: a call, then the answer after it.
+    first, second = agent.llm_interactions
+    (call,) = first.tool_calls
+    assert (call.id, call.name, call.arguments()) == (
+        "srvtoolu_1",
+        "web_search",
+        {"query": "SpaceX news"},
+    )
+    result = second.input_messages[-1].content
+    assert isinstance(result, LLMToolResponse) and result.id == "srvtoolu_1"
+    assert result.name == "web_search" and "Starship <https://e.org/s>" in result.response
+    assert second.output_text == "Starship flew again."
+    # The judge's view of a conversation is the same agent.
+    assert conversation_agent(ANTHROPIC_WEB_SEARCH).interactions == agent.interactions
+
+
+def test_a_trace_without_llm_interactions_says_what_to_check() -> None:
+    from tracejudge.errors import NoLLMInteractionsError
+
+    trace = MultiAgentTrace.from_agent(AgentInstance(id="a1", name="idle"))
+    with pytest.raises(NoLLMInteractionsError) as raised:
+        trace.require_llm_interactions()
+    message = str(raised.value)
+    assert "idle (a1)" in message
+    for hint in ("ComposoTracer.init", "instrumentation", "spans of the trace"):
+        assert hint in message
+    # The wire request rejects it with the same words; converting nothing says them too.
+    with pytest.raises(ValidationError) as invalid:
+        TraceRewardRequest(trace=trace, evaluation_criteria="Reward x")
+    assert message in str(invalid.value)
+    with pytest.raises(NoLLMInteractionsError) as converted:
+        traces_from_otlp(b"").require_llm_interactions()
+    assert "ComposoTracer.init" in str(converted.value)
+    assert "the input holds 0 spans" in str(converted.value)
+    trace.root.interactions.append(SAMPLE_INTERACTION)
+    assert trace.require_llm_interactions() is trace
+
+
+def test_public_members_say_what_they_are() -> None:
+    from tracejudge.models import AgentTraceResult, SummaryStatistics
+
+    documented = [
+        AgentInstance.llm_interactions,
+        AgentInstance.child_ids,
+        LLMInteraction.duration_seconds,
+        LLMInteraction.tool_calls,
+        MultiAgentTrace.root,
+        MultiAgentTrace.parent_of,
+        MultiAgentTrace.require_llm_interactions,
+        SummaryStatistics,
+        AgentTraceResult,
+    ]
+    for member in documented:
+        assert (member.__doc__ or "").strip(), member
+    # Token usage is summed where it is read (checks.budgets); the model has no arithmetic.
+    with pytest.raises(TypeError):
+        TokenUsage(total_tokens=1) + TokenUsage(total_tokens=2)  # type: ignore[operator]
 
 
 # --------------------------------------------------------------------------- compatibility

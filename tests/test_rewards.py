@@ -3,24 +3,52 @@
 from __future__ import annotations
 
 import json
+import threading
+import time
+from collections.abc import Iterator
 
 import pytest
 
 from tracejudge import (
+    Composo,
     MissingAPIKeyError,
     ModelNotFoundError,
     ProviderRequestError,
     evaluate_rubric,
     osmosis_reward,
     osmosis_rubric,
+    rewards,
 )
-from tracejudge.testing import Reply, ScriptedLLMServer
+from tracejudge.judges import OpenAICompatibleJudge
+from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
 
 
-def _verdict(score: int, explanation: str = "Clear and correct.", applicable: bool = True) -> Reply:
+def _verdict(
+    score: int,
+    explanation: str = "Clear and correct.",
+    applicable: bool = True,
+    delay: float = 0.0,
+) -> Reply:
     return Reply.text(
-        json.dumps({"explanation": explanation, "applicable": applicable, "score": score})
+        json.dumps({"explanation": explanation, "applicable": applicable, "score": score}),
+        delay=delay,
     )
+
+
+def _close_cached_clients() -> None:
+    with rewards._CLIENTS_LOCK:
+        entries = list(rewards._CLIENTS.values())
+        rewards._CLIENTS.clear()
+    for entry in entries:
+        getattr(entry, "client", entry).close()
+
+
+@pytest.fixture(autouse=True)
+def _fresh_client_cache() -> Iterator[None]:
+    """Each test starts with no cached judge client, and leaves none open."""
+    _close_cached_clients()
+    yield
+    _close_cached_clients()
 
 
 @pytest.fixture()
@@ -153,3 +181,91 @@ def test_osmosis_rubric_checks_the_signature() -> None:
             return "high"  # type: ignore[return-value]
 
         returns_text("a", None, {})
+
+
+def test_unknown_provider_names_the_valid_ones() -> None:
+    with pytest.raises(ProviderRequestError, match="valid providers: anthropic, openai") as error:
+        evaluate_rubric("Evaluate x", "y", {"provider": "gemini", "model": "gemini-2.5-pro"})
+    assert error.value.provider == "gemini"
+
+
+def test_a_local_provider_needs_no_key(judge_server, monkeypatch) -> None:
+    monkeypatch.delenv("VLLM_API_KEY", raising=False)
+    judge_server.add(_verdict(10))
+    info = {"provider": "vllm", "model": "judge-model", "base_url": judge_server.base_url}
+    assert evaluate_rubric("Evaluate x", "y", info) == 1.0
+
+
+def test_concurrent_first_calls_leave_one_client_open(judge_server, monkeypatch) -> None:
+    judge_server.default = _verdict(8)
+    made: list[Composo] = []
+    closed: list[Composo] = []
+    make, close = Composo.__init__, Composo.close
+
+    def counted_init(self: Composo, *args, **kwargs) -> None:
+        made.append(self)
+        time.sleep(0.05)  # a slow start (a cold import, a busy machine): every caller misses
+        make(self, *args, **kwargs)
+
+    def counted_close(self: Composo) -> None:
+        closed.append(self)
+        close(self)
+
+    monkeypatch.setattr(Composo, "__init__", counted_init)
+    monkeypatch.setattr(Composo, "close", counted_close)
+    start = threading.Barrier(16)
+    scores: list[float] = []
+
+    def call() -> None:
+        start.wait()
+        scores.append(evaluate_rubric("Evaluate x", "y", _model_info(judge_server)))
+
+    callers = [threading.Thread(target=call) for _ in range(16)]
+    for caller in callers:
+        caller.start()
+    for caller in callers:
+        caller.join(timeout=10)
+    assert scores == [pytest.approx(7 / 9)] * 16
+    still_open = [client for client in made if not any(client is c for c in closed)]
+    assert len(still_open) == 1  # the cached one; every spare was closed
+
+
+def test_a_client_in_use_is_not_closed_to_make_room(judge_server) -> None:
+    def answer(request: RecordedRequest) -> Reply:
+        return _verdict(8, delay=1.0 if request.json["model"] == "slow" else 0.0)
+
+    judge_server.default = answer
+    info = _model_info(judge_server)
+    outcome: dict[str, float] = {}
+
+    def slow_call() -> None:
+        outcome["score"] = evaluate_rubric("Evaluate x", "y", {**info, "model": "slow"})
+
+    caller = threading.Thread(target=slow_call, daemon=True)
+    caller.start()
+    deadline = time.monotonic() + 5
+    while not judge_server.requests:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    # As many other configurations as the cache holds: "slow" is the least recently used.
+    for index in range(rewards._MAX_CLIENTS):
+        evaluate_rubric("Evaluate x", "y", {**info, "model": f"m{index}"})
+    caller.join(timeout=5)
+    assert not caller.is_alive(), "the call in flight hangs on a closed client"
+    assert outcome["score"] == pytest.approx(7 / 9)
+
+
+def test_an_evicted_client_closes_its_judge(judge_server, monkeypatch) -> None:
+    judge_server.default = _verdict(8)
+    closed: list[str] = []
+    release = OpenAICompatibleJudge.aclose
+
+    async def counted_aclose(self: OpenAICompatibleJudge) -> None:
+        closed.append(self.model)
+        await release(self)
+
+    monkeypatch.setattr(OpenAICompatibleJudge, "aclose", counted_aclose)
+    info = _model_info(judge_server)
+    for index in range(rewards._MAX_CLIENTS + 1):
+        evaluate_rubric("Evaluate x", "y", {**info, "model": f"m{index}"})
+    assert closed == ["m0"]

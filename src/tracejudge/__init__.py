@@ -23,7 +23,7 @@ _EXPORTS: dict[str, str] = {
     "AgentTracer": "tracejudge.tracing",
     "agent_tracer": "tracejudge.tracing",
     "context_propagating_executor": "tracejudge.tracing",
-    "MissingDependencyError": "tracejudge.tracing",
+    "MissingDependencyError": "tracejudge.errors",
     # data model
     "MultiAgentTrace": "tracejudge.models",
     "AgentInstance": "tracejudge.models",
@@ -125,6 +125,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ConfigurationError,
         MalformedError,
         MissingAPIKeyError,
+        MissingDependencyError,
         ModelNotFoundError,
         NoLLMInteractionsError,
         ProviderRequestError,
@@ -147,7 +148,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         AgentTracer,
         ComposoTracer,
         Instruments,
-        MissingDependencyError,
         agent_tracer,
         context_propagating_executor,
     )

@@ -2,11 +2,13 @@
 
 One place turns a provider's message list into the wire model, so that
 `AgentInstance.from_chat_session`, `Composo.evaluate(messages=...)` and the
-server's reward endpoint all see a conversation the same way.
+server's reward endpoint all see a conversation the same way (Anthropic
+server-side tool blocks included).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -153,13 +155,118 @@ def _input_messages(message: Mapping[str, Any], call_names: dict[str, str]) -> l
     return [LLMInput(role=role, type="text", content=text_of(content))]
 
 
+# --------------------------------------------------------------------------- Anthropic server tools
+
+_SERVER_CALL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
+
+
+def _server_result_text(block: Mapping[str, Any]) -> str:
+    content = block.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, Mapping):
+        kind = str(content.get("type", ""))
+        if kind.endswith("_error"):
+            return f"[error] {content.get('error_code', 'unknown')}"
+        if "stdout" in content or "stderr" in content:
+            return (
+                f"return code {content.get('return_code')}\n"
+                f"stdout:\n{content.get('stdout', '')}\nstderr:\n{content.get('stderr', '')}"
+            )
+        return json.dumps(
+            {k: v for k, v in content.items() if not str(k).startswith("encrypted")},
+            ensure_ascii=False,
+            default=str,
+        )
+    if isinstance(content, list):
+        lines = []
+        for part in content:
+            if not isinstance(part, Mapping):
+                continue
+            if part.get("url"):
+                lines.append(f"- {part.get('title') or part['url']} <{part['url']}>")
+            else:
+                text = text_of([part])
+                if text:
+                    lines.append(text)
+        return "\n".join(lines)
+    return ""
+
+
+def _cited_text(block: Mapping[str, Any]) -> Mapping[str, Any]:
+    citations = [c for c in block.get("citations") or [] if isinstance(c, Mapping)]
+    sources = [f"- {c.get('title') or c['url']} <{c['url']}>" for c in citations if c.get("url")]
+    if not sources:
+        return block
+    text = str(block.get("text", "")) + "\n\nCited sources:\n" + "\n".join(dict.fromkeys(sources))
+    return {"type": "text", "text": text}
+
+
+def _split_server_tools(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """An Anthropic assistant message holding server-side tool use and its results inline,
+    as assistant tool calls followed by user tool results (as for client tools); any other
+    message as it is."""
+    content = message.get("content")
+    if message.get("role") != "assistant" or not isinstance(content, list):
+        return [message]
+    result: list[Mapping[str, Any]] = []
+    current: list[Any] = []
+    for block in content:
+        kind = block.get("type") if isinstance(block, Mapping) else None
+        if kind in _SERVER_CALL_BLOCKS:
+            name = block.get("name") or "server_tool"
+            current.append(
+                {
+                    "type": "tool_use",
+                    "id": block.get("id"),
+                    "name": name,
+                    "input": block.get("input", {}),
+                }
+            )
+        elif isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result":
+            if current:
+                result.append({**message, "content": current})
+                current = []
+            text = _server_result_text(block)
+            if block.get("is_error"):
+                text = f"[error] {text}"
+            result.append(
+                {
+                    "role": "user",
+                    "content": [
+                        {
+                            "type": "tool_result",
+                            "tool_use_id": block.get("tool_use_id"),
+                            "content": text,
+                        }
+                    ],
+                }
+            )
+        elif kind == "text" and isinstance(block, Mapping):
+            current.append(_cited_text(block))
+        else:
+            current.append(block)
+    if current:
+        result.append({**message, "content": current})
+    return result
+
+
+# --------------------------------------------------------------------------- messages
+
+
 def interactions_from_messages(
     messages: Sequence[Mapping[str, Any]],
     *,
     tools: Sequence[Mapping[str, Any]] | None = None,
     system: str | Sequence[Mapping[str, Any]] | None = None,
 ) -> list[LLMInteraction]:
-    """Each assistant message becomes one interaction whose input is everything before it."""
+    """Each assistant message becomes one interaction whose input is everything before it.
+
+    Anthropic server-side tool use inside an assistant message (`server_tool_use`,
+    `mcp_tool_use` and their `*_tool_result` blocks) becomes a tool call and its result,
+    as for client tools: the message is split at each result. Text blocks with
+    citations get their cited sources appended.
+    """
     tools_available = tool_definitions(tools)
     history: list[LLMInput] = []
     if system:
@@ -167,13 +274,16 @@ def interactions_from_messages(
     call_names: dict[str, str] = {}
     counter = [0]
     interactions: list[LLMInteraction] = []
-    for index, message in enumerate(messages):
-        if not isinstance(message, Mapping):
+    for index, original in enumerate(messages):
+        if not isinstance(original, Mapping):
             raise TypeError(
                 f"messages[{index}] must be a dict with 'role' and 'content', "
-                f"got {type(message).__name__}"
+                f"got {type(original).__name__}"
             )
-        if message.get("role") == "assistant":
+        for message in _split_server_tools(original):
+            if message.get("role") != "assistant":
+                history.extend(_input_messages(message, call_names))
+                continue
             outputs = _assistant_outputs(message, counter)
             interactions.append(
                 LLMInteraction(
@@ -186,6 +296,4 @@ def interactions_from_messages(
                 if isinstance(output.content, LLMToolCall):
                     call_names[output.content.id] = output.content.name
                 history.append(LLMInput(role="assistant", type=output.type, content=output.content))
-        else:
-            history.extend(_input_messages(message, call_names))
     return interactions

@@ -223,6 +223,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ComposoError as error:
         print(f"tracejudge {args.command}: {error}", file=sys.stderr)
         return 1
+    except ImportError as error:  # an optional dependency, e.g. opentelemetry-proto
+        print(f"tracejudge {args.command}: {error}", file=sys.stderr)
+        return 2
     except KeyboardInterrupt:
         return 130
 

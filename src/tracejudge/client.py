@@ -20,7 +20,8 @@ judge's connections, concurrency limit and cache are shared by all calls.
 from __future__ import annotations
 
 import asyncio
-import json
+import concurrent.futures
+import logging
 import os
 import threading
 import weakref
@@ -32,15 +33,11 @@ from pydantic import ValidationError
 
 from tracejudge._chat import text_of
 from tracejudge.errors import (
-    APIError,
-    AuthenticationError,
     BadRequestError,
     ComposoError,
     ConfigurationError,
     MalformedError,
-    RateLimitError,
 )
-from tracejudge.errors import TimeoutError as RequestTimeoutError
 from tracejudge.evaluation._adapt import adapt_input, adapt_result, as_plain
 from tracejudge.evaluation._check import TraceCheck
 from tracejudge.evaluation._tasks import TaskRegistry
@@ -59,7 +56,8 @@ from tracejudge.evaluation.evaluator import (
 )
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
 from tracejudge.judges import CacheOption, Judge
-from tracejudge.judges._http import Endpoint, send_with_retries
+from tracejudge.judges._http import Endpoint, error_from_response, send_with_retries
+from tracejudge.judges._loops import LoopClients
 from tracejudge.models import (
     EvaluationResponse,
     MultiAgentTrace,
@@ -70,6 +68,8 @@ from tracejudge.models import (
 __all__ = ["Composo", "AsyncComposo", "DEFAULT_BASE_URL", "DEFAULT_MODEL_CORE"]
 
 T = TypeVar("T")
+
+logger = logging.getLogger("tracejudge")
 
 
 class _DefaultURL(str):
@@ -117,18 +117,10 @@ class _RemoteServer:
         self.max_concurrency = max(1, int(max_concurrency))
         # One connection pool and limit per event loop: an AsyncComposo may be used from
         # several loops in turn (one per test, one per asyncio.run).
-        self._clients: weakref.WeakKeyDictionary[
-            asyncio.AbstractEventLoop, tuple[httpx.AsyncClient, asyncio.Semaphore]
-        ] = weakref.WeakKeyDictionary()
+        self._clients = LoopClients(self._new_client, self.max_concurrency)
 
-    def _client(self) -> tuple[httpx.AsyncClient, asyncio.Semaphore]:
-        loop = asyncio.get_running_loop()
-        pair = self._clients.get(loop)
-        if pair is None:
-            limits = httpx.Limits(max_connections=self.max_concurrency)
-            pair = (httpx.AsyncClient(limits=limits), asyncio.Semaphore(self.max_concurrency))
-            self._clients[loop] = pair
-        return pair
+    def _new_client(self) -> httpx.AsyncClient:
+        return httpx.AsyncClient(limits=httpx.Limits(max_connections=self.max_concurrency))
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}
@@ -136,47 +128,30 @@ class _RemoteServer:
             headers["API-Key"] = self.api_key
         return headers
 
-    def _error(
-        self, response: httpx.Response, endpoint: Endpoint, *, attempts: int = 1
-    ) -> ComposoError:
-        status = response.status_code
-        body = response.text[:2000]
-        try:
-            data = response.json()
-            detail = data.get("detail", data) if isinstance(data, dict) else data
-            message = detail if isinstance(detail, str) else json.dumps(detail)[:500]
-        except ValueError:
-            message = body[:500] or response.reason_phrase
-        tries = f" after {attempts} attempts" if attempts > 1 else ""
-        text = f"{endpoint.where()} failed{tries} with HTTP {status}: {message}"
-        if status in (401, 403):
-            return AuthenticationError(f"{text}; {endpoint.key_hint}", status, body)
-        if status == 429:
-            return RateLimitError(f"{text}; retry later or raise num_retries", status, body)
-        if status == 408:
-            return RequestTimeoutError(f"{text}; raise timeout", status, body)
-        if status >= 500 or status == 409:
-            return APIError(f"{text}; try again later or raise num_retries", status, body)
-        if status in (400, 404, 422):
-            return BadRequestError(text, status, body)
-        return ComposoError(text, status, body)
+    def _endpoint(self, method: str, path: str) -> Endpoint:
+        return Endpoint(
+            label=f"{method} {path} on the server",
+            model="",
+            base_url=self.base_url,
+            key_hint="check api_key= (or COMPOSO_API_KEY) and that base_url is the right server",
+            not_found_hint=(
+                "the server no longer knows this task (a finished task is forgotten once read)"
+                if path.startswith(TASK_PATH.split("{", 1)[0])
+                else "check that base_url is the root of a tracejudge or Composo server (such "
+                f"as {str(DEFAULT_BASE_URL)!r}), without the /api/v1 path"
+            ),
+        )
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
         """Send one request, retrying 408/409/429/5xx, timeouts and connection errors
         `num_retries` times; all tries together get `timeout` seconds."""
-        client, limit = self._client()
-        url = f"{self.base_url}{path}"
-        endpoint = Endpoint(
-            label=f"{method} {path} on the server",
-            model="",
-            base_url=self.base_url,
-            key_hint="check api_key (or COMPOSO_API_KEY)",
-        )
-        async with limit:
+        pair = self._clients.get()
+        endpoint = self._endpoint(method, path)
+        async with pair.semaphore:
             deadline = asyncio.get_running_loop().time() + self.timeout
             response = await send_with_retries(
-                client,
-                url,
+                pair.client,
+                f"{self.base_url}{path}",
                 method=method,
                 body=body,
                 headers=self._headers(),
@@ -187,10 +162,9 @@ class _RemoteServer:
                 num_retries=self.num_retries,
                 backoff_base=_BACKOFF_BASE,
                 backoff_max=_BACKOFF_MAX,
-                error_for=self._error,
             )
         if not response.is_success:
-            raise self._error(response, endpoint)
+            raise error_from_response(response, endpoint)
         try:
             return response.json()
         except ValueError as exc:
@@ -202,16 +176,8 @@ class _RemoteServer:
             ) from exc
 
     async def aclose(self) -> None:
-        """Close the connection pool of the running loop; forget the others."""
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        pairs = dict(self._clients)
-        self._clients.clear()
-        for owner, (client, _) in pairs.items():
-            if owner is loop:
-                await client.aclose()
+        """Close the connection pools, each on its own event loop."""
+        await self._clients.aclose()
 
 
 # --------------------------------------------------------------------------- inputs
@@ -606,74 +572,143 @@ def _trace_response(answer: Any, criterion: str) -> MultiAgentTraceResponse:
 
 
 class _LoopThread:
-    """One private event loop in a daemon thread, started on first use."""
+    """One private event loop in a daemon thread, started on first use.
+
+    `close()` does not wait for calls still in flight in other threads: it cancels them,
+    and each raises ComposoError ("the client was closed ...") in its caller at once.
+    """
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._closed = False
+        # The futures callers wait on, so that closing can wake every one of them.
+        self._waiting: set[concurrent.futures.Future[Any]] = set()
 
-    def _ensure(self) -> asyncio.AbstractEventLoop:
-        with self._lock:
-            if self._closed:
-                raise RuntimeError("the client is closed; create a new one")
-            if self._loop is None:
-                loop = asyncio.new_event_loop()
-                ready = threading.Event()
+    def _start(self) -> asyncio.AbstractEventLoop:
+        """The loop, started if need be; call with the lock held."""
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            ready = threading.Event()
 
-                def main() -> None:
-                    asyncio.set_event_loop(loop)
-                    loop.call_soon(ready.set)
+            def main() -> None:
+                asyncio.set_event_loop(loop)
+                loop.call_soon(ready.set)
+                try:
                     loop.run_forever()
+                finally:
+                    loop.close()
 
-                thread = threading.Thread(target=main, name="tracejudge-client", daemon=True)
-                thread.start()
-                ready.wait()
-                self._loop, self._thread = loop, thread
-            return self._loop
+            thread = threading.Thread(target=main, name="tracejudge-client", daemon=True)
+            thread.start()
+            ready.wait()
+            self._loop, self._thread = loop, thread
+        return self._loop
 
     def run(self, work: Coroutine[Any, Any, T]) -> T:
         """Run `work` on the loop and wait for its result here."""
-        try:
-            loop = self._ensure()
-        except BaseException:
-            work.close()
-            raise
-        if threading.current_thread() is self._thread:
-            work.close()
-            raise RuntimeError("a Composo client cannot be called from its own evaluations")
-        future = asyncio.run_coroutine_threadsafe(work, loop)
+        with self._lock:
+            if self._closed or threading.current_thread() is self._thread:
+                work.close()
+                if self._closed:
+                    raise RuntimeError("the client is closed; create a new one")
+                raise RuntimeError("a Composo client cannot be called from its own evaluations")
+            # Submitted under the lock: `close()` then either refuses this call or sees it.
+            future = asyncio.run_coroutine_threadsafe(work, self._start())
+            self._waiting.add(future)
         try:
             return future.result()
+        except concurrent.futures.CancelledError:
+            if self._closed:
+                raise ComposoError(
+                    "the client was closed while this call was in flight; its result is lost"
+                ) from None
+            raise
         except BaseException:
             future.cancel()  # e.g. KeyboardInterrupt: do not leave the work running
             raise
+        finally:
+            with self._lock:
+                self._waiting.discard(future)
 
     def close(self, final: Coroutine[Any, Any, Any]) -> None:
-        """Run `final` on the loop, then stop the loop and its thread."""
-        try:
-            self.run(final)
-        except RuntimeError:
-            pass  # already closed
+        """Cancel the calls in flight, run `final`, then stop the loop and its thread.
+
+        Raises what `final` raised, once the loop has stopped. Closing twice does nothing.
+        """
         with self._lock:
             if self._closed:
+                final.close()
                 return
             self._closed = True
-            loop, thread = self._loop, self._thread
-            self._loop = self._thread = None
-        if loop is None or thread is None:
+            if self._loop is None and not _in_running_loop():
+                loop = None  # never started: nothing of this client runs on a loop
+            else:
+                loop = self._start()
+            thread = self._thread
+        if loop is None:
+            asyncio.run(final)  # release here rather than start a thread to do it
             return
-        # Finish on the loop's own thread: the caller's thread may be running a loop of its
-        # own (a sync client closed inside async code), where run_until_complete would fail.
+        assert thread is not None
+        shutdown = self._shutdown(final)
+        if threading.current_thread() is thread:
+            # Closed from the loop's own thread (a finalizer run there): it cannot wait on
+            # itself, so the loop stops once the shutdown is done.
+            def stop(task: asyncio.Task[None]) -> None:
+                if not task.cancelled() and task.exception() is not None:
+                    logger.debug("closing the client failed", exc_info=task.exception())
+                loop.stop()
+
+            loop.create_task(shutdown).add_done_callback(stop)
+            return
+        outcome = asyncio.run_coroutine_threadsafe(shutdown, loop)
         try:
-            asyncio.run_coroutine_threadsafe(loop.shutdown_asyncgens(), loop).result(timeout=10)
-        except Exception:  # noqa: BLE001 - closing must not fail over leftover generators
-            pass
-        loop.call_soon_threadsafe(loop.stop)
-        thread.join(timeout=10)
-        if not thread.is_alive():
-            loop.close()
+            outcome.result()
+        finally:
+            loop.call_soon_threadsafe(loop.stop)
+            thread.join(timeout=10)
+            with self._lock:
+                stranded = list(self._waiting)
+            for future in stranded:  # any the loop stopped under: wake their callers too
+                future.cancel()
+
+    @staticmethod
+    async def _shutdown(final: Coroutine[Any, Any, Any]) -> None:
+        current = asyncio.current_task()
+        in_flight = [task for task in asyncio.all_tasks() if task is not current]
+        for task in in_flight:
+            task.cancel()
+        if in_flight:
+            await asyncio.wait(in_flight, timeout=10)
+        try:
+            await final
+        finally:
+            # Closes, among others, the connections every judge opened on this loop (see
+            # tracejudge.judges._loops), the judges this client does not own included.
+            await asyncio.get_running_loop().shutdown_asyncgens()
+
+
+def _in_running_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _release(runner: _LoopThread, engine: _Engine) -> None:
+    """Close a `Composo`'s engine and thread (what `close()` and the finalizer do)."""
+    engine.refuse_work()
+    runner.close(engine.aclose())
+
+
+def _release_unused(runner: _LoopThread, engine: _Engine) -> None:
+    """The finalizer of a `Composo` that was never closed: release, quietly."""
+    try:
+        _release(runner, engine)
+    except Exception:  # noqa: BLE001 - nobody is left to tell
+        logger.debug("closing an unreferenced Composo client failed", exc_info=True)
 
 
 # --------------------------------------------------------------------------- public clients
@@ -834,12 +869,15 @@ class Composo(_Client):
     `Judge` object passed in keeps its own settings and is left open for its owner
     (the client's `max_concurrency` still bounds the calls it makes to it).
 
-    Use `with Composo(...) as client:` or call `close()` when done.
+    Use `with Composo(...) as client:` or call `close()` when done (a client that is
+    garbage-collected unclosed is closed then, its thread and connections released).
     """
 
     def _setup(self) -> None:
-        # One private event-loop thread per client, started on first use.
+        # One private event-loop thread per client, started on first use; released when
+        # the client is closed or, failing that, garbage-collected.
         self._runner = _LoopThread()
+        self._finalizer = weakref.finalize(self, _release_unused, self._runner, self._engine)
 
     def evaluate(
         self,
@@ -940,12 +978,23 @@ class Composo(_Client):
         return self._runner.run(self._engine.get_task(task_id))
 
     def close(self) -> None:
-        """Cancel background tasks, release connections and stop the client's thread."""
-        self._engine.refuse_work()
-        self._runner.close(self._engine.aclose())
+        """Cancel background tasks, release connections and stop the client's thread.
+
+        Calls still in flight in other threads raise ComposoError at once. Raises what
+        releasing a judge built here raised (the thread is stopped all the same).
+        """
+        if self._finalizer.detach() is not None:
+            _release(self._runner, self._engine)
 
     def __enter__(self) -> Composo:
         return self
 
     def __exit__(self, *exc_info: object) -> None:
         self.close()
+
+
+def _client_owning(judge: Judge, **options: Any) -> Composo:
+    """A `Composo` that closes `judge` when it closes: for a judge built on its behalf."""
+    client = Composo(judge=judge, **options)
+    client._engine._owns_judge = True
+    return client

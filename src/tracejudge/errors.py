@@ -2,7 +2,8 @@
 
 `ComposoError` and its subclasses mirror the Composo SDK (so `except
 composo.RateLimitError` ports by changing the import); `ProviderRequestError`
-and its subclasses mirror the Osmosis SDK's reward API.
+and its subclasses mirror the Osmosis SDK's reward API; `MissingDependencyError`
+is tracing's (an optional package is not installed).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ __all__ = [
     "MissingAPIKeyError",
     "ProviderRequestError",
     "ModelNotFoundError",
+    "MissingDependencyError",
 ]
 
 
@@ -84,3 +86,22 @@ class ModelNotFoundError(ProviderRequestError):
 
 class MissingAPIKeyError(Exception):
     """Raised by the reward API when no API key is found for a provider."""
+
+
+class MissingDependencyError(ImportError):
+    """Raised by `ComposoTracer.init` when an optional package it needs is not installed:
+    the instrumentation for a requested `Instruments` member, or the OTLP exporter when
+    ``otlp=True`` asks for it. The message says what to install."""
+
+    def __init__(
+        self, package: str, extra: str | None, purpose: str, *, core: bool = False
+    ) -> None:
+        if extra is not None:
+            hint = f"pip install 'tracejudge[{extra}]' (or pip install {package})"
+        elif core:
+            hint = f"pip install {package} (a dependency of tracejudge; reinstall tracejudge)"
+        else:
+            hint = f"pip install {package}"
+        super().__init__(f"{purpose} needs the package {package!r}, which is not installed: {hint}")
+        self.package = package
+        self.extra = extra

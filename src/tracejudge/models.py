@@ -36,6 +36,8 @@ from pydantic import (
     model_validator,
 )
 
+from tracejudge.errors import NoLLMInteractionsError
+
 __all__ = [
     "LLMToolCall",
     "LLMToolResponse",
@@ -65,6 +67,21 @@ INTERACTION_EXTENSION_FIELDS = frozenset({"model", "usage", "start_time", "end_t
 #: Serialisation context key: ``model_dump(context={EXTENSIONS: True})`` keeps the
 #: extension fields (what `to_json()` and `to_wire()` do).
 EXTENSIONS = "tracejudge_extensions"
+
+#: What to check when nothing was captured: the end of every "no LLM interactions" error.
+NO_LLM_INTERACTIONS_HINT = (
+    "Check that ComposoTracer.init(...) ran before the model client was created and the "
+    "model calls were made; that the instrumentation for your model client is installed "
+    "(opentelemetry-instrumentation-openai for the openai client, for instance); and that "
+    "these are the spans of the trace that made the calls (the right trace id)."
+)
+
+
+def no_llm_interactions_error(found: str) -> NoLLMInteractionsError:
+    """The error for input that holds no LLM interaction; `found` says what it held."""
+    return NoLLMInteractionsError(
+        f"no LLM interactions to evaluate: {found}. {NO_LLM_INTERACTIONS_HINT}"
+    )
 
 
 class _Model(BaseModel):
@@ -207,13 +224,6 @@ class TokenUsage(_Model):
     output_tokens: int = 0
     total_tokens: int = 0
 
-    def __add__(self, other: TokenUsage) -> TokenUsage:
-        return TokenUsage(
-            input_tokens=self.input_tokens + other.input_tokens,
-            output_tokens=self.output_tokens + other.output_tokens,
-            total_tokens=self.total_tokens + other.total_tokens,
-        )
-
 
 class LLMInteraction(_Model):
     """One call to a model: what it was given, what it answered, which tools it could use.
@@ -249,6 +259,8 @@ class LLMInteraction(_Model):
 
     @property
     def duration_seconds(self) -> float | None:
+        """How long the call took (`end_time - start_time`, never negative), or None when
+        either time was not recorded."""
         if self.start_time is None or self.end_time is None:
             return None
         return max(0.0, self.end_time - self.start_time)
@@ -260,6 +272,7 @@ class LLMInteraction(_Model):
 
     @property
     def tool_calls(self) -> list[LLMToolCall]:
+        """The tool calls the model made in this call, in output order."""
         return [m.content for m in self.output_messages if isinstance(m.content, LLMToolCall)]
 
 
@@ -286,10 +299,13 @@ class AgentInstance(_Model):
 
     @property
     def llm_interactions(self) -> list[LLMInteraction]:
+        """This agent's own model calls, in order (`interactions` without the child ids)."""
         return [i for i in self.interactions if isinstance(i, LLMInteraction)]
 
     @property
     def child_ids(self) -> list[str]:
+        """The ids of the child agent instances this agent ran, in order (`interactions`
+        without the model calls)."""
         return [i for i in self.interactions if isinstance(i, str)]
 
     @property
@@ -361,6 +377,7 @@ class MultiAgentTrace(_Model):
 
     @property
     def root(self) -> AgentInstance:
+        """The root agent instance (`agent_instance_by_id[root_agent_instance_id]`)."""
         return self.agent_instance_by_id[self.root_agent_instance_id]
 
     def iter_agents(self) -> Iterator[AgentInstance]:
@@ -385,6 +402,8 @@ class MultiAgentTrace(_Model):
         return self.iter_agents()
 
     def parent_of(self, agent_id: str) -> AgentInstance | None:
+        """The agent instance that lists `agent_id` among its child ids, or None (for the
+        root, an instance no other refers to, or an unknown id)."""
         for agent in self.agent_instance_by_id.values():
             if agent_id in agent.child_ids:
                 return agent
@@ -394,8 +413,16 @@ class MultiAgentTrace(_Model):
     def has_llm_interactions(self) -> bool:
         """Whether any agent called a model. A trace without any model call (its agents
         made none, or nothing was captured) cannot be evaluated: evaluating it raises
-        `tracejudge.errors.NoLLMInteractionsError`."""
+        `tracejudge.errors.NoLLMInteractionsError` (see `require_llm_interactions`)."""
         return any(agent.llm_interactions for agent in self.agent_instance_by_id.values())
+
+    def require_llm_interactions(self) -> MultiAgentTrace:
+        """Return self, or raise `tracejudge.errors.NoLLMInteractionsError` (saying what to
+        check) when no agent called a model: such a trace cannot be evaluated."""
+        if self.has_llm_interactions:
+            return self
+        agents = ", ".join(f"{a.name} ({a.id})" for a in self.iter_agents())
+        raise no_llm_interactions_error(f"no model call was captured for its agents: {agents}")
 
     @property
     def final_output(self) -> str | None:
@@ -486,6 +513,9 @@ class EvaluationResponse(ScoreResponse):
 
 
 class SummaryStatistics(_Model):
+    """Median, min, max and population standard deviation of the non-null scores of one
+    agent name's instances; all None when none of them got a score."""
+
     median: float | None = None
     min: float | None = None
     max: float | None = None
@@ -506,6 +536,10 @@ class SummaryStatistics(_Model):
 
 
 class AgentTraceResult(_Model):
+    """The results of one criterion for every instance of one agent name: each instance's
+    `ScoreResponse` by instance id (None where the criterion does not apply), and their
+    `summary_statistics`."""
+
     agent_name: str
     results_by_agent_instance_id: dict[str, ScoreResponse | None]
     summary_statistics: SummaryStatistics | None = None
@@ -586,12 +620,7 @@ class TraceRewardRequest(_RequestBase):
     @field_validator("trace")
     @classmethod
     def _has_llm_interactions(cls, trace: MultiAgentTrace) -> MultiAgentTrace:
-        if not trace.has_llm_interactions:
-            raise ValueError(
-                "the trace contains no LLM interactions; at least one agent instance "
-                "must have an LLM interaction"
-            )
-        return trace
+        return trace.require_llm_interactions()  # its error is a ValueError: a validation error
 
 
 class TaskResponse(_Model):

@@ -25,16 +25,18 @@ same judges and evaluator as `Composo.evaluate`, and raises the Osmosis errors:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import inspect
 import json
+import logging
 import os
 import threading
 import types
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
-from typing import Any, TypedDict, TypeVar, Union
+from collections.abc import Callable, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Union
 
 from tracejudge.errors import (
     ComposoError,
@@ -43,6 +45,9 @@ from tracejudge.errors import (
     ModelNotFoundError,
     ProviderRequestError,
 )
+
+if TYPE_CHECKING:
+    from tracejudge.client import Composo
 
 __all__ = [
     "ModelInfo",
@@ -53,6 +58,8 @@ __all__ = [
 ]
 
 F = TypeVar("F", bound=Callable[..., float])
+
+logger = logging.getLogger("tracejudge")
 
 _SIGNATURES = {
     "osmosis_reward": (
@@ -233,41 +240,42 @@ class RewardRubricRunResult(TypedDict):
     raw_payload: dict[str, Any]
 
 
-#: The API key variable each provider reads when model_info names none.
-_KEY_ENV = {
-    "openai": "OPENAI_API_KEY",
-    "anthropic": "ANTHROPIC_API_KEY",
-    "openrouter": "OPENROUTER_API_KEY",
-    "together": "TOGETHER_API_KEY",
-}
-#: Providers served on the user's own machine; they need no key.
-_LOCAL_PROVIDERS = frozenset({"ollama", "vllm"})
+class _Entry:
+    """A cached client and the number of calls using it now (guarded by _CLIENTS_LOCK)."""
+
+    def __init__(self, client: Composo) -> None:
+        self.client = client
+        self.users = 0
+
 
 # One client per judge configuration, kept between calls: an RL loop calls
 # evaluate_rubric thousands of times and should reuse connections and the verdict cache.
-_CLIENTS: OrderedDict[tuple[Any, ...], Any] = OrderedDict()
+# At most _MAX_CLIENTS are kept; the least recently used one that no call is using is
+# closed when another is needed (a client in use is never closed under its caller).
+_CLIENTS: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
 _CLIENTS_LOCK = threading.Lock()
 _MAX_CLIENTS = 8
 
 
-def _api_key(provider: str, model_info: Mapping[str, Any], has_base_url: bool) -> str | None:
-    if model_info.get("api_key"):
-        return str(model_info["api_key"])
-    key_env = model_info.get("api_key_env") or _KEY_ENV.get(provider)
-    key = os.environ.get(key_env, "").strip() if key_env else ""
-    if key:
-        return key
-    if provider in _LOCAL_PROVIDERS or has_base_url:
-        return None
-    if provider == "openai" and os.environ.get("OPENAI_BASE_URL", "").strip():
-        return None
+def _api_key(provider: str, model: str, model_info: Mapping[str, Any]) -> str | None:
+    from tracejudge.judges import key_env_for, needs_api_key
+
+    try:
+        key_env = model_info.get("api_key_env") or key_env_for(provider)
+        if model_info.get("api_key"):
+            return str(model_info["api_key"])
+        key = os.environ.get(key_env, "").strip() if key_env else ""
+        if key or not needs_api_key(provider, model_info.get("base_url") or None):
+            return key or None
+    except ConfigurationError as error:  # an unknown provider: the message lists the valid ones
+        raise ProviderRequestError(provider, model, str(error)) from None
     raise MissingAPIKeyError(
         f"no API key for provider {provider!r}: set {key_env or 'an API key variable'} or put "
         "'api_key' / 'api_key_env' in model_info"
     )
 
 
-def _client(model_info: Mapping[str, Any], timeout: float | None) -> Any:
+def _configuration(model_info: Mapping[str, Any], timeout: float | None) -> tuple[Any, ...]:
     for key in ("provider", "model"):
         if not isinstance(model_info.get(key), str) or not model_info[key].strip():
             raise ValueError(
@@ -276,18 +284,17 @@ def _client(model_info: Mapping[str, Any], timeout: float | None) -> Any:
             )
     provider = model_info["provider"].strip().lower()
     model = model_info["model"].strip()
-    base_url = model_info.get("base_url")
-    api_key = _api_key(provider, model_info, bool(base_url))
+    base_url = model_info.get("base_url") or None
+    api_key = _api_key(provider, model, model_info)
     seconds = float(timeout or model_info.get("timeout") or 60.0)
-    config = (provider, model, api_key, base_url, seconds)
-    with _CLIENTS_LOCK:
-        client = _CLIENTS.get(config)
-        if client is not None:
-            _CLIENTS.move_to_end(config)
-            return client
-    from tracejudge.client import Composo
+    return (provider, model, api_key, base_url, seconds)
+
+
+def _new_client(config: tuple[Any, ...]) -> Composo:
+    from tracejudge.client import _client_owning
     from tracejudge.judges import judge_from_spec
 
+    provider, model, api_key, base_url, seconds = config
     options: dict[str, Any] = {"api_key": api_key, "timeout": seconds}
     if base_url:
         options["base_url"] = base_url
@@ -295,12 +302,58 @@ def _client(model_info: Mapping[str, Any], timeout: float | None) -> Any:
         judge = judge_from_spec(f"{provider}:{model}", **options)
     except ConfigurationError as error:
         raise ProviderRequestError(provider, model, str(error)) from error
-    client = Composo(judge=judge, timeout=seconds)
+    # The client owns the judge: closing an evicted client closes its judge too.
+    return _client_owning(judge, timeout=seconds)
+
+
+def _evict_idle() -> list[Composo]:
+    """Take out the least recently used idle clients beyond _MAX_CLIENTS (lock held)."""
+    evicted: list[Composo] = []
+    for config in list(_CLIENTS):
+        if len(_CLIENTS) <= _MAX_CLIENTS:
+            break
+        if _CLIENTS[config].users == 0:
+            evicted.append(_CLIENTS.pop(config).client)
+    return evicted
+
+
+@contextlib.contextmanager
+def _client(config: tuple[Any, ...]) -> Iterator[Composo]:
+    """The cached client for this judge configuration, marked in use for the block."""
     with _CLIENTS_LOCK:
-        _CLIENTS[config] = client
-        while len(_CLIENTS) > _MAX_CLIENTS:
-            _CLIENTS.popitem(last=False)[1].close()
-    return client
+        entry = _CLIENTS.get(config)
+        if entry is not None:
+            _CLIENTS.move_to_end(config)
+            entry.users += 1
+    if entry is None:
+        built = _new_client(config)  # outside the lock: building may be slow
+        with _CLIENTS_LOCK:
+            spare: list[Composo] = []
+            entry = _CLIENTS.get(config)
+            if entry is None:  # still missing: ours goes in
+                entry = _CLIENTS[config] = _Entry(built)
+            else:  # another call put one in first: use that one, close ours
+                _CLIENTS.move_to_end(config)
+                spare.append(built)
+            entry.users += 1
+            spare.extend(_evict_idle())
+        _close_quietly(spare)
+    try:
+        yield entry.client
+    finally:
+        with _CLIENTS_LOCK:
+            entry.users -= 1
+            evicted = _evict_idle()
+        _close_quietly(evicted)  # outside the lock, and only clients nobody uses
+
+
+def _close_quietly(clients: list[Composo]) -> None:
+    # A failure to release a spare client is not the caller's evaluation failing.
+    for client in clients:
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001
+            logger.debug("closing a cached judge client failed", exc_info=True)
 
 
 def evaluate_rubric(
@@ -331,7 +384,8 @@ def evaluate_rubric(
         raise ValueError("rubric must be a non-empty string describing what to reward")
     if score_max <= score_min:
         raise ValueError(f"score_max ({score_max}) must be greater than score_min ({score_min})")
-    client = _client(model_info, timeout)
+    config = _configuration(model_info, timeout)
+    provider, model = config[0], config[1]
     context = [f"Reference answer (ground truth): {ground_truth}"] if ground_truth else []
     if metadata:
         context.append(f"Metadata: {json.dumps(metadata, ensure_ascii=False, default=str)}")
@@ -339,11 +393,11 @@ def evaluate_rubric(
         {"role": "user", "content": original_input or "(no original input was given)"},
         {"role": "assistant", "content": solution_str},
     ]
-    provider, model = str(model_info["provider"]), str(model_info["model"])
     try:
-        result = client.evaluate(
-            messages=messages, criteria=rubric, system="\n".join(context) or None
-        )
+        with _client(config) as client:
+            result = client.evaluate(
+                messages=messages, criteria=rubric, system="\n".join(context) or None
+            )
     except ComposoError as error:
         failure = ModelNotFoundError if error.status_code == 404 else ProviderRequestError
         raise failure(provider, model, str(error)) from error

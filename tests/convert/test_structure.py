@@ -389,6 +389,40 @@ def test_input_that_is_not_otlp_gives_no_traces_and_says_why(garbage: bytes | st
     assert issubclass(OTLPDecodeError, ValueError)  # what the low-level decoders raise
 
 
+def test_every_member_of_a_multi_member_gzip_file_is_read(tmp_path: Path) -> None:
+    # `cat a.gz b.gz > both.gz`, or a Collector appending compressed batches to one file.
+    first = fixture("openllmetry", ".jsonl").read_bytes().rstrip(b"\n") + b"\n"
+    second = fixture("genai_semconv", ".jsonl").read_bytes()
+    both = gzip.compress(first) + gzip.compress(second) + b"\x00" * 8  # zero padding
+    (tmp_path / "both.gz").write_bytes(both)
+    for source in (both, tmp_path / "both.gz"):
+        result = traces_from_otlp(source)
+        assert len(result) == 2, result.warnings
+        assert result.warnings == []
+
+
+def test_a_member_that_does_not_inflate_keeps_the_members_before_it() -> None:
+    data = gzip.compress(fixture("openllmetry", ".jsonl").read_bytes()) + b"\x1f\x8bbroken"
+    result = traces_from_otlp(data)
+    assert len(result) == 1
+    assert any("gzip member 2 does not inflate" in w for w in result.warnings)
+
+
+def test_gzip_input_inflates_to_at_most_the_cap_and_says_so() -> None:
+    from tracejudge.convert import MAX_INFLATED_BYTES
+
+    assert MAX_INFLATED_BYTES == 256 * 1024 * 1024
+    text = fixture("openllmetry", ".jsonl").read_bytes()
+    # A small file that inflates far beyond the cap (a "zip bomb"): the rest is not read.
+    bomb = gzip.compress(text + b" " * 50_000_000)
+    assert len(bomb) < 100_000
+    result = traces_from_otlp(bomb, max_inflated_bytes=len(text) + 1000)
+    assert len(result) == 1  # what lies within the cap is still converted
+    assert any(f"more than {len(text) + 1000} bytes" in w for w in result.warnings)
+    cut = traces_from_otlp(gzip.compress(text), max_inflated_bytes=len(text) // 2)
+    assert any("inflates to more than" in w for w in cut.warnings)
+
+
 def test_a_missing_path_object_raises_file_not_found(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError):
         traces_from_otlp(tmp_path / "missing.jsonl")

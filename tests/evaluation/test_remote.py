@@ -5,6 +5,7 @@ A small capture server on loopback records each request and answers from a scrip
 
 from __future__ import annotations
 
+import asyncio
 import json
 import threading
 import time
@@ -18,6 +19,7 @@ import pytest
 from tests.evaluation.test_client import CAPITAL, AnswerMentions
 from tests.evaluation.test_render import TOOL_CONVERSATION, WEATHER_TOOL
 from tests.evaluation.test_trace import multi_agent_trace
+from tests.judges.helpers import no_resource_warnings
 from tracejudge import (
     AsyncComposo,
     AuthenticationError,
@@ -57,6 +59,8 @@ class CaptureServer:
         owner = self
 
         class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"  # keeps connections alive, as real servers do
+
             def log_message(self, *args: Any) -> None:
                 pass
 
@@ -318,3 +322,25 @@ async def test_async_client_remote(server: CaptureServer) -> None:
         results = await client.evaluate(messages=CAPITAL, criteria=["Reward a", "Reward b"])
     assert [r.score for r in results] == [0.9, 0.9]
     assert len(server.requests) == 2
+
+
+def test_missing_endpoint_and_unexpected_status_say_what_to_check(server: CaptureServer) -> None:
+    server.default = Answer(404, {"detail": "Not Found"})
+    with Composo(api_key="ck", base_url=f"{server.url}/api/v1") as client:
+        with pytest.raises(BadRequestError, match="HTTP 404: Not Found.*base_url") as missing:
+            client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
+    assert missing.value.status_code == 404
+    server.default = Answer(418, {"detail": "I'm a teapot"})
+    with Composo(api_key="ck", base_url=server.url) as client:
+        with pytest.raises(BadRequestError, match="HTTP 418: I'm a teapot"):
+            client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
+
+
+def test_async_client_used_from_several_loops_closes_every_pool(server: CaptureServer) -> None:
+    client = AsyncComposo(api_key="ck", base_url=server.url)
+    with no_resource_warnings():
+        for _ in range(3):  # three loops, each holding a kept-alive connection
+            result = asyncio.run(client.evaluate(messages=CAPITAL, criteria="Reward accuracy"))
+            assert result.score == 0.9
+        asyncio.run(client.aclose())
+        del client

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import time
+
+from tests.checks import faults
+from tracejudge import checks
+from tracejudge.evaluation._history import new_messages
 from tracejudge.evaluation.render import (
     JUDGED_MARK,
     conversation_agent,
@@ -271,3 +276,81 @@ def test_anthropic_server_tool_blocks_become_calls_and_results() -> None:
     assert "- Starship flies <https://example.org/starship>" in content
     assert "Cited sources:" in content
     assert "xyz" not in content
+
+
+# --------------------------------------------------------------------------- new messages
+
+
+def _rewritten_system_agent(turns: int) -> AgentInstance:
+    """Like `_looping_agent`, but every call's system prompt carries the time of the call."""
+    agent = _looping_agent(turns)
+    for i, interaction in enumerate(agent.llm_interactions):
+        interaction.input_messages[0] = LLMInput(
+            role="system", content=f"You are a careful researcher. It is 10:{i:02d}."
+        )
+    return agent
+
+
+def test_a_rewritten_system_prompt_does_not_repeat_the_history() -> None:
+    content = render_agent(MultiAgentTrace.from_agent(_rewritten_system_agent(10)), "a1").content
+    assert content.count("Find the answer.") == 1
+    for i in range(9):
+        assert content.count(f"search result {i}\n") == 1
+        assert content.count(f"It is 10:{i:02d}.") == 1  # each new system prompt, once
+
+
+def test_the_judge_and_the_checks_read_the_same_new_messages() -> None:
+    agent = _rewritten_system_agent(6)
+    turns = list(new_messages(agent.llm_interactions))
+    results = [
+        [m.content.response for m in t.new if isinstance(m.content, LLMToolResponse)] for t in turns
+    ]
+    assert results == [[], *([f"search result {i}"] for i in range(5))]
+    assert [t.complete for t in turns] == [True] + [False] * 5  # the system prompt changed
+    # The checks find every result where the transcript shows it.
+    run = checks.tool_results.evaluate(MultiAgentTrace.from_agent(agent))["a1"]
+    assert "5 of 5 tool calls got a result" in run.explanation
+
+
+def test_new_messages_tolerate_respaced_arguments_and_reordered_outputs() -> None:
+    call = LLMToolCall(id="c1", name="search", parameters='{"q": "x", "n": 1}')
+    first = LLMInteraction(
+        input_messages=[LLMInput(role="user", content="go")],
+        output_messages=[LLMOutput(content="I will search."), LLMOutput(content=call)],
+    )
+    result = LLMInput(role="tool", content=LLMToolResponse(id="c1", response="found"))
+    second = LLMInteraction(
+        input_messages=[
+            LLMInput(role="user", content=" go "),
+            LLMInput(
+                role="assistant",
+                content=LLMToolCall(id="c1", name="search", parameters='{ "n":1, "q":"x" }'),
+            ),
+            LLMInput(role="assistant", content="I  will search."),
+            result,
+        ],
+        output_messages=[LLMOutput(content="Done.")],
+    )
+    fresh = LLMInteraction(
+        input_messages=[LLMInput(role="user", content="go"), LLMInput(role="user", content="new")],
+        output_messages=[LLMOutput(content="Again.")],
+    )
+    one, two, three = new_messages([first, second, fresh])
+    assert list(one.new) == first.input_messages and one.complete
+    assert list(two.new) == [result] and two.complete and two.repeated == 3
+    assert len(two.replayed) == 2
+    # Only the first message is shared: the rest of the previous context is gone.
+    assert [m.content for m in three.new] == ["new"]
+    assert three.repeated == 1 and not three.complete
+
+
+def test_rendering_a_2000_interaction_agent_is_fast() -> None:
+    agent = faults.long_agent(2000)
+    trace = MultiAgentTrace.from_agent(agent)
+    start = time.perf_counter()
+    content = render_agent(trace, agent.id).content
+    elapsed = time.perf_counter() - start
+    assert elapsed < 3.0, f"rendering took {elapsed:.1f} s"
+    assert content.count("Add up the values.") == 1
+    assert content.count("calls tool lookup") == 2000
+    assert "A new model call begins" not in content

@@ -182,8 +182,13 @@ def test_trace_may_be_a_dict_or_a_tracer(client: Composo) -> None:
 
 def test_trace_without_llm_interactions_is_rejected(client: Composo) -> None:
     empty = MultiAgentTrace.from_agent(AgentInstance(id="a", name="idle"))
-    with pytest.raises(NoLLMInteractionsError, match="no LLM interaction"):
+    with pytest.raises(NoLLMInteractionsError, match="no LLM interaction") as raised:
         client.evaluate_trace(empty, "Reward goal pursuit")
+    # The one message every path gives: what was found, and what to check.
+    with pytest.raises(NoLLMInteractionsError) as direct:
+        empty.require_llm_interactions()
+    assert str(raised.value) == str(direct.value)
+    assert "ComposoTracer.init" in str(raised.value) and "idle (a)" in str(raised.value)
 
 
 def test_evaluate_latest_must_be_false_for_traces(client: Composo) -> None:

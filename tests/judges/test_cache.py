@@ -89,3 +89,31 @@ def test_memory_cache_is_bounded_lru() -> None:
     assert cache.get("b") is None
     assert cache.get("a") == {"v": 1} and cache.get("c") == {"v": 3}
     assert len(cache) == 2
+
+
+async def test_a_shared_sqlite_cache_tells_two_servers_of_one_model_apart(
+    make_judge, tmp_path: Path
+) -> None:
+    path = tmp_path / "judge-cache.sqlite"
+    with (
+        ScriptedLLMServer(default=graded(9)) as first,
+        ScriptedLLMServer(default=graded(2)) as second,
+    ):
+        await make_judge(base_url=first.base_url, cache=path).judge(REQUEST)
+        verdict = await make_judge(base_url=second.base_url, cache=path).judge(REQUEST)
+    assert len(second.requests) == 1  # asked, not answered from the other server's verdict
+    assert verdict.score == pytest.approx(1 / 9)
+
+
+async def test_the_cache_key_leaves_out_credentials_in_the_url(
+    server: ScriptedLLMServer, make_judge, tmp_path: Path
+) -> None:
+    # A rotated key in the URL is the same server: its verdicts still apply.
+    path = tmp_path / "judge-cache.sqlite"
+    server.add(graded(9))
+    url = server.base_url.replace("http://", "http://user:one@")
+    await make_judge(base_url=f"{url}?key=one", cache=path).judge(REQUEST)
+    url = server.base_url.replace("http://", "http://user:two@")
+    again = await make_judge(base_url=f"{url}?key=two", cache=path).judge(REQUEST)
+    assert len(server.requests) == 1
+    assert again.usage.cached_calls == 1

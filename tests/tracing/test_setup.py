@@ -16,8 +16,11 @@ import pytest
 from opentelemetry import trace
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+import tracejudge
+import tracejudge.errors
 from tracejudge import AgentTracer
 from tracejudge.testing import Reply, ScriptedLLMServer
 from tracejudge.tracing import (
@@ -136,14 +139,25 @@ def test_missing_instrumentation_package_raises_import_error_naming_the_extra(
     assert instrument not in ComposoTracer.instrumented()
 
 
-def test_missing_otlp_exporter_raises_naming_the_extra(
+def test_otlp_true_without_the_exporter_package_raises_naming_the_extra(
     tracing: TracerProvider, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
     monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
     before = our_processors(tracing)
     with pytest.raises(MissingDependencyError, match=r"pip install 'tracejudge\[otlp\]'"):
-        ComposoTracer.init()
+        ComposoTracer.init(otlp=True)
+    assert our_processors(tracing) == before
+
+
+def test_otlp_endpoint_variable_never_fails_init_on_a_provider_it_does_not_own(
+    tracing: TracerProvider, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The session's provider is the application's own: the variable is its exporter's business.
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4318")
+    monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.http.trace_exporter", None)
+    before = our_processors(tracing)
+    assert ComposoTracer.init() is tracing
     assert our_processors(tracing) == before
 
 
@@ -155,7 +169,7 @@ def test_grpc_protocol_asks_for_the_grpc_exporter(
     monkeypatch.setitem(sys.modules, "opentelemetry.exporter.otlp.proto.grpc.trace_exporter", None)
     before = our_processors(tracing)
     with pytest.raises(MissingDependencyError, match="opentelemetry-exporter-otlp-proto-grpc"):
-        ComposoTracer.init()
+        ComposoTracer.init(otlp=True)
     assert our_processors(tracing) == before
 
 
@@ -204,7 +218,7 @@ def collector() -> Iterator[_Collector]:
     server.server_close()
 
 
-def test_otlp_endpoint_adds_one_exporter_that_sends_agent_spans(
+def test_otlp_true_adds_one_exporter_that_sends_agent_spans(
     isolated_tracing: None,
     collector: _Collector,
     monkeypatch: pytest.MonkeyPatch,
@@ -213,7 +227,8 @@ def test_otlp_endpoint_adds_one_exporter_that_sends_agent_spans(
     port = collector.server_address[1]
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
     provider = TracerProvider()
-    assert ComposoTracer.init(tracer_provider=provider) is provider
+    assert ComposoTracer.init(tracer_provider=provider, otlp=True) is provider
+    assert ComposoTracer.init(tracer_provider=provider, otlp=True) is provider
     assert ComposoTracer.init(tracer_provider=provider) is provider
     assert len(our_processors(provider)) == 2  # capture + one batch exporter
 
@@ -234,7 +249,8 @@ def test_a_failing_exporter_never_breaks_the_agent(
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://127.0.0.1:9/v1/traces")
     monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "0.5")
     provider = TracerProvider()
-    ComposoTracer.init(tracer_provider=provider)
+    ComposoTracer.init(tracer_provider=provider, otlp=True)
+    assert len(our_processors(provider)) == 2
 
     with AgentTracer(name="resilient") as tracer:
         result = sum(range(10))
@@ -243,6 +259,100 @@ def test_a_failing_exporter_never_breaks_the_agent(
     assert ComposoTracer.force_flush(3000) in (True, False)
     ComposoTracer.shutdown()
     assert ComposoTracer.tracer_provider() is None
+
+
+def test_otlp_endpoint_variable_adds_no_exporter_to_a_provider_tracejudge_does_not_own(
+    isolated_tracing: None,
+    collector: _Collector,
+    monkeypatch: pytest.MonkeyPatch,
+    no_otlp_env: None,
+) -> None:
+    # The usual case: the application (or opentelemetry-instrument) set up its provider,
+    # exporting to the endpoint the variable names. A second exporter would send it all twice.
+    port = collector.server_address[1]
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", f"http://127.0.0.1:{port}")
+    provider = TracerProvider()
+    assert ComposoTracer.init(tracer_provider=provider) is provider
+    assert [type(p) for p in our_processors(provider)] == [CaptureSpanProcessor]
+
+    with AgentTracer(name="exported once", agent_id="x") as tracer:
+        pass
+    assert ComposoTracer.force_flush(5000)
+    assert collector.requests == []
+    assert tracer.trace.root_agent_instance_id == "x"
+
+
+def test_otlp_false_adds_no_exporter(
+    isolated_tracing: None, monkeypatch: pytest.MonkeyPatch, no_otlp_env: None
+) -> None:
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:9")
+    provider = TracerProvider()
+    ComposoTracer.init(tracer_provider=provider, otlp=False)
+    assert [type(p) for p in our_processors(provider)] == [CaptureSpanProcessor]
+
+
+_OWNED_PROVIDER_WITH_OTLP_VARIABLE = textwrap.dedent(
+    """
+    import logging
+    import sys
+
+    from opentelemetry import trace
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from tracejudge import AgentTracer, ComposoTracer
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stdout, format="%(message)s")
+    if sys.argv[1] == "without-exporter":
+        sys.modules["opentelemetry.exporter.otlp.proto.http.trace_exporter"] = None
+
+    provider = ComposoTracer.init()  # no SDK provider yet: tracejudge creates and owns one
+    assert isinstance(provider, TracerProvider) and trace.get_tracer_provider() is provider
+    with AgentTracer(name="started", agent_id="s") as tracer:
+        pass
+    assert tracer.trace.root_agent_instance_id == "s"
+    assert ComposoTracer.force_flush(5000)
+    ComposoTracer.shutdown()
+    print("agent ran")
+    """
+)
+
+
+def _run_fresh(script: str, *args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
+    base = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    return subprocess.run(
+        [sys.executable, "-c", script, *args],
+        cwd=REPO,
+        env={**base, **env},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+
+
+def test_otlp_endpoint_variable_exports_from_the_provider_tracejudge_creates(
+    collector: _Collector,
+) -> None:
+    port = collector.server_address[1]
+    result = _run_fresh(
+        _OWNED_PROVIDER_WITH_OTLP_VARIABLE,
+        "with-exporter",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://127.0.0.1:{port}"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "agent ran" in result.stdout
+    assert collector.span_names() == ["invoke_agent started"]
+
+
+def test_otlp_endpoint_variable_without_the_exporter_package_warns_and_goes_on() -> None:
+    result = _run_fresh(
+        _OWNED_PROVIDER_WITH_OTLP_VARIABLE,
+        "without-exporter",
+        env={"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:9"},
+    )
+    assert result.returncode == 0, result.stderr
+    assert "agent ran" in result.stdout
+    assert "OTLP export is not set up" in result.stdout
+    assert "pip install 'tracejudge[otlp]'" in result.stdout
 
 
 def test_isolating_processor_swallows_its_processors_errors() -> None:
@@ -288,6 +398,66 @@ def test_reset_removes_capture_and_init_restores_it(
     with AgentTracer(name="after_init") as tracer:
         ask(client, "q")
     assert [i.output_text for i in tracer.trace.root.llm_interactions] == ["seen"]
+
+
+def test_instrumented_clients_follow_the_provider_of_a_new_init(
+    isolated_tracing: None,
+    client: openai.OpenAI,
+    llm_server: ScriptedLLMServer,
+    no_otlp_env: None,
+) -> None:
+    # OpenAI was instrumented (once per process) while the session's provider was in use.
+    assert Instruments.OPENAI in ComposoTracer.instrumented()
+    provider = TracerProvider()
+    exporter = InMemorySpanExporter()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    assert ComposoTracer.init(instruments="openai", tracer_provider=provider) is provider
+
+    llm_server.add(Reply.text("followed"))
+    with AgentTracer(name="moved", agent_id="m") as tracer:
+        ask(client, "q")
+    assert [i.output_text for i in tracer.trace.root.llm_interactions] == ["followed"]
+    names = sorted(span.name for span in exporter.get_finished_spans())
+    assert names == ["invoke_agent moved", "openai.chat"]
+
+
+def test_reset_leaves_instrumented_clients_recording_into_the_last_provider(
+    isolated_tracing: None,
+    tracing: TracerProvider,
+    client: openai.OpenAI,
+    llm_server: ScriptedLLMServer,
+    exported_spans: InMemorySpanExporter,
+) -> None:
+    llm_server.add(Reply.text("still recorded"))
+    ask(client, "after reset")
+    assert [s.name for s in exported_spans.get_finished_spans()] == ["openai.chat"]
+
+
+@pytest.mark.parametrize("name", ["openai", "OPENAI", "OpenAI", " openai "])
+def test_instruments_are_named_in_any_case(name: str, tracing: TracerProvider) -> None:
+    assert Instruments(name) is Instruments.OPENAI
+    assert ComposoTracer.init(instruments=name) is tracing
+    assert ComposoTracer.init(instruments=[name, Instruments.OPENAI]) is tracing
+    assert Instruments("GOOGLE_GENAI") is Instruments.GOOGLE_GENAI
+
+
+def test_an_unknown_instrument_name_lists_the_valid_ones(tracing: TracerProvider) -> None:
+    before = our_processors(tracing)
+    with pytest.raises(ValueError, match="not a valid Instruments") as raised:
+        ComposoTracer.init(instruments=["openai", "langchain"])
+    message = str(raised.value)
+    assert "'langchain'" in message
+    assert all(repr(member.value) in message for member in Instruments)
+    assert our_processors(tracing) == before
+    with pytest.raises(TypeError, match="instruments"):
+        ComposoTracer.init(instruments=[42])  # type: ignore[list-item]
+
+
+def test_missing_dependency_error_lives_with_the_other_exceptions() -> None:
+    assert MissingDependencyError is tracejudge.errors.MissingDependencyError
+    assert tracejudge.MissingDependencyError is tracejudge.errors.MissingDependencyError
+    assert issubclass(MissingDependencyError, ImportError)
+    assert MissingDependencyError.__module__ == "tracejudge.errors"
 
 
 _FRESH_PROCESS = textwrap.dedent(

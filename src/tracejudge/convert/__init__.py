@@ -19,12 +19,19 @@ such a trace raises.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 from collections.abc import Iterable
 from typing import Any
 
-from tracejudge.convert._otlp import OTLPDecodeError, decode, decode_logs, read_source
+from tracejudge.convert._otlp import (
+    MAX_INFLATED_BYTES,
+    OTLPDecodeError,
+    decode,
+    decode_logs,
+    read_source,
+)
 from tracejudge.convert._records import (
     EventRecord,
     SpanRecord,
@@ -33,8 +40,7 @@ from tracejudge.convert._records import (
     span_record,
 )
 from tracejudge.convert._tree import ROOT_AGENT_ID, ROOT_AGENT_NAME, build_traces
-from tracejudge.errors import NoLLMInteractionsError
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import MultiAgentTrace, no_llm_interactions_error
 
 __all__ = [
     "traces_from_spans",
@@ -46,9 +52,13 @@ __all__ = [
     "ROOT_AGENT_ID",
     "ROOT_AGENT_NAME",
     "OTLPSource",
+    "MAX_INFLATED_BYTES",
 ]
 
 logger = logging.getLogger("tracejudge.convert")
+
+#: The start of the warning that says an input holds no model call.
+_NO_CALLS = "no LLM interactions: "
 
 
 class TraceList(list[MultiAgentTrace]):
@@ -83,26 +93,27 @@ class TraceList(list[MultiAgentTrace]):
         return any(trace.has_llm_interactions for trace in self)
 
     def require_llm_interactions(self) -> TraceList:
-        """Return self, or raise `NoLLMInteractionsError` (saying why) when no trace
+        """Return self, or raise `NoLLMInteractionsError` (saying what the input held and
+        what to check, as `MultiAgentTrace.require_llm_interactions` does) when no trace
         holds a model call."""
         if self.has_llm_interactions:
             return self
         if not self:
-            found = f"{self.spans_read} spans, none of them an agent or a model call"
+            found = (
+                f"the input holds {self.spans_read} spans, none of them an agent or a model call"
+            )
         else:
             agents = sum(len(trace.agent_instance_by_id) for trace in self)
-            found = f"{len(self)} traces with {agents} agents and no model call"
-        reasons = "; ".join(self.warnings[:3])
-        raise NoLLMInteractionsError(
-            f"no LLM interactions in the input ({found})" + (f": {reasons}" if reasons else "")
-        )
+            found = f"the input holds {len(self)} traces with {agents} agents and no model call"
+        reasons = "; ".join([w for w in self.warnings if not w.startswith(_NO_CALLS)][:3])
+        raise no_llm_interactions_error(found + (f" ({reasons})" if reasons else ""))
 
 
 def _result(records: list[SpanRecord], warnings: list[str]) -> TraceList:
     traces = build_traces(records, warnings)
     if not any(trace.has_llm_interactions for trace in traces):
         what = "no spans" if not records else f"{len(records)} spans but no model call"
-        warnings = [*warnings, f"no LLM interactions: the input holds {what}"]
+        warnings = [*warnings, f"{_NO_CALLS}the input holds {what}"]
     return TraceList(traces, warnings=warnings, spans_read=len(records))
 
 
@@ -144,14 +155,21 @@ def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None
 OTLPSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 
-def traces_from_otlp(source: OTLPSource, *, logs: OTLPSource | None = None) -> TraceList:
+def traces_from_otlp(
+    source: OTLPSource,
+    *,
+    logs: OTLPSource | None = None,
+    max_inflated_bytes: int = MAX_INFLATED_BYTES,
+) -> TraceList:
     """Convert OTLP trace data into one MultiAgentTrace per trace id, in order of each
     trace's first span start.
 
     `source` is the data (protobuf `ExportTraceServiceRequest` bytes, OTLP/JSON bytes
     or text: one request per line as the Collector's file exporter writes, or one JSON
-    document; gzip-compressed too) or the path of a file holding it (a `Path`, or a
-    one-line string that names an existing file); the format is detected. OTLP/JSON
+    document; gzip-compressed too, in one member or several) or the path of a file
+    holding it (a `Path`, or a one-line string that names an existing file); the format
+    is detected. Gzip input is inflated to at most `max_inflated_bytes` (256 MiB by
+    default): what lies beyond is not read, and a warning says so. OTLP/JSON
     `resourceLogs` lines are read as events of the spans they belong to; `logs` is
     optional OTLP log data (protobuf `ExportLogsServiceRequest` or OTLP/JSON, or a
     path) read the same way, for GenAI instrumentations whose message content is
@@ -165,9 +183,11 @@ def traces_from_otlp(source: OTLPSource, *, logs: OTLPSource | None = None) -> T
     not installed (an `ImportError` that says so).
     """
     warnings: list[str] = []
-    records, events = _decoded(source, decode, "", warnings)
+    limit = {"max_inflated_bytes": max_inflated_bytes}
+    records, events = _decoded(source, functools.partial(decode, **limit), "", warnings)
     if logs is not None:
-        _, log_events = _decoded(logs, _decode_logs_only, "logs: ", warnings)
+        read_logs = functools.partial(_decode_logs_only, **limit)
+        _, log_events = _decoded(logs, read_logs, "logs: ", warnings)
         events = events + log_events
     unplaced = attach_events(records, events)
     if unplaced:
@@ -175,8 +195,10 @@ def traces_from_otlp(source: OTLPSource, *, logs: OTLPSource | None = None) -> T
     return _result(records, warnings)
 
 
-def _decode_logs_only(data: bytes | str) -> tuple[list[SpanRecord], list[Any], list[str]]:
-    events, warnings = decode_logs(data)
+def _decode_logs_only(
+    data: bytes | str, *, max_inflated_bytes: int
+) -> tuple[list[SpanRecord], list[Any], list[str]]:
+    events, warnings = decode_logs(data, max_inflated_bytes=max_inflated_bytes)
     return [], events, warnings
 
 

@@ -31,13 +31,17 @@ from tracejudge.convert._records import (
     SpanRecord,
 )
 
-__all__ = ["OTLPDecodeError", "decode", "decode_logs", "read_source"]
+__all__ = ["MAX_INFLATED_BYTES", "OTLPDecodeError", "decode", "decode_logs", "read_source"]
 
 PlacedEvent = tuple[str, str, EventRecord]
 
 _STATUS_BY_CODE = {0: STATUS_UNSET, 1: STATUS_OK, 2: STATUS_ERROR}
 _KIND_NAMES = {0: None, 1: "INTERNAL", 2: "SERVER", 3: "CLIENT", 4: "PRODUCER", 5: "CONSUMER"}
 _SPAN_START = re.compile(r'\{\s*"(?:traceId|trace_id)"\s*:')
+
+#: The most bytes a gzip input is inflated to (a small file can inflate without bound);
+#: what lies beyond is not read, and a warning says so.
+MAX_INFLATED_BYTES = 256 * 1024 * 1024
 
 
 class OTLPDecodeError(ValueError):
@@ -72,14 +76,18 @@ def read_source(source: bytes | bytearray | memoryview | str | os.PathLike[str])
     )
 
 
-def decode(data: bytes | str) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
-    """(spans, log-record events with the span they belong to, warnings)."""
+def decode(
+    data: bytes | str, *, max_inflated_bytes: int = MAX_INFLATED_BYTES
+) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
+    """(spans, log-record events with the span they belong to, warnings). Gzip input is
+    inflated to at most `max_inflated_bytes`."""
     warnings: list[str] = []
     if isinstance(data, bytes):
-        data = _inflate(data)
+        data = _inflate(data, warnings, max_inflated_bytes)
         if not data.strip():
             return [], [], warnings
         if data.lstrip()[:1] in (b"{", b"["):
+            inflate_warnings = list(warnings)
             try:
                 text = data.decode("utf-8")
             except UnicodeDecodeError:
@@ -90,7 +98,7 @@ def decode(data: bytes | str) -> tuple[list[SpanRecord], list[PlacedEvent], list
                 except OTLPDecodeError as json_error:
                     # Protobuf can start with "\n{" too (field 1, length 123).
                     try:
-                        spans, pb_warnings = _decode_protobuf(data, [])
+                        spans, pb_warnings = _decode_protobuf(data, inflate_warnings)
                     except OTLPDecodeError:
                         raise json_error from None
                     return spans, [], pb_warnings
@@ -101,12 +109,15 @@ def decode(data: bytes | str) -> tuple[list[SpanRecord], list[PlacedEvent], list
     return _decode_json(data, warnings)
 
 
-def decode_logs(data: bytes | str) -> tuple[list[PlacedEvent], list[str]]:
+def decode_logs(
+    data: bytes | str, *, max_inflated_bytes: int = MAX_INFLATED_BYTES
+) -> tuple[list[PlacedEvent], list[str]]:
     """OTLP log data (protobuf `ExportLogsServiceRequest` or OTLP/JSON): the records tied
-    to a span, as events of that span, and warnings."""
+    to a span, as events of that span, and warnings. Gzip input is inflated to at most
+    `max_inflated_bytes`."""
     warnings: list[str] = []
     if isinstance(data, bytes):
-        data = _inflate(data)
+        data = _inflate(data, warnings, max_inflated_bytes)
         if not data.strip():
             return [], warnings
         if data.lstrip()[:1] not in (b"{", b"["):
@@ -118,14 +129,42 @@ def decode_logs(data: bytes | str) -> tuple[list[PlacedEvent], list[str]]:
     return events, warnings
 
 
-def _inflate(data: bytes) -> bytes:
-    """`data` uncompressed when it is gzip, as the Collector's file exporter can write."""
+def _inflate(data: bytes, warnings: list[str], limit: int = MAX_INFLATED_BYTES) -> bytes:
+    """`data` uncompressed when it is gzip (every member of it, as `gzip -c a b` or a
+    Collector appending to a file writes), cut at `limit` bytes with a warning; other
+    data as it is."""
     if data[:2] != b"\x1f\x8b":
         return data
-    try:
-        return zlib.decompressobj(wbits=47).decompress(data)
-    except zlib.error as exc:
-        raise OTLPDecodeError(f"gzip input that does not inflate: {exc}") from None
+    pieces: list[bytes] = []
+    size = members = 0
+    rest = data
+    while rest:
+        inflater = zlib.decompressobj(wbits=31)
+        try:
+            # max_length 0 would mean "no limit": ask for one byte past the room left.
+            piece = inflater.decompress(rest, limit - size + 1)
+        except zlib.error as exc:
+            if not members:
+                raise OTLPDecodeError(f"gzip input that does not inflate: {exc}") from None
+            warnings.append(f"gzip member {members + 1} does not inflate ({exc}); ignored")
+            break
+        if size + len(piece) > limit:
+            pieces.append(piece[: limit - size])
+            warnings.append(
+                f"gzip input inflates to more than {limit} bytes; only the first {limit} were read"
+            )
+            break
+        pieces.append(piece)
+        size += len(piece)
+        members += 1
+        if not inflater.eof:
+            warnings.append(f"gzip member {members} is truncated; read what it holds")
+            break
+        rest = inflater.unused_data.lstrip(b"\x00")  # gzip tools pad with zeros
+        if rest and rest[:2] != b"\x1f\x8b":
+            warnings.append(f"{len(rest)} bytes after the gzip data are not gzip; ignored")
+            break
+    return b"".join(pieces)
 
 
 # --------------------------------------------------------------------------- protobuf

@@ -61,9 +61,9 @@ from tracejudge.evaluation._checks_user import (
     from_reward,
     is_check,
 )
+from tracejudge.evaluation._history import Turn, new_messages
 from tracejudge.models import (
     AgentInstance,
-    LLMInput,
     LLMInteraction,
     LLMToolCall,
     LLMToolDefinition,
@@ -136,33 +136,6 @@ def _ids(calls: Sequence[LLMToolCall]) -> str:
     )
 
 
-#: How far back from the end of an interaction's inputs the previous inputs' last message
-#: is looked for (see `_Run.new_inputs`).
-_ANCHOR_WINDOW = 64
-
-
-def _same(a: LLMInput, b: LLMInput) -> bool:
-    return a is b or a == b
-
-
-def _added(current: Sequence[LLMInput], previous: Sequence[LLMInput]) -> Sequence[LLMInput]:
-    """The messages of `current` that `previous` did not have, assuming `current` repeats
-    the conversation of `previous` (sampled, not compared in full: a full comparison would
-    make long agents quadratic). Otherwise all of `current`."""
-    n = len(previous)
-    if n == 0 or not current:
-        return current
-    if len(current) >= n and all(_same(current[k], previous[k]) for k in {0, n // 2, n - 1}):
-        return current[n:]  # the common case: the whole history, then what is new
-    # A rewritten first message (a system prompt with the time in it) or a history cut at
-    # the front: anchor on the previous inputs' last message near the end.
-    for p in range(len(current) - 1, max(-1, len(current) - 1 - _ANCHOR_WINDOW), -1):
-        if _same(current[p], previous[-1]):
-            head = [] if _same(current[0], previous[0]) or p == 0 else [current[0]]
-            return [*head, *current[p + 1 :]]
-    return current
-
-
 class _Run:
     """One agent instance as the built-in checks read it.
 
@@ -201,16 +174,12 @@ class _Run:
         return any(i.input_messages or i.output_messages for i in self.llm)
 
     @functools.cached_property
-    def new_inputs(self) -> list[Sequence[LLMInput]]:
+    def turns(self) -> list[Turn]:
         """Per interaction, the input messages it added to the previous interaction's inputs
-        (all of them when it does not repeat that history). Chat agents resend the whole
-        conversation on every call; reading only what is new keeps checks linear."""
-        added: list[Sequence[LLMInput]] = []
-        previous: Sequence[LLMInput] = ()
-        for interaction in self.llm:
-            added.append(_added(interaction.input_messages, previous))
-            previous = interaction.input_messages
-        return added
+        and outputs (`_history.new_messages`, as the judge's transcript reads them). Chat
+        agents resend the whole conversation on every call; reading only what is new keeps
+        checks linear."""
+        return list(new_messages(self.llm))
 
     def child_agents(self, agent: AgentInstance | None = None) -> Iterator[AgentInstance]:
         """The agent's descendants, each once, depth first."""
@@ -337,8 +306,8 @@ class _Appearances:
     @classmethod
     def of(cls, run: _Run) -> _Appearances:
         seen = cls()
-        for j, added in enumerate(run.new_inputs):
-            for message in added:
+        for j, turn in enumerate(run.turns):
+            for message in (*turn.replayed, *turn.new):
                 content = message.content
                 if isinstance(content, LLMToolResponse):
                     where, responses = seen.results.setdefault(content.id, ([], []))
@@ -648,8 +617,8 @@ def _own_sources(run: _Run) -> Iterator[str]:
     """What the agent's model was given: system, user and tool messages and tool results
     of all its interactions. Its own earlier replies and tool call arguments are left out,
     so that a number it made up once cannot ground itself later."""
-    for added in run.new_inputs:
-        for message in added:
+    for turn in run.turns:
+        for message in turn.new:
             content = message.content
             if isinstance(content, LLMToolResponse):
                 yield content.response

@@ -22,7 +22,6 @@ from tracejudge.errors import (
     BadRequestError,
     ConfigurationError,
     MalformedError,
-    NoLLMInteractionsError,
 )
 from tracejudge.evaluation._check import TraceCheck
 from tracejudge.evaluation._validate import Criterion, validate_criteria
@@ -67,14 +66,9 @@ def needs_judge(criteria: Iterable[Criterion]) -> bool:
 
 
 def require_llm_interactions(trace: MultiAgentTrace) -> None:
-    """Raise `NoLLMInteractionsError` when no agent of the trace called a model."""
-    if not trace.has_llm_interactions:
-        agents = ", ".join(f"{a.name} ({a.id})" for a in trace.iter_agents())
-        raise NoLLMInteractionsError(
-            f"the trace has no LLM interaction to evaluate (agents: {agents or 'none'}). "
-            "Was the model client instrumented? Call ComposoTracer.init(...) before creating "
-            "the client, and make the model calls inside `with AgentTracer(...)`."
-        )
+    """Raise `NoLLMInteractionsError` when no agent of the trace called a model
+    (`MultiAgentTrace.require_llm_interactions`)."""
+    trace.require_llm_interactions()
 
 
 async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:

@@ -15,18 +15,19 @@ Each `LLMInteraction` of an agent repeats, as its input, the history before it.
 The transcript is linear in the trace: the part of an interaction's input that
 repeats what was already written (the previous interaction's input and
 outputs) is skipped, so every message is written once, not once per call.
+What counts as repeated is decided by `_history.new_messages`, which the
+deterministic checks use too.
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tracejudge._chat import interactions_from_messages, text_of
+from tracejudge._chat import interactions_from_messages
 from tracejudge.errors import BadRequestError
+from tracejudge.evaluation._history import new_messages, normal_json
 from tracejudge.models import (
     AgentInstance,
     LLMInput,
@@ -81,33 +82,6 @@ class RenderedContent:
     entries: int = field(default=0, repr=False)
 
 
-# --------------------------------------------------------------------------- keys
-
-
-def _normal_json(text: str) -> str:
-    try:
-        return json.dumps(json.loads(text), sort_keys=True, ensure_ascii=False)
-    except (ValueError, TypeError):
-        return text.strip()
-
-
-def _key(role: str, content: str | LLMToolCall | LLMToolResponse) -> tuple[str, ...]:
-    """Identity of a message for spotting repeated history: what it says, not how typed."""
-    if isinstance(content, LLMToolCall):
-        return ("call", content.id, content.name, _normal_json(content.parameters))
-    if isinstance(content, LLMToolResponse):
-        return ("result", content.id, content.response.strip())
-    return ("text", role, " ".join(content.split()))
-
-
-def _common_prefix(left: Sequence[Any], right: Sequence[Any]) -> int:
-    n = min(len(left), len(right))
-    i = 0
-    while i < n and left[i] == right[i]:
-        i += 1
-    return i
-
-
 # --------------------------------------------------------------------------- entries
 
 
@@ -123,42 +97,29 @@ def _input_entry(message: LLMInput) -> _Entry:
 def _entries(agent: AgentInstance, trace: MultiAgentTrace | None) -> list[_Entry]:
     """The agent's interactions as one linear list, repeated history dropped."""
     entries: list[_Entry] = []
-    history: list[tuple[str, ...]] = []  # previous interaction: input keys, then output keys
-    history_inputs = 0  # how many of `history` are the previous interaction's inputs
+    turns = new_messages(agent.llm_interactions)
     turn = 0
     for item in agent.interactions:
         if isinstance(item, str):
             child = trace.agent_instance_by_id.get(item) if trace is not None else None
             entries.append(_Entry("agent", child=child, child_id=item, own=True))
             continue
-        keys = [_key(m.role, m.content) for m in item.input_messages]
-        start = _common_prefix(keys, history)
-        if start < len(history) and start >= history_inputs:
-            # The inputs all repeat; the previous outputs may come back in another order
-            # (a converter can list an assistant message's text and tool calls either way).
-            pending = Counter(history[start:])
-            while start < len(keys) and pending[keys[start]] > 0:
-                pending[keys[start]] -= 1
-                start += 1
-            complete = not +pending
-        else:
-            complete = start == len(history)
-        if history and not complete:
+        added = next(turns)
+        if not added.complete:
             # The model was not given everything written so far (a fresh or trimmed
             # context): say so, rather than let the transcript suggest continuity.
+            count = added.repeated
             shared = (
-                f"only the first {start} messages of the previous call's context"
-                if start
+                f"only {count} {'message' if count == 1 else 'messages'} of the previous "
+                "call's context"
+                if count
                 else "nothing written above"
             )
             entries.append(
                 _Entry("note", text=f"A new model call begins; its context repeats {shared}")
             )
-        entries.extend(_input_entry(m) for m in item.input_messages[start:])
-        outputs = _output_entries(item, turn)
-        entries.extend(outputs)
-        history = keys + [_key("assistant", o.content) for o in item.output_messages]
-        history_inputs = len(keys)
+        entries.extend(_input_entry(m) for m in added.new)
+        entries.extend(_output_entries(item, turn))
         turn += 1
     return entries
 
@@ -182,7 +143,7 @@ def _tools(agent: AgentInstance) -> list[LLMToolDefinition]:
     seen: dict[tuple[str, str, str], LLMToolDefinition] = {}
     for interaction in agent.llm_interactions:
         for tool in interaction.tools_available or []:
-            key = (tool.name, tool.description, _normal_json(tool.parameters))
+            key = (tool.name, tool.description, normal_json(tool.parameters))
             seen.setdefault(key, tool)
     return list(seen.values())
 
@@ -259,10 +220,10 @@ def conversation_agent(
     name: str = "assistant",
     id: str = "conversation",
 ) -> AgentInstance:
-    """A chat conversation (OpenAI or Anthropic messages) as a one-agent run.
+    """A chat conversation (OpenAI or Anthropic messages) as a one-agent run, read as
+    `AgentInstance.from_chat_session` reads it (Anthropic server-side tool blocks become
+    tool calls and results, so the judge sees them).
 
-    Anthropic server-side tool blocks (`server_tool_use`, `web_search_tool_result`,
-    `mcp_tool_use`, ...) become tool calls and results, so the judge sees them.
     Raises `BadRequestError` when a message is not a dict.
     """
     if isinstance(messages, (str, bytes)) or not isinstance(messages, Sequence):
@@ -271,8 +232,7 @@ def conversation_agent(
             f"{type(messages).__name__}"
         )
     try:
-        normal = _split_server_tool_blocks(messages)
-        interactions = interactions_from_messages(normal, tools=tools, system=system)
+        interactions = interactions_from_messages(messages, tools=tools, system=system)
     except TypeError as exc:
         raise BadRequestError(str(exc)) from exc
     return AgentInstance(id=id, name=name, interactions=list(interactions))
@@ -329,104 +289,3 @@ def render_agent(trace: MultiAgentTrace, agent_id: str) -> RenderedContent:
     target = f"the agent {_agent_label(agent)}, whose actions are the entries marked {JUDGED_MARK}"
     judged = sum(e.judged for e in entries)
     return RenderedContent(content=content, target=target, judged=judged, entries=len(entries))
-
-
-# --------------------------------------------------------------------------- Anthropic blocks
-
-_SERVER_CALL_BLOCKS = frozenset({"server_tool_use", "mcp_tool_use"})
-
-
-def _server_result_text(block: Mapping[str, Any]) -> str:
-    content = block.get("content")
-    if isinstance(content, str):
-        return content
-    if isinstance(content, Mapping):
-        kind = str(content.get("type", ""))
-        if kind.endswith("_error"):
-            return f"[error] {content.get('error_code', 'unknown')}"
-        if "stdout" in content or "stderr" in content:
-            return (
-                f"return code {content.get('return_code')}\n"
-                f"stdout:\n{content.get('stdout', '')}\nstderr:\n{content.get('stderr', '')}"
-            )
-        return json.dumps(
-            {k: v for k, v in content.items() if not str(k).startswith("encrypted")},
-            ensure_ascii=False,
-            default=str,
-        )
-    if isinstance(content, list):
-        lines = []
-        for part in content:
-            if not isinstance(part, Mapping):
-                continue
-            if part.get("url"):
-                lines.append(f"- {part.get('title') or part['url']} <{part['url']}>")
-            else:
-                text = text_of([part])
-                if text:
-                    lines.append(text)
-        return "\n".join(lines)
-    return ""
-
-
-def _cited_text(block: Mapping[str, Any]) -> Mapping[str, Any]:
-    citations = [c for c in block.get("citations") or [] if isinstance(c, Mapping)]
-    sources = [f"- {c.get('title') or c['url']} <{c['url']}>" for c in citations if c.get("url")]
-    if not sources:
-        return block
-    text = str(block.get("text", "")) + "\n\nCited sources:\n" + "\n".join(dict.fromkeys(sources))
-    return {"type": "text", "text": text}
-
-
-def _split_server_tool_blocks(messages: Sequence[Any]) -> list[Any]:
-    """Anthropic assistant messages holding server-side tool use and its results inline
-    become assistant tool calls followed by user tool results, as for client tools."""
-    result: list[Any] = []
-    for message in messages:
-        content = message.get("content") if isinstance(message, Mapping) else None
-        if (
-            not isinstance(message, Mapping)
-            or message.get("role") != "assistant"
-            or not isinstance(content, list)
-        ):
-            result.append(message)
-            continue
-        current: list[Any] = []
-        for block in content:
-            kind = block.get("type") if isinstance(block, Mapping) else None
-            if kind in _SERVER_CALL_BLOCKS:
-                name = block.get("name") or "server_tool"
-                current.append(
-                    {
-                        "type": "tool_use",
-                        "id": block.get("id"),
-                        "name": name,
-                        "input": block.get("input", {}),
-                    }
-                )
-            elif isinstance(kind, str) and kind.endswith("_tool_result") and kind != "tool_result":
-                if current:
-                    result.append({**message, "content": current})
-                    current = []
-                text = _server_result_text(block)
-                if block.get("is_error"):
-                    text = f"[error] {text}"
-                result.append(
-                    {
-                        "role": "user",
-                        "content": [
-                            {
-                                "type": "tool_result",
-                                "tool_use_id": block.get("tool_use_id"),
-                                "content": text,
-                            }
-                        ],
-                    }
-                )
-            elif kind == "text" and isinstance(block, Mapping):
-                current.append(_cited_text(block))
-            else:
-                current.append(block)
-        if current:
-            result.append({**message, "content": current})
-    return result

@@ -60,7 +60,10 @@ retried `num_retries` times (at least 1) with exponential backoff and full jitte
 the `Retry-After` the server asks for; 400/401/403/404 are not retried. Each judge bounds its
 requests in flight (`max_concurrency`, default 16) and caches verdicts by judge, model,
 prompt and parameters (`cache=None`: in memory; `cache="judge-cache.sqlite"`: an SQLite
-file shared across runs; `cache=False`: off). Errors are never cached.
+file shared across runs; `cache=False`: off). Errors are never cached; the key includes
+the endpoint's URL (without credentials), so two servers of one model name do not share.
+A judge may be used from several event loops in turn: it keeps connections per loop and
+closes them when that loop shuts down, or on `aclose()`.
 """
 
 from __future__ import annotations
@@ -80,6 +83,8 @@ from tracejudge.judges._spec import (
     PROVIDERS,
     default_judge,
     judge_from_spec,
+    key_env_for,
+    needs_api_key,
 )
 from tracejudge.judges._types import DEFAULT_TARGET, CriterionKind, Judge, JudgeRequest, Verdict
 
@@ -94,6 +99,8 @@ __all__ = [
     "AnthropicJudge",
     "judge_from_spec",
     "default_judge",
+    "key_env_for",
+    "needs_api_key",
     "HOW_TO_CONFIGURE_A_JUDGE",
     "DEFAULT_JUDGE_MODEL",
     "PROVIDERS",

@@ -8,15 +8,25 @@ from typing import Any
 import httpx
 
 from tracejudge.errors import APIError, ConfigurationError
-from tracejudge.judges._backend import Answer, HTTPJudge, env, join_url, requires_key
+from tracejudge.judges._backend import (
+    Answer,
+    HTTPJudge,
+    env,
+    join_url,
+    requires_key,
+    token_count,
+)
 from tracejudge.judges._cache import CacheOption
 from tracejudge.judges._types import JudgeRequest
 
-__all__ = ["AnthropicJudge", "ANTHROPIC_VERSION"]
+__all__ = ["AnthropicJudge", "ANTHROPIC_VERSION", "ANTHROPIC_BASE_URL", "ANTHROPIC_KEY_ENV"]
 
 #: The `anthropic-version` header sent unless another is given.
 ANTHROPIC_VERSION = "2023-06-01"
-_DEFAULT_BASE_URL = "https://api.anthropic.com"
+#: Where the API lives unless `base_url` or ANTHROPIC_BASE_URL says otherwise.
+ANTHROPIC_BASE_URL = "https://api.anthropic.com"
+#: The variable the API key is read from.
+ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
 
 
 class AnthropicJudge(HTTPJudge):
@@ -49,8 +59,8 @@ class AnthropicJudge(HTTPJudge):
         backoff_max: float = 8.0,
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
-        resolved_url = base_url or env("ANTHROPIC_BASE_URL") or _DEFAULT_BASE_URL
-        resolved_key = api_key or env("ANTHROPIC_API_KEY")
+        resolved_url = base_url or env("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+        resolved_key = api_key or env(ANTHROPIC_KEY_ENV)
         if resolved_key is None and requires_key(resolved_url):
             raise ConfigurationError(
                 f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY or pass "
@@ -61,7 +71,7 @@ class AnthropicJudge(HTTPJudge):
             name=f"anthropic:{model}",
             base_url=resolved_url,
             api_key=resolved_key,
-            key_env="ANTHROPIC_API_KEY",
+            key_env=ANTHROPIC_KEY_ENV,
             timeout=timeout,
             request_timeout=request_timeout,
             num_retries=num_retries,
@@ -131,17 +141,13 @@ class AnthropicJudge(HTTPJudge):
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
         # Cached prompt tokens are input tokens too; Anthropic reports them apart.
         input_tokens = sum(
-            _int(usage.get(key))
+            token_count(usage.get(key))
             for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
         )
-        output_tokens = _int(usage.get("output_tokens"))
+        output_tokens = token_count(usage.get("output_tokens"))
         return Answer(
             text=text,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             total_tokens=input_tokens + output_tokens,
         )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

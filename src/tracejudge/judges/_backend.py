@@ -27,6 +27,7 @@ from tracejudge.judges._http import (
     error_message,
     send_with_retries,
 )
+from tracejudge.judges._loops import LoopClients
 from tracejudge.judges._parse import (
     Judgement,
     ReplyError,
@@ -38,7 +39,15 @@ from tracejudge.judges._prompt import build_messages, reask_message
 from tracejudge.judges._types import JudgeRequest, Verdict
 from tracejudge.models import JudgeUsage
 
-__all__ = ["HTTPJudge", "Answer", "requires_key", "env", "join_url"]
+__all__ = [
+    "HTTPJudge",
+    "Answer",
+    "endpoint_identity",
+    "requires_key",
+    "env",
+    "join_url",
+    "token_count",
+]
 
 logger = logging.getLogger("tracejudge.judges")
 
@@ -71,15 +80,6 @@ class _Tally:
         self.input_tokens += answer.input_tokens
         self.output_tokens += answer.output_tokens
         self.total_tokens += answer.total_tokens or (answer.input_tokens + answer.output_tokens)
-
-
-@dataclass
-class _LoopState:
-    """The HTTP client and concurrency limit of one event loop (neither may cross loops)."""
-
-    loop: asyncio.AbstractEventLoop
-    client: httpx.AsyncClient
-    semaphore: asyncio.Semaphore
 
 
 _ssl_context: Any = None
@@ -157,8 +157,8 @@ class HTTPJudge:
         self._features.update(features or {})
         self._features_lock = threading.Lock()
         self._logprobs_notice_given = False
-        self._state_slot: _LoopState | None = None
-        self._state_lock = threading.Lock()
+        # One HTTP client and one limit per event loop, each closed on its own loop.
+        self._clients = LoopClients(self._new_client, self.max_concurrency)
         self._endpoint = Endpoint(
             label=f"judge {name}",
             model=model,
@@ -208,40 +208,23 @@ class HTTPJudge:
 
     # ----------------------------------------------------------------- lifecycle
 
-    def _state(self) -> _LoopState:
-        # One client and one limit, for the loop in use. The sync client runs every call on
-        # one background loop; code that calls asyncio.run() repeatedly gets a fresh pair
-        # per loop (the old loop's connections end with it). Keeping only the latest avoids
-        # holding on to dead loops, which the semaphore and connections reference.
-        loop = asyncio.get_running_loop()
-        with self._state_lock:
-            if self._state_slot is None or self._state_slot.loop is not loop:
-                limits = httpx.Limits(
-                    max_connections=self.max_concurrency,
-                    max_keepalive_connections=self.max_concurrency,
-                )
-                client = httpx.AsyncClient(
-                    transport=self._transport,
-                    verify=_shared_ssl_context(),
-                    limits=limits,
-                    timeout=httpx.Timeout(self.request_timeout),
-                    headers={"user-agent": _USER_AGENT},
-                )
-                self._state_slot = _LoopState(loop, client, asyncio.Semaphore(self.max_concurrency))
-            return self._state_slot
+    def _new_client(self) -> httpx.AsyncClient:
+        limits = httpx.Limits(
+            max_connections=self.max_concurrency,
+            max_keepalive_connections=self.max_concurrency,
+        )
+        return httpx.AsyncClient(
+            transport=self._transport,
+            verify=_shared_ssl_context(),
+            limits=limits,
+            timeout=httpx.Timeout(self.request_timeout),
+            headers={"user-agent": _USER_AGENT},
+        )
 
     async def aclose(self) -> None:
-        """Close the connections and the cache file. The judge may be used again afterwards
-        (it reconnects)."""
-        with self._state_lock:
-            state, self._state_slot = self._state_slot, None
-        try:
-            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
-        except RuntimeError:
-            loop = None
-        # A client bound to another (likely closed) loop cannot be closed from this one.
-        if state is not None and state.loop is loop:
-            await state.client.aclose()
+        """Close the connections (on every event loop that used this judge) and the cache
+        file. The judge may be used again afterwards (it reconnects)."""
+        await self._clients.aclose()
         if self.cache is not None:
             await self._in_thread(self.cache.close)
 
@@ -255,6 +238,8 @@ class HTTPJudge:
 
     def _cache_parameters(self, request: JudgeRequest) -> dict[str, Any]:
         return {
+            # Two servers may serve the same model name with different weights.
+            "endpoint": endpoint_identity(self.base_url),
             "kind": request.kind.value,
             "clean_explanation": request.clean_explanation,
             "temperature": self.temperature,
@@ -293,7 +278,7 @@ class HTTPJudge:
                     usage=JudgeUsage(cached_calls=1, latency_seconds=time.perf_counter() - started),
                     raw={**hit.get("raw", {}), "cached": True},
                 )
-        state = self._state()
+        state = self._clients.get()
         async with state.semaphore:
             # The deadline starts with the slot: time queued behind other calls is not the
             # endpoint's fault and must not time a call out.
@@ -493,3 +478,16 @@ def join_url(base_url: str, path: str) -> httpx.URL:
     """`base_url` with `path` appended to its path, its query (Azure's api-version) kept."""
     url = httpx.URL(base_url)
     return url.copy_with(path=url.path.rstrip("/") + "/" + path.lstrip("/"))
+
+
+def endpoint_identity(base_url: str) -> str:
+    """`base_url` without what may be secret (user, password, query, fragment): which
+    server answers, fit to be written into a shared cache."""
+    url = httpx.URL(base_url)
+    port = f":{url.port}" if url.port is not None else ""
+    return f"{url.scheme}://{url.host}{port}{url.path.rstrip('/')}"
+
+
+def token_count(value: Any) -> int:
+    """A usage field's token count: 0 unless the API gave an integer."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -27,7 +27,7 @@ from tracejudge.errors import TimeoutError as RequestTimeoutError
 
 __all__ = [
     "Endpoint",
-    "ErrorFactory",
+    "MODEL_NOT_FOUND_HINT",
     "send_with_retries",
     "error_from_response",
     "error_message",
@@ -44,17 +44,27 @@ def _retryable(status: int) -> bool:
     return status in RETRYABLE or status >= 500
 
 
+#: What a 404 from a model API usually means.
+MODEL_NOT_FOUND_HINT = (
+    "check the model name and that base_url is the API root (for OpenAI-compatible servers "
+    "it usually ends in /v1)"
+)
+
+
 @dataclass(frozen=True)
 class Endpoint:
     """What error messages need to say which service failed and what to do about it.
 
-    `label` names the service ("judge openai:gpt-4.1-mini", "the Composo server").
+    `label` names the service ("judge openai:gpt-4.1-mini", "POST /api/v1/evals/reward on
+    the server"); `model` the model asked for ("" when the service is not a model API);
+    `key_hint` what to check on 401/403, `not_found_hint` on 404.
     """
 
     label: str
     model: str
     base_url: str
     key_hint: str
+    not_found_hint: str = MODEL_NOT_FOUND_HINT
 
     def where(self) -> str:
         return f"{self.label} at {self.base_url}"
@@ -121,12 +131,13 @@ def error_from_response(
             body,
         )
     if status == 404:
+        what = (
+            f"model {endpoint.model!r} was not found at {endpoint.base_url}"
+            if endpoint.model
+            else f"{where} found nothing there"
+        )
         return BadRequestError(
-            f"model {endpoint.model!r} was not found at {endpoint.base_url} (HTTP 404: "
-            f"{message}); check the model name and that base_url is the API root (for "
-            "OpenAI-compatible servers it usually ends in /v1)",
-            status,
-            body,
+            f"{what} (HTTP 404: {message}); {endpoint.not_found_hint}", status, body
         )
     if status == 429:
         return RateLimitError(
@@ -143,16 +154,12 @@ def error_from_response(
         )
     if status >= 500 or status == 409:
         return APIError(
-            f"{where} failed{tries} (HTTP {status}: {message}); the provider may be down "
-            "or overloaded, try again later or raise num_retries",
+            f"{where} failed{tries} (HTTP {status}: {message}); it may be down or "
+            "overloaded: try again later or raise num_retries",
             status,
             body,
         )
     return BadRequestError(f"{where} rejected the request (HTTP {status}: {message})", status, body)
-
-
-#: Builds the error for a failed answer: (response, endpoint, attempts=...) -> error.
-ErrorFactory = Callable[..., ComposoError]
 
 
 async def send_with_retries(
@@ -170,7 +177,6 @@ async def send_with_retries(
     backoff_base: float,
     backoff_max: float,
     on_attempt: Callable[[], None] | None = None,
-    error_for: ErrorFactory = error_from_response,
 ) -> httpx.Response:
     """Send `body` until an answer that is not worth retrying comes back, and return it.
 
@@ -178,8 +184,8 @@ async def send_with_retries(
     exponential backoff and full jitter, waiting what `Retry-After` asks instead when it is
     given. Never waits past `deadline` (an event-loop time). Raises TimeoutError when the
     deadline runs out, RateLimitError or APIError when the retries do. Other answers (2xx,
-    400, 401, 404, ...) are returned for the caller to read. `error_for` builds the error
-    raised for a retryable status once the retries or the deadline run out.
+    400, 401, 404, ...) are returned for the caller to read (`error_from_response` makes
+    their errors).
     """
     loop = asyncio.get_running_loop()
     attempt = 0
@@ -221,7 +227,7 @@ async def send_with_retries(
         else:
             if not _retryable(response.status_code):
                 return response
-            failure = error_for(response, endpoint, attempts=attempt + 1)
+            failure = error_from_response(response, endpoint, attempts=attempt + 1)
             retry_after = retry_after_seconds(response.headers)
         if attempt >= num_retries:
             raise failure

@@ -13,7 +13,14 @@ from typing import Any
 import httpx
 
 from tracejudge.errors import APIError, ConfigurationError
-from tracejudge.judges._backend import Answer, HTTPJudge, env, join_url, requires_key
+from tracejudge.judges._backend import (
+    Answer,
+    HTTPJudge,
+    env,
+    join_url,
+    requires_key,
+    token_count,
+)
 from tracejudge.judges._cache import CacheOption
 from tracejudge.judges._prompt import reply_schema
 from tracejudge.judges._types import JudgeRequest
@@ -241,11 +248,7 @@ class OpenAICompatibleJudge(HTTPJudge):
         return Answer(
             text=content or "",
             logprobs=logprobs if isinstance(logprobs, list) and logprobs else None,
-            input_tokens=_int(usage.get("prompt_tokens")),
-            output_tokens=_int(usage.get("completion_tokens")),
-            total_tokens=_int(usage.get("total_tokens")),
+            input_tokens=token_count(usage.get("prompt_tokens")),
+            output_tokens=token_count(usage.get("completion_tokens")),
+            total_tokens=token_count(usage.get("total_tokens")),
         )
-
-
-def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0

@@ -6,8 +6,8 @@ import os
 from typing import Any
 
 from tracejudge.errors import ConfigurationError
-from tracejudge.judges._anthropic import AnthropicJudge
-from tracejudge.judges._backend import env
+from tracejudge.judges._anthropic import ANTHROPIC_BASE_URL, ANTHROPIC_KEY_ENV, AnthropicJudge
+from tracejudge.judges._backend import env, requires_key
 from tracejudge.judges._openai import OPENAI_COMPATIBLE_PROVIDERS, OpenAICompatibleJudge
 from tracejudge.judges._types import Judge
 
@@ -17,6 +17,8 @@ __all__ = [
     "PROVIDERS",
     "default_judge",
     "judge_from_spec",
+    "key_env_for",
+    "needs_api_key",
 ]
 
 #: The model of the judge that OPENAI_API_KEY / OPENAI_BASE_URL alone configure.
@@ -65,14 +67,8 @@ def judge_from_spec(spec: str | Judge | None, **options: Any) -> Judge:
     provider, colon, model = text.partition(":")
     if not colon:
         return OpenAICompatibleJudge(text, **options)
-    provider = provider.strip().lower()
+    provider = _known(provider, f" in {spec!r}")
     model = model.strip()
-    if provider not in PROVIDERS:
-        raise ConfigurationError(
-            f"unknown judge provider {provider!r} in {spec!r}; valid providers: "
-            f"{', '.join(PROVIDERS)} (for example 'openai:gpt-4.1-mini'; any other "
-            "OpenAI-compatible server: 'openai:<model>' with base_url=... or OPENAI_BASE_URL)"
-        )
     if not model:
         raise ConfigurationError(
             f"the judge spec {spec!r} names no model; write it as '{provider}:<model>'"
@@ -95,3 +91,38 @@ def default_judge(**options: Any) -> Judge | None:
         model = os.environ.get("TRACEJUDGE_JUDGE_MODEL", "").strip() or DEFAULT_JUDGE_MODEL
         return OpenAICompatibleJudge(model, **options)
     return None
+
+
+def _known(provider: str, where: str = "") -> str:
+    """`provider` normalised; ConfigurationError naming the valid ones when it is unknown."""
+    name = provider.strip().lower()
+    if name not in PROVIDERS:
+        raise ConfigurationError(
+            f"unknown judge provider {provider!r}{where}; valid providers: "
+            f"{', '.join(PROVIDERS)} (for example 'openai:gpt-4.1-mini'; any other "
+            "OpenAI-compatible server: 'openai:<model>' with base_url=... or OPENAI_BASE_URL)"
+        )
+    return name
+
+
+def key_env_for(provider: str) -> str | None:
+    """The environment variable a `provider` judge reads its API key from (None: it has
+    none). Raises ConfigurationError, naming the valid providers, for an unknown one."""
+    name = _known(provider)
+    if name == "anthropic":
+        return ANTHROPIC_KEY_ENV
+    return OPENAI_COMPATIBLE_PROVIDERS[name].key_env
+
+
+def needs_api_key(provider: str, base_url: str | None = None) -> bool:
+    """Whether a `provider` judge at `base_url` (default: where the environment or the
+    provider puts it) cannot work without an API key, as hosted APIs cannot. Raises
+    ConfigurationError, naming the valid providers, for an unknown provider."""
+    name = _known(provider)
+    if not base_url:
+        if name == "anthropic":
+            base_url = env("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+        else:
+            known = OPENAI_COMPATIBLE_PROVIDERS[name]
+            base_url = env(known.base_url_env) or known.default_base_url
+    return requires_key(base_url)

@@ -191,7 +191,21 @@ class AgentTracer:
                 "nothing was captured for this agent: tracing was not initialised when it "
                 "started (call ComposoTracer.init(...) first) or its span was not recorded"
             )
+        elif self._capture is not None and self._capture.dropped:
+            trace.warnings.append(self._dropped_warning(self._capture))
         return trace
+
+    def _dropped_warning(self, capture: SpanCapture) -> str:
+        kept = capture.kept()
+        whose = "this agent"
+        if kept and kept[0] is not self.span:
+            root_name = (kept[0].attributes or {}).get(semconv.GEN_AI_AGENT_NAME)
+            whose = f"its root agent {root_name!r}"
+        return (
+            f"capture kept the first {capture.limit} spans of {whose}; {capture.dropped} later "
+            "spans were dropped (agent spans are always kept), so interactions may be missing "
+            "— raise ComposoTracer.init(max_spans_per_trace=...)"
+        )
 
     def get_multi_agent_trace(self) -> MultiAgentTrace:
         """The same as :attr:`trace` (the Composo SDK's method name)."""

@@ -7,15 +7,22 @@ import logging
 import os
 import threading
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Any
 
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
-from tracejudge.tracing._processors import CaptureSpanProcessor, IsolatingSpanProcessor
+from tracejudge.errors import MissingDependencyError
+from tracejudge.tracing._processors import (
+    DEFAULT_MAX_SPANS_PER_TRACE,
+    CaptureSpanProcessor,
+    IsolatingSpanProcessor,
+)
 
 __all__ = ["ComposoTracer", "Instruments", "MissingDependencyError"]
 
@@ -36,31 +43,33 @@ _OTLP_GRPC = (
 )
 
 
-class MissingDependencyError(ImportError):
-    """Raised by `ComposoTracer.init` when an optional package it needs is not installed:
-    the instrumentation for a requested `Instruments` member, or the OTLP exporter when an
-    OTLP endpoint is configured. The message says what to install."""
-
-    def __init__(
-        self, package: str, extra: str | None, purpose: str, *, core: bool = False
-    ) -> None:
-        if extra is not None:
-            hint = f"pip install 'tracejudge[{extra}]' (or pip install {package})"
-        elif core:
-            hint = f"pip install {package} (a dependency of tracejudge; reinstall tracejudge)"
-        else:
-            hint = f"pip install {package}"
-        super().__init__(f"{purpose} needs the package {package!r}, which is not installed: {hint}")
-        self.package = package
-        self.extra = extra
-
-
 class Instruments(Enum):
-    """LLM client libraries `ComposoTracer.init` can instrument (through OpenLLMetry)."""
+    """LLM client libraries `ComposoTracer.init` can instrument (through OpenLLMetry).
+
+    ``Instruments("openai")`` also accepts a member's name, in any case (``"OPENAI"``,
+    ``"OpenAI"``); an unknown name raises a ValueError that lists the valid ones.
+    """
 
     OPENAI = "openai"
     ANTHROPIC = "anthropic"
     GOOGLE_GENAI = "google_genai"
+
+    @classmethod
+    def _missing_(cls, value: object) -> Instruments:
+        if isinstance(value, str):
+            wanted = value.strip().lower().replace("-", "_")
+            for member in cls:
+                if wanted in (member.value, member.name.lower()):
+                    return member
+        valid = ", ".join(repr(member.value) for member in cls)
+        raise ValueError(
+            f"{value!r} is not a valid Instruments: use one of {valid} (any case) "
+            f"or a member such as Instruments.OPENAI"
+        )
+
+
+#: What `ComposoTracer.init(instruments=...)` accepts for one client library.
+InstrumentsLike = Instruments | str
 
 
 @dataclass(frozen=True)
@@ -97,6 +106,60 @@ _INSTRUMENTATIONS: dict[Instruments, _Instrumentation] = {
 _instrumented: set[Instruments] = set()
 
 
+class _FollowingTracer(otel_trace.Tracer):
+    """A tracer that starts each span with the tracer of the provider its source points at
+    now (fetched again only when that provider changes)."""
+
+    def __init__(self, source: _FollowingTracerProvider, args: tuple[Any, ...]) -> None:
+        self._source = source
+        self._args = args
+        self._bound: tuple[otel_trace.TracerProvider, otel_trace.Tracer] | None = None
+
+    def _tracer(self) -> otel_trace.Tracer:
+        provider = self._source.target
+        if provider is None:
+            provider = otel_trace.get_tracer_provider()
+        bound = self._bound
+        if bound is None or bound[0] is not provider:
+            bound = (provider, provider.get_tracer(*self._args))
+            self._bound = bound
+        return bound[1]
+
+    def start_span(self, *args: Any, **kwargs: Any) -> otel_trace.Span:
+        return self._tracer().start_span(*args, **kwargs)
+
+    def start_as_current_span(  # type: ignore[override]
+        self, *args: Any, **kwargs: Any
+    ) -> AbstractContextManager[otel_trace.Span]:
+        return self._tracer().start_as_current_span(*args, **kwargs)
+
+
+class _FollowingTracerProvider(otel_trace.TracerProvider):
+    """The provider tracejudge instruments client libraries with: it hands out tracers that
+    follow :attr:`target`, the provider the latest `ComposoTracer.init` set up.
+
+    An instrumentor asks for its tracer once, when it instruments, and a client library can
+    be instrumented only once per process; given a real provider, its spans would go there
+    for good, so after ``reset()`` and ``init(tracer_provider=other)`` LLM calls would miss
+    the new provider (and every ``tracer.trace`` would come back empty)."""
+
+    def __init__(self) -> None:
+        self.target: otel_trace.TracerProvider | None = None  # None: the global provider
+
+    def get_tracer(
+        self,
+        instrumenting_module_name: str,
+        instrumenting_library_version: str | None = None,
+        schema_url: str | None = None,
+        attributes: Any = None,
+    ) -> otel_trace.Tracer:
+        args = (instrumenting_module_name, instrumenting_library_version, schema_url, attributes)
+        return _FollowingTracer(self, args)
+
+
+_instrumentation_provider = _FollowingTracerProvider()
+
+
 @dataclass
 class _Setup:
     """What one `init` put in place; `reset` takes it away again."""
@@ -117,14 +180,24 @@ def current_setup() -> _Setup | None:
     return _setup
 
 
-def _as_list(
-    instruments: Instruments | str | Iterable[Instruments | str] | None,
-) -> list[Instruments]:
+def _as_list(instruments: InstrumentsLike | Iterable[InstrumentsLike] | None) -> list[Instruments]:
     if instruments is None:
         return []
     if isinstance(instruments, (Instruments, str)):
         instruments = [instruments]
-    return [item if isinstance(item, Instruments) else Instruments(item) for item in instruments]
+    if not isinstance(instruments, Iterable):
+        raise TypeError(
+            "instruments must be an Instruments member, its name, or a list of them; "
+            f"got {type(instruments).__name__}"
+        )
+    wanted: list[Instruments] = []
+    for item in instruments:
+        if not isinstance(item, (Instruments, str)):
+            raise TypeError(f"instruments must be Instruments members or their names, got {item!r}")
+        member = Instruments(item)
+        if member not in wanted:
+            wanted.append(member)
+    return wanted
 
 
 def _instrumentor_class(instrument: Instruments) -> type:
@@ -138,13 +211,19 @@ def _instrumentor_class(instrument: Instruments) -> type:
     return getattr(module, spec.class_name)
 
 
-def _instrument(instrument: Instruments, cls: type, provider: TracerProvider) -> None:
+def _instrument(instrument: Instruments, cls: type) -> None:
     if instrument in _instrumented:
         return
     instrumentor = cls()
     # Someone (the user, another library) may have instrumented already: do not wrap twice.
-    if not getattr(instrumentor, "is_instrumented_by_opentelemetry", False):
-        instrumentor.instrument(tracer_provider=provider)
+    if getattr(instrumentor, "is_instrumented_by_opentelemetry", False):
+        logger.info(
+            "tracejudge: %s was instrumented before ComposoTracer.init; its spans go to the "
+            "provider it was instrumented with",
+            instrument.name,
+        )
+    else:
+        instrumentor.instrument(tracer_provider=_instrumentation_provider)
     if getattr(instrumentor, "is_instrumented_by_opentelemetry", True):
         _instrumented.add(instrument)
     else:
@@ -167,6 +246,7 @@ def _otlp_protocol() -> str:
 
 
 def _otlp_processor() -> SpanProcessor:
+    """A BatchSpanProcessor around the standard OTLP exporter the environment asks for."""
     if _otlp_protocol() == "grpc":
         module, package, extra = _OTLP_GRPC
     else:  # http/protobuf, the default (http/json is not offered by the Python SDK)
@@ -179,16 +259,21 @@ def _otlp_processor() -> SpanProcessor:
     return BatchSpanProcessor(exporter_class())
 
 
-def _resolve_provider(tracer_provider: TracerProvider | None) -> tuple[TracerProvider, bool]:
+def _existing_provider(tracer_provider: TracerProvider | None) -> TracerProvider | None:
+    """The provider to use that is not tracejudge's to create; None when `init` creates one."""
     if tracer_provider is not None:
         if not isinstance(tracer_provider, TracerProvider):
             raise TypeError(
                 "tracer_provider must be an opentelemetry.sdk.trace.TracerProvider, "
                 f"got {type(tracer_provider).__name__}"
             )
-        return tracer_provider, False
+        return tracer_provider
     existing = otel_trace.get_tracer_provider()
-    if isinstance(existing, TracerProvider):
+    return existing if isinstance(existing, TracerProvider) else None
+
+
+def _resolve_provider(existing: TracerProvider | None) -> tuple[TracerProvider, bool]:
+    if existing is not None:
         return existing, False
     provider = TracerProvider(resource=Resource.create())
     otel_trace.set_tracer_provider(provider)
@@ -199,6 +284,31 @@ def _resolve_provider(tracer_provider: TracerProvider | None) -> tuple[TracerPro
             "tracejudge uses its own provider for agents and instrumented clients"
         )
     return provider, True
+
+
+def _new_exporter(otlp: bool | None, owns_provider: bool) -> SpanProcessor | None:
+    """The OTLP export processor `init` should add, or None.
+
+    ``otlp=True`` forces it (a missing exporter package raises); ``otlp=None`` adds it when an
+    OTLP endpoint variable is set and tracejudge created the provider (a provider someone
+    else set up exports where they decided; adding ours would send every span twice), and
+    only warns when the exporter package is missing.
+    """
+    if otlp is False or (otlp is None and not (owns_provider and _otlp_configured())):
+        if otlp is None and _otlp_configured():
+            logger.info(
+                "tracejudge: an OTLP endpoint is configured, but the TracerProvider is not "
+                "tracejudge's, so tracejudge adds no exporter of its own (pass otlp=True to "
+                "add one)"
+            )
+        return None
+    try:
+        return _otlp_processor()
+    except MissingDependencyError as error:
+        if otlp:
+            raise
+        logger.warning("tracejudge: OTLP export is not set up: %s", error)
+        return None
 
 
 def _attach(setup: _Setup, processor: SpanProcessor) -> None:
@@ -214,51 +324,88 @@ class ComposoTracer:
     @classmethod
     def init(
         cls,
-        instruments: Instruments | list[Instruments] | None = None,
+        instruments: InstrumentsLike | Iterable[InstrumentsLike] | None = None,
         *,
         tracer_provider: TracerProvider | None = None,
         otlp: bool | None = None,
+        max_spans_per_trace: int | None = None,
     ) -> TracerProvider:
         """Initialise tracing; returns the TracerProvider in use. Safe to call again.
 
         The provider is `tracer_provider` when given, else the SDK TracerProvider already set
-        globally (never replaced), else a new one that is set globally. Each member of
-        `instruments` is instrumented with OpenLLMetry once per process; a missing
-        instrumentation package raises :class:`MissingDependencyError` before anything is
-        changed. When ``OTEL_EXPORTER_OTLP_ENDPOINT`` or ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``
-        is set (or `otlp` is True), spans are also exported with the standard OTLP exporter
-        behind a BatchSpanProcessor: OTLP/HTTP (extra ``tracejudge[otlp]``), or gRPC when
-        ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL=grpc`` (``opentelemetry-exporter-otlp-proto-grpc``);
-        pass ``otlp=False`` when your own provider already exports there. Calling `init`
-        again adds no processor or exporter twice and instruments nothing twice; it
-        instruments members not instrumented yet.
+        globally (never replaced), else a new one that is set globally.
+
+        `instruments` names the client libraries to instrument with OpenLLMetry, once per
+        process: `Instruments` members or their names in any case (``"openai"``,
+        ``"OPENAI"``), alone or in a list. A missing instrumentation package raises
+        :class:`~tracejudge.errors.MissingDependencyError` before anything is changed. The
+        instrumented clients record into whichever provider the latest `init` set up, also
+        after :meth:`reset` and ``init(tracer_provider=other)``.
+
+        OTLP export (the standard exporter behind a BatchSpanProcessor: OTLP/HTTP, extra
+        ``tracejudge[otlp]``, or gRPC when ``OTEL_EXPORTER_OTLP_(TRACES_)PROTOCOL=grpc``,
+        package ``opentelemetry-exporter-otlp-proto-grpc``; endpoint, headers and the rest
+        from the ``OTEL_EXPORTER_OTLP_*`` variables):
+
+        * ``otlp=None`` (default): added when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+          ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is set *and* `init` created the provider. A
+          provider you (or ``opentelemetry-instrument``) set up exports as you configured it;
+          tracejudge adds nothing, so no span is exported twice. When the exporter package is
+          missing, a WARNING is logged and tracing goes on without export.
+        * ``otlp=True``: added to whatever provider is in use; a missing exporter package
+          raises :class:`~tracejudge.errors.MissingDependencyError`.
+        * ``otlp=False``: never added.
+
+        `max_spans_per_trace` bounds the in-process capture that ``AgentTracer.trace`` reads:
+        each root agent keeps at most that many spans (10,000 unless an `init` since the last
+        :meth:`reset` set another value); later ones are dropped and reported in
+        ``tracer.trace.warnings``.
+        Agent spans are always kept, so the agent tree stays whole. It does not limit what
+        the provider exports.
+
+        Calling `init` again adds no processor or exporter twice and instruments nothing
+        twice; it instruments members not instrumented yet, and applies a
+        `max_spans_per_trace` that is given.
         """
         global _setup
         wanted = _as_list(instruments)
+        if max_spans_per_trace is not None:
+            CaptureSpanProcessor(max_spans_per_trace)  # validates before anything changes
         with _lock:
             # Check every package first, so a missing one leaves nothing half set up.
             classes = {instrument: _instrumentor_class(instrument) for instrument in wanted}
-            export = _otlp_configured() if otlp is None else otlp
             setup = _setup
             if setup is not None and tracer_provider not in (None, setup.provider):
                 raise ValueError(
                     "ComposoTracer is already initialised with another TracerProvider; "
                     "call ComposoTracer.reset() before initialising with a new one"
                 )
-            has_exporter = setup is not None and setup.exporter is not None
-            exporter = _otlp_processor() if export and not has_exporter else None
             if setup is None:
-                provider, owns = _resolve_provider(tracer_provider)
+                existing = _existing_provider(tracer_provider)
+                owns = existing is None
+            else:
+                existing, owns = setup.provider, setup.owns_provider
+            has_exporter = setup is not None and setup.exporter is not None
+            exporter = None if has_exporter else _new_exporter(otlp, owns)
+            if setup is None:
+                provider, owns = _resolve_provider(existing)
                 setup = _Setup(
-                    provider=provider, owns_provider=owns, capture=CaptureSpanProcessor()
+                    provider=provider,
+                    owns_provider=owns,
+                    capture=CaptureSpanProcessor(
+                        max_spans_per_trace or DEFAULT_MAX_SPANS_PER_TRACE
+                    ),
                 )
                 _attach(setup, setup.capture)
                 _setup = setup
+            elif max_spans_per_trace is not None:
+                setup.capture.max_spans_per_trace = max_spans_per_trace
             if exporter is not None:
                 setup.exporter = exporter
                 _attach(setup, exporter)
+            _instrumentation_provider.target = setup.provider
             for instrument, instrumentor_class in classes.items():
-                _instrument(instrument, instrumentor_class, setup.provider)
+                _instrument(instrument, instrumentor_class)
             return setup.provider
 
     @classmethod
@@ -297,7 +444,8 @@ class ComposoTracer:
     def reset(cls) -> None:
         """Undo `init` (mostly for tests): switch off and shut down the processors tracejudge
         added, and forget the provider, which is left as it is. Instrumented clients stay
-        instrumented (OpenLLMetry cannot be cleanly undone) and record into that provider."""
+        instrumented (OpenLLMetry cannot be cleanly undone) and record into that provider
+        until the next `init`, whose provider they follow."""
         global _setup
         with _lock:
             setup, _setup = _setup, None
