@@ -150,7 +150,7 @@ def run_demo(
     *, judge: str | None = None, as_json: bool = False, save_trace: str | None = None
 ) -> int:
     from tracejudge import ComposoTracer, Instruments
-    from tracejudge.cli import CHECK_NAMES, _checks_by_name, format_results
+    from tracejudge.cli import format_results
     from tracejudge.client import Composo
 
     ComposoTracer.init(instruments=Instruments.OPENAI)
@@ -175,9 +175,9 @@ def run_demo(
             )
         print(file=out)
 
-    criteria: list[Any] = _checks_by_name(CHECK_NAMES)
     from tracejudge.evaluation import checks
 
+    criteria: list[Any] = list(checks.ALL)
     criteria.append(checks.budgets(max_tokens=2000, max_seconds=30))
     responses = []
     with Composo() as client:

@@ -16,15 +16,11 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
+from tracejudge.evaluation import checks
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 
-CHECK_NAMES = ("tool_arguments", "tool_results", "loops", "grounded_numbers", "final_answer")
-
-
-def _checks_by_name(names: Sequence[str]) -> list[Any]:
-    from tracejudge.evaluation import checks
-
-    return [getattr(checks, name) for name in names]
+#: The checks that need no settings, by name: `--check` choices and the default set.
+CHECKS_BY_NAME = {check.name: check for check in checks.ALL}
 
 
 def load_traces(path: str | os.PathLike[str]) -> list[MultiAgentTrace]:
@@ -145,10 +141,8 @@ def _cmd_score(args: argparse.Namespace) -> int:
             print(f"  {warning}", file=sys.stderr)
         return 1
     traces = scorable
-    criteria: list[Any] = _checks_by_name(args.check or CHECK_NAMES)
+    criteria: list[Any] = [CHECKS_BY_NAME[name] for name in args.check or CHECKS_BY_NAME]
     if args.max_tokens is not None or args.max_seconds is not None:
-        from tracejudge.evaluation import checks
-
         criteria.append(checks.budgets(max_tokens=args.max_tokens, max_seconds=args.max_seconds))
     criteria.extend(args.criterion or [])
     score_traces(traces, criteria, judge=args.judge, as_json=args.json)
@@ -190,7 +184,7 @@ def build_parser() -> argparse.ArgumentParser:
     score.add_argument(
         "--check",
         action="append",
-        choices=CHECK_NAMES,
+        choices=list(CHECKS_BY_NAME),
         help="a deterministic check to run (repeatable; default: all)",
     )
     score.add_argument(
