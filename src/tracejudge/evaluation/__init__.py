@@ -22,6 +22,7 @@ _EXPORTS: dict[str, str] = {
     "validate_tags": "tracejudge.evaluation._validate",
     "validate_explanation_cleaning": "tracejudge.evaluation._validate",
     "adapt_result": "tracejudge.evaluation._adapt",
+    "as_plain": "tracejudge.evaluation._adapt",
     "adapt_input": "tracejudge.evaluation._adapt",
     "responses_input_to_messages": "tracejudge.evaluation._adapt",
     "TaskRegistry": "tracejudge.evaluation._tasks",
@@ -33,24 +34,33 @@ _EXPORTS: dict[str, str] = {
     "trace_response": "tracejudge.evaluation.evaluator",
     "summarize_trace_response": "tracejudge.evaluation.evaluator",
     "require_llm_interactions": "tracejudge.evaluation.evaluator",
+    "gather_all": "tracejudge.evaluation.evaluator",
+    "EvaluationService": "tracejudge.evaluation.service",
+    "ConversationRequest": "tracejudge.evaluation.service",
+    "TraceRequest": "tracejudge.evaluation.service",
 }
 
 __all__ = [
     "MAX_CRITERION_LENGTH",
+    "ConversationRequest",
     "Criterion",
+    "EvaluationService",
     "Evaluator",
     "RenderedContent",
     "TaskRegistry",
     "TraceCheck",
     "adapt_input",
     "adapt_result",
+    "as_plain",
     "conversation_agent",
+    "gather_all",
     "render_agent",
     "render_conversation",
     "require_llm_interactions",
     "responses_input_to_messages",
     "summarize_trace_response",
     "trace_response",
+    "TraceRequest",
     "validate_criteria",
     "validate_explanation_cleaning",
     "validate_tags",
@@ -73,6 +83,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracejudge.evaluation._adapt import (
         adapt_input,
         adapt_result,
+        as_plain,
         responses_input_to_messages,
     )
     from tracejudge.evaluation._check import TraceCheck
@@ -86,6 +97,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from tracejudge.evaluation.evaluator import (
         Evaluator,
+        gather_all,
         require_llm_interactions,
         summarize_trace_response,
         trace_response,
@@ -95,4 +107,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         conversation_agent,
         render_agent,
         render_conversation,
+    )
+    from tracejudge.evaluation.service import (
+        ConversationRequest,
+        EvaluationService,
+        TraceRequest,
     )
