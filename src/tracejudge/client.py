@@ -31,7 +31,6 @@ from typing import Any, Literal, TypeVar
 import httpx
 from pydantic import ValidationError
 
-from tracejudge._chat import text_of
 from tracejudge.errors import (
     BadRequestError,
     ComposoError,
@@ -63,6 +62,7 @@ from tracejudge.models import (
     MultiAgentTrace,
     MultiAgentTraceResponse,
     TaskResponse,
+    text_of,
 )
 
 __all__ = ["Composo", "AsyncComposo", "DEFAULT_BASE_URL", "DEFAULT_MODEL_CORE"]
