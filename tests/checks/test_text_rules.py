@@ -97,7 +97,7 @@ def test_answers_are_not_refusals(answer: str) -> None:
 
 
 def test_an_anthropic_is_error_result_is_an_error() -> None:
-    # tracejudge._chat marks an Anthropic tool_result with is_error as "[error] ...".
+    # from_chat_session marks an Anthropic tool_result with is_error as "[error] ...".
     assert tool_error("[error] service down")
 
 

@@ -14,10 +14,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from tracejudge._chat import text_of  # TODO(#7): tracejudge.models once it exports it
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation import adapt_input, adapt_result, as_plain
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import MultiAgentTrace, text_of
 
 __all__ = ["Conversation", "conversation", "coerce_trace", "evaluate_latest_flag"]
 
