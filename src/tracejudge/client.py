@@ -38,8 +38,8 @@ from tracejudge.errors import (
     ConfigurationError,
     MalformedError,
 )
+from tracejudge.evaluation import TraceCheck
 from tracejudge.evaluation._adapt import adapt_input, adapt_result, as_plain
-from tracejudge.evaluation._check import TraceCheck
 from tracejudge.evaluation._tasks import TaskRegistry
 from tracejudge.evaluation._validate import (
     Criterion,

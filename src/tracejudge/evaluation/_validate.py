@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracejudge.errors import BadRequestError
-from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation._checks.base import TraceCheck
 
 __all__ = [
     "MAX_CRITERION_LENGTH",

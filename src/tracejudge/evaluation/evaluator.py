@@ -23,7 +23,7 @@ from tracejudge.errors import (
     ConfigurationError,
     MalformedError,
 )
-from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation._checks.base import TraceCheck
 from tracejudge.evaluation._validate import Criterion, validate_criteria
 from tracejudge.evaluation.render import (
     RenderedContent,
