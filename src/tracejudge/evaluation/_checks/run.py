@@ -26,7 +26,8 @@ class Run:
     """One agent instance as the built-in checks read it.
 
     `memo` is shared by the runs of one `evaluate(trace)` call, for what a check derives
-    from several agents (a subtree's sources, a child's time span).
+    from several agents (a subtree's sources, a child's time span) or once per agent (its
+    tool calls' outcomes, `calls.call_outcomes`).
     """
 
     def __init__(self, agent: AgentInstance, trace: MultiAgentTrace, memo: dict[Any, Any]) -> None:
