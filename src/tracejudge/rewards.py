@@ -182,7 +182,7 @@ def _scoring_function(func: F, decorator: str) -> F:
 
     def evaluate(trace: Any) -> dict[str, Any]:
         # Imported here so that `tracejudge.rewards` stays light to import.
-        from tracejudge.evaluation.checks import from_reward
+        from tracejudge.evaluation import from_reward
 
         return from_reward(wrapper).evaluate(trace)
 

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tracejudge.evaluation._checks_text import empty_result, refusal, tool_error
+from tracejudge.evaluation._checks.text import empty_result, refusal, tool_error
 
 
 @pytest.mark.parametrize(

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracejudge.errors import BadRequestError
-from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation._checks.base import TraceCheck
 from tracejudge.models import (
     MAX_CRITERION_LENGTH,
     MAX_TAG_LENGTH,

@@ -84,7 +84,7 @@ def named_evaluator(name: str) -> Criterion:
     """The criterion an `evaluator_name` names: a built-in check (`tool_arguments`, ...) or
     a ready-made criterion of `tracejudge.criteria` (`agent_tool_use`, ...)."""
     from tracejudge import criteria
-    from tracejudge.evaluation.checks import ALL
+    from tracejudge.evaluation._checks.defaults import ALL
 
     key = name.strip()
     by_name: dict[str, Criterion] = {str(c.name): c for c in ALL}
