@@ -155,7 +155,14 @@ def _as_list(answer: Any) -> list[MultiAgentTraceResponse]:
     return answer if isinstance(answer, list) else [answer]
 
 
-def _score(trace: MultiAgentTrace, judge: Any, *, as_json: bool) -> list[MultiAgentTraceResponse]:
+_NO_JUDGE = (
+    "No judge configured: scoring with the deterministic checks only. Set "
+    "TRACEJUDGE_JUDGE=openai:gpt-4.1-mini (or OPENAI_BASE_URL for a local model) "
+    "to add natural-language criteria.\n"
+)
+
+
+def _score(trace: MultiAgentTrace, judge: Any) -> list[MultiAgentTraceResponse]:
     """The checks' answers, then the judge's on two ready-made criteria when one is set."""
     from tracejudge import checks
     from tracejudge.client import Composo
@@ -174,12 +181,6 @@ def _score(trace: MultiAgentTrace, judge: Any, *, as_json: bool) -> list[MultiAg
             responses.extend(_as_list(answer))
         except Exception as error:  # the checks still stand when the judge fails
             print(f"judge {judge!s} failed: {error}", file=sys.stderr)
-    elif not as_json:
-        print(
-            "No judge configured: scoring with the deterministic checks only. Set "
-            "TRACEJUDGE_JUDGE=openai:gpt-4.1-mini (or OPENAI_BASE_URL for a local model) "
-            "to add natural-language criteria.\n"
-        )
     return responses
 
 
@@ -206,7 +207,10 @@ def run_demo(
         print("Traced agents (depth first):")
         print(format_agent_tree(trace))
         print()
-    responses = _score(trace, _configured_judge(judge), as_json=as_json)
+    configured = _configured_judge(judge)
+    responses = _score(trace, configured)
+    if configured is None and not as_json:
+        print(_NO_JUDGE)
     if as_json:
         for response in responses:
             print(response.model_dump_json())
