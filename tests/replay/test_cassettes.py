@@ -22,9 +22,9 @@ import pytest
 from tests.replay.compare import differences
 from tests.replay.drive import cassette_dir
 from tests.replay.expected import expected
-from tracejudge._replay import Cassette
 from tracejudge.convert import SpanRecord, traces_from_spans
 from tracejudge.convert._otlp import decode
+from tracejudge.testing import Cassette
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUPS = {

@@ -1,5 +1,9 @@
 """Replay recorded HTTP exchanges (vcrpy cassettes) to real clients on loopback.
 
+Beside `ScriptedLLMServer` (which renders scripted replies), this server sends bytes
+a real API sent: point it at your own vcrpy cassettes to run your agent, under any
+instrumentation, against recorded provider traffic.
+
 `Cassette.load(path)` reads a vcrpy cassette (YAML, or the JSON serialiser's output):
 each recorded request with the response the real API gave. `CassetteServer` listens on
 127.0.0.1 and answers every request with a recorded response, so the real `openai` and
