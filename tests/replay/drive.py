@@ -39,11 +39,15 @@ CASSETTES_ENV = "TRACEJUDGE_CASSETTES"
 
 
 def cassette_dir() -> Path | None:
-    """Where the recorded cassettes are: $TRACEJUDGE_CASSETTES, else the nearest
+    """Where the recorded cassettes are: $TRACEJUDGE_CASSETTES, else the copy in
+    `tests/fixtures/cassettes` (Apache-2.0, see its SOURCES.md), else the nearest
     `shared/cassettes` folder beside the checkout or above it; None when none exists."""
     named = os.environ.get(CASSETTES_ENV)
     if named:
         return Path(named)
+    bundled = ROOT / "tests" / "fixtures" / "cassettes"
+    if bundled.is_dir():
+        return bundled
     for folder in (ROOT, *ROOT.parents):
         candidate = folder / "shared" / "cassettes"
         if candidate.is_dir():
