@@ -55,7 +55,9 @@ class Cluster:
 
 @contextmanager
 def postgres_cluster() -> Iterator[Cluster]:
-    pytest.importorskip("psycopg", reason="psycopg is not installed (pip install 'psycopg[binary]')")
+    pytest.importorskip(
+        "psycopg", reason="psycopg is not installed (pip install 'psycopg[binary]')"
+    )
     initdb, pg_ctl = _binary("initdb"), _binary("pg_ctl")
     if initdb is None or pg_ctl is None:
         pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (apt-get install -y postgresql)")
@@ -78,9 +80,22 @@ def postgres_cluster() -> Iterator[Cluster]:
         check=True,
         capture_output=True,
     )
-    options = f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    options = (
+        f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
+    )
     subprocess.run(
-        [*as_user, pg_ctl, "-D", data, "-o", options, "-l", os.path.join(folder, "log"), "-w", "start"],
+        [
+            *as_user,
+            pg_ctl,
+            "-D",
+            data,
+            "-o",
+            options,
+            "-l",
+            os.path.join(folder, "log"),
+            "-w",
+            "start",
+        ],
         check=True,
         capture_output=True,
     )

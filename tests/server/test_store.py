@@ -89,8 +89,7 @@ def test_release_orphans_requeues_or_fails_after_max_attempts(tmp_path) -> None:
     store.enqueue(fresh)
     store.enqueue(tired)
     for _ in range(3):  # `tired` was interrupted three times
-        for t in store.claim_tasks("gone", 5, lease_seconds=0):
-            pass
+        store.claim_tasks("gone", 5, lease_seconds=0)
     store.release_orphans(max_attempts=3)
     fresh_row, tired_row = store.get_task(fresh.id), store.get_task(tired.id)
     assert fresh_row and tired_row

@@ -407,7 +407,8 @@ class SQLStore:
         for e in evaluations:
             self._run(
                 cursor,
-                f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     e.id,
                     e.trace_id,

@@ -138,8 +138,7 @@ class Store(Protocol):
         first; each becomes running, owned by `worker` until the lease ends."""
         ...
 
-    def extend_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> None:
-        ...
+    def extend_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> None: ...
 
     def release_orphans(self, max_attempts: int) -> int:
         """Give back every running task (its process is gone): pending again, or failed

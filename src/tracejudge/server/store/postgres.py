@@ -34,9 +34,7 @@ class PostgresStore(SQLStore):
         try:
             import psycopg
         except ImportError as error:
-            raise MissingDependencyError(
-                "psycopg", "postgres", "a PostgreSQL store"
-            ) from error
+            raise MissingDependencyError("psycopg", "postgres", "a PostgreSQL store") from error
         self.dsn = dsn
         self._psycopg = psycopg
         self._pool: queue.LifoQueue[Any] = queue.LifoQueue()
