@@ -19,7 +19,22 @@ from typing import Any
 
 from tracejudge.errors import ConfigurationError
 
-__all__ = ["ServerConfig", "SETTINGS", "Setting", "parse_config", "is_loopback"]
+__all__ = [
+    "DESCRIPTION",
+    "SETTINGS",
+    "ServerConfig",
+    "Setting",
+    "add_arguments",
+    "config_from",
+    "is_loopback",
+    "parse_config",
+]
+
+#: What `tracejudge serve --help` says first.
+DESCRIPTION = (
+    "Serve the Composo-compatible evaluation API and OTLP/HTTP trace intake; store traces "
+    "and score them once complete."
+)
 
 
 @dataclass(frozen=True)
@@ -221,13 +236,8 @@ SETTINGS_BY_FIELD = {s.field: s for s in SETTINGS}
 assert {f.name for f in fields(ServerConfig)} == set(SETTINGS_BY_FIELD)
 
 
-def argument_parser(prog: str = "tracejudge serve") -> argparse.ArgumentParser:
-    """The parser of the server's flags (every default is None: unset)."""
-    parser = argparse.ArgumentParser(
-        prog=prog,
-        description="Serve the Composo-compatible evaluation API and OTLP/HTTP trace intake.",
-        epilog="Every flag can also be set in the environment variable named in its help.",
-    )
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the server's flags to `parser` (every default None: not given)."""
     for s in SETTINGS:
         help_text = f"{s.help} [{s.env}]"
         if s.switch:
@@ -238,6 +248,16 @@ def argument_parser(prog: str = "tracejudge serve") -> argparse.ArgumentParser:
             parser.add_argument(s.flag, dest=s.field, action="append", default=None, help=help_text)
         else:
             parser.add_argument(s.flag, dest=s.field, default=None, help=help_text)
+
+
+def argument_parser(prog: str = "tracejudge serve") -> argparse.ArgumentParser:
+    """The parser of the server's flags."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=DESCRIPTION,
+        epilog="Every flag can also be set in the environment variable named in its help.",
+    )
+    add_arguments(parser)
     return parser
 
 

@@ -10,7 +10,7 @@ from tracejudge.errors import ConfigurationError
 from tracejudge.server.config import ServerConfig, is_loopback, parse_config
 from tracejudge.server.store import describe_store
 
-__all__ = ["main", "startup_line", "check_bind"]
+__all__ = ["main", "serve", "startup_line", "check_bind"]
 
 
 def check_bind(config: ServerConfig) -> None:
@@ -44,7 +44,18 @@ def startup_line(config: ServerConfig, judge_label: str | None, criteria_count: 
 
 
 def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
-    """Run the server until interrupted. Returns the exit status (2: bad configuration)."""
+    """`python -m tracejudge.server`: parse the flags (and the environment), then `serve`."""
+    try:
+        config = parse_config(argv)
+    except ConfigurationError as exc:
+        print(f"tracejudge serve: {exc}", file=sys.stderr)
+        return 2
+    return serve(config, out=out)
+
+
+def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
+    """Run the server until interrupted. Returns the exit status (2: bad configuration or
+    the server extra is not installed)."""
     out = out or sys.stdout
     try:
         import uvicorn
@@ -58,18 +69,13 @@ def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int
         )
         return 2
     try:
-        config = parse_config(argv)
         check_bind(config)
         app = create_app(config)
     except ConfigurationError as exc:
         print(f"tracejudge serve: {exc}", file=sys.stderr)
         return 2
-    context_line = startup_line(
-        config,
-        getattr(app.state, "judge_label", None),
-        getattr(app.state, "text_criteria", 0),
-    )
-    print(context_line, file=out, flush=True)
+    line = startup_line(config, app.state.judge_label, app.state.text_criteria)
+    print(line, file=out, flush=True)
     uvicorn.run(
         app,
         host=config.host,
