@@ -103,3 +103,36 @@ def test_key_ring_and_buckets() -> None:
     assert [buckets.take("k", now=0.0) for _ in range(3)] == [0.0, 0.0, 0.5]
     assert buckets.take("k", now=1.0) == 0.0  # refilled
     assert buckets.take("other", now=0.0) == 0.0  # per caller
+
+
+def test_tracejudge_serve_command(tmp_path) -> None:
+    """`tracejudge serve` is the same server: one line says where and with what, and a
+    bad flag value exits 2 naming it."""
+    from tests.server.postgres import free_port
+
+    port = free_port()
+    env = server_env()
+    env["TRACEJUDGE_PORT"] = str(port)  # from the environment
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracejudge", "serve", "--db", str(tmp_path / "db")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert f"http://127.0.0.1:{port}" in line and "only deterministic checks" in line
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" in line and "loopback only" in line
+    finally:
+        process.terminate()
+        process.wait(15)
+    bad = subprocess.run(
+        [sys.executable, "-m", "tracejudge", "serve", "--workers", "none"],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "--workers" in bad.stderr

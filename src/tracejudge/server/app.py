@@ -24,9 +24,9 @@ from starlette.routing import Route
 from tracejudge import checks, criteria
 from tracejudge.errors import BadRequestError, ConfigurationError
 from tracejudge.evaluation import TraceCheck, validate_criteria
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
 from tracejudge.server import evals, otlp, scoring, traces
-from tracejudge.server._service_shim import EvaluationService  # TEMPORARY, see the module
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
