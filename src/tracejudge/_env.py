@@ -32,6 +32,7 @@ __all__ = [
     "Backend",
     "BackendChoice",
     "choose_backend",
+    "environ",
     "read",
 ]
 
@@ -70,6 +71,12 @@ VARIABLES: dict[str, str] = {
     OTLP_PROTOCOL_VARIABLES[0]: "OTLP traces protocol (http/protobuf or grpc)",
     OTLP_PROTOCOL_VARIABLES[1]: "OTLP protocol (http/protobuf or grpc)",
 }
+
+
+def environ() -> Mapping[str, str]:
+    """The process environment, for code that reads a table of variables (the server's
+    settings, `TRACEJUDGE_<SETTING>`) through `read`."""
+    return os.environ
 
 
 def read(name: str | None, environ: Mapping[str, str] | None = None) -> str | None:

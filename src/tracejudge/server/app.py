@@ -1,0 +1,201 @@
+"""The ASGI app: routes, middleware, error answers, and the lifespan that starts the workers.
+
+`create_app(config)` builds it; uvicorn serves it (`tracejudge serve`). Every error
+is a JSON `{"detail": ...}` answer: validation errors are 422 naming the field, and
+no answer ever carries a stack trace (unexpected errors are logged, and answered
+500 with a plain sentence).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
+from starlette.middleware import Middleware
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from tracejudge import checks, criteria
+from tracejudge.errors import BadRequestError, ConfigurationError
+from tracejudge.evaluation import TraceCheck, validate_criteria
+from tracejudge.evaluation.service import EvaluationService
+from tracejudge.judges import Judge, default_judge, judge_from_spec
+from tracejudge.server import evals, otlp, scoring, traces
+from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.config import ServerConfig
+from tracejudge.server.context import ServerContext, in_thread
+from tracejudge.server.errors import ApiError, error_response
+from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
+from tracejudge.server.openapi import openapi_document
+from tracejudge.server.store import SCHEMA_VERSION, open_store
+from tracejudge.server.tasks import TaskRunner
+
+__all__ = ["create_app", "build_judge", "server_criteria", "read_criteria_file"]
+
+logger = logging.getLogger("tracejudge.server")
+
+
+def build_judge(config: ServerConfig) -> Judge | None:
+    """The judge `--judge` names, else the environment's (TRACEJUDGE_JUDGE, OPENAI_API_KEY,
+    OPENAI_BASE_URL), else None: only deterministic checks run."""
+    options: dict[str, Any] = {}
+    if config.judge_base_url:
+        options["base_url"] = config.judge_base_url
+    if config.judge:
+        return judge_from_spec(config.judge, **options)
+    return default_judge(**options)
+
+
+def read_criteria_file(path: str) -> list[str]:
+    """One criterion per line; blank lines and lines starting with # are skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigurationError(
+            f"--criteria-file {path!r} cannot be read ({exc.strerror}); give a text file "
+            "with one criterion per line"
+        ) from None
+    found: list[str] = []
+    for number, line in enumerate(text.splitlines(), 1):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        try:
+            validate_criteria(line)
+        except BadRequestError as exc:
+            raise ConfigurationError(
+                f"--criteria-file {path}, line {number}: {exc.message}"
+            ) from None
+        found.append(line)
+    if not found:
+        raise ConfigurationError(f"--criteria-file {path!r} holds no criterion")
+    return found
+
+
+def server_criteria(config: ServerConfig, judged: bool) -> list[str | TraceCheck]:
+    """What ingested traces are scored against: the checks always; the criteria file's (or
+    the agent criteria) when a judge is configured."""
+    texts: list[str] = []
+    if config.criteria_file:
+        texts = read_criteria_file(config.criteria_file)
+        if not judged:
+            raise ConfigurationError(
+                "--criteria-file gives criteria for a judge, but no judge is configured: "
+                "add --judge (e.g. openai:gpt-4.1-mini), or leave out --criteria-file"
+            )
+    elif judged:
+        texts = list(criteria.agent)
+    return [*texts, *checks.ALL]
+
+
+async def _health(request: Request) -> JSONResponse:
+    context: ServerContext = request.app.state.context
+    return JSONResponse(
+        {"status": "ok", "schema_version": SCHEMA_VERSION, "judge": context.judge_label}
+    )
+
+
+async def _openapi(request: Request) -> JSONResponse:
+    return JSONResponse(request.app.state.openapi)
+
+
+async def _api_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ApiError)
+    return error_response(exc)
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    detail = {
+        404: f"nothing at {request.url.path}; see /openapi.json for this server's endpoints",
+        405: f"{request.method} is not allowed on {request.url.path}",
+    }.get(exc.status_code, str(exc.detail))
+    return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _unexpected(request: Request, exc: Exception) -> Response:
+    logger.error("tracejudge: %s %s failed", request.method, request.url.path, exc_info=exc)
+    return JSONResponse(
+        {"detail": "the server failed to answer this request (see its log)"}, status_code=500
+    )
+
+
+def create_app(
+    config: ServerConfig,
+    *,
+    judge: Judge | None = None,
+    checks_only: bool = False,
+) -> Starlette:
+    """The server's ASGI app. `judge` overrides the configured one; `checks_only` runs
+    without any judge whatever the environment says."""
+    chosen = judge if judge is not None else (None if checks_only else build_judge(config))
+    scoring_criteria: Sequence[str | TraceCheck] = server_criteria(config, chosen is not None)
+
+    @asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        store = await in_thread(open_store, config.db)
+        service = EvaluationService(chosen, max_concurrency=config.max_concurrency)
+        runner = TaskRunner(
+            store,
+            {},
+            workers=config.workers,
+            lease_seconds=config.task_lease_seconds,
+            attempts=config.task_attempts,
+            poll_seconds=config.poll_seconds,
+            retention_seconds=config.task_retention_hours * 3600,
+        )
+        context = ServerContext(
+            config=config,
+            store=store,
+            service=service,
+            runner=runner,
+            criteria=scoring_criteria,
+            judge_label=app.state.judge_label,
+        )
+        runner.handlers.update(evals.handlers(context))
+        runner.handlers.update(scoring.handlers(context))
+        app.state.context = context
+        sweeper = scoring.TraceSweeper(context)
+        await runner.start()
+        sweeper.start()
+        try:
+            yield
+        finally:
+            await sweeper.stop()
+            await runner.stop()
+            await service.aclose()
+            await in_thread(store.close)
+
+    app = Starlette(
+        routes=[
+            Route("/health", _health, methods=["GET"]),
+            Route("/openapi.json", _openapi, methods=["GET"]),
+            *evals.routes,
+            *traces.routes,
+            *otlp.routes,
+        ],
+        middleware=[
+            Middleware(AuthMiddleware, keys=KeyRing(config.api_keys)),
+            Middleware(
+                LimitsMiddleware,
+                max_body_bytes=config.max_body_bytes,
+                buckets=TokenBuckets(config.rate_limit, config.rate_burst),
+            ),
+        ],
+        exception_handlers={
+            ApiError: _api_error,
+            HTTPException: _http_error,
+            Exception: _unexpected,
+        },
+        lifespan=lifespan,
+    )
+    app.state.openapi = openapi_document()
+    app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
+    app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
+    return app

@@ -1,0 +1,93 @@
+"""API keys: which requests may use the server, and who they are for the rate limit.
+
+Keys come in the `API-Key` header (what Composo's clients send) or as
+`Authorization: Bearer <key>` (what OTLP exporters and Collectors are easily told to
+send). A key is compared with every configured key in constant time (their SHA-256
+digests through `hmac.compare_digest`, all of them every time), so the answer time
+says nothing about how much of a key was right. Keys are never logged or echoed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+from collections.abc import Sequence
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from tracejudge.server.errors import ApiError, error_response
+
+__all__ = ["KeyRing", "AuthMiddleware", "OPEN_PATHS"]
+
+#: Paths anyone may read: liveness and the API's description.
+OPEN_PATHS = frozenset({"/health", "/openapi.json"})
+
+
+def _digest(key: str) -> bytes:
+    return hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
+
+
+class KeyRing:
+    """The configured keys, kept only as digests."""
+
+    def __init__(self, keys: Sequence[str]) -> None:
+        self._digests = [_digest(k) for k in keys]
+
+    def __bool__(self) -> bool:
+        return bool(self._digests)
+
+    def identify(self, key: str | None) -> int | None:
+        """The index of the matching key (its identity for the rate limit), or None."""
+        if key is None:
+            return None
+        offered = _digest(key)
+        found: int | None = None
+        for index, digest in enumerate(self._digests):
+            if hmac.compare_digest(offered, digest) and found is None:
+                found = index
+        return found
+
+
+def presented_key(scope: Scope) -> str | None:
+    """The key a request carries: `API-Key`, else `Authorization: Bearer`."""
+    bearer = None
+    for name, value in scope.get("headers", ()):
+        if name == b"api-key":
+            return value.decode("latin-1").strip()
+        if name == b"authorization":
+            scheme, _, token = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer" and token.strip():
+                bearer = token.strip()
+    return bearer
+
+
+class AuthMiddleware:
+    """401 for requests without a valid key (when keys are configured); puts the caller's
+    identity (`key:<n>`, or `host:<address>` without keys) in `scope["state"]["caller"]`."""
+
+    def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
+        self.app = app
+        self.keys = keys
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        state = scope.setdefault("state", {})
+        if not self.keys or scope["path"] in OPEN_PATHS:
+            client = scope.get("client") or ("unknown", 0)
+            state["caller"] = f"host:{client[0]}"
+            await self.app(scope, receive, send)
+            return
+        index = self.keys.identify(presented_key(scope))
+        if index is None:
+            error = ApiError(
+                401,
+                "a valid API key is required: send it in the API-Key header "
+                "(or as Authorization: Bearer <key>)",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+            await error_response(error)(scope, receive, send)
+            return
+        state["caller"] = f"key:{index}"
+        await self.app(scope, receive, send)

@@ -1,0 +1,308 @@
+"""The server's settings: one table, read in one place (flag, then environment, then default).
+
+Every setting has a command-line flag and an environment variable
+(`TRACEJUDGE_<NAME>`); a flag wins over the environment, a blank variable counts as
+unset. The judge's provider key is not a setting: it is read from the provider's own
+variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, ...), so it never appears in a process
+listing, and is never printed or logged.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, fields
+from typing import Any
+
+from tracejudge import _env
+from tracejudge.errors import ConfigurationError
+
+__all__ = [
+    "DESCRIPTION",
+    "SETTINGS",
+    "ServerConfig",
+    "Setting",
+    "add_arguments",
+    "config_from",
+    "is_loopback",
+    "parse_config",
+]
+
+#: What `tracejudge serve --help` says first.
+DESCRIPTION = (
+    "Serve the Composo-compatible evaluation API and OTLP/HTTP trace intake; store traces "
+    "and score them once complete."
+)
+
+
+@dataclass(frozen=True)
+class ServerConfig:
+    """Everything `tracejudge serve` can be told. See `SETTINGS` for each one's meaning."""
+
+    host: str = "127.0.0.1"
+    port: int = 8000
+    judge: str | None = None
+    judge_base_url: str | None = None
+    db: str = "./tracejudge.db"
+    api_keys: tuple[str, ...] = ()
+    criteria_file: str | None = None
+    allow_no_auth: bool = False
+    workers: int = 4
+    max_concurrency: int = 16
+    trace_quiet_seconds: float = 5.0
+    trace_timeout_seconds: float = 300.0
+    max_body_bytes: int = 16 * 1024 * 1024
+    rate_limit: float = 50.0
+    rate_burst: int = 100
+    task_lease_seconds: float = 60.0
+    task_attempts: int = 3
+    task_retention_hours: float = 168.0
+    poll_seconds: float = 0.5
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        checks: list[tuple[str, bool, str]] = [
+            ("port", 0 <= self.port <= 65535, "a TCP port, 0..65535"),
+            ("workers", self.workers >= 1, "at least 1"),
+            ("max_concurrency", self.max_concurrency >= 1, "at least 1"),
+            ("trace_quiet_seconds", self.trace_quiet_seconds >= 0, "0 or more"),
+            ("trace_timeout_seconds", self.trace_timeout_seconds > 0, "more than 0"),
+            ("max_body_bytes", self.max_body_bytes >= 1024, "at least 1024"),
+            ("rate_limit", self.rate_limit >= 0, "0 (no limit) or more"),
+            ("rate_burst", self.rate_burst >= 1, "at least 1"),
+            ("task_lease_seconds", self.task_lease_seconds > 0, "more than 0"),
+            ("task_attempts", self.task_attempts >= 1, "at least 1"),
+            ("task_retention_hours", self.task_retention_hours > 0, "more than 0"),
+            ("poll_seconds", self.poll_seconds > 0, "more than 0"),
+        ]
+        for name, ok, need in checks:
+            if not ok:
+                setting = SETTINGS_BY_FIELD[name]
+                raise ConfigurationError(
+                    f"{setting.flag} (or {setting.env}) is {getattr(self, name)!r}; "
+                    f"it must be {need}"
+                )
+        if any(not key.strip() for key in self.api_keys):
+            raise ConfigurationError("--api-key (or TRACEJUDGE_API_KEYS) holds an empty key")
+
+    @property
+    def requires_keys(self) -> bool:
+        return bool(self.api_keys)
+
+
+@dataclass(frozen=True)
+class Setting:
+    """One row of the table: the field, its flag, its variable, how to read it, its help."""
+
+    field: str
+    flag: str
+    env: str
+    kind: Callable[[str], Any]
+    help: str
+    many: bool = False
+    switch: bool = False
+
+
+def _bool(text: str) -> bool:
+    value = text.strip().lower()
+    if value in ("1", "true", "yes", "on"):
+        return True
+    if value in ("0", "false", "no", "off"):
+        return False
+    raise ValueError(f"{text!r} is not a yes/no value (use 1/0, true/false, yes/no)")
+
+
+SETTINGS: tuple[Setting, ...] = (
+    Setting("host", "--host", "TRACEJUDGE_HOST", str, "address to listen on"),
+    Setting("port", "--port", "TRACEJUDGE_PORT", int, "TCP port to listen on"),
+    Setting(
+        "judge",
+        "--judge",
+        "TRACEJUDGE_JUDGE",
+        str,
+        "judge model, e.g. openai:gpt-4.1-mini, anthropic:claude-sonnet-4-5, ollama:llama3.1 "
+        "(default: the environment's, else only deterministic checks run)",
+    ),
+    Setting(
+        "judge_base_url",
+        "--judge-base-url",
+        "TRACEJUDGE_JUDGE_BASE_URL",
+        str,
+        "base URL of the judge's OpenAI-compatible or Anthropic API (vLLM, Ollama, ...)",
+    ),
+    Setting(
+        "db",
+        "--db",
+        "TRACEJUDGE_DB",
+        str,
+        "SQLite file (default ./tracejudge.db) or postgresql://user@host:port/db",
+    ),
+    Setting(
+        "api_keys",
+        "--api-key",
+        "TRACEJUDGE_API_KEYS",
+        str,
+        "an API key clients must send (repeat for several; the variable takes a "
+        "comma-separated list)",
+        many=True,
+    ),
+    Setting(
+        "criteria_file",
+        "--criteria-file",
+        "TRACEJUDGE_CRITERIA_FILE",
+        str,
+        "criteria that ingested traces are scored against, one per line (# comments); "
+        "default: the agent criteria when a judge is configured",
+    ),
+    Setting(
+        "allow_no_auth",
+        "--allow-no-auth",
+        "TRACEJUDGE_ALLOW_NO_AUTH",
+        _bool,
+        "listen on a non-loopback address without API keys (anyone who reaches it may use it)",
+        switch=True,
+    ),
+    Setting("workers", "--workers", "TRACEJUDGE_WORKERS", int, "background tasks run at once"),
+    Setting(
+        "max_concurrency",
+        "--max-concurrency",
+        "TRACEJUDGE_MAX_CONCURRENCY",
+        int,
+        "judge calls in flight at once",
+    ),
+    Setting(
+        "trace_quiet_seconds",
+        "--trace-quiet-seconds",
+        "TRACEJUDGE_TRACE_QUIET_SECONDS",
+        float,
+        "an ingested trace is complete once its root span ended and no span came for this long",
+    ),
+    Setting(
+        "trace_timeout_seconds",
+        "--trace-timeout-seconds",
+        "TRACEJUDGE_TRACE_TIMEOUT_SECONDS",
+        float,
+        "a trace whose root span never came is scored after no span came for this long",
+    ),
+    Setting(
+        "max_body_bytes",
+        "--max-body-bytes",
+        "TRACEJUDGE_MAX_BODY_BYTES",
+        int,
+        "largest request body accepted (larger: HTTP 413); also the limit after gunzip",
+    ),
+    Setting(
+        "rate_limit",
+        "--rate-limit",
+        "TRACEJUDGE_RATE_LIMIT",
+        float,
+        "requests per second allowed per API key (0: no limit; above it: HTTP 429)",
+    ),
+    Setting("rate_burst", "--rate-burst", "TRACEJUDGE_RATE_BURST", int, "requests allowed at once"),
+    Setting(
+        "task_lease_seconds",
+        "--task-lease-seconds",
+        "TRACEJUDGE_TASK_LEASE_SECONDS",
+        float,
+        "a running task not renewed for this long is taken over by another worker or replica",
+    ),
+    Setting(
+        "task_attempts",
+        "--task-attempts",
+        "TRACEJUDGE_TASK_ATTEMPTS",
+        int,
+        "times a task is started before an interrupted one is marked failed",
+    ),
+    Setting(
+        "task_retention_hours",
+        "--task-retention-hours",
+        "TRACEJUDGE_TASK_RETENTION_HOURS",
+        float,
+        "finished tasks stay readable this long",
+    ),
+    Setting(
+        "poll_seconds",
+        "--poll-seconds",
+        "TRACEJUDGE_POLL_SECONDS",
+        float,
+        "how often idle workers look for queued tasks and complete traces",
+    ),
+    Setting("log_level", "--log-level", "TRACEJUDGE_LOG_LEVEL", str, "uvicorn's log level"),
+)
+
+SETTINGS_BY_FIELD = {s.field: s for s in SETTINGS}
+assert {f.name for f in fields(ServerConfig)} == set(SETTINGS_BY_FIELD)
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the server's flags to `parser` (every default None: not given)."""
+    for s in SETTINGS:
+        help_text = f"{s.help} [{s.env}]"
+        if s.switch:
+            parser.add_argument(
+                s.flag, dest=s.field, action="store_true", default=None, help=help_text
+            )
+        elif s.many:
+            parser.add_argument(s.flag, dest=s.field, action="append", default=None, help=help_text)
+        else:
+            parser.add_argument(s.flag, dest=s.field, default=None, help=help_text)
+
+
+def argument_parser(prog: str = "tracejudge serve") -> argparse.ArgumentParser:
+    """The parser of the server's flags."""
+    parser = argparse.ArgumentParser(
+        prog=prog,
+        description=DESCRIPTION,
+        epilog="Every flag can also be set in the environment variable named in its help.",
+    )
+    add_arguments(parser)
+    return parser
+
+
+def parse_config(
+    argv: Sequence[str] | None = None, environ: Mapping[str, str] | None = None
+) -> ServerConfig:
+    """The configuration from flags, then the environment, then the defaults.
+
+    Raises `ConfigurationError` naming the flag and its variable when a value is unusable.
+    """
+    env = dict(_env.environ() if environ is None else environ)
+    args = sys.argv[1:] if argv is None else list(argv)
+    given = vars(argument_parser().parse_args(args))
+    return config_from(given, env)
+
+
+def config_from(given: Mapping[str, Any], env: Mapping[str, str]) -> ServerConfig:
+    """Build the configuration from already-parsed flags (None: not given) and `env`."""
+    values: dict[str, Any] = {}
+    for s in SETTINGS:
+        raw = given.get(s.field)
+        source = s.flag
+        if raw is None:
+            text = _env.read(s.env, env)
+            if text is None:
+                continue
+            raw = [k.strip() for k in text.split(",") if k.strip()] if s.many else text
+            source = s.env
+        try:
+            if s.many:
+                values[s.field] = tuple(str(k) for k in raw)
+            elif s.switch and isinstance(raw, bool):
+                values[s.field] = raw
+            else:
+                values[s.field] = s.kind(str(raw))
+        except ValueError as exc:
+            raise ConfigurationError(f"{source}={raw!r} is not usable: {exc}") from None
+    return ServerConfig(**values)
+
+
+def is_loopback(host: str) -> bool:
+    """Whether `host` is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -1,0 +1,60 @@
+"""What every endpoint reaches through `request.app.state.context`."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import anyio.to_thread
+from starlette.requests import Request
+
+from tracejudge.evaluation import TraceCheck
+from tracejudge.models import (
+    EvaluationResponse,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    RewardRequest,
+    TraceRewardRequest,
+)
+from tracejudge.server.config import ServerConfig
+from tracejudge.server.store import Store
+from tracejudge.server.tasks import TaskRunner
+
+__all__ = ["Service", "ServerContext", "context_of", "in_thread"]
+
+
+class Service(Protocol):
+    """The evaluation service's contract (`tracejudge.evaluation.service`)."""
+
+    async def evaluate(self, request: RewardRequest) -> EvaluationResponse: ...
+
+    async def evaluate_trace(self, request: TraceRewardRequest) -> MultiAgentTraceResponse: ...
+
+    async def score_trace(
+        self, trace: MultiAgentTrace, criteria: Sequence[str | TraceCheck]
+    ) -> list[MultiAgentTraceResponse]: ...
+
+    async def aclose(self) -> None: ...
+
+
+@dataclass
+class ServerContext:
+    config: ServerConfig
+    store: Store
+    service: Service
+    runner: TaskRunner
+    #: What ingested traces are scored against: the text criteria (when a judge is
+    #: configured) and the deterministic checks.
+    criteria: Sequence[str | TraceCheck]
+    #: The judge's name for messages, None when only checks run.
+    judge_label: str | None
+
+
+def context_of(request: Request) -> ServerContext:
+    return request.app.state.context  # type: ignore[no-any-return]
+
+
+async def in_thread(function: Any, *args: Any) -> Any:
+    """Run a blocking store call off the event loop."""
+    return await anyio.to_thread.run_sync(function, *args)

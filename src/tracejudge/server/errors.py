@@ -1,0 +1,74 @@
+"""The server's error answers: JSON `{"detail": ...}`, never a stack trace.
+
+`detail` is one sentence that names what is wrong and how to fix it; validation
+errors add `errors`, one item per field (`loc`, `msg`), as FastAPI does, so clients
+that read either shape find the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.responses import JSONResponse
+
+__all__ = ["ApiError", "BodyTooLargeError", "error_response", "validation_error"]
+
+
+class ApiError(Exception):
+    """An error answer: HTTP `status`, a message, optional headers."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        errors: list[dict[str, Any]] | None = None,
+    ) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.detail = detail
+        self.headers = dict(headers or {})
+        self.errors = errors
+
+
+class BodyTooLargeError(ApiError):
+    """The request body is larger than the server accepts."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            413,
+            f"the request body is larger than this server accepts ({limit} bytes); send "
+            "smaller batches (OTLP exporters: lower the batch size) or raise --max-body-bytes",
+        )
+
+
+def error_response(error: ApiError) -> JSONResponse:
+    body: dict[str, Any] = {"detail": error.detail}
+    if error.errors is not None:
+        body["errors"] = error.errors
+    return JSONResponse(body, status_code=error.status, headers=error.headers)
+
+
+def _location(loc: tuple[Any, ...]) -> str:
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "body"
+
+
+def validation_error(exc: ValidationError, *, prefix: tuple[str | int, ...] = ()) -> ApiError:
+    """A 422 naming every field that failed (`messages[0].role: Field required`)."""
+    items = []
+    for error in exc.errors(include_url=False, include_input=False):
+        # Tagged unions add the tag to the location; it names no field the caller wrote.
+        loc = tuple(p for p in error["loc"] if p not in ("llm_interaction", "agent_instance_id"))
+        items.append({"loc": [*prefix, *loc], "msg": error["msg"], "type": error["type"]})
+    shown = "; ".join(f"{_location(tuple(i['loc']))}: {i['msg']}" for i in items[:5])
+    more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
+    return ApiError(422, f"invalid request: {shown}{more}", errors=items)

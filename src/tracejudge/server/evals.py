@@ -1,0 +1,276 @@
+"""The hosted API's evaluation endpoints, answering the published `composo` client unchanged.
+
+`POST /api/v1/evals/reward` and `/api/v1/evals/trace` evaluate one criterion and
+answer at once; their `/background` variants store a task and answer its id, read
+with `GET /api/v1/tasks/{task_id}`. Every evaluation goes through the evaluation
+service, as the client's local mode does. `model_core` (such as `align-20251111`)
+is accepted and means the configured judge. A result is written to the store before
+it is answered (unless the request says `data_retention: "none"`), and a posted
+trace is kept with its evaluations, readable through the traces API.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import uuid
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tracejudge.errors import (
+    APIError,
+    AuthenticationError,
+    BadRequestError,
+    ComposoError,
+    ConfigurationError,
+    NoLLMInteractionsError,
+    RateLimitError,
+    TimeoutError,
+)
+from tracejudge.models import (
+    MultiAgentTraceResponse,
+    RewardRequest,
+    TaskResponse,
+    TraceRewardRequest,
+)
+from tracejudge.server.context import ServerContext, context_of, in_thread
+from tracejudge.server.errors import ApiError, validation_error
+from tracejudge.server.store import EvaluationRow, TraceRow
+from tracejudge.server.tasks import Handler, Outcome
+
+__all__ = ["routes", "handlers", "read_json", "parse", "service_error", "trace_summary"]
+
+logger = logging.getLogger("tracejudge.server")
+
+M = TypeVar("M", bound=BaseModel)
+
+
+async def read_json(request: Request) -> Any:
+    """The body as JSON; 422 when it is not."""
+    body = await request.body()
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise ApiError(
+            422,
+            f"the request body is not JSON ({exc}); send a JSON object with "
+            "Content-Type: application/json",
+            errors=[{"loc": ["body"], "msg": "invalid JSON", "type": "json_invalid"}],
+        ) from None
+
+
+def parse(model: type[M], data: Any) -> M:
+    """`data` validated as `model`; 422 naming each wrong field."""
+    if not isinstance(data, dict):
+        raise ApiError(
+            422,
+            f"the request body must be a JSON object, got {type(data).__name__}",
+            errors=[{"loc": ["body"], "msg": "not an object", "type": "model_type"}],
+        )
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        raise validation_error(exc, prefix=("body",)) from None
+
+
+def service_error(error: Exception) -> ApiError:
+    """The answer for an evaluation that could not be made."""
+    if isinstance(error, ConfigurationError):
+        return ApiError(400, f"{error.message} (this server's operator configures its judge)")
+    if isinstance(error, (BadRequestError, NoLLMInteractionsError)):
+        return ApiError(422, error.message)
+    if isinstance(error, AuthenticationError):
+        return ApiError(
+            502,
+            "the judge model refused this server's credentials; the server's operator must "
+            "check the provider key",
+        )
+    if isinstance(error, RateLimitError):
+        return ApiError(
+            503, f"the judge model is rate-limiting: {error.message}", headers={"Retry-After": "5"}
+        )
+    if isinstance(error, TimeoutError):
+        return ApiError(504, f"the judge model did not answer in time: {error.message}")
+    if isinstance(error, (APIError, ComposoError)):
+        return ApiError(502, f"the judge model failed: {error.message}")
+    if isinstance(error, ValueError):
+        return ApiError(422, f"invalid request: {error}")
+    logger.exception("tracejudge: evaluation failed", exc_info=error)
+    return ApiError(500, "the server failed to evaluate this request (see its log)")
+
+
+def _trace_id(request: TraceRewardRequest) -> str:
+    """The stored trace's id: the request's `trace_id`, else a digest of the trace, so
+    that several criteria sent for one trace (one request each) land on one trace."""
+    if request.trace_id:
+        return request.trace_id
+    wire = request.trace.model_dump_json()
+    return "api-" + hashlib.sha256(wire.encode()).hexdigest()[:32]
+
+
+def trace_summary(trace_id: str, request: TraceRewardRequest) -> TraceRow:
+    trace = request.trace
+    agents = [agent.name for agent in trace.iter_agents()]
+    times = [
+        i.start_time
+        for agent in trace.iter_agents()
+        for i in agent.llm_interactions
+        if i.start_time is not None
+    ]
+    now = time.time()
+    return TraceRow(
+        trace_id=trace_id,
+        source="api",
+        status="scored",
+        first_seen=now,
+        last_span_at=now,
+        start_time=min(times) if times else None,
+        root_agent=trace.root.name,
+        agents=agents,
+        trace_json=trace.to_json(),
+        tags=dict(request.tags or {}),
+    )
+
+
+def _row(
+    kind: str, criterion: str, response: BaseModel, overall: float | None, **extra: Any
+) -> EvaluationRow:
+    return EvaluationRow(
+        id=str(uuid.uuid4()),
+        kind=kind,
+        criterion=criterion,
+        response=response.model_dump_json(),
+        overall_score=overall,
+        created_at=time.time(),
+        **extra,
+    )
+
+
+def _criterion(request: RewardRequest | TraceRewardRequest) -> str:
+    return request.evaluation_criteria or f"evaluator:{request.evaluator_name}"
+
+
+async def _reward(context: ServerContext, request: RewardRequest) -> Outcome:
+    response = await context.service.evaluate(request)
+    keep = request.data_retention != "none"
+    rows = [
+        _row(
+            "reward",
+            _criterion(request),
+            response,
+            response.score,
+            tags=dict(request.tags or {}),
+            trace_id=request.trace_id,
+        )
+    ]
+    return Outcome(response.model_dump(mode="json"), evaluations=rows if keep else ())
+
+
+async def _trace(context: ServerContext, request: TraceRewardRequest) -> Outcome:
+    response: MultiAgentTraceResponse = await context.service.evaluate_trace(request)
+    if request.data_retention == "none":
+        return Outcome(response.model_dump(mode="json"))
+    trace_id = _trace_id(request)
+    row = _row(
+        "trace",
+        _criterion(request),
+        response,
+        response.overall_score,
+        trace_id=trace_id,
+        tags=dict(request.tags or {}),
+    )
+    return Outcome(
+        response.model_dump(mode="json"), evaluations=[row], trace=trace_summary(trace_id, request)
+    )
+
+
+def handlers(context: ServerContext) -> dict[str, Handler]:
+    """The task handlers for background evaluations."""
+
+    async def reward(payload: dict[str, Any]) -> Outcome:
+        return await _reward(context, RewardRequest.model_validate(payload))
+
+    async def trace(payload: dict[str, Any]) -> Outcome:
+        return await _trace(context, TraceRewardRequest.model_validate(payload))
+
+    return {"reward": reward, "trace": trace}
+
+
+async def _store(context: ServerContext, outcome: Outcome) -> None:
+    if outcome.trace is not None:
+        await in_thread(context.store.save_trace, outcome.trace, outcome.evaluations)
+    elif outcome.evaluations:
+        await in_thread(context.store.save_evaluations, outcome.evaluations)
+
+
+async def _evaluate(request: Request, kind: str) -> JSONResponse:
+    context = context_of(request)
+    model = RewardRequest if kind == "reward" else TraceRewardRequest
+    parsed = parse(model, await read_json(request))
+    try:
+        if isinstance(parsed, RewardRequest):
+            outcome = await _reward(context, parsed)
+        else:
+            outcome = await _trace(context, parsed)
+    except Exception as error:
+        raise service_error(error) from None
+    await _store(context, outcome)
+    return JSONResponse(outcome.result)
+
+
+async def _background(request: Request, kind: str) -> JSONResponse:
+    context = context_of(request)
+    model = RewardRequest if kind == "reward" else TraceRewardRequest
+    parsed = parse(model, await read_json(request))
+    task_id = await context.runner.submit(kind, parsed.model_dump(mode="json"))
+    return JSONResponse({"task_id": task_id}, status_code=202)
+
+
+async def reward(request: Request) -> JSONResponse:
+    return await _evaluate(request, "reward")
+
+
+async def reward_background(request: Request) -> JSONResponse:
+    return await _background(request, "reward")
+
+
+async def trace(request: Request) -> JSONResponse:
+    return await _evaluate(request, "trace")
+
+
+async def trace_background(request: Request) -> JSONResponse:
+    return await _background(request, "trace")
+
+
+async def get_task(request: Request) -> JSONResponse:
+    context = context_of(request)
+    task_id = request.path_params["task_id"]
+    row = await in_thread(context.store.get_task, task_id)
+    if row is None:
+        raise ApiError(
+            404,
+            f"no task {task_id!r} here: it was never submitted to this server, or it finished "
+            f"more than {context.config.task_retention_hours:g} hours ago and was removed",
+        )
+    answer = TaskResponse(
+        task_id=row.id,
+        status=row.status,  # type: ignore[arg-type]
+        result=json.loads(row.result) if row.result is not None else None,
+        error=row.error,
+    )
+    return JSONResponse(answer.model_dump(mode="json"))
+
+
+routes = [
+    Route("/api/v1/evals/reward", reward, methods=["POST"]),
+    Route("/api/v1/evals/reward/background", reward_background, methods=["POST"]),
+    Route("/api/v1/evals/trace", trace, methods=["POST"]),
+    Route("/api/v1/evals/trace/background", trace_background, methods=["POST"]),
+    Route("/api/v1/tasks/{task_id}", get_task, methods=["GET"]),
+]

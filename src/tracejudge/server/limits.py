@@ -1,0 +1,101 @@
+"""Limits per request and per caller: body size (413) and request rate (429).
+
+The rate limit is a token bucket per caller (per API key; per client address when
+the server has no keys): `rate` requests a second on average, `burst` at once. A
+refused request gets 429 with `Retry-After`, the whole seconds until a token is back,
+which the OTLP exporters and the Composo clients honour.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import OrderedDict
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from tracejudge.server.auth import OPEN_PATHS
+from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
+
+__all__ = ["TokenBuckets", "LimitsMiddleware"]
+
+#: Callers remembered at most (the least recently seen are forgotten first).
+_MAX_CALLERS = 10_000
+
+
+class TokenBuckets:
+    """One token bucket per caller."""
+
+    def __init__(self, rate: float, burst: int) -> None:
+        self.rate = rate
+        self.burst = burst
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
+
+    def take(self, caller: str, now: float | None = None) -> float:
+        """0 when the request may go; else the seconds until it could."""
+        if self.rate <= 0:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets.pop(caller, (float(self.burst), now))
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        wait = 0.0
+        if tokens >= 1.0:
+            tokens -= 1.0
+        else:
+            wait = (1.0 - tokens) / self.rate
+        self._buckets[caller] = (tokens, now)
+        if len(self._buckets) > _MAX_CALLERS:
+            self._buckets.popitem(last=False)
+        return wait
+
+
+class LimitsMiddleware:
+    """413 for bodies over `max_body_bytes` (by Content-Length at once, else while the
+    body is read), 429 past the caller's rate."""
+
+    def __init__(self, app: ASGIApp, *, max_body_bytes: int, buckets: TokenBuckets) -> None:
+        self.app = app
+        self.max_body_bytes = max_body_bytes
+        self.buckets = buckets
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
+            await self.app(scope, receive, send)
+            return
+        caller = scope.get("state", {}).get("caller", "anonymous")
+        wait = self.buckets.take(caller)
+        if wait > 0:
+            retry = str(max(1, math.ceil(wait)))
+            error = ApiError(
+                429,
+                f"too many requests for this API key; retry in {retry} s (the server allows "
+                f"{self.buckets.rate:g} requests a second, {self.buckets.burst} at once)",
+                headers={"Retry-After": retry},
+            )
+            await error_response(error)(scope, receive, send)
+            return
+        for name, value in scope.get("headers", ()):
+            if name == b"content-length":
+                try:
+                    length = int(value)
+                except ValueError:
+                    length = 0
+                if length > self.max_body_bytes:
+                    await self._refuse(scope, receive, send)
+                    return
+        limit = self.max_body_bytes
+        received = 0
+
+        async def counted() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > limit:
+                    raise BodyTooLargeError(limit)
+            return message
+
+        await self.app(scope, counted, send)
+
+    async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await error_response(BodyTooLargeError(self.max_body_bytes))(scope, receive, send)

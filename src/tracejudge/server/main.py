@@ -1,0 +1,88 @@
+"""`tracejudge serve` (also `python -m tracejudge.server`): configure, say so in one line, serve."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Sequence
+from typing import TextIO
+
+from tracejudge.errors import ConfigurationError
+from tracejudge.server.config import ServerConfig, is_loopback, parse_config
+from tracejudge.server.store import describe_store
+
+__all__ = ["main", "serve", "startup_line", "check_bind"]
+
+
+def check_bind(config: ServerConfig) -> None:
+    """Refuse a non-loopback address without API keys unless --allow-no-auth says so."""
+    if config.api_keys or config.allow_no_auth or is_loopback(config.host):
+        return
+    raise ConfigurationError(
+        f"refusing to listen on {config.host} without an API key: anyone who reaches it could "
+        "use the judge. Pass --api-key KEY (or TRACEJUDGE_API_KEYS), or --allow-no-auth to "
+        "accept that"
+    )
+
+
+def startup_line(config: ServerConfig, judge_label: str | None, criteria_count: int) -> str:
+    """One line: where it listens, what it scores with, how to point a collector at it."""
+    url = f"http://{config.host}:{config.port}"
+    if judge_label is None:
+        judging = "no judge configured: only deterministic checks run (set --judge to add one)"
+    else:
+        judging = f"judge {judge_label}, {criteria_count} criteria plus the checks"
+    if config.api_keys:
+        access = "API key required (API-Key header or Authorization: Bearer)"
+    elif is_loopback(config.host):
+        access = "no API key: loopback only"
+    else:
+        access = "no API key: open to anyone who reaches it"
+    return (
+        f"tracejudge server on {url} ({describe_store(config.db)}); {judging}; {access}; "
+        f"collectors: OTEL_EXPORTER_OTLP_ENDPOINT={url} (otlphttp exporter endpoint {url})"
+    )
+
+
+def main(argv: Sequence[str] | None = None, *, out: TextIO | None = None) -> int:
+    """`python -m tracejudge.server`: parse the flags (and the environment), then `serve`."""
+    try:
+        config = parse_config(argv)
+    except ConfigurationError as exc:
+        print(f"tracejudge serve: {exc}", file=sys.stderr)
+        return 2
+    return serve(config, out=out)
+
+
+def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
+    """Run the server until interrupted. Returns the exit status (2: bad configuration or
+    the server extra is not installed)."""
+    out = out or sys.stdout
+    try:
+        import uvicorn
+
+        from tracejudge.server.app import create_app
+    except ImportError as exc:
+        print(
+            f"tracejudge serve needs the server extra ({exc.name} is missing): "
+            "pip install 'tracejudge[server]'",
+            file=sys.stderr,
+        )
+        return 2
+    try:
+        check_bind(config)
+        app = create_app(config)
+    except ConfigurationError as exc:
+        print(f"tracejudge serve: {exc}", file=sys.stderr)
+        return 2
+    line = startup_line(config, app.state.judge_label, app.state.text_criteria)
+    print(line, file=out, flush=True)
+    uvicorn.run(
+        app,
+        host=config.host,
+        port=config.port,
+        log_level=config.log_level,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=5,
+    )
+    return 0

@@ -1,0 +1,523 @@
+"""The SQL both stores run. A dialect supplies connections and three spellings.
+
+Statements are written with `?` placeholders; the PostgreSQL store turns them into
+`%s`. Claims (`claim_tasks`, `queue_complete_traces`) select their rows with the
+dialect's row lock (`FOR UPDATE SKIP LOCKED` on PostgreSQL, nothing on SQLite, whose
+`BEGIN IMMEDIATE` already lets one writer in at a time), so several processes
+never take the same row.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+import time
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from typing import Any
+
+from tracejudge.server.store.base import (
+    EvaluationRow,
+    SpanBatch,
+    TaskRow,
+    TraceFilter,
+    TracePage,
+    TraceRow,
+)
+from tracejudge.server.store.migrations import MIGRATIONS
+
+__all__ = ["SQLStore", "InvalidCursorError"]
+
+_TASK_COLUMNS = (
+    "id, kind, payload, status, result, error, attempts, worker, lease_until, "
+    "created_at, updated_at"
+)
+_TRACE_COLUMNS = (
+    "trace_id, source, status, first_seen, last_span_at, span_count, root_ended, "
+    "start_time, root_agent, agents, trace_json, error"
+)
+_EVALUATION_COLUMNS = (
+    "id, trace_id, kind, source, criterion, overall_score, response, tags, created_at"
+)
+
+
+class InvalidCursorError(ValueError):
+    """A pagination cursor this server did not hand out."""
+
+
+def _encode_cursor(first_seen: float, trace_id: str) -> str:
+    return base64.urlsafe_b64encode(json.dumps([first_seen, trace_id]).encode()).decode()
+
+
+def _decode_cursor(cursor: str) -> tuple[float, str]:
+    try:
+        first_seen, trace_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
+        return float(first_seen), str(trace_id)
+    except (ValueError, TypeError, binascii.Error) as exc:
+        raise InvalidCursorError(
+            "cursor is not one this server handed out: pass the `cursor` of the previous page"
+        ) from exc
+
+
+def _task(row: Sequence[Any]) -> TaskRow:
+    return TaskRow(*row)
+
+
+def _trace(row: Sequence[Any]) -> TraceRow:
+    (trace_id, source, status, first_seen, last_span_at, span_count, root_ended) = row[:7]
+    start_time, root_agent, agents, trace_json, error = row[7:]
+    return TraceRow(
+        trace_id=trace_id,
+        source=source,
+        status=status,
+        first_seen=first_seen,
+        last_span_at=last_span_at,
+        span_count=span_count,
+        root_ended=bool(root_ended),
+        start_time=start_time,
+        root_agent=root_agent,
+        agents=json.loads(agents or "[]"),
+        trace_json=trace_json,
+        error=error,
+    )
+
+
+def _evaluation(row: Sequence[Any]) -> EvaluationRow:
+    id_, trace_id, kind, source, criterion, overall, response, tags, created_at = row
+    return EvaluationRow(
+        id=id_,
+        trace_id=trace_id,
+        kind=kind,
+        source=source,
+        criterion=criterion,
+        overall_score=overall,
+        response=response,
+        tags=json.loads(tags or "{}"),
+        created_at=created_at,
+    )
+
+
+class SQLStore:
+    """The store over a DB-API connection; subclasses give `_transaction` and spellings."""
+
+    #: Row lock for claims (PostgreSQL: " FOR UPDATE SKIP LOCKED").
+    lock_rows = ""
+    #: The auto-numbered primary key type.
+    serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    single_process = True
+
+    def _transaction(self) -> AbstractContextManager[Any]:  # pragma: no cover - abstract
+        """A cursor inside one transaction: committed on success, rolled back on error."""
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _sql(self, statement: str) -> str:
+        return statement
+
+    def _run(self, cursor: Any, statement: str, params: Sequence[Any] = ()) -> Any:
+        cursor.execute(self._sql(statement), tuple(params))
+        return cursor
+
+    # ------------------------------------------------------------------ schema
+
+    def migrate(self) -> int:
+        with self._transaction() as cursor:
+            self._lock_schema(cursor)
+            self._run(
+                cursor,
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+                "description TEXT NOT NULL, applied_at DOUBLE PRECISION NOT NULL)",
+            )
+        version = 0
+        for migration in MIGRATIONS:
+            with self._transaction() as cursor:
+                self._lock_schema(cursor)
+                row = self._run(
+                    cursor, "SELECT 1 FROM schema_migrations WHERE version = ?", [migration.version]
+                ).fetchone()
+                if row is None:
+                    for statement in migration.statements:
+                        self._run(cursor, statement.replace("{serial}", self.serial))
+                    self._run(
+                        cursor,
+                        "INSERT INTO schema_migrations (version, description, applied_at) "
+                        "VALUES (?, ?, ?)",
+                        [migration.version, migration.description, time.time()],
+                    )
+            version = migration.version
+        return version
+
+    def _lock_schema(self, cursor: Any) -> None:
+        """Keep two processes from applying the same migration at once."""
+
+    # ------------------------------------------------------------------ tasks
+
+    def enqueue(self, task: TaskRow) -> None:
+        with self._transaction() as cursor:
+            self._insert_task(cursor, task)
+
+    def _insert_task(self, cursor: Any, task: TaskRow) -> None:
+        now = time.time()
+        self._run(
+            cursor,
+            f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?, ?, ?, 'pending', NULL, NULL, 0, "
+            "NULL, NULL, ?, ?)",
+            [task.id, task.kind, task.payload, task.created_at or now, now],
+        )
+
+    def claim_tasks(self, worker: str, limit: int, lease_seconds: float) -> list[TaskRow]:
+        now = time.time()
+        with self._transaction() as cursor:
+            rows = self._run(
+                cursor,
+                f"UPDATE tasks SET status = 'running', worker = ?, lease_until = ?, "
+                f"attempts = attempts + 1, updated_at = ? WHERE id IN (SELECT id FROM tasks "
+                f"WHERE status = 'pending' OR (status = 'running' AND lease_until < ?) "
+                f"ORDER BY created_at LIMIT ?{self.lock_rows}) RETURNING {_TASK_COLUMNS}",
+                [worker, now + lease_seconds, now, now, limit],
+            ).fetchall()
+        return sorted((_task(r) for r in rows), key=lambda t: t.created_at)
+
+    def extend_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> None:
+        if not task_ids:
+            return
+        marks = ", ".join("?" for _ in task_ids)
+        with self._transaction() as cursor:
+            self._run(
+                cursor,
+                f"UPDATE tasks SET lease_until = ? WHERE worker = ? AND status = 'running' "
+                f"AND id IN ({marks})",
+                [time.time() + lease_seconds, worker, *task_ids],
+            )
+
+    def release_orphans(self, max_attempts: int) -> int:
+        now = time.time()
+        with self._transaction() as cursor:
+            failed = self._run(
+                cursor,
+                "UPDATE tasks SET status = 'failed', worker = NULL, lease_until = NULL, "
+                "updated_at = ?, error = ? WHERE status = 'running' AND attempts >= ?",
+                [
+                    now,
+                    f"the server stopped while this task ran, {max_attempts} times; "
+                    "it is not tried again",
+                    max_attempts,
+                ],
+            ).rowcount
+            requeued = self._run(
+                cursor,
+                "UPDATE tasks SET status = 'pending', worker = NULL, lease_until = NULL, "
+                "updated_at = ? WHERE status = 'running'",
+                [now],
+            ).rowcount
+        return int(failed) + int(requeued)
+
+    def finish_task(
+        self,
+        task_id: str,
+        worker: str,
+        *,
+        status: str,
+        result: str | None = None,
+        error: str | None = None,
+        evaluations: Sequence[EvaluationRow] = (),
+        trace: TraceRow | None = None,
+        replace_source: str | None = None,
+    ) -> bool:
+        with self._transaction() as cursor:
+            owned = self._run(
+                cursor,
+                "UPDATE tasks SET status = ?, result = ?, error = ?, worker = NULL, "
+                "lease_until = NULL, updated_at = ? WHERE id = ? AND worker = ? "
+                "AND status = 'running'",
+                [status, result, error, time.time(), task_id, worker],
+            ).rowcount
+            if owned != 1:
+                return False
+            if trace is not None:
+                self._update_scored_trace(cursor, trace)
+            if trace is not None and replace_source is not None:
+                self._run(
+                    cursor,
+                    "DELETE FROM evaluations WHERE trace_id = ? AND source = ?",
+                    [trace.trace_id, replace_source],
+                )
+            self._insert_evaluations(cursor, evaluations)
+        return True
+
+    def get_task(self, task_id: str) -> TaskRow | None:
+        with self._transaction() as cursor:
+            row = self._run(
+                cursor, f"SELECT {_TASK_COLUMNS} FROM tasks WHERE id = ?", [task_id]
+            ).fetchone()
+        return None if row is None else _task(row)
+
+    def prune(self, older_than: float) -> int:
+        with self._transaction() as cursor:
+            return int(
+                self._run(
+                    cursor,
+                    "DELETE FROM tasks WHERE status IN ('succeeded', 'failed') AND updated_at < ?",
+                    [older_than],
+                ).rowcount
+            )
+
+    # ------------------------------------------------------------------ traces
+
+    def add_spans(self, batches: Sequence[SpanBatch]) -> None:
+        now = time.time()
+        # One lock order for every writer (PostgreSQL would otherwise deadlock two
+        # requests that carry spans of the same traces in another order).
+        ordered = sorted(batches, key=lambda b: b.trace_id)
+        with self._transaction() as cursor:
+            for batch in ordered:
+                self._run(
+                    cursor,
+                    "INSERT INTO traces (trace_id, source, status, first_seen, last_span_at, "
+                    "root_ended, span_count) VALUES (?, 'otlp', 'open', ?, ?, ?, ?) "
+                    "ON CONFLICT (trace_id) DO UPDATE SET status = 'open', "
+                    "last_span_at = excluded.last_span_at, "
+                    "root_ended = CASE WHEN excluded.root_ended = 1 THEN 1 "
+                    "ELSE traces.root_ended END, "
+                    "span_count = traces.span_count + excluded.span_count",
+                    [batch.trace_id, now, now, int(batch.has_root), batch.span_count],
+                )
+                self._run(
+                    cursor,
+                    "INSERT INTO span_batches (trace_id, payload, received_at) VALUES (?, ?, ?)",
+                    [batch.trace_id, batch.payload, now],
+                )
+                for key, value in sorted(batch.tags.items()):
+                    self._put_tag(cursor, batch.trace_id, key, value)
+
+    def _put_tag(self, cursor: Any, trace_id: str, key: str, value: str) -> None:
+        self._run(
+            cursor,
+            "INSERT INTO trace_tags (trace_id, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (trace_id, key) DO UPDATE SET value = excluded.value",
+            [trace_id, key, value],
+        )
+
+    def queue_complete_traces(
+        self,
+        quiet_seconds: float,
+        timeout_seconds: float,
+        limit: int,
+        make_task: Callable[[str], TaskRow],
+    ) -> list[str]:
+        now = time.time()
+        with self._transaction() as cursor:
+            rows = self._run(
+                cursor,
+                "UPDATE traces SET status = 'queued' WHERE trace_id IN (SELECT trace_id "
+                "FROM traces WHERE status = 'open' AND ((root_ended = 1 AND last_span_at <= ?) "
+                f"OR last_span_at <= ?) ORDER BY last_span_at LIMIT ?{self.lock_rows}) "
+                "RETURNING trace_id",
+                [now - quiet_seconds, now - timeout_seconds, limit],
+            ).fetchall()
+            ids = sorted(r[0] for r in rows)
+            for trace_id in ids:
+                self._insert_task(cursor, make_task(trace_id))
+        return ids
+
+    def span_payloads(self, trace_id: str) -> tuple[list[str], int]:
+        with self._transaction() as cursor:
+            payloads = [
+                r[0]
+                for r in self._run(
+                    cursor,
+                    "SELECT payload FROM span_batches WHERE trace_id = ? ORDER BY id",
+                    [trace_id],
+                ).fetchall()
+            ]
+            row = self._run(
+                cursor, "SELECT span_count FROM traces WHERE trace_id = ?", [trace_id]
+            ).fetchone()
+        return payloads, (row[0] if row else 0)
+
+    def _update_scored_trace(self, cursor: Any, trace: TraceRow) -> None:
+        """Write a converted trace; its status holds only if no span arrived meanwhile
+        (otherwise it stays open, to be converted and scored again)."""
+        self._run(
+            cursor,
+            "UPDATE traces SET status = CASE WHEN span_count = ? THEN ? ELSE status END, "
+            "start_time = ?, root_agent = ?, agents = ?, trace_json = ?, error = ? "
+            "WHERE trace_id = ?",
+            [
+                trace.span_count,
+                trace.status,
+                trace.start_time,
+                trace.root_agent,
+                json.dumps(trace.agents),
+                trace.trace_json,
+                trace.error,
+                trace.trace_id,
+            ],
+        )
+        self._set_agents(cursor, trace)
+
+    def _set_agents(self, cursor: Any, trace: TraceRow) -> None:
+        self._run(cursor, "DELETE FROM trace_agents WHERE trace_id = ?", [trace.trace_id])
+        for name in sorted(set(trace.agents)):
+            self._run(
+                cursor,
+                "INSERT INTO trace_agents (trace_id, agent_name) VALUES (?, ?)",
+                [trace.trace_id, name],
+            )
+
+    def save_trace(self, trace: TraceRow, evaluations: Sequence[EvaluationRow] = ()) -> None:
+        with self._transaction() as cursor:
+            self._run(
+                cursor,
+                f"INSERT INTO traces ({_TRACE_COLUMNS}) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET "
+                "status = excluded.status, last_span_at = excluded.last_span_at, "
+                "start_time = excluded.start_time, root_agent = excluded.root_agent, "
+                "agents = excluded.agents, trace_json = excluded.trace_json, "
+                "error = excluded.error",
+                [
+                    trace.trace_id,
+                    trace.source,
+                    trace.status,
+                    trace.first_seen,
+                    trace.last_span_at,
+                    trace.span_count,
+                    int(trace.root_ended),
+                    trace.start_time,
+                    trace.root_agent,
+                    json.dumps(trace.agents),
+                    trace.trace_json,
+                    trace.error,
+                ],
+            )
+            self._set_agents(cursor, trace)
+            for key, value in sorted(trace.tags.items()):
+                self._put_tag(cursor, trace.trace_id, key, value)
+            self._insert_evaluations(cursor, evaluations)
+
+    def save_evaluations(self, evaluations: Sequence[EvaluationRow]) -> None:
+        if evaluations:
+            with self._transaction() as cursor:
+                self._insert_evaluations(cursor, evaluations)
+
+    def _insert_evaluations(self, cursor: Any, evaluations: Sequence[EvaluationRow]) -> None:
+        for e in evaluations:
+            self._run(
+                cursor,
+                f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    e.id,
+                    e.trace_id,
+                    e.kind,
+                    e.source,
+                    e.criterion,
+                    e.overall_score,
+                    e.response,
+                    json.dumps(e.tags),
+                    e.created_at,
+                ],
+            )
+
+    def get_trace(self, trace_id: str) -> TraceRow | None:
+        with self._transaction() as cursor:
+            row = self._run(
+                cursor, f"SELECT {_TRACE_COLUMNS} FROM traces WHERE trace_id = ?", [trace_id]
+            ).fetchone()
+            if row is None:
+                return None
+            trace = _trace(row)
+            self._decorate(cursor, [trace])
+        return trace
+
+    def _decorate(self, cursor: Any, traces: list[TraceRow]) -> None:
+        """Fill each trace's tags and latest score per criterion."""
+        if not traces:
+            return
+        by_id = {t.trace_id: t for t in traces}
+        marks = ", ".join("?" for _ in by_id)
+        ids = list(by_id)
+        for trace_id, key, value in self._run(
+            cursor, f"SELECT trace_id, key, value FROM trace_tags WHERE trace_id IN ({marks})", ids
+        ).fetchall():
+            by_id[trace_id].tags[key] = value
+        for trace_id, criterion, overall in self._run(
+            cursor,
+            "SELECT trace_id, criterion, overall_score FROM evaluations "
+            f"WHERE trace_id IN ({marks}) ORDER BY created_at, id",
+            ids,
+        ).fetchall():
+            by_id[trace_id].scores[criterion] = overall
+
+    def list_traces(self, where: TraceFilter, limit: int, cursor: str | None) -> TracePage:
+        conditions: list[str] = []
+        params: list[Any] = []
+        if where.tag is not None:
+            conditions.append(
+                "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = traces.trace_id "
+                "AND g.key = ? AND g.value = ?)"
+            )
+            params.extend(where.tag)
+        if where.agent is not None:
+            conditions.append(
+                "EXISTS (SELECT 1 FROM trace_agents a WHERE a.trace_id = traces.trace_id "
+                "AND a.agent_name = ?)"
+            )
+            params.append(where.agent)
+        if where.score_below is not None:
+            conditions.append(
+                "EXISTS (SELECT 1 FROM evaluations e WHERE e.trace_id = traces.trace_id "
+                "AND e.overall_score < ?)"
+            )
+            params.append(where.score_below)
+        if where.status is not None:
+            conditions.append("status = ?")
+            params.append(where.status)
+        if where.since is not None:
+            conditions.append("first_seen >= ?")
+            params.append(where.since)
+        if where.until is not None:
+            conditions.append("first_seen < ?")
+            params.append(where.until)
+        if cursor is not None:
+            first_seen, trace_id = _decode_cursor(cursor)
+            conditions.append("(first_seen < ? OR (first_seen = ? AND trace_id < ?))")
+            params.extend([first_seen, first_seen, trace_id])
+        clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+        with self._transaction() as db:
+            rows = self._run(
+                db,
+                f"SELECT {_TRACE_COLUMNS} FROM traces{clause} "
+                "ORDER BY first_seen DESC, trace_id DESC LIMIT ?",
+                [*params, limit + 1],
+            ).fetchall()
+            traces = [_trace(r) for r in rows[:limit]]
+            self._decorate(db, traces)
+        more = len(rows) > limit
+        last = traces[-1] if traces else None
+        next_cursor = _encode_cursor(last.first_seen, last.trace_id) if more and last else None
+        return TracePage(traces=traces, cursor=next_cursor)
+
+    def evaluations_of(self, trace_id: str) -> list[EvaluationRow]:
+        with self._transaction() as cursor:
+            rows = self._run(
+                cursor,
+                f"SELECT {_EVALUATION_COLUMNS} FROM evaluations WHERE trace_id = ? "
+                "ORDER BY created_at, id",
+                [trace_id],
+            ).fetchall()
+        return [_evaluation(r) for r in rows]
+
+    def counts(self) -> dict[str, Any]:
+        with self._transaction() as cursor:
+            tasks = dict(
+                self._run(cursor, "SELECT status, COUNT(*) FROM tasks GROUP BY status").fetchall()
+            )
+            traces = dict(
+                self._run(cursor, "SELECT status, COUNT(*) FROM traces GROUP BY status").fetchall()
+            )
+            evaluations = self._run(cursor, "SELECT COUNT(*) FROM evaluations").fetchone()[0]
+        return {"tasks": tasks, "traces": traces, "evaluations": evaluations}

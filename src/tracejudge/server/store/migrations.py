@@ -1,0 +1,95 @@
+"""Versioned schema migrations, shared by SQLite and PostgreSQL.
+
+Each migration is a version number and its statements; `{serial}` stands for an
+auto-numbered primary key, spelled per dialect. A migration is applied once, in a
+transaction with the row that records it in `schema_migrations`. Never edit a
+released migration: add the next version.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["Migration", "MIGRATIONS", "SCHEMA_VERSION"]
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    description: str
+    statements: tuple[str, ...]
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "tasks, traces, span batches, evaluations",
+        (
+            """CREATE TABLE tasks (
+                id TEXT PRIMARY KEY,
+                kind TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                status TEXT NOT NULL,
+                result TEXT,
+                error TEXT,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                worker TEXT,
+                lease_until DOUBLE PRECISION,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX tasks_by_status ON tasks (status, created_at)",
+            """CREATE TABLE traces (
+                trace_id TEXT PRIMARY KEY,
+                source TEXT NOT NULL,
+                status TEXT NOT NULL,
+                first_seen DOUBLE PRECISION NOT NULL,
+                last_span_at DOUBLE PRECISION NOT NULL,
+                root_ended INTEGER NOT NULL DEFAULT 0,
+                span_count INTEGER NOT NULL DEFAULT 0,
+                start_time DOUBLE PRECISION,
+                root_agent TEXT,
+                agents TEXT NOT NULL DEFAULT '[]',
+                trace_json TEXT,
+                error TEXT
+            )""",
+            "CREATE INDEX traces_by_status ON traces (status, last_span_at)",
+            "CREATE INDEX traces_by_time ON traces (first_seen, trace_id)",
+            """CREATE TABLE span_batches (
+                id {serial},
+                trace_id TEXT NOT NULL,
+                payload TEXT NOT NULL,
+                received_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX span_batches_by_trace ON span_batches (trace_id, id)",
+            """CREATE TABLE trace_agents (
+                trace_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                PRIMARY KEY (trace_id, agent_name)
+            )""",
+            "CREATE INDEX trace_agents_by_name ON trace_agents (agent_name)",
+            """CREATE TABLE trace_tags (
+                trace_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                value TEXT NOT NULL,
+                PRIMARY KEY (trace_id, key)
+            )""",
+            "CREATE INDEX trace_tags_by_value ON trace_tags (key, value)",
+            """CREATE TABLE evaluations (
+                id TEXT PRIMARY KEY,
+                trace_id TEXT,
+                kind TEXT NOT NULL,
+                source TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                overall_score DOUBLE PRECISION,
+                response TEXT NOT NULL,
+                tags TEXT NOT NULL DEFAULT '{}',
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX evaluations_by_trace ON evaluations (trace_id, created_at)",
+        ),
+    ),
+)
+
+#: The schema version this code expects.
+SCHEMA_VERSION = MIGRATIONS[-1].version

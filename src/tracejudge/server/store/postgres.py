@@ -1,0 +1,86 @@
+"""The PostgreSQL store: several server replicas share one database and one queue.
+
+Claims lock the rows they take with `FOR UPDATE SKIP LOCKED`, so replicas split
+the pending tasks and the completed traces between them without a coordinator and
+without waiting on each other. A task left running by a replica that died is taken
+over by another once its lease ends.
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tracejudge.errors import MissingDependencyError
+from tracejudge.server.store._sql import SQLStore
+
+__all__ = ["PostgresStore"]
+
+#: An arbitrary constant: the advisory lock that serialises migrations across replicas.
+_MIGRATION_LOCK = 7_263_849_101
+
+
+class PostgresStore(SQLStore):
+    """A PostgreSQL database at `dsn` (`postgresql://user@host:port/db`), through a
+    small pool of `pool_size` connections."""
+
+    lock_rows = " FOR UPDATE SKIP LOCKED"
+    serial = "BIGSERIAL PRIMARY KEY"
+    single_process = False
+
+    def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
+        try:
+            import psycopg
+        except ImportError as error:
+            raise MissingDependencyError("psycopg", "postgres", "a PostgreSQL store") from error
+        self.dsn = dsn
+        self._psycopg = psycopg
+        self._pool: queue.LifoQueue[Any] = queue.LifoQueue()
+        self._size = pool_size
+        self._opened = 0
+        self._closed = False
+        # Connect once now, so that a wrong DSN fails at start rather than on first use.
+        self._pool.put(self._connect())
+
+    def _connect(self) -> Any:
+        self._opened += 1
+        return self._psycopg.connect(self.dsn, autocommit=False)
+
+    def _sql(self, statement: str) -> str:
+        return statement.replace("?", "%s")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        try:
+            connection = self._pool.get_nowait()
+        except queue.Empty:
+            connection = self._connect() if self._opened < self._size else self._pool.get()
+        broken = False
+        try:
+            with connection.transaction(), connection.cursor() as cursor:
+                yield cursor
+        except self._psycopg.OperationalError:
+            broken = True
+            raise
+        finally:
+            if broken or connection.closed:
+                self._opened -= 1
+                connection.close()
+            else:
+                self._pool.put(connection)
+
+    def _lock_schema(self, cursor: Any) -> None:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
+
+    def close(self) -> None:
+        self._closed = True
+        while True:
+            try:
+                self._pool.get_nowait().close()
+            except queue.Empty:
+                return
+
+    def __repr__(self) -> str:
+        return "PostgresStore(<dsn>)"  # the DSN may hold a password

@@ -1,0 +1,61 @@
+"""The SQLite store: one file in WAL mode, for one server process (the default)."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from tracejudge.server.store._sql import SQLStore
+
+__all__ = ["SQLiteStore"]
+
+
+class SQLiteStore(SQLStore):
+    """A SQLite database file (`":memory:"` for a throwaway one).
+
+    One connection, used by one thread at a time. WAL mode lets readers run beside
+    the writer; `synchronous=FULL` makes a committed transaction survive a power loss,
+    so an answer is never sent for a result that could still be lost. Writers take the
+    database lock up front (`BEGIN IMMEDIATE`), which also makes claims exclusive.
+    """
+
+    single_process = True
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = os.fspath(path)
+        if self.path != ":memory:":
+            parent = os.path.dirname(os.path.abspath(self.path))
+            os.makedirs(parent, exist_ok=True)
+        self._connection = sqlite3.connect(
+            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+        )
+        self._lock = threading.Lock()
+        self._connection.execute("PRAGMA journal_mode=WAL")
+        self._connection.execute("PRAGMA synchronous=FULL")
+        self._connection.execute("PRAGMA foreign_keys=ON")
+
+    @contextmanager
+    def _transaction(self) -> Iterator[Any]:
+        with self._lock:
+            cursor = self._connection.cursor()
+            cursor.execute("BEGIN IMMEDIATE")
+            try:
+                yield cursor
+            except BaseException:
+                cursor.execute("ROLLBACK")
+                raise
+            else:
+                cursor.execute("COMMIT")
+            finally:
+                cursor.close()
+
+    def close(self) -> None:
+        with self._lock:
+            self._connection.close()
+
+    def __repr__(self) -> str:
+        return f"SQLiteStore({self.path!r})"

@@ -1,0 +1,198 @@
+"""Background tasks: persisted in the store, run by a bounded pool of workers.
+
+A task is written to the store before its id is answered, so it survives a restart.
+`workers` coroutines each claim one task at a time (a lease of `lease_seconds`,
+renewed while it runs), run its handler, and record the outcome, with the
+evaluations it produced, in one transaction. A task whose process died while it ran
+is taken back: at start by a single-process store (SQLite), else by any replica once
+its lease ran out. It is started at most `attempts` times; past that it is marked
+failed, saying why. Nothing is silently dropped.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio.to_thread
+from pydantic import ValidationError
+
+from tracejudge.errors import ComposoError
+from tracejudge.server.store import EvaluationRow, Store, TaskRow, TraceRow
+
+__all__ = ["Outcome", "Handler", "TaskRunner", "describe_error"]
+
+logger = logging.getLogger("tracejudge.server")
+
+
+@dataclass
+class Outcome:
+    """What a handler produced: the task's result (JSON-ready) and what to store with it."""
+
+    result: Any
+    evaluations: Sequence[EvaluationRow] = ()
+    trace: TraceRow | None = None
+    replace_source: str | None = None
+    failed: str | None = None
+
+
+#: A task kind's handler: the task's payload in, its outcome out.
+Handler = Callable[[dict[str, Any]], Awaitable[Outcome]]
+
+
+def describe_error(error: BaseException) -> str:
+    """The message a caller may see: ours in full, anything else by its type only (the
+    details, which could hold anything, go to the server's log)."""
+    if isinstance(error, ComposoError):
+        return f"{type(error).__name__}: {error.message}"
+    if isinstance(error, (ValidationError, ValueError)):
+        return f"invalid input: {error}"
+    return f"{type(error).__name__}: the server failed to run this task (see its log)"
+
+
+@dataclass
+class _Running:
+    tasks: set[str] = field(default_factory=set)
+
+
+class TaskRunner:
+    """The worker pool of one server process."""
+
+    def __init__(
+        self,
+        store: Store,
+        handlers: Mapping[str, Handler],
+        *,
+        workers: int = 4,
+        lease_seconds: float = 60.0,
+        attempts: int = 3,
+        poll_seconds: float = 0.5,
+        retention_seconds: float = 7 * 24 * 3600.0,
+    ) -> None:
+        self.store = store
+        self.handlers = dict(handlers)
+        self.workers = workers
+        self.lease_seconds = lease_seconds
+        self.attempts = attempts
+        self.poll_seconds = poll_seconds
+        self.retention_seconds = retention_seconds
+        #: Who holds a lease: unique per process, readable in the database.
+        self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._running = _Running()
+        self._wake = asyncio.Event()
+        self._loops: list[asyncio.Task[None]] = []
+
+    async def start(self) -> None:
+        if self.store.single_process:
+            taken = await anyio.to_thread.run_sync(self.store.release_orphans, self.attempts)
+            if taken:
+                logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
+        self._loops = [asyncio.create_task(self._work()) for _ in range(self.workers)]
+        self._loops.append(asyncio.create_task(self._renew()))
+
+    async def stop(self) -> None:
+        """Stop the workers; unfinished tasks stay running in the store and are taken back
+        at the next start (SQLite) or when their lease ends (PostgreSQL)."""
+        for loop in self._loops:
+            loop.cancel()
+        await asyncio.gather(*self._loops, return_exceptions=True)
+        self._loops = []
+
+    async def submit(self, kind: str, payload: Mapping[str, Any]) -> str:
+        """Persist a task and wake a worker; returns its id once it is stored."""
+        task = TaskRow(id=str(uuid.uuid4()), kind=kind, payload=json.dumps(payload))
+        await anyio.to_thread.run_sync(self.store.enqueue, task)
+        self.wake()
+        return task.id
+
+    def wake(self) -> None:
+        self._wake.set()
+
+    async def _work(self) -> None:
+        while True:
+            try:
+                claimed = await anyio.to_thread.run_sync(
+                    self.store.claim_tasks, self.worker_id, 1, self.lease_seconds
+                )
+            except Exception:
+                logger.exception("tracejudge: could not claim tasks; retrying")
+                claimed = []
+            if not claimed:
+                self._wake.clear()
+                try:
+                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
+                except asyncio.TimeoutError:
+                    pass
+                continue
+            for task in claimed:
+                await self._run(task)
+
+    async def _run(self, task: TaskRow) -> None:
+        self._running.tasks.add(task.id)
+        try:
+            outcome = await self._outcome(task)
+            status = "failed" if outcome.failed else "succeeded"
+            owned = await anyio.to_thread.run_sync(
+                lambda: self.store.finish_task(
+                    task.id,
+                    self.worker_id,
+                    status=status,
+                    result=None if outcome.failed else json.dumps(outcome.result),
+                    error=outcome.failed,
+                    evaluations=outcome.evaluations,
+                    trace=outcome.trace,
+                    replace_source=outcome.replace_source,
+                )
+            )
+            if not owned:
+                logger.warning(
+                    "tracejudge: task %s ran past its lease and was taken over; its result "
+                    "from this worker is dropped (raise --task-lease-seconds)",
+                    task.id,
+                )
+        finally:
+            self._running.tasks.discard(task.id)
+
+    async def _outcome(self, task: TaskRow) -> Outcome:
+        if task.attempts > self.attempts:
+            return Outcome(
+                None,
+                failed=f"the server stopped while this task ran, {task.attempts - 1} times; "
+                "it is not tried again",
+            )
+        handler = self.handlers.get(task.kind)
+        if handler is None:
+            return Outcome(None, failed=f"unknown task kind {task.kind!r}")
+        try:
+            return await handler(json.loads(task.payload))
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if not isinstance(error, (ComposoError, ValidationError, ValueError)):
+                logger.exception("tracejudge: task %s (%s) failed", task.id, task.kind)
+            return Outcome(None, failed=describe_error(error))
+
+    async def _renew(self) -> None:
+        """Renew the leases of the running tasks; prune old finished tasks now and then."""
+        last_prune = 0.0
+        while True:
+            await asyncio.sleep(self.lease_seconds / 3)
+            running = sorted(self._running.tasks)
+            try:
+                await anyio.to_thread.run_sync(
+                    self.store.extend_leases, self.worker_id, running, self.lease_seconds
+                )
+                if time.time() - last_prune > 3600:
+                    last_prune = time.time()
+                    cutoff = last_prune - self.retention_seconds
+                    await anyio.to_thread.run_sync(self.store.prune, cutoff)
+            except Exception:
+                logger.exception("tracejudge: could not renew task leases")

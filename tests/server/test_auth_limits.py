@@ -1,0 +1,138 @@
+"""API keys, body size limit, rate limit, and the loopback-only rule without keys."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import httpx
+import pytest
+
+from tests.server.harness import API_KEY, ServerProcess, server_env
+from tracejudge.server.auth import KeyRing
+from tracejudge.server.config import ServerConfig
+from tracejudge.server.limits import TokenBuckets
+from tracejudge.server.main import check_bind, startup_line
+
+MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
+BODY = {"messages": MESSAGES, "evaluator_name": "final_answer"}
+
+
+@pytest.fixture
+def guarded(tmp_path) -> Iterator[ServerProcess]:
+    args = ["--rate-limit", "1", "--rate-burst", "4", "--max-body-bytes", "4096"]
+    args += ["--api-key", "second-key"]
+    process = ServerProcess(str(tmp_path / "db"), args=args, log=tmp_path / "log").start()
+    yield process
+    process.stop()
+
+
+def test_keys_are_required_in_either_header(guarded: ServerProcess) -> None:
+    url = f"{guarded.url}/api/v1/evals/reward"
+    missing = httpx.post(url, json=BODY)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
+    assert "API-Key" in missing.json()["detail"]
+    assert httpx.post(url, json=BODY, headers={"API-Key": "wrong"}).status_code == 401
+    assert httpx.post(url, json=BODY, headers={"API-Key": API_KEY}).status_code == 200
+    bearer = {"Authorization": "Bearer second-key"}
+    assert httpx.post(url, json=BODY, headers=bearer).status_code == 200
+    assert httpx.get(f"{guarded.url}/health").status_code == 200  # open
+    assert "API key required" in guarded.first_line and API_KEY not in guarded.first_line
+
+
+def test_body_limit_and_rate_limit(guarded: ServerProcess) -> None:
+    with httpx.Client(base_url=guarded.url, headers={"API-Key": "second-key"}) as http:
+        big = {**BODY, "messages": [*MESSAGES, {"role": "user", "content": "x" * 5000}]}
+        too_big = http.post("/api/v1/evals/reward", json=big)
+        assert too_big.status_code == 413 and "--max-body-bytes" in too_big.json()["detail"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted while read
+            yield b'{"messages": ['
+            for _ in range(10):
+                yield b'{"role": "user", "content": "' + b"y" * 1000 + b'"},'
+            yield b"]}"
+
+        streamed = http.post("/api/v1/evals/reward", content=chunks())
+        assert streamed.status_code == 413
+    with httpx.Client(base_url=guarded.url, headers={"API-Key": API_KEY}) as http:
+        codes = [http.post("/api/v1/evals/reward", json=BODY).status_code for _ in range(8)]
+        assert codes[:4] == [200] * 4 and 429 in codes
+        limited = http.post("/api/v1/evals/reward", json=BODY)
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+
+
+def test_non_loopback_without_keys_is_refused() -> None:
+    with pytest.raises(Exception, match="--api-key"):
+        check_bind(ServerConfig(host="0.0.0.0"))
+    check_bind(ServerConfig(host="0.0.0.0", allow_no_auth=True))
+    check_bind(ServerConfig(host="0.0.0.0", api_keys=("k",)))
+    check_bind(ServerConfig(host="::1"))
+    refused = subprocess.run(
+        [sys.executable, "-m", "tracejudge.server", "--host", "0.0.0.0", "--db", ":memory:"],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "--allow-no-auth" in refused.stderr
+    line = startup_line(ServerConfig(), None, 0)
+    assert "loopback only" in line and "only deterministic checks" in line
+
+
+def test_every_flag_has_an_environment_variable() -> None:
+    from tracejudge.server.config import SETTINGS, parse_config
+
+    config = parse_config(
+        ["--port", "9001"],
+        {"TRACEJUDGE_PORT": "9000", "TRACEJUDGE_API_KEYS": "a, b", "TRACEJUDGE_WORKERS": "7"},
+    )
+    assert (config.port, config.api_keys, config.workers) == (9001, ("a", "b"), 7)
+    assert all(s.env.startswith("TRACEJUDGE_") for s in SETTINGS)
+    with pytest.raises(ValueError, match="TRACEJUDGE_WORKERS"):
+        parse_config([], {"TRACEJUDGE_WORKERS": "many"})
+    with pytest.raises(ValueError, match="--workers"):
+        parse_config(["--workers", "0"], {})
+
+
+def test_key_ring_and_buckets() -> None:
+    ring = KeyRing(["alpha", "beta"])
+    assert (ring.identify("alpha"), ring.identify("beta"), ring.identify("alph")) == (0, 1, None)
+    assert ring.identify(None) is None and not KeyRing([])
+    buckets = TokenBuckets(rate=2, burst=2)
+    assert [buckets.take("k", now=0.0) for _ in range(3)] == [0.0, 0.0, 0.5]
+    assert buckets.take("k", now=1.0) == 0.0  # refilled
+    assert buckets.take("other", now=0.0) == 0.0  # per caller
+
+
+def test_tracejudge_serve_command(tmp_path) -> None:
+    """`tracejudge serve` is the same server: one line says where and with what, and a
+    bad flag value exits 2 naming it."""
+    from tests.server.postgres import free_port
+
+    port = free_port()
+    env = server_env()
+    env["TRACEJUDGE_PORT"] = str(port)  # from the environment
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracejudge", "serve", "--db", str(tmp_path / "db")],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        assert process.stdout is not None
+        line = process.stdout.readline()
+        assert f"http://127.0.0.1:{port}" in line and "only deterministic checks" in line
+        assert "OTEL_EXPORTER_OTLP_ENDPOINT" in line and "loopback only" in line
+    finally:
+        process.terminate()
+        process.wait(15)
+    bad = subprocess.run(
+        [sys.executable, "-m", "tracejudge", "serve", "--workers", "none"],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert bad.returncode == 2 and "--workers" in bad.stderr
