@@ -289,13 +289,31 @@ Interaction = Annotated[
 
 
 class AgentInstance(_Model):
-    """One run of one agent: its model calls and, in order among them, its child agents' ids."""
+    """One run of one agent: its model calls and, in order among them, its child agents' ids.
+
+    `output` is a tracejudge extension: the agent's answer as its framework recorded it
+    (an agent span's own output), or, for an agent that made no model call of its own, the
+    answer of its last child that gave one (routing decisions skipped). Like the
+    interaction extensions it is left out of the wire shape unless asked for, and
+    equality ignores it.
+    """
 
     model_config = ConfigDict(extra="forbid")
+    _extensions = frozenset({"output"})
 
     id: str
     name: str
     interactions: list[Interaction] = Field(default_factory=list)
+    output: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AgentInstance):
+            return NotImplemented
+        return (
+            self.id == other.id
+            and self.name == other.name
+            and self.interactions == other.interactions
+        )
 
     @property
     def llm_interactions(self) -> list[LLMInteraction]:
@@ -310,7 +328,10 @@ class AgentInstance(_Model):
 
     @property
     def final_output(self) -> str | None:
-        """The text of this agent's last model answer that has text, or None."""
+        """The agent's answer: `output` when set (what its framework recorded), else the
+        text of its last model answer that has text, or None."""
+        if self.output is not None:
+            return self.output
         for interaction in reversed(self.llm_interactions):
             text = interaction.output_text
             if text:
