@@ -277,7 +277,7 @@ def test_only_error_status_is_failure() -> None:
     assert all(i.error is None for a in openinference.iter_agents() for i in a.llm_interactions)
 
 
-def test_one_call_recorded_by_two_instrumentations_counts_once() -> None:
+def test_a_client_wrapped_twice_counts_each_call_once_and_says_so() -> None:
     requests = json_requests("openllmetry")
     original = _llm_spans(requests)[0]
     twin = copy.deepcopy(original)
@@ -286,7 +286,7 @@ def test_one_call_recorded_by_two_instrumentations_counts_once() -> None:
     requests[0]["resourceSpans"][0]["scopeSpans"][0]["spans"].append(twin)
     trace = _one(dump(requests))
     assert canonical(trace) == canonical(_one(fixture("openllmetry", ".jsonl").read_text()))
-    assert any("read as the same call" in w for w in trace.warnings)
+    assert any("wrapped the client twice; read as one call" in w for w in trace.warnings)
 
 
 def test_tool_call_finish_reasons_are_the_same() -> None:

@@ -210,7 +210,8 @@ def _decode_protobuf(data: bytes, warnings: list[str]) -> tuple[list[SpanRecord]
         )
     for resource_spans in request.resource_spans:
         for scope_spans in resource_spans.scope_spans:
-            spans.extend(_pb_span(span, warnings) for span in scope_spans.spans)
+            scope = scope_spans.scope.name or None
+            spans.extend(_pb_span(span, warnings, scope) for span in scope_spans.spans)
     return spans, warnings
 
 
@@ -346,7 +347,7 @@ def _seconds(nanos: int) -> float | None:
     return nanos / 1e9 if nanos > 0 else None
 
 
-def _pb_span(span: Any, warnings: list[str]) -> SpanRecord:
+def _pb_span(span: Any, warnings: list[str], scope: str | None = None) -> SpanRecord:
     return SpanRecord(
         trace_id=span.trace_id.hex(),
         span_id=span.span_id.hex(),
@@ -366,6 +367,7 @@ def _pb_span(span: Any, warnings: list[str]) -> SpanRecord:
             )
             for event in span.events
         ],
+        scope=scope,
     )
 
 
@@ -413,9 +415,12 @@ def _decode_json(
             continue
         otlp_documents += 1
         for scope in _children(resource_spans, "scopeSpans", "scope_spans"):
+            scope_name = _get(_get(scope, "scope"), "name")
             for raw in _list(_get(scope, "spans")):
                 span = _guarded(_json_span, raw, where, warnings)
                 if span is not None:
+                    if isinstance(scope_name, str) and scope_name:
+                        span.scope = scope_name
                     spans.append(span)
         for scope in _children(resource_logs, "scopeLogs", "scope_logs"):
             for raw in _list(_get(scope, "logRecords", "log_records")):

@@ -51,6 +51,8 @@ class SpanRecord:
     kind: str | None = None
     attributes: dict[str, Any] = field(default_factory=dict)
     events: list[EventRecord] = field(default_factory=list)
+    #: The name of the instrumentation scope (library) that recorded the span, or None.
+    scope: str | None = None
 
     @property
     def start(self) -> float | None:
@@ -151,6 +153,7 @@ def span_record(span: Any) -> SpanRecord:
         kind=kind,
         attributes=_attributes(getattr(span, "attributes", None)),
         events=events,
+        scope=getattr(getattr(span, "instrumentation_scope", None), "name", None) or None,
     )
 
 

@@ -4,7 +4,9 @@ Agents are `invoke_agent` spans (ours, or any OTel GenAI instrumentation's) and
 OpenInference AGENT spans. Model calls are LLM spans of any convention; which
 convention module reads a span is decided here, from its attributes. Each model
 call belongs to its nearest agent ancestor; calls outside every agent, and spans
-whose parent is missing, belong to the root. Items are ordered by start time.
+whose parent is missing, belong to the root. Items are ordered by start time. A call
+recorded by several instrumentations (nested or side by side) is one interaction: see
+`_merge` for how such records are matched and merged.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from tracejudge import semconv
-from tracejudge.convert import genai_semconv, openinference, openllmetry
+from tracejudge.convert import _merge, genai_semconv, openinference, openllmetry
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.models import (
@@ -214,19 +216,24 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     orphan_agents = [span_id for span_id in top_agents if agent_places[span_id][2]]
     loose: list[SpanRecord] = []  # model calls outside every agent
     orphan_calls: list[SpanRecord] = []  # model calls whose parent span is missing
-    placed: list[tuple[SpanRecord, str | None]] = []
+    places = {span.span_id: placement(span) for span in llm_spans}
+    readable = []
     for span in llm_spans:
-        agent_span_id, llm_ancestor, broken = placement(span)
-        if llm_ancestor is not None:
-            # Two instrumentations wrapped the same call: keep the outer span.
-            warnings.append(
-                f"{_describe(span)}: nested in model-call span {llm_ancestor}, read as the "
-                "same call; skipped"
-            )
-            continue
-        placed.append((span, agent_span_id))
+        extraction = _extract(span, warnings)
+        if extraction is not None:
+            readable.append((span, extraction))
+    placed: list[tuple[_merge.Call, str | None]] = []
+    for call in _merge.group_calls(readable, lambda span: places[span.span_id][1]):
+        agent_span_id, _, broken = places[call.span.span_id]
+        placed.append((call, agent_span_id))
         if agent_span_id is None:
-            (orphan_calls if broken else loose).append(span)
+            (orphan_calls if broken else loose).append(call.span)
+        for inner, outer in call.doubled:
+            warnings.append(
+                f"{_describe(inner)}: nested in model-call span {outer.span_id} of the same "
+                f"instrumentation ({inner.scope}), which wrapped the client twice; read as "
+                "one call"
+            )
 
     # The root: the one real root agent, or (several top agents, or model calls outside
     # every agent) an implicit root agent holding them. Spans whose parent is missing
@@ -264,12 +271,10 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             agents[parent].items.append((_sort_key(child.span, seq[span_id]), child.id))
 
     aliases: dict[str, str] = {}
-    for span, agent_span_id in placed:
-        interaction = _interaction(span, warnings, aliases)
-        if interaction is None:
-            continue
+    for call, agent_span_id in placed:
+        interaction = _interaction(call, warnings, aliases)
         owner = agents[agent_span_id] if agent_span_id is not None else root
-        owner.items.append((_sort_key(span, seq[span.span_id]), interaction))
+        owner.items.append((_sort_key(call.span, seq[call.span.span_id]), interaction))
 
     all_agents = ([implicit_root] if implicit_root else []) + list(agents.values())
     for agent in all_agents:
@@ -317,25 +322,31 @@ def _break_cycles(
         )
 
 
-def _interaction(
-    span: SpanRecord, warnings: list[str], aliases: dict[str, str]
-) -> LLMInteraction | None:
-    what = _describe(span)
+def _extract(span: SpanRecord, warnings: list[str]) -> Extraction | None:
+    """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        extraction = extract(span)
-        interaction = LLMInteraction(
-            input_messages=extraction.inputs,
-            output_messages=extraction.outputs,
-            tools_available=extraction.tools,
-            model=extraction.model,
-            usage=extraction.usage,
-            start_time=span.start,
-            end_time=span.end,
-            error=error_text(span),
-        )
+        return extract(span)
     except Exception as exc:  # attribute data is untrusted: report, never raise
-        warnings.append(f"{what}: unreadable ({type(exc).__name__}: {exc}); skipped")
+        warnings.append(f"{_describe(span)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None
+
+
+def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]) -> LLMInteraction:
+    """One interaction from every record of the call (see `_merge`)."""
+    span, _ = call.primary
+    what = _describe(span)
+    extraction = _merge.merge(call)
+    errors = [error_text(record) for record, _ in [call.primary, *call.records]]
+    interaction = LLMInteraction(
+        input_messages=extraction.inputs,
+        output_messages=extraction.outputs,
+        tools_available=extraction.tools,
+        model=extraction.model,
+        usage=extraction.usage,
+        start_time=span.start,
+        end_time=span.end,
+        error=next((e for e in errors if e is not None), None),
+    )
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:

@@ -1,0 +1,316 @@
+"""One model call recorded by several instrumentations becomes one interaction.
+
+Instrumentations compose: the `anthropic` SDK records its own `anthropic.messages.create`
+span beside OpenLLMetry's `anthropic.chat`; OpenLLMetry's `openai.chat` sits beside (or
+inside) OpenInference's `ChatCompletion` or LangChain's `ChatOpenAI`; an agent framework's
+`openai.response` span wraps the HTTP client's `openai.chat`. Each span reads as a model
+call, so without this module every such call would count two or three times (tokens
+doubled, an empty twin whose "answer" is nothing).
+
+How two model-call spans of one trace are matched as the same call, strongest rule first:
+
+1. **Nested**: one is a descendant of the other with no agent span between them. The
+   same call, unless both carry response ids and the ids differ.
+2. **Same response id**: both carry a response id (`gen_ai.response.id`, or the `"id"`
+   of the response JSON an OpenInference span keeps in `output.value`, LangChain's
+   `llm_output.id` / `response_metadata.id` included), the ids are equal, the spans
+   overlap in time (when both times are known) and come from different instrumentation
+   scopes (when both scopes are known).
+3. **Model and time**: neither rule decides (at most one carries a response id), the
+   spans have the same parent span, come from different instrumentation scopes (one
+   scope unknown is allowed, the same known scope never), name compatible models (equal,
+   one a dated version of the other such as `gpt-4o` / `gpt-4o-2024-08-06`, or one
+   unknown), overlap for at least 90% of the shorter span, and, when both recorded
+   input messages, end their inputs with the same message.
+
+An instrumentation never records one call twice except when it wrapped the client
+twice (OpenLLMetry instrumented a second time): such twins are nested, they are still
+one call, and they are the one case that gives a warning.
+
+The group's records are merged into one `Extraction`: the record with output and usage
+wins (then: with inputs, with tools, the outermost), and every field it lacks is filled
+from the others in order (inputs, outputs, tools, model, usage, finish reasons, response
+id, aliases). Usage is never summed: it is the same call's usage seen twice. The
+interaction keeps the winner's times and sits where the outermost span of the group sits.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge.convert._common import Extraction, as_str
+from tracejudge.convert._records import SpanRecord
+from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
+
+__all__ = ["Call", "group_calls", "merge", "response_id"]
+
+#: Rule 3: the share of the shorter span's duration the two spans must overlap.
+MIN_OVERLAP = 0.9
+# Raw response JSON bigger than this is not parsed for its id (it is only a hint).
+_MAX_RAW_RESPONSE_CHARS = 2_000_000
+
+
+@dataclass
+class Call:
+    """The span records of one model call: `span` is where it sits in the tree (the
+    outermost record), `primary` is the record whose content wins."""
+
+    span: SpanRecord
+    records: list[tuple[SpanRecord, Extraction]] = field(default_factory=list)
+    #: Same-scope nesting (an instrumentation that wrapped the client twice).
+    doubled: list[tuple[SpanRecord, SpanRecord]] = field(default_factory=list)
+
+    @property
+    def primary(self) -> tuple[SpanRecord, Extraction]:
+        return max(
+            enumerate(self.records),
+            key=lambda item: (*_completeness(item[1][1]), item[1][0] is self.span, -item[0]),
+        )[1]
+
+
+def _completeness(extraction: Extraction) -> tuple[bool, bool, bool, bool]:
+    return (
+        bool(extraction.outputs),
+        extraction.usage is not None,
+        bool(extraction.inputs),
+        extraction.tools is not None,
+    )
+
+
+# --------------------------------------------------------------------------- response ids
+
+
+def response_id(span: SpanRecord) -> str | None:
+    """The provider's id of the response the span recorded, or None."""
+    attrs = span.attributes
+    found = as_str(attrs.get(semconv.GEN_AI_RESPONSE_ID))
+    if found:
+        return found
+    raw = attrs.get(semconv.OUTPUT_VALUE)
+    if not isinstance(raw, str) or len(raw) > _MAX_RAW_RESPONSE_CHARS:
+        return None
+    if not raw.lstrip().startswith("{") or '"id"' not in raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return _id_in(value)
+
+
+def _id_in(value: Any) -> str | None:
+    """A response id in a raw response: OpenAI/Anthropic `{"id"}`, LangChain's
+    `llm_output.id` or a generation message's `response_metadata.id`."""
+    if not isinstance(value, Mapping):
+        return None
+    found = as_str(value.get("id"))
+    if found:
+        return found
+    llm_output = value.get("llm_output")
+    if isinstance(llm_output, Mapping) and as_str(llm_output.get("id")):
+        return as_str(llm_output.get("id"))
+    for row in value.get("generations") or ():
+        for generation in row if isinstance(row, list) else [row]:
+            message = generation.get("message") if isinstance(generation, Mapping) else None
+            kwargs = message.get("kwargs") if isinstance(message, Mapping) else None
+            metadata = kwargs.get("response_metadata") if isinstance(kwargs, Mapping) else None
+            if isinstance(metadata, Mapping) and as_str(metadata.get("id")):
+                return as_str(metadata.get("id"))
+    return None
+
+
+# --------------------------------------------------------------------------- matching
+
+
+@dataclass
+class _Node:
+    span: SpanRecord
+    extraction: Extraction
+    response_id: str | None
+    index: int
+
+
+def group_calls(
+    records: Sequence[tuple[SpanRecord, Extraction]],
+    llm_ancestor: Callable[[SpanRecord], str | None],
+) -> list[Call]:
+    """The model calls among `records` (model-call spans with what each says), in the
+    order of their outermost spans in `records`.
+
+    `llm_ancestor(span)` is the span id of the nearest model-call span above `span` with
+    no agent span in between, or None.
+    """
+    nodes = [_Node(span, ex, response_id(span), i) for i, (span, ex) in enumerate(records)]
+    by_id = {node.span.span_id: node for node in nodes}
+    parent = list(range(len(nodes)))
+    scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(a: int, b: int, *, forced: bool = False) -> bool:
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            return True
+        if not forced and scopes[ra] & scopes[rb]:
+            return False  # one instrumentation records each call once
+        keep, gone = min(ra, rb), max(ra, rb)
+        parent[gone] = keep
+        scopes[keep] |= scopes[gone]
+        return True
+
+    doubled: list[tuple[_Node, _Node]] = []
+    # Rule 1: nested.
+    for node in nodes:
+        above_id = llm_ancestor(node.span)
+        above = by_id.get(above_id) if above_id else None
+        if above is None:
+            continue
+        if node.response_id and above.response_id and node.response_id != above.response_id:
+            continue
+        same_scope = node.span.scope is not None and node.span.scope == above.span.scope
+        union(node.index, above.index, forced=True)
+        if same_scope:
+            doubled.append((node, above))
+
+    # Rule 2: the same response id.
+    with_id: dict[str, list[_Node]] = {}
+    for node in nodes:
+        if node.response_id:
+            with_id.setdefault(node.response_id, []).append(node)
+    for group in with_id.values():
+        for i, first in enumerate(group):
+            for second in group[i + 1 :]:
+                if _overlap(first.span, second.span, any_overlap=True):
+                    union(first.index, second.index)
+
+    # Rule 3: siblings of compatible models that overlap in time.
+    siblings: dict[str | None, list[_Node]] = {}
+    for node in nodes:
+        siblings.setdefault(node.span.parent_id, []).append(node)
+    for group in siblings.values():
+        if len(group) < 2:
+            continue
+        group = sorted(group, key=lambda n: (n.span.start_ns or 0, n.index))
+        for i, first in enumerate(group):
+            for second in group[i + 1 :]:
+                if (second.span.start_ns or 0) > (first.span.end_ns or second.span.start_ns or 0):
+                    break  # sorted by start: no later sibling overlaps `first`
+                if _same_by_model_and_time(first, second):
+                    union(first.index, second.index)
+
+    members: dict[int, list[_Node]] = {}
+    for node in nodes:
+        members.setdefault(find(node.index), []).append(node)
+    calls = []
+    for group in members.values():
+        outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
+        call = Call(span=outer.span, records=[(n.span, n.extraction) for n in group])
+        call.doubled = [(a.span, b.span) for a, b in doubled if find(a.index) == find(outer.index)]
+        calls.append(call)
+    calls.sort(key=lambda call: next(i for i, (s, _) in enumerate(records) if s is call.span))
+    return calls
+
+
+def _depth_in(
+    node: _Node,
+    group: list[_Node],
+    llm_ancestor: Callable[[SpanRecord], str | None],
+    by_id: Mapping[str, _Node],
+) -> int:
+    """How many of the group's spans sit above `node` (0 for the outermost)."""
+    members = {n.span.span_id for n in group}
+    depth, seen = 0, {node.span.span_id}
+    above = llm_ancestor(node.span)
+    while above and above in members and above not in seen:
+        depth += 1
+        seen.add(above)
+        above = llm_ancestor(by_id[above].span)
+    return depth
+
+
+def _overlap(first: SpanRecord, second: SpanRecord, *, any_overlap: bool = False) -> bool:
+    """Whether the spans overlap (`any_overlap`) or overlap for `MIN_OVERLAP` of the
+    shorter one. Unknown times match only for `any_overlap` (a response id decides)."""
+    times = (first.start_ns, first.end_ns, second.start_ns, second.end_ns)
+    if any(t is None for t in times):
+        return any_overlap
+    a_start, a_end, b_start, b_end = (t or 0 for t in times)
+    shared = min(a_end, b_end) - max(a_start, b_start)
+    if any_overlap:
+        return shared >= 0
+    shorter = min(a_end - a_start, b_end - b_start)
+    return shared >= 0 and shared >= MIN_OVERLAP * shorter
+
+
+def _same_by_model_and_time(first: _Node, second: _Node) -> bool:
+    if first.response_id and second.response_id:
+        return False  # rule 2 decided
+    if first.span.scope and first.span.scope == second.span.scope:
+        return False
+    if not _compatible_models(first.extraction.model, second.extraction.model):
+        return False
+    if not _overlap(first.span, second.span):
+        return False
+    a, b = first.extraction.inputs, second.extraction.inputs
+    return not (a and b and _message_key(a[-1]) != _message_key(b[-1]))
+
+
+def _compatible_models(first: str | None, second: str | None) -> bool:
+    if not first or not second:
+        return True
+    first, second = first.lower(), second.lower()
+    shorter, longer = sorted((first, second), key=len)
+    return longer == shorter or longer.startswith(shorter + "-")
+
+
+def _message_key(message: LLMInput) -> tuple[str, str]:
+    content = message.content
+    if isinstance(content, LLMToolCall):
+        return ("call", content.id)
+    if isinstance(content, LLMToolResponse):
+        return ("result", content.id)
+    return (message.role, " ".join(content.split()))
+
+
+# --------------------------------------------------------------------------- merging
+
+
+def merge(call: Call) -> Extraction:
+    """One extraction for the call: the primary record, with what it lacks taken from
+    the others (in their order)."""
+    _, primary = call.primary
+    if len(call.records) == 1:
+        return primary
+    merged = Extraction(
+        inputs=list(primary.inputs),
+        outputs=list(primary.outputs),
+        tools=primary.tools,
+        model=primary.model,
+        usage=primary.usage,
+        finish_reasons=list(primary.finish_reasons),
+        call_aliases=dict(primary.call_aliases),
+        has_content=primary.has_content,
+        warnings=list(primary.warnings),
+    )
+    for _, other in call.records:
+        if other is primary:
+            continue
+        merged.inputs = merged.inputs or list(other.inputs)
+        merged.outputs = merged.outputs or list(other.outputs)
+        merged.tools = merged.tools if merged.tools is not None else other.tools
+        merged.model = merged.model or other.model
+        merged.usage = merged.usage if merged.usage is not None else other.usage
+        merged.finish_reasons = merged.finish_reasons or list(other.finish_reasons)
+        merged.has_content = merged.has_content or other.has_content
+        for key, value in other.call_aliases.items():
+            merged.call_aliases.setdefault(key, value)
+        merged.warnings.extend(w for w in other.warnings if w not in merged.warnings)
+    return merged
