@@ -91,7 +91,6 @@ LLM_FINISH_REASON = "llm.finish_reason"
 
 # Agent frameworks and their instrumentations (convert/_agents.py, convert/langgraph.py,
 # convert/smolagents.py, convert/_answers.py, convert/_tools.py)
-OUTPUT_VALUE = "output.value"
 OPENINFERENCE_KIND_TOOL = "TOOL"
 OPENINFERENCE_METADATA = "metadata"  # JSON: LangChain run metadata (langgraph_node ...)
 TOOL_NAME = "tool.name"
@@ -112,3 +111,4 @@ LANGGRAPH_NODE = "langgraph_node"  # key in OpenInference's metadata JSON
 PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
+CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span

@@ -10,6 +10,7 @@ Agent spans are:
   after the workflow;
 - OpenInference AGENT spans, named by `agent.name`, else by the span name less a
   framework suffix (smolagents' `manager.run`, CrewAI's `researcher._execute_core`);
+- OpenInference's CrewAI crew run (`Crew_<id>.kickoff`, a CHAIN span), named `crew`;
 - LangGraph nodes and graphs (see `langgraph`).
 
 Two instrumentation habits are then undone, so that one agent run is one agent:
@@ -35,6 +36,8 @@ __all__ = ["Layout", "identity", "layout"]
 
 #: Suffixes frameworks add to an agent's name in the span name.
 _NAME_SUFFIXES = (".run", "._execute_core")
+_KICKOFF = ".kickoff"
+_CREW = "crew"
 
 Identity = tuple[str | None, str]  # (declared agent id or None, agent name)
 
@@ -87,6 +90,8 @@ def identity(span: SpanRecord) -> Identity | None:
             name = span.name[len(prefix) :].strip() or None
         name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
         return agent_id, name or "agent"
+    if attrs.get(semconv.CREWAI_CREW_AGENTS) is not None and span.name.endswith(_KICKOFF):
+        return agent_id, declared_name or _CREW  # OpenInference's CrewAI crew run (a CHAIN)
     if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_AGENT:
         name = declared_name or as_str(attrs.get(semconv.AGENT_NAME))
         return agent_id, name or _strip_suffix(span.name) or "agent"

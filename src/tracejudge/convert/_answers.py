@@ -4,7 +4,8 @@ An agent span's own recorded output is that agent's answer (`AgentInstance.outpu
 pydantic-ai's `final_result`, OpenInference's `output.value` on AGENT spans (smolagents
 answers through a `final_answer` tool call, so its model's last text is not the answer),
 `gen_ai.output.messages` on `invoke_agent` spans, OpenLLMetry's
-`traceloop.entity.output` / `gen_ai.task.output` on workflows, CrewAI's crew result. A
+`traceloop.entity.output` / `gen_ai.task.output` on workflows, CrewAI's crew result and
+the `raw` answer of its task outputs. A
 graph's recorded output is its final state: the answer is its last message.
 
 An agent that made no model call of its own (a workflow wrapper, the implicit root, a
@@ -85,6 +86,9 @@ def _answer_text(value: Any, *, parse: bool) -> str | None:
     if isinstance(value, str):
         return value or None
     if isinstance(value, Mapping):
+        raw = value.get("raw")  # CrewAI's TaskOutput / CrewOutput: the parsed answer
+        if isinstance(raw, str) and raw:
+            return raw
         messages = value.get("messages")
         if isinstance(messages, list) and messages:
             return _message_text(messages[-1])

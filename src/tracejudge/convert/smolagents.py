@@ -1,10 +1,10 @@
 """smolagents: its chat roles `tool-call` and `tool-response`, and unknown roles.
 
 smolagents (recorded by `openinference-instrumentation-smolagents`) writes the tool calls
-an agent made earlier as a message of role `tool-call` whose text is
-``Calling tools:\\n[{'id': 'call_1', 'type': 'function', 'function': {'name': ..., 'arguments': {...}}}]``
-(a Python literal), and each result as a message of role `tool-response` whose text is
-``Observation:\\n<result>`` (or ``Call id: call_1\\nObservation:\\n<result>``). They become
+an agent made earlier as a message of role `tool-call` whose text is ``Calling tools:\\n``
+and a Python literal list of ``{'id', 'type', 'function': {'name', 'arguments'}}``, and
+each result as a message of role `tool-response` whose text is ``Observation:\\n<result>``
+(or ``Call id: call_1\\nObservation:\\n<result>``). They become
 assistant tool calls and tool results; a result without an id takes the id of the
 oldest call before it that has no result yet. Any other role that is not a chat role
 is kept as it is, with a warning.
