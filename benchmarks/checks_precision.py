@@ -30,7 +30,7 @@ from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
 from tests.checks import faults  # noqa: E402
 
 from tracejudge import checks  # noqa: E402
-from tracejudge.evaluation._check import TraceCheck  # noqa: E402
+from tracejudge.evaluation import TraceCheck  # noqa: E402
 from tracejudge.models import MultiAgentTrace  # noqa: E402
 from tracejudge.testing import ScriptedLLMServer  # noqa: E402
 from tracejudge.tracing import ComposoTracer, Instruments  # noqa: E402

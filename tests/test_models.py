@@ -301,6 +301,29 @@ def test_trace_requests_need_an_llm_interaction_and_short_tags() -> None:
     assert reward.system == "Be brief."
 
 
+def test_wire_requests_check_criteria_and_tags_as_the_client_does() -> None:
+    from tracejudge.errors import BadRequestError
+    from tracejudge.models import MAX_CRITERION_LENGTH, validate_tags
+
+    trace = {"trace": SAMPLE_TRACE}
+    with pytest.raises(ValidationError, match="evaluation_criteria is empty"):
+        TraceRewardRequest(**trace, evaluation_criteria="   ")
+    too_long = "Reward " + "x" * MAX_CRITERION_LENGTH
+    with pytest.raises(ValidationError, match=f"the limit is {MAX_CRITERION_LENGTH}"):
+        TraceRewardRequest(**trace, evaluation_criteria=too_long)
+    longest = too_long[:MAX_CRITERION_LENGTH]
+    assert TraceRewardRequest(**trace, evaluation_criteria=longest).evaluation_criteria == longest
+    # Numbers and booleans become strings, on the wire as in the client.
+    request = TraceRewardRequest(**trace, evaluation_criteria="Reward x", tags={"n": 3, "ok": True})
+    assert request.tags == {"n": "3", "ok": "True"} == validate_tags({"n": 3, "ok": True})
+    with pytest.raises(BadRequestError) as direct:
+        validate_tags({"run": {"id": 1}})
+    with pytest.raises(ValidationError) as wire:
+        TraceRewardRequest(**trace, evaluation_criteria="Reward x", tags={"run": {"id": 1}})
+    assert wire.value.errors()[0]["loc"] == ("tags",)
+    assert str(direct.value) in str(wire.value)
+
+
 # --------------------------------------------------------------------------- helpers
 
 

@@ -10,7 +10,6 @@ from collections.abc import Iterator
 import pytest
 
 from tracejudge import (
-    Composo,
     MissingAPIKeyError,
     ModelNotFoundError,
     ProviderRequestError,
@@ -36,11 +35,10 @@ def _verdict(
 
 
 def _close_cached_clients() -> None:
-    with rewards._CLIENTS_LOCK:
-        entries = list(rewards._CLIENTS.values())
-        rewards._CLIENTS.clear()
-    for entry in entries:
-        getattr(entry, "client", entry).close()
+    with rewards._SERVICES_LOCK:
+        entries = list(rewards._SERVICES.values())
+        rewards._SERVICES.clear()
+    rewards._close_quietly([entry.service for entry in entries])
 
 
 @pytest.fixture(autouse=True)
@@ -198,21 +196,21 @@ def test_a_local_provider_needs_no_key(judge_server, monkeypatch) -> None:
 
 def test_concurrent_first_calls_leave_one_client_open(judge_server, monkeypatch) -> None:
     judge_server.default = _verdict(8)
-    made: list[Composo] = []
-    closed: list[Composo] = []
-    make, close = Composo.__init__, Composo.close
+    made: list[OpenAICompatibleJudge] = []
+    closed: list[OpenAICompatibleJudge] = []
+    make, release = OpenAICompatibleJudge.__init__, OpenAICompatibleJudge.aclose
 
-    def counted_init(self: Composo, *args, **kwargs) -> None:
+    def counted_init(self: OpenAICompatibleJudge, *args, **kwargs) -> None:
         made.append(self)
         time.sleep(0.05)  # a slow start (a cold import, a busy machine): every caller misses
         make(self, *args, **kwargs)
 
-    def counted_close(self: Composo) -> None:
+    async def counted_aclose(self: OpenAICompatibleJudge) -> None:
         closed.append(self)
-        close(self)
+        await release(self)
 
-    monkeypatch.setattr(Composo, "__init__", counted_init)
-    monkeypatch.setattr(Composo, "close", counted_close)
+    monkeypatch.setattr(OpenAICompatibleJudge, "__init__", counted_init)
+    monkeypatch.setattr(OpenAICompatibleJudge, "aclose", counted_aclose)
     start = threading.Barrier(16)
     scores: list[float] = []
 
@@ -226,7 +224,7 @@ def test_concurrent_first_calls_leave_one_client_open(judge_server, monkeypatch)
     for caller in callers:
         caller.join(timeout=10)
     assert scores == [pytest.approx(7 / 9)] * 16
-    still_open = [client for client in made if not any(client is c for c in closed)]
+    still_open = [judge for judge in made if not any(judge is c for c in closed)]
     assert len(still_open) == 1  # the cached one; every spare was closed
 
 
@@ -248,14 +246,14 @@ def test_a_client_in_use_is_not_closed_to_make_room(judge_server) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.01)
     # As many other configurations as the cache holds: "slow" is the least recently used.
-    for index in range(rewards._MAX_CLIENTS):
+    for index in range(rewards._MAX_SERVICES):
         evaluate_rubric("Evaluate x", "y", {**info, "model": f"m{index}"})
     caller.join(timeout=5)
-    assert not caller.is_alive(), "the call in flight hangs on a closed client"
+    assert not caller.is_alive(), "the call in flight hangs on a closed judge"
     assert outcome["score"] == pytest.approx(7 / 9)
 
 
-def test_an_evicted_client_closes_its_judge(judge_server, monkeypatch) -> None:
+def test_an_evicted_judge_is_closed(judge_server, monkeypatch) -> None:
     judge_server.default = _verdict(8)
     closed: list[str] = []
     release = OpenAICompatibleJudge.aclose
@@ -266,6 +264,6 @@ def test_an_evicted_client_closes_its_judge(judge_server, monkeypatch) -> None:
 
     monkeypatch.setattr(OpenAICompatibleJudge, "aclose", counted_aclose)
     info = _model_info(judge_server)
-    for index in range(rewards._MAX_CLIENTS + 1):
+    for index in range(rewards._MAX_SERVICES + 1):
         evaluate_rubric("Evaluate x", "y", {**info, "model": f"m{index}"})
     assert closed == ["m0"]

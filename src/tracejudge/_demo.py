@@ -175,7 +175,7 @@ def run_demo(
             )
         print(file=out)
 
-    from tracejudge.evaluation import checks
+    from tracejudge import checks
 
     criteria: list[Any] = list(checks.ALL)
     criteria.append(checks.budgets(max_tokens=2000, max_seconds=30))

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, TextIO
 
-from tracejudge.evaluation import checks
+from tracejudge import checks
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 
 #: The checks that need no settings, by name: `--check` choices and the default set.

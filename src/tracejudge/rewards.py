@@ -30,7 +30,6 @@ import functools
 import inspect
 import json
 import logging
-import os
 import threading
 import types
 import typing
@@ -38,6 +37,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Union
 
+from tracejudge import _env, _sync
 from tracejudge.errors import (
     ComposoError,
     ConfigurationError,
@@ -47,7 +47,7 @@ from tracejudge.errors import (
 )
 
 if TYPE_CHECKING:
-    from tracejudge.client import Composo
+    from tracejudge.evaluation.service import EvaluationService
 
 __all__ = [
     "ModelInfo",
@@ -182,7 +182,7 @@ def _scoring_function(func: F, decorator: str) -> F:
 
     def evaluate(trace: Any) -> dict[str, Any]:
         # Imported here so that `tracejudge.rewards` stays light to import.
-        from tracejudge.evaluation.checks import from_reward
+        from tracejudge.evaluation import from_reward
 
         return from_reward(wrapper).evaluate(trace)
 
@@ -241,20 +241,20 @@ class RewardRubricRunResult(TypedDict):
 
 
 class _Entry:
-    """A cached client and the number of calls using it now (guarded by _CLIENTS_LOCK)."""
+    """A cached judge service and the number of calls using it now (under _SERVICES_LOCK)."""
 
-    def __init__(self, client: Composo) -> None:
-        self.client = client
+    def __init__(self, service: EvaluationService) -> None:
+        self.service = service
         self.users = 0
 
 
-# One client per judge configuration, kept between calls: an RL loop calls
-# evaluate_rubric thousands of times and should reuse connections and the verdict cache.
-# At most _MAX_CLIENTS are kept; the least recently used one that no call is using is
-# closed when another is needed (a client in use is never closed under its caller).
-_CLIENTS: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
-_CLIENTS_LOCK = threading.Lock()
-_MAX_CLIENTS = 8
+# One judge per configuration, kept between calls: an RL loop calls evaluate_rubric
+# thousands of times and should reuse connections and the verdict cache. At most
+# _MAX_SERVICES are kept; the least recently used one that no call is using is closed
+# when another is needed (a judge in use is never closed under its caller).
+_SERVICES: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+_SERVICES_LOCK = threading.Lock()
+_MAX_SERVICES = 8
 
 
 def _api_key(provider: str, model: str, model_info: Mapping[str, Any]) -> str | None:
@@ -264,7 +264,7 @@ def _api_key(provider: str, model: str, model_info: Mapping[str, Any]) -> str | 
         key_env = model_info.get("api_key_env") or key_env_for(provider)
         if model_info.get("api_key"):
             return str(model_info["api_key"])
-        key = os.environ.get(key_env, "").strip() if key_env else ""
+        key = _env.read(key_env) or ""
         if key or not needs_api_key(provider, model_info.get("base_url") or None):
             return key or None
     except ConfigurationError as error:  # an unknown provider: the message lists the valid ones
@@ -290,8 +290,9 @@ def _configuration(model_info: Mapping[str, Any], timeout: float | None) -> tupl
     return (provider, model, api_key, base_url, seconds)
 
 
-def _new_client(config: tuple[Any, ...]) -> Composo:
-    from tracejudge.client import _client_owning
+def _new_service(config: tuple[Any, ...]) -> EvaluationService:
+    # Imported here so that `tracejudge.rewards` stays light to import.
+    from tracejudge.evaluation.service import EvaluationService
     from tracejudge.judges import judge_from_spec
 
     provider, model, api_key, base_url, seconds = config
@@ -302,58 +303,57 @@ def _new_client(config: tuple[Any, ...]) -> Composo:
         judge = judge_from_spec(f"{provider}:{model}", **options)
     except ConfigurationError as error:
         raise ProviderRequestError(provider, model, str(error)) from error
-    # The client owns the judge: closing an evicted client closes its judge too.
-    return _client_owning(judge, timeout=seconds)
+    return EvaluationService(judge)
 
 
-def _evict_idle() -> list[Composo]:
-    """Take out the least recently used idle clients beyond _MAX_CLIENTS (lock held)."""
-    evicted: list[Composo] = []
-    for config in list(_CLIENTS):
-        if len(_CLIENTS) <= _MAX_CLIENTS:
+def _evict_idle() -> list[EvaluationService]:
+    """Take out the least recently used idle services beyond _MAX_SERVICES (lock held)."""
+    evicted: list[EvaluationService] = []
+    for config in list(_SERVICES):
+        if len(_SERVICES) <= _MAX_SERVICES:
             break
-        if _CLIENTS[config].users == 0:
-            evicted.append(_CLIENTS.pop(config).client)
+        if _SERVICES[config].users == 0:
+            evicted.append(_SERVICES.pop(config).service)
     return evicted
 
 
 @contextlib.contextmanager
-def _client(config: tuple[Any, ...]) -> Iterator[Composo]:
-    """The cached client for this judge configuration, marked in use for the block."""
-    with _CLIENTS_LOCK:
-        entry = _CLIENTS.get(config)
+def _service(config: tuple[Any, ...]) -> Iterator[EvaluationService]:
+    """The cached judge service for this configuration, marked in use for the block."""
+    with _SERVICES_LOCK:
+        entry = _SERVICES.get(config)
         if entry is not None:
-            _CLIENTS.move_to_end(config)
+            _SERVICES.move_to_end(config)
             entry.users += 1
     if entry is None:
-        built = _new_client(config)  # outside the lock: building may be slow
-        with _CLIENTS_LOCK:
-            spare: list[Composo] = []
-            entry = _CLIENTS.get(config)
+        built = _new_service(config)  # outside the lock: building may be slow
+        with _SERVICES_LOCK:
+            spare: list[EvaluationService] = []
+            entry = _SERVICES.get(config)
             if entry is None:  # still missing: ours goes in
-                entry = _CLIENTS[config] = _Entry(built)
+                entry = _SERVICES[config] = _Entry(built)
             else:  # another call put one in first: use that one, close ours
-                _CLIENTS.move_to_end(config)
+                _SERVICES.move_to_end(config)
                 spare.append(built)
             entry.users += 1
             spare.extend(_evict_idle())
         _close_quietly(spare)
     try:
-        yield entry.client
+        yield entry.service
     finally:
-        with _CLIENTS_LOCK:
+        with _SERVICES_LOCK:
             entry.users -= 1
             evicted = _evict_idle()
-        _close_quietly(evicted)  # outside the lock, and only clients nobody uses
+        _close_quietly(evicted)  # outside the lock, and only services nobody uses
 
 
-def _close_quietly(clients: list[Composo]) -> None:
-    # A failure to release a spare client is not the caller's evaluation failing.
-    for client in clients:
+def _close_quietly(services: list[EvaluationService]) -> None:
+    # A failure to release a spare judge is not the caller's evaluation failing.
+    for service in services:
         try:
-            client.close()
+            _sync.run(service.aclose())
         except Exception:  # noqa: BLE001
-            logger.debug("closing a cached judge client failed", exc_info=True)
+            logger.debug("closing a cached judge failed", exc_info=True)
 
 
 def evaluate_rubric(
@@ -393,11 +393,14 @@ def evaluate_rubric(
         {"role": "user", "content": original_input or "(no original input was given)"},
         {"role": "assistant", "content": solution_str},
     ]
+    from tracejudge.evaluation.service import ConversationRequest
+
+    request = ConversationRequest(
+        messages=messages, criteria=[rubric], system="\n".join(context) or None
+    )
     try:
-        with _client(config) as client:
-            result = client.evaluate(
-                messages=messages, criteria=rubric, system="\n".join(context) or None
-            )
+        with _service(config) as service:
+            (result,) = _sync.run(service.evaluate_conversation(request))
     except ComposoError as error:
         failure = ModelNotFoundError if error.status_code == 404 else ProviderRequestError
         raise failure(provider, model, str(error)) from error

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracejudge.evaluation._checks_numbers import Facts, mentions
+from tracejudge.evaluation._checks.numbers import Facts, mentions
 
 
 def _grounded(answer: str, *sources: str) -> dict[str, bool]:

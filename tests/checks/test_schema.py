@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracejudge.evaluation._checks_schema import validate
+from tracejudge.evaluation._checks.schema import validate
 
 WEATHER = {
     "type": "object",

@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from tracejudge.evaluation._checks_text import empty_result, refusal, tool_error
+from tracejudge.evaluation._checks.text import empty_result, refusal, tool_error
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_answers_are_not_refusals(answer: str) -> None:
 
 
 def test_an_anthropic_is_error_result_is_an_error() -> None:
-    # tracejudge._chat marks an Anthropic tool_result with is_error as "[error] ...".
+    # from_chat_session marks an Anthropic tool_result with is_error as "[error] ...".
     assert tool_error("[error] service down")
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from tests.checks import faults
 from tracejudge import checks
-from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation import TraceCheck
 from tracejudge.models import AgentInstance, MultiAgentTrace, ScoreResponse
 from tracejudge.rewards import osmosis_reward
 

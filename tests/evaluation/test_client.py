@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -441,11 +442,19 @@ def test_concurrency_is_bounded_by_the_judge(
     assert judge_server.max_in_flight == 2
 
 
-def test_one_background_loop_serves_every_call(client: Composo) -> None:
+def test_one_background_loop_serves_every_call_of_every_client(
+    client: Composo, judge_server: ScriptedLLMServer, make_judge: MakeJudge
+) -> None:
+    from tracejudge import _sync
+
     client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
-    loop = client._runner._loop
+    assert _sync._current is not None
+    loop = _sync._current.loop
     client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
-    assert client._runner._loop is loop and loop is not None
+    with Composo(judge=make_judge(judge_server)) as other:
+        other.evaluate(messages=CAPITAL, criteria="Reward accuracy")
+    assert _sync._current.loop is loop
+    assert [t.name for t in threading.enumerate()].count("tracejudge-loop") == 1
 
 
 # --------------------------------------------------------------------------- AsyncComposo

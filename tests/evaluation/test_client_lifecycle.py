@@ -6,6 +6,7 @@ import gc
 import json
 import threading
 import time
+import weakref
 from typing import Any
 
 import pytest
@@ -15,10 +16,6 @@ from tests.judges.helpers import no_resource_warnings
 from tracejudge import Composo, ComposoError
 from tracejudge.judges import MemoryCache
 from tracejudge.testing import Reply, ScriptedLLMServer
-
-
-def client_threads() -> set[threading.Thread]:
-    return {thread for thread in threading.enumerate() if thread.name == "tracejudge-client"}
 
 
 def wait_for_requests(server: ScriptedLLMServer, count: int) -> None:
@@ -61,33 +58,37 @@ class BrokenCache(MemoryCache):
         raise OSError("disk gone")
 
 
-def test_close_stops_the_thread_even_when_releasing_the_judge_fails(
-    judge_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch
+def test_close_releases_the_client_even_when_releasing_the_judge_fails(
+    judge_server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch, make_judge: MakeJudge
 ) -> None:
     monkeypatch.setenv("OPENAI_BASE_URL", judge_server.base_url)
-    before = client_threads()
     client = Composo(judge="openai:scripted-model", cache=BrokenCache())  # the client owns it
     client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
-    (thread,) = client_threads() - before
     with pytest.raises(OSError, match="disk gone"):
         client.close()
-    thread.join(timeout=5)
-    assert not thread.is_alive()
+    with pytest.raises(RuntimeError, match="closed"):
+        client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
     client.close()  # already closed: nothing more to report
+    # The event loop the clients share goes on serving the others.
+    with Composo(judge=make_judge(judge_server)) as other:
+        assert other.evaluate(messages=CAPITAL, criteria="Reward accuracy").score is not None
 
 
-def test_a_client_nobody_closed_releases_its_thread_and_connections(
+def test_a_client_nobody_closed_releases_its_engine_and_connections(
     judge_server: ScriptedLLMServer, make_judge: MakeJudge
 ) -> None:
-    before = client_threads()
     with no_resource_warnings():
         client = Composo(judge=make_judge(judge_server))
         assert client.evaluate(messages=CAPITAL, criteria="Reward accuracy").score is not None
-        (thread,) = client_threads() - before
+        engine = weakref.ref(client._engine)
+        judge = weakref.ref(client.judge)
         del client
         gc.collect()
-        thread.join(timeout=5)
-        assert not thread.is_alive()
+        deadline = time.monotonic() + 5
+        while (engine() is not None or judge() is not None) and time.monotonic() < deadline:
+            time.sleep(0.01)
+            gc.collect()
+        assert engine() is None and judge() is None
 
 
 def test_a_closed_client_refuses_new_calls_and_closes_once(

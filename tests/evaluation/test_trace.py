@@ -23,7 +23,7 @@ from tracejudge import (
     NoLLMInteractionsError,
     criteria,
 )
-from tracejudge.evaluation import Evaluator
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.models import LLMInput, LLMOutput, LLMToolCall, LLMToolResponse
 from tracejudge.testing import RecordedRequest, ScriptedLLMServer
 
@@ -254,13 +254,15 @@ def test_agents_are_judged_concurrently(judge_server: ScriptedLLMServer, make_ju
     assert elapsed < 0.9  # four judgements of 0.3 s, not one after another
 
 
-async def test_evaluator_directly(judge_server: ScriptedLLMServer, make_judge: Any) -> None:
+async def test_evaluation_service_directly(
+    judge_server: ScriptedLLMServer, make_judge: Any
+) -> None:
     judge_server.default = grade_by_instance
-    evaluator = Evaluator(make_judge(judge_server))
-    (result,) = await evaluator.evaluate_trace(multi_agent_trace(), "Reward goal pursuit")
+    service = EvaluationService(make_judge(judge_server))
+    (result,) = await service.score_trace(multi_agent_trace(), ["Reward goal pursuit"])
     assert result.overall_score == pytest.approx(0.5)
     with pytest.raises(ConfigurationError):
-        await Evaluator(None).evaluate_trace(multi_agent_trace(), "Reward goal pursuit")
+        await EvaluationService(None).score_trace(multi_agent_trace(), ["Reward goal pursuit"])
 
 
 def test_each_agent_is_rendered_once_for_all_criteria(

@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from tests.judges.helpers import graded
+from tracejudge._http import retry_after_seconds
 from tracejudge.errors import (
     APIError,
     AuthenticationError,
@@ -18,7 +19,6 @@ from tracejudge.errors import (
 )
 from tracejudge.errors import TimeoutError as JudgeTimeoutError
 from tracejudge.judges import JudgeRequest
-from tracejudge.judges._http import retry_after_seconds
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 REQUEST = JudgeRequest.of("Reward accurate answers", "user: 2+2?\nassistant: 4")

@@ -14,7 +14,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge._chat import text_of, tool_definitions
 from tracejudge.models import (
     LLMInput,
     LLMOutput,
@@ -22,7 +21,9 @@ from tracejudge.models import (
     LLMToolDefinition,
     LLMToolResponse,
     TokenUsage,
+    text_of,
     to_json_string,
+    tool_definitions,
 )
 
 # Message part types of the GenAI semconv message schema (also OpenLLMetry 0.55+).
@@ -100,7 +101,7 @@ def as_int(value: Any) -> int | None:
 
 
 def text_value(value: Any) -> str:
-    """Message content as text: strings kept, part lists joined (see `_chat.text_of`)."""
+    """Message content as text: strings kept, part lists joined (see `models.text_of`)."""
     if isinstance(value, str):
         return value
     try:
@@ -253,7 +254,7 @@ def message_inputs(
     """One message's items in wire form: its text, then its tool calls and tool results.
 
     A message of a non-assistant role with nothing in it still counts (as empty
-    text), as in `_chat`; an empty assistant message is dropped.
+    text), as in `models.interactions_from_messages`; an empty assistant message is dropped.
     """
     items: list[LLMInput] = []
     text = "\n".join(t for t in texts if t)

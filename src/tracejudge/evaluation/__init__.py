@@ -3,7 +3,8 @@
 - `criteria`: ready-made criterion strings (`tracejudge.criteria`).
 - `render`: a conversation or an agent instance written out for the judge.
 - `Evaluator`: criteria x agent instances -> judge calls -> aggregated answers.
-- `TraceCheck`: the protocol of deterministic checks (`tracejudge.checks`).
+- the deterministic checks (`TraceCheck`, the built-in checks, `ALL`, `@check`,
+  `from_reward`, ...): private in `_checks`, public as `tracejudge.checks`.
 
 Names are imported on first use, so importing a submodule (a check, the
 criteria) does not load the judges.
@@ -15,13 +16,38 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 _EXPORTS: dict[str, str] = {
-    "TraceCheck": "tracejudge.evaluation._check",
+    # The checks (`tracejudge.checks` is their public face).
+    "TraceCheck": "tracejudge.evaluation._checks.base",
+    "AgentCheck": "tracejudge.evaluation._checks.base",
+    "FunctionCheck": "tracejudge.evaluation._checks.base",
+    "Score": "tracejudge.evaluation._checks.base",
+    "check": "tracejudge.evaluation._checks.base",
+    "is_check": "tracejudge.evaluation._checks.base",
+    "RewardCheck": "tracejudge.evaluation._checks.reward",
+    "from_reward": "tracejudge.evaluation._checks.reward",
+    "as_check": "tracejudge.evaluation._checks.reward",
+    "ToolArguments": "tracejudge.evaluation._checks.tool_arguments",
+    "tool_arguments": "tracejudge.evaluation._checks.tool_arguments",
+    "ToolResults": "tracejudge.evaluation._checks.tool_results",
+    "tool_results": "tracejudge.evaluation._checks.tool_results",
+    "Loops": "tracejudge.evaluation._checks.loops",
+    "loops": "tracejudge.evaluation._checks.loops",
+    "loops_with": "tracejudge.evaluation._checks.loops",
+    "GroundedNumbers": "tracejudge.evaluation._checks.grounded_numbers",
+    "grounded_numbers": "tracejudge.evaluation._checks.grounded_numbers",
+    "FinalAnswer": "tracejudge.evaluation._checks.final_answer",
+    "final_answer": "tracejudge.evaluation._checks.final_answer",
+    "Budgets": "tracejudge.evaluation._checks.budgets",
+    "budgets": "tracejudge.evaluation._checks.budgets",
+    "ALL": "tracejudge.evaluation._checks.defaults",
+    # The rest of the room.
     "Criterion": "tracejudge.evaluation._validate",
     "MAX_CRITERION_LENGTH": "tracejudge.evaluation._validate",
     "validate_criteria": "tracejudge.evaluation._validate",
     "validate_tags": "tracejudge.evaluation._validate",
     "validate_explanation_cleaning": "tracejudge.evaluation._validate",
     "adapt_result": "tracejudge.evaluation._adapt",
+    "as_plain": "tracejudge.evaluation._adapt",
     "adapt_input": "tracejudge.evaluation._adapt",
     "responses_input_to_messages": "tracejudge.evaluation._adapt",
     "TaskRegistry": "tracejudge.evaluation._tasks",
@@ -33,23 +59,54 @@ _EXPORTS: dict[str, str] = {
     "trace_response": "tracejudge.evaluation.evaluator",
     "summarize_trace_response": "tracejudge.evaluation.evaluator",
     "require_llm_interactions": "tracejudge.evaluation.evaluator",
+    "gather_all": "tracejudge.evaluation.evaluator",
+    "EvaluationService": "tracejudge.evaluation.service",
+    "ConversationRequest": "tracejudge.evaluation.service",
+    "TraceRequest": "tracejudge.evaluation.service",
 }
 
 __all__ = [
-    "MAX_CRITERION_LENGTH",
+    "ALL",
+    "AgentCheck",
+    "Budgets",
+    "ConversationRequest",
     "Criterion",
+    "EvaluationService",
     "Evaluator",
+    "FinalAnswer",
+    "FunctionCheck",
+    "GroundedNumbers",
+    "Loops",
+    "MAX_CRITERION_LENGTH",
     "RenderedContent",
+    "RewardCheck",
+    "Score",
     "TaskRegistry",
+    "ToolArguments",
+    "ToolResults",
     "TraceCheck",
+    "TraceRequest",
     "adapt_input",
     "adapt_result",
+    "as_check",
+    "as_plain",
+    "budgets",
+    "check",
     "conversation_agent",
+    "final_answer",
+    "from_reward",
+    "gather_all",
+    "grounded_numbers",
+    "is_check",
+    "loops",
+    "loops_with",
     "render_agent",
     "render_conversation",
     "require_llm_interactions",
     "responses_input_to_messages",
     "summarize_trace_response",
+    "tool_arguments",
+    "tool_results",
     "trace_response",
     "validate_criteria",
     "validate_explanation_cleaning",
@@ -73,9 +130,25 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracejudge.evaluation._adapt import (
         adapt_input,
         adapt_result,
+        as_plain,
         responses_input_to_messages,
     )
-    from tracejudge.evaluation._check import TraceCheck
+    from tracejudge.evaluation._checks.base import (
+        AgentCheck,
+        FunctionCheck,
+        Score,
+        TraceCheck,
+        check,
+        is_check,
+    )
+    from tracejudge.evaluation._checks.budgets import Budgets, budgets
+    from tracejudge.evaluation._checks.defaults import ALL
+    from tracejudge.evaluation._checks.final_answer import FinalAnswer, final_answer
+    from tracejudge.evaluation._checks.grounded_numbers import GroundedNumbers, grounded_numbers
+    from tracejudge.evaluation._checks.loops import Loops, loops, loops_with
+    from tracejudge.evaluation._checks.reward import RewardCheck, as_check, from_reward
+    from tracejudge.evaluation._checks.tool_arguments import ToolArguments, tool_arguments
+    from tracejudge.evaluation._checks.tool_results import ToolResults, tool_results
     from tracejudge.evaluation._tasks import TaskRegistry
     from tracejudge.evaluation._validate import (
         MAX_CRITERION_LENGTH,
@@ -86,6 +159,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from tracejudge.evaluation.evaluator import (
         Evaluator,
+        gather_all,
         require_llm_interactions,
         summarize_trace_response,
         trace_response,
@@ -95,4 +169,9 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         conversation_agent,
         render_agent,
         render_conversation,
+    )
+    from tracejudge.evaluation.service import (
+        ConversationRequest,
+        EvaluationService,
+        TraceRequest,
     )

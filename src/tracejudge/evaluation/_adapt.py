@@ -4,7 +4,7 @@
 ChatCompletion or Responses `Response`, an Anthropic `Message`, their dict
 forms, a message dict or plain text) and appends it to the conversation as
 chat messages; `input=` takes the Responses API's input. The result is the
-OpenAI chat format that `tracejudge._chat` understands and the wire protocol
+OpenAI chat format that `tracejudge.models` (chat sessions) understands and the wire protocol
 carries, so an in-process judge and a remote server see the same conversation.
 
 Provider SDKs are never imported: objects are read through `model_dump()`.
@@ -183,7 +183,7 @@ def _add_item(builder: _Builder, item: Mapping[str, Any]) -> None:
     ):
         output = item.get("output")
         if not isinstance(output, str):
-            from tracejudge._chat import text_of
+            from tracejudge.models import text_of
 
             output = text_of(output) if isinstance(output, list) else _json(output)
         builder.result(str(item.get("call_id") or item.get("id") or ""), output)

@@ -2,7 +2,8 @@
 
 Every check raises `BadRequestError` with a message that names the offending
 item and says how to fix it, so the client and the server report the same
-mistakes in the same words.
+mistakes in the same words. The limits and the tag and criterion-text rules are
+the wire model's (`tracejudge.models`), re-exported here.
 """
 
 from __future__ import annotations
@@ -11,7 +12,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracejudge.errors import BadRequestError
-from tracejudge.evaluation._check import TraceCheck
+from tracejudge.evaluation._checks.base import TraceCheck
+from tracejudge.models import (
+    MAX_CRITERION_LENGTH,
+    MAX_TAG_LENGTH,
+    validate_criterion_text,
+    validate_tags,
+)
 
 __all__ = [
     "MAX_CRITERION_LENGTH",
@@ -22,17 +29,8 @@ __all__ = [
     "validate_explanation_cleaning",
 ]
 
-#: The longest criterion accepted, in characters (the Composo API's limit).
-MAX_CRITERION_LENGTH = 4096
-#: The longest tag key or value accepted, in characters.
-MAX_TAG_LENGTH = 64
-
 #: One criterion: natural-language text for a judge, or a deterministic check.
 Criterion = str | TraceCheck
-
-
-def _describe(criterion: str) -> str:
-    return criterion if len(criterion) <= 60 else criterion[:57] + "..."
 
 
 def validate_criteria(
@@ -65,16 +63,7 @@ def validate_criteria(
     for index, item in enumerate(items):
         where = f"criteria[{index}]" if as_list else "criteria"
         if isinstance(item, str):
-            if not item.strip():
-                raise BadRequestError(
-                    f"{where} is empty: write what to judge, for example "
-                    '"Reward responses that answer the question"'
-                )
-            if len(item) > MAX_CRITERION_LENGTH:
-                raise BadRequestError(
-                    f"{where} ({_describe(item)!r}) is {len(item)} characters long; the limit "
-                    f"is {MAX_CRITERION_LENGTH}: shorten it or split it into several criteria"
-                )
+            validate_criterion_text(item, where)
             checked.append(item)
         elif isinstance(item, TraceCheck):
             checked.append(item)
@@ -85,53 +74,6 @@ def validate_criteria(
                 "check object with a `name` and an `evaluate(trace)` method"
             )
     return checked, as_list
-
-
-def validate_tags(tags: Mapping[str, Any] | None) -> dict[str, str] | None:
-    """The tags with every value as a string, or None when there are none.
-
-    Keys must be strings of at most 64 characters; values strings, numbers or
-    booleans (converted to strings) of at most 64 characters; nothing nested.
-    """
-    if tags is None:
-        return None
-    if not isinstance(tags, Mapping):
-        raise BadRequestError(
-            f"tags must be a dict of str keys to str/int/float/bool values, got "
-            f"{type(tags).__name__}"
-        )
-    result: dict[str, str] = {}
-    for key, value in tags.items():
-        if not isinstance(key, str):
-            raise BadRequestError(
-                f"tag key {key!r} is a {type(key).__name__}; tag keys must be strings"
-            )
-        if len(key) > MAX_TAG_LENGTH:
-            raise BadRequestError(
-                f"tag key {key[:20]!r}... is {len(key)} characters long; tag keys may have at "
-                f"most {MAX_TAG_LENGTH}"
-            )
-        if isinstance(value, (dict, list, tuple, set, frozenset)) or isinstance(value, Mapping):
-            raise BadRequestError(
-                f"tag {key!r} has a nested {type(value).__name__} value; tag values must be a "
-                "string, number or bool (flatten it into separate tags)"
-            )
-        if isinstance(value, bool):
-            text = str(value)
-        elif isinstance(value, (str, int, float)):
-            text = str(value)
-        else:
-            raise BadRequestError(
-                f"tag {key!r} has a {type(value).__name__} value; tag values must be a string, "
-                "number or bool"
-            )
-        if len(text) > MAX_TAG_LENGTH:
-            raise BadRequestError(
-                f"tag {key!r} has a value {len(text)} characters long; tag values may have at "
-                f"most {MAX_TAG_LENGTH}"
-            )
-        result[key] = text
-    return result
 
 
 def validate_explanation_cleaning(value: str | None) -> bool:

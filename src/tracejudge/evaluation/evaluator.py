@@ -4,7 +4,8 @@ For each criterion and each agent instance the evaluator makes one judge call
 (all of them concurrently; the judge's own concurrency limit bounds how many
 are in flight), then aggregates per agent name and over the whole trace.
 Deterministic checks (`TraceCheck`) go through the same aggregation without a
-judge. The client (in process) and the server drive this same code.
+judge. It scores one criterion at a time; `tracejudge.evaluation.service` is the one
+place that orchestrates a whole request (the client, the server and the CLI call it).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import statistics
 import uuid
 import weakref
-from collections.abc import Awaitable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Iterable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import ValidationError
@@ -23,11 +24,9 @@ from tracejudge.errors import (
     ConfigurationError,
     MalformedError,
 )
-from tracejudge.evaluation._check import TraceCheck
-from tracejudge.evaluation._validate import Criterion, validate_criteria
+from tracejudge.evaluation._validate import Criterion
 from tracejudge.evaluation.render import (
     RenderedContent,
-    conversation_agent,
     render_agent,
     render_conversation,
 )
@@ -231,42 +230,6 @@ class Evaluator:
 
     # ------------------------------------------------------------------ conversations
 
-    async def evaluate_messages(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        criteria: str | TraceCheck | Sequence[str | TraceCheck],
-        *,
-        system: str | None = None,
-        tools: Sequence[Mapping[str, Any]] | None = None,
-        evaluate_latest: bool = True,
-        clean_explanation: bool = False,
-    ) -> list[EvaluationResponse]:
-        """Score a chat conversation (OpenAI or Anthropic messages): one answer per criterion,
-        in order."""
-        agent = conversation_agent(messages, system=system, tools=tools)
-        return await self.evaluate_conversation(
-            agent, criteria, evaluate_latest=evaluate_latest, clean_explanation=clean_explanation
-        )
-
-    async def evaluate_conversation(
-        self,
-        agent: AgentInstance,
-        criteria: str | TraceCheck | Sequence[str | TraceCheck],
-        *,
-        evaluate_latest: bool = True,
-        clean_explanation: bool = False,
-    ) -> list[EvaluationResponse]:
-        """Score a conversation already turned into a one-agent run (`conversation_agent`)."""
-        checked, _ = validate_criteria(criteria)
-        self.require_conversation(agent)
-        self.require_judge(checked)
-        return await gather_all(
-            self.score_conversation(
-                agent, c, evaluate_latest=evaluate_latest, clean_explanation=clean_explanation
-            )
-            for c in checked
-        )
-
     @staticmethod
     def require_conversation(agent: AgentInstance) -> None:
         """Raise `BadRequestError` when the conversation has no assistant response."""
@@ -305,21 +268,6 @@ class Evaluator:
         return EvaluationResponse.model_validate({**result.model_dump(), "criterion": criterion})
 
     # ------------------------------------------------------------------ traces
-
-    async def evaluate_trace(
-        self,
-        trace: MultiAgentTrace,
-        criteria: str | TraceCheck | Sequence[str | TraceCheck],
-    ) -> list[MultiAgentTraceResponse]:
-        """Score every agent instance of a trace: one answer per criterion, in order.
-
-        Raises `NoLLMInteractionsError` when the trace has no LLM interaction.
-        """
-        checked, _ = validate_criteria(criteria)
-        require_llm_interactions(trace)
-        self.require_judge(checked)
-        renders: dict[str, RenderedContent] = {}
-        return await gather_all(self.score_trace(trace, c, renders=renders) for c in checked)
 
     async def score_trace(
         self,

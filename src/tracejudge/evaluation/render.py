@@ -25,7 +25,6 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from tracejudge._chat import interactions_from_messages
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation._history import new_messages, normal_json
 from tracejudge.models import (
@@ -36,6 +35,7 @@ from tracejudge.models import (
     LLMToolDefinition,
     LLMToolResponse,
     MultiAgentTrace,
+    interactions_from_messages,
 )
 
 __all__ = [

@@ -7,11 +7,11 @@ from typing import Any
 
 import httpx
 
+from tracejudge import _env
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     Answer,
     HTTPJudge,
-    env,
     join_url,
     requires_key,
     token_count,
@@ -26,7 +26,7 @@ ANTHROPIC_VERSION = "2023-06-01"
 #: Where the API lives unless `base_url` or ANTHROPIC_BASE_URL says otherwise.
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 #: The variable the API key is read from.
-ANTHROPIC_KEY_ENV = "ANTHROPIC_API_KEY"
+ANTHROPIC_KEY_ENV = _env.ANTHROPIC_API_KEY
 
 
 class AnthropicJudge(HTTPJudge):
@@ -59,8 +59,8 @@ class AnthropicJudge(HTTPJudge):
         backoff_max: float = 8.0,
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
-        resolved_url = base_url or env("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
-        resolved_key = api_key or env(ANTHROPIC_KEY_ENV)
+        resolved_url = base_url or _env.read(_env.ANTHROPIC_BASE_URL) or ANTHROPIC_BASE_URL
+        resolved_key = api_key or _env.read(ANTHROPIC_KEY_ENV)
         if resolved_key is None and requires_key(resolved_url):
             raise ConfigurationError(
                 f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY or pass "

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from dataclasses import dataclass
@@ -19,15 +18,15 @@ from typing import Any
 
 import httpx
 
-from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
-from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
-from tracejudge.judges._http import (
+from tracejudge._http import (
     Endpoint,
+    LoopClients,
     error_from_response,
     error_message,
     send_with_retries,
 )
-from tracejudge.judges._loops import LoopClients
+from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
+from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
 from tracejudge.judges._parse import (
     Judgement,
     ReplyError,
@@ -44,7 +43,6 @@ __all__ = [
     "Answer",
     "endpoint_identity",
     "requires_key",
-    "env",
     "join_url",
     "token_count",
 ]
@@ -464,14 +462,6 @@ class HTTPJudge:
                     )
                     if feature == "logprobs":
                         self._logprobs_notice(f"logprobs not supported by {self.base_url}")
-
-
-def env(name: str | None) -> str | None:
-    """An environment variable's value, None when unset or blank."""
-    if not name:
-        return None
-    value = os.environ.get(name, "").strip()
-    return value or None
 
 
 def join_url(base_url: str, path: str) -> httpx.URL:

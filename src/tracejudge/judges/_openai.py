@@ -12,11 +12,11 @@ from typing import Any
 
 import httpx
 
+from tracejudge import _env
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     Answer,
     HTTPJudge,
-    env,
     join_url,
     requires_key,
     token_count,
@@ -55,11 +55,11 @@ class _Provider:
 
 #: Provider prefixes that speak chat completions: where they live and where their key is.
 OPENAI_COMPATIBLE_PROVIDERS: dict[str, _Provider] = {
-    "openai": _Provider("https://api.openai.com/v1", "OPENAI_BASE_URL", "OPENAI_API_KEY"),
+    "openai": _Provider("https://api.openai.com/v1", _env.OPENAI_BASE_URL, _env.OPENAI_API_KEY),
     "ollama": _Provider("http://localhost:11434/v1", None, None),
-    "vllm": _Provider("http://localhost:8000/v1", None, "VLLM_API_KEY"),
-    "openrouter": _Provider("https://openrouter.ai/api/v1", None, "OPENROUTER_API_KEY"),
-    "together": _Provider("https://api.together.xyz/v1", None, "TOGETHER_API_KEY"),
+    "vllm": _Provider("http://localhost:8000/v1", None, _env.VLLM_API_KEY),
+    "openrouter": _Provider("https://openrouter.ai/api/v1", None, _env.OPENROUTER_API_KEY),
+    "together": _Provider("https://api.together.xyz/v1", None, _env.TOGETHER_API_KEY),
 }
 
 
@@ -117,8 +117,8 @@ class OpenAICompatibleJudge(HTTPJudge):
                 f"response_format must be one of {', '.join(RESPONSE_FORMATS)}, "
                 f"got {response_format!r}"
             )
-        resolved_url = base_url or env(known.base_url_env) or known.default_base_url
-        resolved_key = api_key or env(known.key_env)
+        resolved_url = base_url or _env.read(known.base_url_env) or known.default_base_url
+        resolved_key = api_key or _env.read(known.key_env)
         if resolved_key is None and requires_key(resolved_url):
             where = f"set {known.key_env} or pass" if known.key_env else "pass"
             raise ConfigurationError(

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
+from tracejudge import _env
 from tracejudge.errors import ConfigurationError
 from tracejudge.judges._anthropic import ANTHROPIC_BASE_URL, ANTHROPIC_KEY_ENV, AnthropicJudge
-from tracejudge.judges._backend import env, requires_key
+from tracejudge.judges._backend import requires_key
 from tracejudge.judges._openai import OPENAI_COMPATIBLE_PROVIDERS, OpenAICompatibleJudge
 from tracejudge.judges._types import Judge
 
@@ -84,11 +84,11 @@ def default_judge(**options: Any) -> Judge | None:
     TRACEJUDGE_JUDGE (a spec) first; else, when OPENAI_BASE_URL or OPENAI_API_KEY is set,
     an OpenAI-compatible judge of TRACEJUDGE_JUDGE_MODEL (default "gpt-4.1-mini").
     """
-    spec = env("TRACEJUDGE_JUDGE")
+    spec = _env.read(_env.TRACEJUDGE_JUDGE)
     if spec is not None:
         return judge_from_spec(spec, **options)
-    if env("OPENAI_BASE_URL") or env("OPENAI_API_KEY"):
-        model = os.environ.get("TRACEJUDGE_JUDGE_MODEL", "").strip() or DEFAULT_JUDGE_MODEL
+    if _env.read(_env.OPENAI_BASE_URL) or _env.read(_env.OPENAI_API_KEY):
+        model = _env.read(_env.TRACEJUDGE_JUDGE_MODEL) or DEFAULT_JUDGE_MODEL
         return OpenAICompatibleJudge(model, **options)
     return None
 
@@ -121,8 +121,8 @@ def needs_api_key(provider: str, base_url: str | None = None) -> bool:
     name = _known(provider)
     if not base_url:
         if name == "anthropic":
-            base_url = env("ANTHROPIC_BASE_URL") or ANTHROPIC_BASE_URL
+            base_url = _env.read(_env.ANTHROPIC_BASE_URL) or ANTHROPIC_BASE_URL
         else:
             known = OPENAI_COMPATIBLE_PROVIDERS[name]
-            base_url = env(known.base_url_env) or known.default_base_url
+            base_url = _env.read(known.base_url_env) or known.default_base_url
     return requires_key(base_url)

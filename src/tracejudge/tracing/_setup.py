@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import threading
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
@@ -17,6 +16,7 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
+from tracejudge import _env
 from tracejudge.errors import MissingDependencyError
 from tracejudge.tracing._processors import (
     DEFAULT_MAX_SPANS_PER_TRACE,
@@ -28,8 +28,6 @@ __all__ = ["ComposoTracer", "Instruments", "MissingDependencyError"]
 
 logger = logging.getLogger("tracejudge.tracing")
 
-_OTLP_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-_OTLP_PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
 # (exporter module, package, tracejudge extra or None)
 _OTLP_HTTP = (
     "opentelemetry.exporter.otlp.proto.http.trace_exporter",
@@ -234,14 +232,14 @@ def _instrument(instrument: Instruments, cls: type) -> None:
 
 
 def _otlp_configured() -> bool:
-    return any(os.environ.get(name, "").strip() for name in _OTLP_ENDPOINT_VARIABLES)
+    return any(_env.read(name) for name in _env.OTLP_ENDPOINT_VARIABLES)
 
 
 def _otlp_protocol() -> str:
-    for name in _OTLP_PROTOCOL_VARIABLES:
-        value = os.environ.get(name, "").strip().lower()
+    for name in _env.OTLP_PROTOCOL_VARIABLES:
+        value = _env.read(name)
         if value:
-            return value
+            return value.lower()
     return "http/protobuf"
 
 

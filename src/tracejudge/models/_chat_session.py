@@ -1,4 +1,4 @@
-"""Chat message lists (OpenAI or Anthropic format) -> LLMInteractions.
+"""Chat sessions: message lists (OpenAI or Anthropic format) -> LLMInteractions.
 
 One place turns a provider's message list into the wire model, so that
 `AgentInstance.from_chat_session`, `Composo.evaluate(messages=...)` and the
@@ -12,9 +12,9 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tracejudge.models import (
+from tracejudge.models._interaction import LLMInteraction
+from tracejudge.models._messages import (
     LLMInput,
-    LLMInteraction,
     LLMOutput,
     LLMToolCall,
     LLMToolDefinition,

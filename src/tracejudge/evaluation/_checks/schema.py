@@ -14,7 +14,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["validate"]
+__all__ = ["validate", "type_name"]
 
 #: Past this depth a (probably recursive) `$ref` chain is not followed further.
 _MAX_DEPTH = 32
@@ -38,7 +38,7 @@ _TYPE_NAMES: tuple[tuple[type, str], ...] = (
 )
 
 
-def _type_name(value: Any) -> str:
+def type_name(value: Any) -> str:
     if value is None:
         return "null"
     return next(
@@ -48,7 +48,7 @@ def _type_name(value: Any) -> str:
 
 def _is_type(value: Any, expected: str) -> bool:
     # bool is never a number in JSON; 2.0 is an integer in JSON Schema.
-    actual = _type_name(value)
+    actual = type_name(value)
     if expected == "integer":
         return actual == "integer" or (
             isinstance(value, float) and math.isfinite(value) and value.is_integer()
@@ -128,7 +128,7 @@ def _validate(
         names = [expected] if isinstance(expected, str) else list(expected)
         if names and not any(_is_type(value, str(name)) for name in names):
             errors.append(
-                f"{path}: expected {' or '.join(map(str, names))}, got {_type_name(value)} "
+                f"{path}: expected {' or '.join(map(str, names))}, got {type_name(value)} "
                 f"{_short(value)}"
             )
             return  # further keywords would only repeat the same mistake

@@ -11,13 +11,16 @@ closes each client where it can be closed:
 - on `aclose()`: awaited for the running loop, scheduled (call_soon_threadsafe) on any
   other loop still open;
 - a loop closed without shutting down its async generators can run nothing any more: its
-  client's sockets are closed synchronously, best effort, when it is found.
+  client's sockets are closed synchronously, best effort, when it is found;
+- in a child made by `os.fork()` the parent's loops no longer run: their pairs are
+  forgotten (not closed: the sockets are the parent's too) and the locks made anew.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import sys
 import threading
 import weakref
@@ -28,7 +31,7 @@ import httpx
 
 __all__ = ["LoopClient", "LoopClients"]
 
-logger = logging.getLogger("tracejudge.judges")
+logger = logging.getLogger("tracejudge.http")
 
 # Closes scheduled on other loops: asyncio keeps only weak references to tasks.
 _CLOSING: set[asyncio.Task[None]] = set()
@@ -52,6 +55,20 @@ class LoopClients:
         self._max_concurrency = max_concurrency
         self._slots: dict[asyncio.AbstractEventLoop, LoopClient] = {}
         self._lock = threading.Lock()
+        _ALL.add(self)
+        # Dropped while its loops still run (a judge nobody closed, its loop the shared
+        # one that never stops): close each client on its loop rather than leave its
+        # sockets to the garbage collector.
+        finalizer = weakref.finalize(self, _close_all, self._slots)
+        finalizer.atexit = False
+
+    def _after_fork(self) -> None:
+        self._lock = threading.Lock()
+        # Only the thread that forked lives on in the child; its loop, if it runs one, is
+        # the one loop whose pair is still usable here.
+        survivor = asyncio._get_running_loop()
+        for loop in [loop for loop in self._slots if loop is not survivor]:
+            del self._slots[loop]
 
     def get(self) -> LoopClient:
         """The running loop's client and limit, made on first use."""
@@ -129,6 +146,18 @@ async def _close(slot: LoopClient) -> None:
     await slot.client.aclose()
 
 
+def _close_all(slots: dict[asyncio.AbstractEventLoop, LoopClient]) -> None:
+    for slot in list(slots.values()):
+        if slot.loop.is_running():
+            try:
+                slot.loop.call_soon_threadsafe(_close_soon, slot)
+                continue
+            except RuntimeError:  # closed in the meantime
+                pass
+        _close_abandoned(slot.client)
+    slots.clear()
+
+
 def _close_soon(slot: LoopClient) -> None:
     task = slot.loop.create_task(_close(slot))
     _CLOSING.add(task)
@@ -156,3 +185,15 @@ def _close_abandoned(client: httpx.AsyncClient) -> None:
             connection_lost(None)
         except Exception:  # noqa: BLE001 - best effort on a dead loop
             logger.debug("could not close a connection of a closed event loop", exc_info=True)
+
+
+_ALL: weakref.WeakSet[LoopClients] = weakref.WeakSet()
+
+
+def _after_fork_in_child() -> None:
+    for clients in list(_ALL):
+        clients._after_fork()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

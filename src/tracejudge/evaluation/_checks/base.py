@@ -1,6 +1,13 @@
-"""Users' own checks: `@check` functions and reward functions (`@osmosis_reward`) as checks.
+"""The check protocol and the bases checks build on.
 
-Re-exported by `tracejudge.checks`; see its docstring for how they are used.
+A check is any object with a `name` and an `evaluate(trace)` method that scores agent
+instances without a judge model (`TraceCheck`). The evaluator treats its answer exactly
+like the per-instance answers of a judged criterion: summary statistics per agent name,
+`overall_score`, explanation.
+
+- `AgentCheck`: the base of the built-in checks, one score per agent instance.
+- `FunctionCheck` (made by `@check`): a user's plain function as a check.
+- `is_check`: what `criteria=[...]` scores as a check rather than sends to a judge.
 """
 
 from __future__ import annotations
@@ -9,22 +16,55 @@ import functools
 import inspect
 import math
 import typing
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, overload
+from typing import Any, Literal, Protocol, overload, runtime_checkable
 
-from tracejudge.evaluation._check import TraceCheck
-from tracejudge.evaluation._checks_text import short
 from tracejudge.models import AgentInstance, MultiAgentTrace, ScoreResponse
 
 __all__ = [
-    "Score",
+    "TraceCheck",
+    "AgentCheck",
     "FunctionCheck",
-    "RewardCheck",
+    "Score",
+    "Scope",
     "check",
-    "from_reward",
     "is_check",
-    "as_check",
 ]
+
+
+@runtime_checkable
+class TraceCheck(Protocol):
+    """A criterion computed from the trace itself."""
+
+    #: Shown as the `criterion` of the evaluation result.
+    name: str
+
+    def evaluate(self, trace: MultiAgentTrace) -> dict[str, ScoreResponse | None]:
+        """Score keyed by agent instance id; None (or a missing id) means not applicable."""
+        ...
+
+
+class AgentCheck(ABC):
+    """Base of the built-in checks: a TraceCheck that scores each agent instance on its own.
+
+    Subclass it and implement `score_agent`; `evaluate` calls it for every agent
+    instance of the trace.
+    """
+
+    name: str = "check"
+
+    def evaluate(self, trace: MultiAgentTrace) -> dict[str, ScoreResponse | None]:
+        """Score keyed by agent instance id; None where the check does not apply."""
+        return {agent.id: self.score_agent(agent, trace) for agent in trace.iter_agents()}
+
+    @abstractmethod
+    def score_agent(self, agent: AgentInstance, trace: MultiAgentTrace) -> ScoreResponse | None:
+        """Score one agent instance, or None when the check does not apply to it."""
+
+    def __repr__(self) -> str:
+        return f"<check {self.name}>"
+
 
 #: What a check function may return for one agent instance.
 Score = float | bool | tuple[float | bool | None, str] | ScoreResponse | None
@@ -222,112 +262,6 @@ def check(
     return decorate
 
 
-# --------------------------------------------------------------------------- rewards
-
-
-GroundTruth = str | None | Callable[[AgentInstance], str | None]
-
-
-class RewardCheck:
-    """A reward function (`@osmosis_reward`) used as a check (see `from_reward`)."""
-
-    def __init__(
-        self,
-        fn: Callable[..., float],
-        ground_truth: GroundTruth = None,
-        *,
-        name: str | None = None,
-        scope: Scope = "agent",
-    ) -> None:
-        if scope not in ("agent", "trace"):
-            raise ValueError(f"scope must be 'agent' or 'trace', got {scope!r}")
-        if not callable(fn):
-            raise TypeError(f"from_reward needs a reward function, got {type(fn).__name__}")
-        self.fn = fn
-        self.ground_truth = ground_truth
-        self.scope = scope
-        self.name: str = name or getattr(fn, "__name__", "reward")
-
-    def evaluate(self, trace: MultiAgentTrace) -> dict[str, ScoreResponse | None]:
-        """Score keyed by agent instance id: the reward of each agent's final output."""
-        agents = [trace.root] if self.scope == "trace" else list(trace.iter_agents())
-        return {agent.id: self._score(agent, trace) for agent in agents}
-
-    def _score(self, agent: AgentInstance, trace: MultiAgentTrace) -> ScoreResponse | None:
-        solution = agent.final_output
-        if solution is None:
-            return None  # no answer to reward
-        truth = self.ground_truth(agent) if callable(self.ground_truth) else self.ground_truth
-        extra_info = {"agent": agent, "trace": trace}
-        where = f"agent {agent.name} ({agent.id})"
-        try:
-            value = self.fn(solution, truth, extra_info)
-        except Exception as exc:
-            hint = (
-                "; no ground truth was given: use checks.from_reward(fn, ground_truth=...)"
-                if truth is None
-                else ""
-            )
-            raise RuntimeError(
-                f"reward {self.name!r} raised {type(exc).__name__} on {where}: {exc}{hint}"
-            ) from exc
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            raise TypeError(
-                f"reward {self.name!r} returned {type(value).__name__} on {where}; expected a float"
-            )
-        reward = float(value)
-        if math.isnan(reward):
-            return ScoreResponse(score=None, explanation=f"reward {self.name} returned NaN")
-        score = min(1.0, max(0.0, reward))
-        clipped = f", clipped to {score:g}" if score != reward else ""
-        truth_text = "" if truth is None else f" against ground truth {short(truth, 60)!r}"
-        return ScoreResponse(
-            score=score,
-            explanation=f"reward {self.name} = {reward:g}{clipped} for {agent.name}'s final "
-            f"output{truth_text}.",
-        )
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return self.fn(*args, **kwargs)
-
-    def __repr__(self) -> str:
-        return f"<reward check {self.name}>"
-
-
-def from_reward(
-    fn: Callable[..., float],
-    ground_truth: GroundTruth = None,
-    *,
-    name: str | None = None,
-    scope: Scope = "agent",
-) -> RewardCheck:
-    """Use a reward function `fn(solution_str, ground_truth, extra_info=None, **kwargs) ->
-    float` (such as an `@osmosis_reward` one) as a check.
-
-    Each agent instance (scope="agent") or the root only (scope="trace") is scored with
-    `solution_str` = its final output (`AgentInstance.final_output`; None - not scored -
-    when it has none), `ground_truth` = the given string, or `ground_truth(agent)` when a
-    function is given, and `extra_info` = `{"agent": agent, "trace": trace}`. Rewards are
-    clipped to 0..1. An `@osmosis_reward` function placed directly in `criteria` is the
-    same as `from_reward(fn)`, with no ground truth (None).
-    """
-    return RewardCheck(fn, ground_truth, name=name, scope=scope)
-
-
 def is_check(obj: object) -> bool:
     """Whether `obj` is scored as a check (rather than sent to a judge) in `criteria`."""
     return not isinstance(obj, str) and isinstance(obj, TraceCheck)
-
-
-def as_check(obj: object) -> TraceCheck:
-    """`obj` as a TraceCheck: checks and `@osmosis_reward` functions; TypeError otherwise."""
-    if getattr(obj, "__osmosis_reward__", False) and callable(obj):
-        return from_reward(obj)  # type: ignore[arg-type]
-    if is_check(obj):
-        return obj  # type: ignore[return-value]
-    if callable(obj):
-        raise TypeError(
-            f"{getattr(obj, '__name__', obj)!r} is a plain function, not a check: decorate it "
-            "with @checks.check (fn(agent) -> score) or @osmosis_reward"
-        )
-    raise TypeError(f"{type(obj).__name__} is not a check (needs a name and evaluate(trace))")

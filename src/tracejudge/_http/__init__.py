@@ -1,0 +1,34 @@
+"""HTTP plumbing shared by the judges, the remote client and the reward API.
+
+- `send_with_retries`: one request with retries, full-jitter backoff, Retry-After and one
+  total deadline; `error_from_response` turns a failed answer into a typed error.
+- `LoopClients`: one `httpx.AsyncClient` and one concurrency limit per event loop, each
+  closed on its own loop.
+- `HTTPOptions`: the settings every HTTP caller takes (timeout, retries, concurrency), as
+  one validated value.
+"""
+
+from tracejudge._http._loops import LoopClient, LoopClients
+from tracejudge._http._options import HTTPOptions
+from tracejudge._http._retry import (
+    MODEL_NOT_FOUND_HINT,
+    RETRYABLE,
+    Endpoint,
+    error_from_response,
+    error_message,
+    retry_after_seconds,
+    send_with_retries,
+)
+
+__all__ = [
+    "MODEL_NOT_FOUND_HINT",
+    "RETRYABLE",
+    "Endpoint",
+    "HTTPOptions",
+    "LoopClient",
+    "LoopClients",
+    "error_from_response",
+    "error_message",
+    "retry_after_seconds",
+    "send_with_retries",
+]

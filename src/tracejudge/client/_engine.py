@@ -1,0 +1,290 @@
+"""The asynchronous core behind both clients: which backend judges, and how a call runs.
+
+Deterministic checks always run in process. Text criteria go to the in-process judge
+through the evaluation service, or to the remote server as wire requests; `block=False`
+returns task ids instead (local tasks in this client's registry, remote ones on the
+server). Where evaluation runs is `tracejudge._env.choose_backend`'s decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Sequence
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from tracejudge import _env
+from tracejudge._http import HTTPOptions
+from tracejudge.client._inputs import (
+    coerce_trace,
+    conversation,
+    evaluate_latest_flag,
+)
+from tracejudge.client._remote import RemoteServer
+from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.evaluation import (
+    Criterion,
+    TaskRegistry,
+    TraceCheck,
+    gather_all,
+    validate_criteria,
+    validate_explanation_cleaning,
+    validate_tags,
+)
+from tracejudge.evaluation.service import ConversationRequest, EvaluationService, TraceRequest
+from tracejudge.judges import CacheOption, Judge
+from tracejudge.models import (
+    EvaluationResponse,
+    MultiAgentTraceResponse,
+    RewardRequest,
+    TaskResponse,
+    TraceRewardRequest,
+)
+
+__all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL_CORE", "Engine", "EvaluateResult", "TraceResult"]
+
+
+class _DefaultURL(str):
+    """The default base URL, told apart from the same URL passed explicitly."""
+
+
+#: Where the remote Composo platform lives.
+DEFAULT_BASE_URL: str = _DefaultURL("https://platform.composo.ai")
+#: The model core sent to a remote server when none is chosen.
+DEFAULT_MODEL_CORE = "align-20251111"
+
+EvaluateResult = EvaluationResponse | list[EvaluationResponse] | dict[str, Any] | list[Any]
+TraceResult = MultiAgentTraceResponse | list[MultiAgentTraceResponse] | dict[str, Any] | list[Any]
+
+
+def _wire(model: type[BaseModel], **fields: Any) -> Any:
+    """A wire request, its validation errors told as the caller's bad request."""
+    try:
+        return model(**fields)
+    except ValidationError as exc:
+        raise BadRequestError(f"the request for the server is not valid: {exc}") from exc
+
+
+def _in_order(
+    count: int, remote: dict[int, BaseModel], local: Sequence[Awaitable[Any]]
+) -> list[Awaitable[Any] | BaseModel]:
+    """The remote requests at their criteria's places, the local work in the others."""
+    rest = iter(local)
+    return [remote[index] if index in remote else next(rest) for index in range(count)]
+
+
+class Engine:
+    """One backend (in-process service and/or remote server) and one task registry."""
+
+    def __init__(
+        self,
+        *,
+        api_key: str | None,
+        base_url: str,
+        model_core: str | None,
+        options: HTTPOptions,
+        judge: str | Judge | None,
+        cache: CacheOption,
+    ) -> None:
+        from tracejudge.judges import default_judge, judge_from_spec
+
+        self.model_core = model_core
+        self.remote: RemoteServer | None = None
+        self._owns_judge = False
+        self._tasks = TaskRegistry()
+        self._closed = False
+        self._released = False
+        judge_options = {**options.as_judge_options(), "cache": cache}
+        choice = _env.choose_backend(
+            judge_given=judge is not None,
+            base_url_given=not isinstance(base_url, _DefaultURL),
+            api_key=api_key,
+        )
+        built: Judge | None = None
+        problem: ComposoError | None = None
+        if choice.backend is _env.Backend.JUDGE:
+            built = judge_from_spec(judge, **judge_options)
+            self._owns_judge = built is not judge
+        elif choice.remote:
+            self.remote = RemoteServer(
+                base_url, choice.api_key, options, default_url=str(DEFAULT_BASE_URL)
+            )
+        elif choice.backend is not _env.Backend.NONE:
+            # A judge the environment names but that cannot be built is reported when a
+            # text criterion needs it, not here: checks need no judge.
+            try:
+                if choice.judge_spec is not None:
+                    built = judge_from_spec(choice.judge_spec, **judge_options)
+                else:
+                    built = default_judge(**judge_options)
+            except ComposoError as exc:
+                problem = exc
+            self._owns_judge = built is not None
+        self.service = EvaluationService(
+            built, max_concurrency=options.max_concurrency, judge_problem=problem
+        )
+
+    @property
+    def judge(self) -> Judge | None:
+        return self.service.judge
+
+    def describe(self) -> str:
+        if self.judge is not None:
+            return f"judge={getattr(self.judge, 'name', self.judge)!r}"
+        if self.remote is not None:
+            return f"base_url={self.remote.base_url!r}"
+        return "no judge configured"
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise RuntimeError("the client is closed; create a new one")
+
+    def _local(self, criterion: Criterion) -> bool:
+        """Checks always run here; text criteria here unless a remote server judges them."""
+        return isinstance(criterion, TraceCheck) or self.remote is None
+
+    async def _finish(self, work: Sequence[Awaitable[Any] | BaseModel], block: bool) -> list[Any]:
+        """Await local work and send remote requests (`block`), or start them all as tasks."""
+        remote = self.remote
+
+        def one(item: Awaitable[Any] | BaseModel) -> Awaitable[Any]:
+            if isinstance(item, BaseModel):
+                assert remote is not None
+                if not block:
+                    return remote.submit(item)  # type: ignore[arg-type]
+                if isinstance(item, RewardRequest):
+                    return remote.evaluate(item)
+                return remote.evaluate_trace(item)  # type: ignore[arg-type]
+            if block:
+                return item
+            return self._submit(item)
+
+        return await gather_all(one(item) for item in work)
+
+    async def _submit(self, work: Awaitable[Any]) -> dict[str, Any]:
+        return {"task_id": self._tasks.submit(work)}  # type: ignore[arg-type]
+
+    # ------------------------------------------------------------------ evaluate
+
+    async def evaluate(
+        self,
+        *,
+        messages: Any,
+        criteria: Any,
+        system: Any,
+        tools: Any,
+        result: Any,
+        block: bool,
+        tags: Any,
+        evaluate_latest: Any,
+        explanation_cleaning: Any,
+        input: Any,
+    ) -> EvaluateResult:
+        self._check_open()
+        checked, _ = validate_criteria(criteria)
+        clean_tags = validate_tags(tags)
+        clean = validate_explanation_cleaning(explanation_cleaning)
+        latest = evaluate_latest_flag(evaluate_latest)
+        chat = conversation(
+            messages=messages, input=input, result=result, system=system, tools=tools
+        )
+        # The wire requests first: a bad one fails the call before any work is created.
+        remote = {
+            index: _wire(
+                RewardRequest,
+                evaluation_criteria=criterion,
+                model_core=self.model_core or DEFAULT_MODEL_CORE,
+                tags=clean_tags or {},
+                messages=chat.messages,
+                system=chat.system,
+                tools=chat.tools,
+                evaluate_latest=latest,
+                explanation_cleaning="end_user" if clean else None,
+            )
+            for index, criterion in enumerate(checked)
+            if not self._local(criterion)
+        }
+        local = [c for c in checked if self._local(c)]
+        local_work = (
+            self.service.conversation_work(
+                ConversationRequest(
+                    messages=chat.messages,
+                    criteria=local,
+                    system=chat.system,
+                    tools=chat.tools,
+                    evaluate_latest=latest,
+                    clean_explanation=clean,
+                )
+            )
+            if local
+            else []
+        )
+        work = _in_order(len(checked), remote, local_work)
+        results = await self._finish(work, block)
+        return results if len(checked) > 1 else results[0]
+
+    # ------------------------------------------------------------------ evaluate_trace
+
+    async def evaluate_trace(
+        self,
+        *,
+        trace: Any,
+        criteria: Any,
+        model_core: str | None,
+        block: bool,
+        tags: Any,
+        evaluate_latest: Any,
+    ) -> TraceResult:
+        self._check_open()
+        if evaluate_latest is not None and evaluate_latest is not False:
+            raise BadRequestError(
+                f"evaluate_latest={evaluate_latest!r}: evaluate_latest must be False for trace "
+                "evaluations (every agent's responses are judged); leave it unset"
+            )
+        checked, _ = validate_criteria(criteria)
+        clean_tags = validate_tags(tags)
+        multi = coerce_trace(trace)
+        multi.require_llm_interactions()
+        core = model_core or self.model_core or DEFAULT_MODEL_CORE
+        remote = {
+            index: _wire(
+                TraceRewardRequest,
+                evaluation_criteria=criterion,
+                model_core=core,
+                tags=clean_tags or {},
+                trace=multi,
+                evaluate_latest=False,
+            )
+            for index, criterion in enumerate(checked)
+            if not self._local(criterion)
+        }
+        local = [c for c in checked if self._local(c)]
+        local_work = (
+            self.service.trace_work(TraceRequest(trace=multi, criteria=local)) if local else []
+        )
+        work = _in_order(len(checked), remote, local_work)
+        results = await self._finish(work, block)
+        return results if len(checked) > 1 else results[0]
+
+    # ------------------------------------------------------------------ tasks, closing
+
+    async def get_task(self, task_id: str) -> TaskResponse:
+        self._check_open()
+        if task_id in self._tasks or self.remote is None:
+            return self._tasks.get(task_id)
+        return await self.remote.task(task_id)
+
+    def refuse_work(self) -> None:
+        """Refuse new evaluations from now on (releasing is `aclose`'s job)."""
+        self._closed = True
+
+    async def aclose(self) -> None:
+        self._closed = True
+        if self._released:
+            return
+        self._released = True
+        await self._tasks.aclose()
+        if self.remote is not None:
+            await self.remote.aclose()
+        if self.judge is not None and self._owns_judge:
+            await self.judge.aclose()

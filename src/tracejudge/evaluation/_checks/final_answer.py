@@ -1,0 +1,116 @@
+"""The `final_answer` check: the agent ended with a non-empty answer, not a dangling tool
+call or a refusal.
+"""
+
+from __future__ import annotations
+
+from tracejudge.evaluation._checks.calls import call_outcomes
+from tracejudge.evaluation._checks.explain import NOT_RECORDED, plural
+from tracejudge.evaluation._checks.numbers import mentions
+from tracejudge.evaluation._checks.run import BuiltinCheck, Run
+from tracejudge.evaluation._checks.text import refusal, short
+from tracejudge.models import LLMToolCall, ScoreResponse
+
+#: Answers up to this long that state no value are read whole for a refusal.
+_SHORT_ANSWER = 300
+
+_FAILURES = {
+    "invalid": "was invalid",
+    "error": "returned an error",
+    "missing": "got no result",
+    "unknown": "left no recorded result",
+}
+
+__all__ = ["FinalAnswer", "final_answer"]
+
+
+class FinalAnswer(BuiltinCheck):
+    """The agent ended with a non-empty answer: not a dangling tool call, not empty, and
+    not a refusal or apology when the tools it called succeeded.
+
+    The final answer is the agent's last LLM interaction. It fails (0.0) when it asks for a
+    tool (unless a child agent ran after it: a hand-off is not scored, None), when its text
+    is empty, or when it refuses or apologises ("I'm sorry", "I cannot", "unable to") -
+    in its first sentence, or anywhere in a short answer that states no value, not in a
+    caveat after a real answer - although the agent called tools and every call it made
+    got a result that is neither an error nor empty. Other refusals (after a failed or
+    empty tool result, or from an agent that called no tool) are left to a judge: 1.0,
+    noted.
+
+    Score: 1.0 or 0.0; None for an agent without LLM interactions, or whose last
+    interaction recorded no message content.
+    """
+
+    name = "final_answer"
+
+    def _score(self, run: Run) -> ScoreResponse | None:
+        if not run.llm:
+            return None
+        index = len(run.llm) - 1
+        last = run.llm[index]
+        where = run.where(index)
+        if not last.input_messages and not last.output_messages and not last.error:
+            return ScoreResponse(score=None, explanation=f"{where}: {NOT_RECORDED}.")
+        if last.tool_calls:
+            return self._ends_with_call(run, where, last.tool_calls)
+        answer = last.output_text
+        if not answer.strip():
+            why = f" (the model call failed: {short(last.error, 100)})" if last.error else ""
+            return ScoreResponse(
+                score=0.0, explanation=f"{where}: {run.name}'s final answer is empty{why}."
+            )
+        phrase = refusal(answer)
+        if not phrase and len(answer) <= _SHORT_ANSWER and not mentions(answer):
+            # A short answer with no data in it refuses wherever it says so ("Thanks for
+            # asking. I'm sorry, but I can't help with that.").
+            phrase = refusal(answer, anywhere=True)
+        if phrase:
+            return self._refusal(run, where, answer, phrase)
+        return ScoreResponse(
+            score=1.0,
+            explanation=f"{where}: {run.name} ended with an answer: {short(answer, 120)!r}",
+        )
+
+    @staticmethod
+    def _ends_with_call(run: Run, where: str, calls: list[LLMToolCall]) -> ScoreResponse:
+        child = run.handed_off_to
+        if child is not None:
+            agent = run.trace.agent_instance_by_id.get(child)
+            name = agent.name if agent is not None else child
+            return ScoreResponse(
+                score=None,
+                explanation=f"{where}: {run.name} handed off to {name} ({child}) with "
+                f"tool call {calls[0].id}; its answer is scored there.",
+            )
+        ids = ", ".join(f"{c.id} ({c.name})" for c in calls)
+        return ScoreResponse(
+            score=0.0,
+            explanation=f"{where}: {run.name} ended with a tool call it never saw the "
+            f"result of (tool call {ids}) instead of an answer.",
+        )
+
+    @staticmethod
+    def _refusal(run: Run, where: str, answer: str, phrase: str) -> ScoreResponse:
+        outcomes = [o for o in call_outcomes(run) if o.status != "unanswered"]
+        failed = [o for o in outcomes if o.status != "ok" or o.empty]
+        if outcomes and not failed:
+            return ScoreResponse(
+                score=0.0,
+                explanation=f"{where}: {run.name}'s final answer refuses or apologises "
+                f"({phrase!r}) although all {plural(len(outcomes), 'tool call')} "
+                f"succeeded: {short(answer, 120)!r}",
+            )
+        if failed:
+            o = failed[0]
+            what = "found nothing" if o.status == "ok" else _FAILURES[o.status]
+            reason = f"after tool call {o.call.id} ({o.call.name}) {what}"
+        else:
+            reason = "without calling a tool"
+        return ScoreResponse(
+            score=1.0,
+            explanation=f"{where}: {run.name} answered, apologising ({phrase!r}) {reason}; "
+            "whether that is right is left to a judge.",
+        )
+
+
+final_answer: FinalAnswer = FinalAnswer()

@@ -1,0 +1,207 @@
+"""THE evaluation path: a request goes in, a response comes out.
+
+The client's in-process mode, the server and the batch CLI all call this service; nothing
+else orchestrates an evaluation (checks the criteria and the judge, fans out over
+criteria and agents, aggregates). Two kinds of request come in:
+
+- the wire models `RewardRequest` / `TraceRewardRequest` (what the Composo-compatible
+  endpoints receive: one criterion each, text or a named evaluator), through
+  `evaluate()` / `evaluate_trace()`;
+- their in-process twins `ConversationRequest` / `TraceRequest`, which may carry several
+  criteria and check objects, through `evaluate_conversation()` / `score_trace()`, or
+  `conversation_work()` / `trace_work()` for one awaitable per criterion (the client's
+  background mode runs each as its own task).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.evaluation._validate import Criterion, validate_criteria
+from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge
+from tracejudge.evaluation.render import RenderedContent, conversation_agent
+from tracejudge.judges import Judge
+from tracejudge.models import (
+    AgentInstance,
+    EvaluationResponse,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    RewardRequest,
+    TraceRewardRequest,
+)
+
+__all__ = [
+    "ConversationRequest",
+    "EvaluationService",
+    "TraceRequest",
+    "named_evaluator",
+]
+
+
+@dataclass(frozen=True)
+class ConversationRequest:
+    """A conversation to judge against one or more criteria (`RewardRequest`'s in-process
+    twin: criteria may be check objects, and several)."""
+
+    messages: Sequence[Mapping[str, Any]]
+    criteria: Sequence[Criterion]
+    system: str | None = None
+    tools: Sequence[Mapping[str, Any]] | None = None
+    evaluate_latest: bool = True
+    clean_explanation: bool = False
+
+    @classmethod
+    def from_wire(cls, request: RewardRequest) -> ConversationRequest:
+        return cls(
+            messages=request.messages,
+            criteria=[_wire_criterion(request.evaluation_criteria, request.evaluator_name)],
+            system=request.system,
+            tools=request.tools,
+            evaluate_latest=request.evaluate_latest,
+            clean_explanation=request.explanation_cleaning == "end_user",
+        )
+
+
+@dataclass(frozen=True)
+class TraceRequest:
+    """A trace to judge against one or more criteria (`TraceRewardRequest`'s twin)."""
+
+    trace: MultiAgentTrace
+    criteria: Sequence[Criterion]
+    # Each agent rendered once for all criteria of the request.
+    renders: dict[str, RenderedContent] = field(default_factory=dict, compare=False)
+
+    @classmethod
+    def from_wire(cls, request: TraceRewardRequest) -> TraceRequest:
+        criterion = _wire_criterion(request.evaluation_criteria, request.evaluator_name)
+        return cls(trace=request.trace, criteria=[criterion])
+
+
+def named_evaluator(name: str) -> Criterion:
+    """The criterion an `evaluator_name` names: a built-in check (`tool_arguments`, ...) or
+    a ready-made criterion of `tracejudge.criteria` (`agent_tool_use`, ...)."""
+    from tracejudge import criteria
+    from tracejudge.evaluation._checks.defaults import ALL
+
+    key = name.strip()
+    by_name: dict[str, Criterion] = {str(c.name): c for c in ALL}
+    if key in by_name:
+        return by_name[key]
+    if key in criteria.__all__:
+        text = getattr(criteria, key)
+        if isinstance(text, str):
+            return text
+    known = sorted([*by_name, *(n for n in criteria.__all__ if n not in ("rag", "agent"))])
+    raise BadRequestError(
+        f"evaluator_name {name!r} names no evaluator; use one of {', '.join(known)}, or send "
+        "evaluation_criteria with the criterion's text"
+    )
+
+
+def _wire_criterion(text: str | None, evaluator_name: str | None) -> Criterion:
+    if text is not None:
+        return text
+    assert evaluator_name is not None  # the wire models require one of the two
+    return named_evaluator(evaluator_name)
+
+
+class EvaluationService:
+    """Evaluates conversations and traces with one judge (or none: checks only).
+
+    `judge_problem` is the error to raise when a text criterion needs a judge and there
+    is none because the configured one could not be built (say, a missing key): it tells
+    the user more than "no judge configured". At most `max_concurrency` judge calls of
+    this service are in flight at once.
+    """
+
+    def __init__(
+        self,
+        judge: Judge | None = None,
+        *,
+        max_concurrency: int = 16,
+        judge_problem: ComposoError | None = None,
+    ) -> None:
+        self.judge = judge
+        self.judge_problem = judge_problem
+        self._evaluator = Evaluator(judge, max_concurrency=max_concurrency)
+
+    # ------------------------------------------------------------------ checks on requests
+
+    def require_judge(self, criteria: Sequence[Criterion]) -> None:
+        """Raise when a text criterion needs the judge this service does not have."""
+        if self.judge is None and needs_judge(criteria):
+            if self.judge_problem is not None:
+                raise self.judge_problem
+            self._evaluator.require_judge(criteria)
+
+    # ------------------------------------------------------------------ conversations
+
+    def conversation_work(
+        self, request: ConversationRequest
+    ) -> list[Awaitable[EvaluationResponse]]:
+        """One awaitable per criterion, in order, each scoring the conversation.
+
+        Everything about the request is checked before anything is awaited: the criteria,
+        that a judge exists for text criteria, that there is an answer to judge.
+        """
+        criteria, _ = validate_criteria(list(request.criteria))
+        self.require_judge(criteria)
+        agent = conversation_agent(request.messages, system=request.system, tools=request.tools)
+        self._evaluator.require_conversation(agent)
+        return [self._score_conversation(agent, c, request) for c in criteria]
+
+    def _score_conversation(
+        self, agent: AgentInstance, criterion: Criterion, request: ConversationRequest
+    ) -> Awaitable[EvaluationResponse]:
+        return self._evaluator.score_conversation(
+            agent,
+            criterion,
+            evaluate_latest=request.evaluate_latest,
+            clean_explanation=request.clean_explanation,
+        )
+
+    async def evaluate_conversation(self, request: ConversationRequest) -> list[EvaluationResponse]:
+        """Every criterion of the request, judged concurrently; answers in criteria order."""
+        return await gather_all(self.conversation_work(request))
+
+    async def evaluate(self, request: RewardRequest) -> EvaluationResponse:
+        """Answer one wire `RewardRequest` (POST /api/v1/evals/reward)."""
+        (response,) = await self.evaluate_conversation(ConversationRequest.from_wire(request))
+        return response
+
+    # ------------------------------------------------------------------ traces
+
+    def trace_work(self, request: TraceRequest) -> list[Awaitable[MultiAgentTraceResponse]]:
+        """One awaitable per criterion, in order, each scoring every agent of the trace.
+
+        Raises `NoLLMInteractionsError` when the trace holds no model call, and the
+        criteria and judge errors of `conversation_work`, before anything is awaited.
+        """
+        criteria, _ = validate_criteria(list(request.criteria))
+        request.trace.require_llm_interactions()
+        self.require_judge(criteria)
+        return [
+            self._evaluator.score_trace(request.trace, c, renders=request.renders) for c in criteria
+        ]
+
+    async def score_trace(
+        self, trace: MultiAgentTrace, criteria: Sequence[Criterion]
+    ) -> list[MultiAgentTraceResponse]:
+        """Every criterion applied to every agent of `trace` (post-hoc scoring: checks and
+        text criteria alike); answers in criteria order."""
+        return await gather_all(self.trace_work(TraceRequest(trace=trace, criteria=criteria)))
+
+    async def evaluate_trace(self, request: TraceRewardRequest) -> MultiAgentTraceResponse:
+        """Answer one wire `TraceRewardRequest` (POST /api/v1/evals/trace)."""
+        (response,) = await gather_all(self.trace_work(TraceRequest.from_wire(request)))
+        return response
+
+    # ------------------------------------------------------------------ closing
+
+    async def aclose(self) -> None:
+        """Close the judge. Only for a service that owns its judge (the server's)."""
+        if self.judge is not None:
+            await self.judge.aclose()

@@ -1,0 +1,110 @@
+"""Wire data model: traces of agents and the answers of evaluations.
+
+The JSON shape of every model here is the Composo wire protocol (see
+ARCHITECTURE.md, "Wire protocol"): a trace produced here is accepted by a
+Composo-compatible server, and a trace from one validates here. Optional fields
+that are None are left out of the JSON, as the Composo SDK sends it.
+
+tracejudge adds measurements to an `LLMInteraction` (`model`, `usage`,
+`start_time`, `end_time`, `error`). Composo's models forbid unknown fields, so
+the default serialisation (`model_dump()`, `model_dump_json()`) leaves them out
+and is exactly the wire shape; `MultiAgentTrace.to_json()` and `to_wire()` keep
+them (tracejudge reads them back), `to_wire(compat=True)` drops them. Equality
+of interactions and traces compares the wire fields only, so a JSON round trip
+gives an equal trace either way.
+
+The modules, each one idea, in the order they build on each other (this package
+imports nothing of tracejudge but `tracejudge.errors`):
+
+- `_base`: the base model (Composo's JSON shape, extensions on request).
+- `_messages`: model inputs and outputs, tool calls, results and definitions.
+- `_interaction`: one model call and its token usage.
+- `_chat_session`: OpenAI / Anthropic message lists -> model calls.
+- `_trace`: agent instances and the trace tree.
+- `_answers`: scores and evaluation results, judge usage, task status.
+- `_requests`: the reward endpoints' request bodies and the one definition of
+  their limits (criterion length, tags).
+"""
+
+from __future__ import annotations
+
+from tracejudge.models._answers import (
+    AgentTraceResult,
+    EvaluationResponse,
+    JudgeUsage,
+    MultiAgentTraceResponse,
+    ScoreResponse,
+    SummaryStatistics,
+    TaskResponse,
+    TaskStatus,
+)
+from tracejudge.models._base import EXTENSIONS, INTERACTION_EXTENSION_FIELDS
+from tracejudge.models._chat_session import (
+    interactions_from_messages,
+    text_of,
+    tool_definitions,
+)
+from tracejudge.models._interaction import LLMInteraction, TokenUsage
+from tracejudge.models._messages import (
+    LLMInput,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolDefinition,
+    LLMToolResponse,
+    to_json_string,
+)
+from tracejudge.models._requests import (
+    MAX_CRITERION_LENGTH,
+    MAX_TAG_LENGTH,
+    RewardRequest,
+    TraceRewardRequest,
+    validate_criterion_text,
+    validate_tags,
+)
+from tracejudge.models._trace import (
+    NO_LLM_INTERACTIONS_HINT,
+    AgentInstance,
+    Interaction,
+    MultiAgentTrace,
+    no_llm_interactions_error,
+)
+
+__all__ = [
+    # messages
+    "LLMToolCall",
+    "LLMToolResponse",
+    "LLMToolDefinition",
+    "LLMInput",
+    "LLMOutput",
+    "to_json_string",
+    # model calls and traces
+    "TokenUsage",
+    "LLMInteraction",
+    "Interaction",
+    "AgentInstance",
+    "MultiAgentTrace",
+    "EXTENSIONS",
+    "INTERACTION_EXTENSION_FIELDS",
+    "NO_LLM_INTERACTIONS_HINT",
+    "no_llm_interactions_error",
+    # chat sessions
+    "interactions_from_messages",
+    "text_of",
+    "tool_definitions",
+    # answers
+    "JudgeUsage",
+    "ScoreResponse",
+    "EvaluationResponse",
+    "SummaryStatistics",
+    "AgentTraceResult",
+    "MultiAgentTraceResponse",
+    "TaskResponse",
+    "TaskStatus",
+    # wire requests and their limits
+    "RewardRequest",
+    "TraceRewardRequest",
+    "MAX_CRITERION_LENGTH",
+    "MAX_TAG_LENGTH",
+    "validate_criterion_text",
+    "validate_tags",
+]

@@ -1,0 +1,69 @@
+"""One model call (`LLMInteraction`) and the tokens it used (`TokenUsage`)."""
+
+from __future__ import annotations
+
+from pydantic import ConfigDict
+
+from tracejudge.models._base import INTERACTION_EXTENSION_FIELDS, WireModel
+from tracejudge.models._messages import LLMInput, LLMOutput, LLMToolCall, LLMToolDefinition
+
+__all__ = ["LLMInteraction", "TokenUsage"]
+
+
+class TokenUsage(WireModel):
+    """Tokens used by one model call."""
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    total_tokens: int = 0
+
+
+class LLMInteraction(WireModel):
+    """One call to a model: what it was given, what it answered, which tools it could use.
+
+    `model`, `usage`, `start_time`, `end_time` (Unix seconds) and `error` are
+    tracejudge extensions, filled by the converter from span attributes. They are
+    not part of the wire shape: the default JSON leaves them out, `to_json()` /
+    `model_dump(context={EXTENSIONS: True})` keep them, and equality ignores them
+    (they measure a call; they do not make it a different call).
+    """
+
+    model_config = ConfigDict(extra="forbid")
+    _omit_when_none = frozenset({"tools_available"})
+    _extensions = INTERACTION_EXTENSION_FIELDS
+
+    input_messages: list[LLMInput]
+    output_messages: list[LLMOutput]
+    tools_available: list[LLMToolDefinition] | None = None
+    model: str | None = None
+    usage: TokenUsage | None = None
+    start_time: float | None = None
+    end_time: float | None = None
+    error: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, LLMInteraction):
+            return NotImplemented
+        return (
+            self.input_messages == other.input_messages
+            and self.output_messages == other.output_messages
+            and self.tools_available == other.tools_available
+        )
+
+    @property
+    def duration_seconds(self) -> float | None:
+        """How long the call took (`end_time - start_time`, never negative), or None when
+        either time was not recorded."""
+        if self.start_time is None or self.end_time is None:
+            return None
+        return max(0.0, self.end_time - self.start_time)
+
+    @property
+    def output_text(self) -> str:
+        """The text the model produced, its text items joined by blank lines."""
+        return "\n\n".join(m.content for m in self.output_messages if isinstance(m.content, str))
+
+    @property
+    def tool_calls(self) -> list[LLMToolCall]:
+        """The tool calls the model made in this call, in output order."""
+        return [m.content for m in self.output_messages if isinstance(m.content, LLMToolCall)]

@@ -1,0 +1,166 @@
+"""Wire requests: the bodies of the reward endpoints, and the one definition of their limits.
+
+`MAX_CRITERION_LENGTH`, `MAX_TAG_LENGTH`, `validate_criterion_text` and
+`validate_tags` are what every caller checks (the client before it sends, the
+server when it receives), so both report the same mistakes in the same words.
+The checks raise `BadRequestError`, a `ValueError`: inside a request model it
+becomes a pydantic validation error located at the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+
+from tracejudge.errors import BadRequestError
+from tracejudge.models._base import WireModel
+from tracejudge.models._trace import MultiAgentTrace
+
+__all__ = [
+    "MAX_CRITERION_LENGTH",
+    "MAX_TAG_LENGTH",
+    "RewardRequest",
+    "TraceRewardRequest",
+    "validate_criterion_text",
+    "validate_tags",
+]
+
+#: The longest criterion accepted, in characters (the Composo API's limit).
+MAX_CRITERION_LENGTH = 4096
+#: The longest tag key or value accepted, in characters.
+MAX_TAG_LENGTH = 64
+
+
+def _describe(criterion: str) -> str:
+    return criterion if len(criterion) <= 60 else criterion[:57] + "..."
+
+
+def validate_criterion_text(text: str, where: str = "criterion") -> str:
+    """The criterion text as given, or `BadRequestError` naming `where` when it is blank or
+    longer than `MAX_CRITERION_LENGTH` characters."""
+    if not text.strip():
+        raise BadRequestError(
+            f"{where} is empty: write what to judge, for example "
+            '"Reward responses that answer the question"'
+        )
+    if len(text) > MAX_CRITERION_LENGTH:
+        raise BadRequestError(
+            f"{where} ({_describe(text)!r}) is {len(text)} characters long; the limit "
+            f"is {MAX_CRITERION_LENGTH}: shorten it or split it into several criteria"
+        )
+    return text
+
+
+def validate_tags(tags: Mapping[str, Any] | None) -> dict[str, str] | None:
+    """The tags with every value as a string, or None when there are none.
+
+    Keys must be strings of at most `MAX_TAG_LENGTH` characters; values strings,
+    numbers or booleans (converted to strings) of at most `MAX_TAG_LENGTH`
+    characters; nothing nested. Anything else raises `BadRequestError`.
+    """
+    if tags is None:
+        return None
+    if not isinstance(tags, Mapping):
+        raise BadRequestError(
+            f"tags must be a dict of str keys to str/int/float/bool values, got "
+            f"{type(tags).__name__}"
+        )
+    result: dict[str, str] = {}
+    for key, value in tags.items():
+        if not isinstance(key, str):
+            raise BadRequestError(
+                f"tag key {key!r} is a {type(key).__name__}; tag keys must be strings"
+            )
+        if len(key) > MAX_TAG_LENGTH:
+            raise BadRequestError(
+                f"tag key {key[:20]!r}... is {len(key)} characters long; tag keys may have at "
+                f"most {MAX_TAG_LENGTH}"
+            )
+        if isinstance(value, (dict, list, tuple, set, frozenset)) or isinstance(value, Mapping):
+            raise BadRequestError(
+                f"tag {key!r} has a nested {type(value).__name__} value; tag values must be a "
+                "string, number or bool (flatten it into separate tags)"
+            )
+        if isinstance(value, (str, int, float)):  # bool is an int: str(True) == "True"
+            text = str(value)
+        else:
+            raise BadRequestError(
+                f"tag {key!r} has a {type(value).__name__} value; tag values must be a string, "
+                "number or bool"
+            )
+        if len(text) > MAX_TAG_LENGTH:
+            raise BadRequestError(
+                f"tag {key!r} has a value {len(text)} characters long; tag values may have at "
+                f"most {MAX_TAG_LENGTH}"
+            )
+        result[key] = text
+    return result
+
+
+# The constraints below repeat the limits for the JSON schema; the validators run first
+# and give the messages.
+_Tag = Annotated[str, Field(max_length=MAX_TAG_LENGTH)]
+
+
+class _RequestBase(WireModel):
+    evaluation_criteria: str | None = Field(
+        default=None, min_length=1, max_length=MAX_CRITERION_LENGTH
+    )
+    evaluator_name: str | None = Field(default=None, min_length=1, max_length=255)
+    model_core: str | None = None
+    tags: dict[_Tag, _Tag] | None = None
+    trace_id: str | None = None
+    data_retention: Literal["standard", "none"] | None = None
+
+    @field_validator("evaluation_criteria", mode="before")
+    @classmethod
+    def _criterion_text(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            return validate_criterion_text(value, "evaluation_criteria")
+        return value
+
+    @field_validator("tags", mode="before")
+    @classmethod
+    def _valid_tags(cls, value: Any) -> Any:
+        return validate_tags(value)
+
+    @model_validator(mode="after")
+    def _one_of_criteria_or_evaluator(self) -> _RequestBase:
+        if (self.evaluation_criteria is None) == (self.evaluator_name is None):
+            raise ValueError("give exactly one of 'evaluation_criteria' and 'evaluator_name'")
+        return self
+
+
+class RewardRequest(_RequestBase):
+    """Body of POST /api/v1/evals/reward."""
+
+    model_config = ConfigDict(populate_by_name=True)
+
+    messages: list[dict[str, Any]] = Field(min_length=2)
+    system: str | None = Field(
+        default=None, validation_alias=AliasChoices("system", "system_message")
+    )
+    tools: list[dict[str, Any]] | None = None
+    evaluate_latest: bool = True
+    explanation_cleaning: Literal["end_user"] | None = None
+
+
+class TraceRewardRequest(_RequestBase):
+    """Body of POST /api/v1/evals/trace."""
+
+    trace: MultiAgentTrace
+    evaluate_latest: bool = False
+
+    @field_validator("evaluate_latest")
+    @classmethod
+    def _must_be_false(cls, value: bool) -> bool:
+        if value:
+            raise ValueError("evaluate_latest must be false for trace evaluations")
+        return value
+
+    @field_validator("trace")
+    @classmethod
+    def _has_llm_interactions(cls, trace: MultiAgentTrace) -> MultiAgentTrace:
+        return trace.require_llm_interactions()  # its error is a ValueError: a validation error
