@@ -23,14 +23,10 @@ from typing import Any
 from tracejudge import semconv
 from tracejudge.convert._common import as_str, parts_message
 from tracejudge.convert._records import SpanRecord
-from tracejudge.models import AgentInstance
+from tracejudge.models import AgentInstance, is_routing_decision
 
-__all__ = ["recorded_output", "is_routing", "fill_answers"]
+__all__ = ["recorded_output", "fill_answers"]
 
-#: Keys of a routing decision (LangGraph supervisors, router agents).
-ROUTING_KEYS = frozenset(
-    {"next", "route", "goto", "next_agent", "next_node", "next_step", "destination", "route_to"}
-)
 _MAX_JSON_CHARS = 2_000_000  # larger recorded outputs are not parsed (they are states)
 _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
 
@@ -122,17 +118,6 @@ def _message_text(message: Any) -> str | None:
     return None
 
 
-def is_routing(text: str | None) -> bool:
-    """Whether the text is a routing decision: a small JSON object naming where the work
-    goes next (`{"next": "writer"}`, `{"next": "FINISH"}`), not an answer."""
-    if not text or len(text) > 500:
-        return False
-    parsed = _loads(text)
-    if not isinstance(parsed, Mapping) or not 0 < len(parsed) <= 3:
-        return False
-    return any(isinstance(parsed.get(key), str) for key in ROUTING_KEYS)
-
-
 def fill_answers(
     instances: Mapping[str, AgentInstance], root_id: str, recorded: Mapping[str, str]
 ) -> None:
@@ -155,7 +140,7 @@ def fill_answers(
         for child in reversed(agent.child_ids):
             child_agent = instances.get(child)
             answer = child_agent.final_output if child_agent is not None else None
-            if answer and not is_routing(answer):
+            if answer and not is_routing_decision(answer):
                 agent.output = answer
                 return
 

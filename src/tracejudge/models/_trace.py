@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -46,6 +47,27 @@ Interaction = Annotated[
     Annotated[LLMInteraction, Tag("llm_interaction")] | Annotated[str, Tag("agent_instance_id")],
     Discriminator(_interaction_kind),
 ]
+
+
+#: Keys of a routing decision (LangGraph supervisors, router agents).
+ROUTING_KEYS = frozenset(
+    {"next", "route", "goto", "next_agent", "next_node", "next_step", "destination", "route_to"}
+)
+
+
+def is_routing_decision(text: str | None) -> bool:
+    """Whether an agent's text is a routing decision rather than an answer: a small JSON
+    object (at most 3 keys) naming where the work goes next, such as a LangGraph
+    supervisor's `{"next": "writer"}` or `{"next": "FINISH"}`."""
+    if not text or len(text) > 500 or not text.lstrip().startswith("{"):
+        return False
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(parsed, Mapping) or not 0 < len(parsed) <= 3:
+        return False
+    return any(isinstance(parsed.get(key), str) for key in ROUTING_KEYS)
 
 
 class AgentInstance(WireModel):
