@@ -36,6 +36,10 @@ NO_OUTPUTS = {
 }
 
 
+#: The instrumentation scope of OpenLLMetry's openai client spans.
+OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"
+
+
 def meta(name: str) -> dict[str, Any]:
     return json.loads((FIXTURES / f"{name}.meta.json").read_text(encoding="utf-8"))
 
@@ -232,3 +236,21 @@ def test_answers_are_kept_out_of_the_compat_wire_shape() -> None:
     # A round trip through either form gives an equal trace; tracejudge's keeps the answer.
     assert MultiAgentTrace.from_json(trace.to_json()).final_output == trace.final_output
     assert MultiAgentTrace.model_validate(compat) == trace
+
+
+def test_streamed_responses_are_a_gap_in_openllmetry_that_agent_spans_fill() -> None:
+    """The Agents SDK streams (`Runner.run_streamed`) through
+    `responses.with_streaming_response.create(stream=True)`, for which OpenLLMetry's openai
+    instrumentation (what `ComposoTracer.init(instruments="openai")` installs) records no
+    span: the calls are captured only by an agent-framework instrumentation."""
+    name = "openai_agents_openinference_stream_composed"
+    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+    openllmetry = [r for r in records if r.scope == OPENLLMETRY_OPENAI]
+    assert openllmetry == []  # not one span for 3 streamed calls
+    ours_only = [r for r in records if not (r.scope or "").startswith("openinference")]
+    assert not traces_from_spans(sdk_spans(ours_only)).has_llm_interactions
+    trace = converted(name)
+    assert sum(len(a.llm_interactions) for a in trace.iter_agents()) == meta(name)["model_calls"]
+    # Not streamed, the same program's calls are recorded by OpenLLMetry too.
+    plain = decode((FIXTURES / "openai_agents_openinference_composed.pb").read_bytes())[0]
+    assert len([r for r in plain if r.scope == OPENLLMETRY_OPENAI]) == 3
