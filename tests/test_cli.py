@@ -126,3 +126,67 @@ def test_help_exits_cleanly(argv: list[str]) -> None:
     with pytest.raises(SystemExit) as exited:
         main(argv)
     assert exited.value.code == 0
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    assert len(err.strip().splitlines()) == 1, err
+    return err
+
+
+def test_unreadable_input_exits_2_with_one_line_naming_it(tmp_path: Path, capsys) -> None:
+    assert main(["score", str(tmp_path)]) == 2
+    assert f"tracejudge score: {tmp_path} is a directory" in _one_line_error(capsys)
+
+    broken = tmp_path / "broken.json"
+    broken.write_text('{"agent_instance_by_id": 3}')
+    assert main(["score", str(broken)]) == 2
+    err = _one_line_error(capsys)
+    assert f"{broken} is not a valid MultiAgentTrace: root_agent_instance_id" in err
+    assert "(and 1 more)" in err
+
+
+def test_input_without_llm_calls_exits_2_and_says_why(tmp_path: Path, capsys) -> None:
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("")
+    assert main(["score", str(empty)]) == 2
+    first, *why = capsys.readouterr().err.splitlines()
+    assert first == f"tracejudge score: {empty} holds no LLM interaction to score"
+    assert why and all(line.startswith("  ") for line in why)
+
+
+@pytest.mark.parametrize(
+    ("option", "value"), [("--max-tokens", "0"), ("--max-tokens", "1.5"), ("--max-seconds", "nan")]
+)
+def test_budget_options_must_be_positive_numbers(option: str, value: str, capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["score", str(FIXTURES / "openllmetry.jsonl"), option, value])
+    assert exited.value.code == 2
+    assert f"argument {option}:" in capsys.readouterr().err
+
+
+def test_version_and_python_dash_m(capsys) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["--version"])
+    assert exited.value.code == 0
+    assert capsys.readouterr().out.strip() == f"tracejudge {tracejudge.__version__}"
+    done = subprocess.run(
+        [sys.executable, "-m", "tracejudge", "score", "--help"], capture_output=True, text=True
+    )
+    assert done.returncode == 0 and "--max-tokens" in done.stdout
+
+
+def test_demo_reports_an_unwritable_save_path(tmp_path: Path) -> None:
+    target = tmp_path / "missing-dir" / "trace.json"
+    done = subprocess.run(
+        [sys.executable, "-m", "tracejudge", "demo", "--json", "--save-trace", str(target)],
+        capture_output=True,
+        text=True,
+        env=_env_without_judge(),
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert (
+        done.stderr.strip() == f"tracejudge demo: cannot write {target}: No such file or directory"
+    )

@@ -123,6 +123,9 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "osmosis_rubric",
     ],
     "tracejudge.testing": [
+        "Cassette",
+        "CassetteServer",
+        "RecordedExchange",
         "RecordedRequest",
         "Reply",
         "ScriptedLLMServer",

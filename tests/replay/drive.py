@@ -136,7 +136,7 @@ def replay(setup: str, out: Path, names: list[str], folder: Path) -> None:
     trace.set_tracer_provider(provider)
     _instrument(setup, provider)
 
-    from tracejudge._replay import Cassette, CassetteServer
+    from tracejudge.testing import Cassette, CassetteServer
 
     tracer = trace.get_tracer("tracejudge.replay")
     manifest: dict[str, Any] = {}

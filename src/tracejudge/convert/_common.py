@@ -30,10 +30,24 @@ from tracejudge.models import (
 PART_TEXT = "text"
 PART_TOOL_CALL = "tool_call"
 PART_TOOL_RESPONSE = "tool_call_response"
-_SKIPPED_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
+PART_REFUSAL = "refusal"
+REASONING_PARTS = frozenset({"reasoning", "thinking", "redacted_thinking"})
 _MEDIA_PARTS = {"uri": "[file]", "blob": "[file]", "file": "[file]", "image": "[image]"}
 
 FINISH_TOOL_CALLS = "tool_calls"
+
+#: Responses API output items of built-in tools the provider runs itself -> tool name.
+#: The client never sends their results back, so no result is expected.
+SERVER_TOOL_ITEMS = {
+    "web_search_call": "web_search",
+    "file_search_call": "file_search",
+    "code_interpreter_call": "code_interpreter",
+    "mcp_call": "mcp",
+    "mcp_list_tools": "mcp",
+    "image_generation_call": "image_generation",
+}
+#: The name of a built-in tool that ran but whose kind the span did not record.
+UNRECORDED_SERVER_TOOL = "server_tool"
 
 
 @dataclass
@@ -43,6 +57,13 @@ class Extraction:
     `call_aliases` maps Responses API item ids (`fc_…`) to call ids (`call_…`)
     where the span's raw request shows both; `has_content` is False when the
     span carries no messages at all (content capture off).
+
+    `outputs` is the first choice, the answer the program used; `alternatives` the
+    other choices (`n` > 1), never mixed into it. `refusal` is the model's refusal
+    text, kept apart from the answer; `reasoning` the reasoning (summary) texts;
+    `server_tools` the built-in tools the provider ran itself (web search, file search,
+    code interpreter, MCP), whose results the client never sees. `finish_reasons`
+    holds the first choice's reason first.
     """
 
     inputs: list[LLMInput] = field(default_factory=list)
@@ -54,6 +75,36 @@ class Extraction:
     call_aliases: dict[str, str] = field(default_factory=dict)
     has_content: bool = False
     warnings: list[str] = field(default_factory=list)
+    alternatives: list[list[LLMOutput]] = field(default_factory=list)
+    refusal: str | None = None
+    reasoning: list[str] = field(default_factory=list)
+    server_tools: list[LLMToolCall] = field(default_factory=list)
+    _choices: int = 0
+
+    def add_choice(
+        self,
+        texts: Sequence[str],
+        calls: Sequence[LLMToolCall],
+        *,
+        refusal: Sequence[str] = (),
+        reasoning: Sequence[str] = (),
+        finish: str | None = None,
+        same_choice: bool = False,
+    ) -> None:
+        """Add one choice of the answer (or, with `same_choice`, more of the first one:
+        a Responses API answer recorded as several messages)."""
+        outputs = message_outputs(texts, calls)
+        if self._choices and not same_choice:
+            self.alternatives.append(outputs)
+        else:
+            self.outputs.extend(outputs)
+            refused = "\n".join(t for t in refusal if t)
+            if refused:
+                self.refusal = f"{self.refusal}\n{refused}" if self.refusal else refused
+            self.reasoning.extend(t for t in reasoning if t)
+        self._choices = max(self._choices, 1) if same_choice else self._choices + 1
+        if finish and finish not in self.finish_reasons:
+            self.finish_reasons.append(finish)
 
 
 # --------------------------------------------------------------------------- values
@@ -110,13 +161,26 @@ def text_value(value: Any) -> str:
         return to_json_string(value)
 
 
+_FINISH_ALIASES = {
+    "tool_call": FINISH_TOOL_CALLS,
+    "function_call": FINISH_TOOL_CALLS,
+    "tool_use": FINISH_TOOL_CALLS,  # Anthropic
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "max_tokens": "length",
+    "max_output_tokens": "length",  # Responses API `incomplete_details.reason`
+}
+
+
 def finish_reason(value: Any) -> str | None:
-    """One finish reason, normalised: `tool_call` (OpenLLMetry) is `tool_calls`."""
+    """One finish reason, in OpenAI's words: `tool_call` (OpenLLMetry), `function_call`
+    and Anthropic's `tool_use` are `tool_calls`; `end_turn` and `stop_sequence` are
+    `stop`; `max_tokens` is `length`. Others (`content_filter`, `refusal`) are kept."""
     text = as_str(value)
     if text is None:
         return None
     text = text.lower()
-    return FINISH_TOOL_CALLS if text in ("tool_call", "tool_calls", "function_call") else text
+    return _FINISH_ALIASES.get(text, text)
 
 
 def finish_reasons(value: Any) -> list[str]:
@@ -135,7 +199,9 @@ def model_and_usage(attrs: Mapping[str, Any], extraction: Extraction) -> None:
         (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS),
         (semconv.GEN_AI_USAGE_TOTAL_TOKENS, semconv.LLM_USAGE_TOTAL_TOKENS),
     )
-    extraction.finish_reasons = finish_reasons(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
+    extraction.finish_reasons = finish_reasons(
+        attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
+    ) or finish_reasons(attrs.get(semconv.ANTHROPIC_STOP_REASON))
 
 
 def usage(
@@ -302,11 +368,13 @@ def openai_message_inputs(message: Any) -> list[LLMInput]:
 
 
 def parts_message(
-    message: Any, what: str, warnings: list[str]
+    message: Any, what: str, warnings: list[str], apart: dict[str, list[str]] | None = None
 ) -> tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse]]:
     """A semconv message `{role, parts: [...]}` -> (role, texts, tool calls, tool results).
 
-    A message without `parts` is read as an OpenAI-style message.
+    A message without `parts` is read as an OpenAI-style message. Reasoning parts are
+    left out; with `apart` (for outputs) they go to `apart["reasoning"]` and refusal
+    parts to `apart["refusal"]` instead of the texts.
     """
     if not isinstance(message, Mapping):
         warnings.append(f"{what}: a message is not an object; skipped")
@@ -329,9 +397,16 @@ def parts_message(
             calls.append(tool_call(part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == PART_TOOL_RESPONSE:
             result = part["response"] if "response" in part else part.get("result")
+            if isinstance(result, list) and all(
+                isinstance(block, Mapping) and block.get("type") == PART_TEXT for block in result
+            ):
+                result = text_value(result)  # Anthropic text blocks: the result is their text
             responses.append(tool_response(part.get("id"), result, part.get("name")))
-        elif kind in _SKIPPED_PARTS:
-            continue
+        elif kind in REASONING_PARTS:
+            if apart is not None:
+                apart.setdefault("reasoning", []).append(text_value(part.get("content")))
+        elif kind == PART_REFUSAL and apart is not None:
+            apart.setdefault("refusal", []).append(text_value(part.get("content")))
         elif kind in _MEDIA_PARTS:
             modality = as_str(part.get("modality"))
             texts.append(f"[{modality}]" if modality else _MEDIA_PARTS[kind])

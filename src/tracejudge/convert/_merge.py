@@ -29,9 +29,10 @@ one call, and they are the one case that gives a warning.
 
 The group's records are merged into one `Extraction`: the record with output and usage
 wins (then: with inputs, with tools, the outermost), and every field it lacks is filled
-from the others in order (inputs, outputs, tools, model, usage, finish reasons, response
-id, aliases). Usage is never summed: it is the same call's usage seen twice. The
-interaction keeps the winner's times and sits where the outermost span of the group sits.
+from the others in order (inputs, outputs, tools, model, usage, finish reasons, other
+choices, refusal, reasoning, built-in tool calls, aliases). Usage is never summed: it
+is the same call's usage seen twice. The interaction keeps the winner's times and sits
+where the outermost span of the group sits.
 """
 
 from __future__ import annotations
@@ -299,6 +300,10 @@ def merge(call: Call) -> Extraction:
         call_aliases=dict(primary.call_aliases),
         has_content=primary.has_content,
         warnings=list(primary.warnings),
+        alternatives=list(primary.alternatives),
+        refusal=primary.refusal,
+        reasoning=list(primary.reasoning),
+        server_tools=list(primary.server_tools),
     )
     for _, other in call.records:
         if other is primary:
@@ -310,6 +315,10 @@ def merge(call: Call) -> Extraction:
         merged.usage = merged.usage if merged.usage is not None else other.usage
         merged.finish_reasons = merged.finish_reasons or list(other.finish_reasons)
         merged.has_content = merged.has_content or other.has_content
+        merged.alternatives = merged.alternatives or list(other.alternatives)
+        merged.refusal = merged.refusal or other.refusal
+        merged.reasoning = merged.reasoning or list(other.reasoning)
+        merged.server_tools = merged.server_tools or list(other.server_tools)
         for key, value in other.call_aliases.items():
             merged.call_aliases.setdefault(key, value)
         merged.warnings.extend(w for w in other.warnings if w not in merged.warnings)

@@ -97,10 +97,12 @@ def extract(span: SpanRecord) -> Extraction:
         openinference.has_messages(span) or not genai_semconv.has_content(span)
     ):
         extraction = openinference.extract(span)
-    elif not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
-        extraction = openllmetry.extract_legacy(span)
     else:
-        extraction = genai_semconv.extract(span)
+        if not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
+            extraction = openllmetry.extract_legacy(span)
+        else:
+            extraction = genai_semconv.extract(span)
+        openllmetry.unrecorded_server_tools(span, extraction)
     extraction.inputs = smolagents.map_roles(
         extraction.inputs, _describe(span), extraction.warnings
     )
@@ -361,6 +363,11 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         start_time=span.start,
         end_time=span.end,
         error=next((e for e in errors if e is not None), None),
+        finish_reason=extraction.finish_reasons[0] if extraction.finish_reasons else None,
+        refusal=extraction.refusal,
+        alternatives=extraction.alternatives or None,
+        reasoning="\n\n".join(extraction.reasoning) or None,
+        server_tool_calls=extraction.server_tools or None,
     )
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
@@ -372,6 +379,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         extraction.has_content
         and FINISH_TOOL_CALLS in extraction.finish_reasons
         and not interaction.tool_calls
+        and not extraction.server_tools
     ):
         warnings.append(f"{what}: finished for tool calls, but no tool call was recorded")
     elif extraction.inputs and not extraction.outputs and interaction.error is None:

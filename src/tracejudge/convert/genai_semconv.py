@@ -26,11 +26,11 @@ from tracejudge import semconv
 from tracejudge.convert._common import (
     Extraction,
     as_int,
+    as_str,
     finish_reason,
     indexed,
     load_json,
     message_inputs,
-    message_outputs,
     model_and_usage,
     openai_message,
     openai_message_inputs,
@@ -139,12 +139,19 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, what: 
 
     key = semconv.GEN_AI_OUTPUT_MESSAGES
     for message in _message_list(attrs.get(key), f"{what} {key}", extraction):
-        _, texts, calls, _ = parts_message(message, what, extraction.warnings)
-        extraction.outputs.extend(message_outputs(texts, calls))
+        # One output message per choice (`n` > 1 gives several).
+        apart: dict[str, list[str]] = {}
+        _, texts, calls, _ = parts_message(message, what, extraction.warnings, apart)
+        reason = None
         if isinstance(message, Mapping):
             reason = finish_reason(message.get("finish_reason"))
-            if reason and reason not in extraction.finish_reasons:
-                extraction.finish_reasons.append(reason)
+        extraction.add_choice(
+            texts,
+            calls,
+            refusal=apart.get("refusal", ()),
+            reasoning=apart.get("reasoning", ()),
+            finish=reason,
+        )
 
     key = semconv.GEN_AI_TOOL_DEFINITIONS
     if attrs.get(key) is not None:
@@ -205,7 +212,6 @@ def _add_choice(choice: Any, extraction: Extraction) -> None:
             call = openai_tool_call(raw)
             if call is not None:
                 calls.append(call)
-    extraction.outputs.extend(message_outputs(texts, calls))
+    refusal = as_str(message.get("refusal"))
     reason = finish_reason(choice.get("finish_reason"))
-    if reason and reason not in extraction.finish_reasons:
-        extraction.finish_reasons.append(reason)
+    extraction.add_choice(texts, calls, refusal=[refusal] if refusal else (), finish=reason)

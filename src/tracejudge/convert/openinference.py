@@ -2,8 +2,12 @@
 
 OpenInference flattens messages into indexed keys
 (`llm.input_messages.{i}.message.role|content|tool_calls.{j}.tool_call.*`,
-Responses API text under `message.contents.{k}.message_content.text`; indices may
-have gaps), records each tool's whole JSON schema as a string
+Responses API text under `message.contents.{k}.message_content.text`, reasoning as
+contents of type `reasoning`, built-in tools as tool calls named after their item type
+(`web_search_call` ...), legacy `function_call` as `message.function_call_name|
+function_call_arguments_json`, legacy Completions as `llm.prompts.{i}.prompt.text` and
+`llm.choices.{i}.completion.text`; indices may have gaps), keeps the raw response in
+`output.value` (the only place a refusal is), records each tool's whole JSON schema as a string
 (`llm.tools.{i}.tool.json_schema`), the response model in `llm.model_name`, and
 the raw request in `input.value`. Agents are spans of kind AGENT.
 """
@@ -16,23 +20,34 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import (
+    REASONING_PARTS,
+    SERVER_TOOL_ITEMS,
     Extraction,
     as_str,
     finish_reasons,
     indexed,
     load_json,
-    message_outputs,
     openai_message,
     openai_message_inputs,
+    text_value,
+    tool_call,
     tools,
     unflatten,
     usage,
 )
 from tracejudge.convert._records import SpanRecord
+from tracejudge.models import LLMInput
 
 __all__ = ["is_llm", "is_agent", "agent_name", "has_messages", "extract"]
 
 _FUNCTION_CALL_ITEM = "function_call"
+_RESPONSES_SPAN = "Response"
+_FUNCTION_CALL_NAME = "function_call_name"
+_FUNCTION_CALL_ARGUMENTS = "function_call_arguments_json"
+_PROMPTS = "llm.prompts"
+_CHOICES = "llm.choices"
+# Raw response JSON bigger than this is not parsed (it only adds the refusal).
+_MAX_RAW_CHARS = 2_000_000
 
 
 def is_llm(span: SpanRecord) -> bool:
@@ -49,7 +64,12 @@ def agent_name(span: SpanRecord) -> str:
 
 
 def has_messages(span: SpanRecord) -> bool:
-    prefixes = (semconv.LLM_INPUT_MESSAGES + ".", semconv.LLM_OUTPUT_MESSAGES + ".")
+    prefixes = (
+        semconv.LLM_INPUT_MESSAGES + ".",
+        semconv.LLM_OUTPUT_MESSAGES + ".",
+        _PROMPTS + ".",
+        _CHOICES + ".",
+    )
     return any(key.startswith(prefixes) for key in span.attributes)
 
 
@@ -65,26 +85,94 @@ def extract(span: SpanRecord) -> Extraction:
         (semconv.LLM_TOKEN_COUNT_COMPLETION,),
         (semconv.LLM_TOKEN_COUNT_TOTAL,),
     )
-    extraction.finish_reasons = finish_reasons(attrs.get(semconv.LLM_FINISH_REASON))
+    reasons = finish_reasons(attrs.get(semconv.LLM_FINISH_REASON))
+    raw = _raw_response(attrs.get(semconv.OUTPUT_VALUE))
+    responses_api = span.name == _RESPONSES_SPAN or raw.get("object") == "response"
 
     for entry in indexed(unflatten(attrs, semconv.LLM_INPUT_MESSAGES)):
         extraction.inputs.extend(openai_message_inputs(_openai_shape(entry)))
     for entry in indexed(unflatten(attrs, semconv.LLM_OUTPUT_MESSAGES)):
-        _, texts, calls, _ = openai_message(_openai_shape(entry))
-        extraction.outputs.extend(message_outputs(texts, calls))
+        shaped = _openai_shape(entry)
+        calls = []
+        for raw_call in shaped["tool_calls"]:
+            function = raw_call.get("function")
+            name = function.get("name") if isinstance(function, Mapping) else None
+            if name in SERVER_TOOL_ITEMS:
+                call = tool_call(raw_call.get("id"), SERVER_TOOL_ITEMS[name], {})
+                extraction.server_tools.append(call)
+            else:
+                calls.append(raw_call)
+        _, texts, tool_calls, _ = openai_message(dict(shaped, tool_calls=calls))
+        extraction.add_choice(
+            texts,
+            tool_calls,
+            reasoning=shaped["reasoning"],
+            finish=reasons[0] if reasons and not extraction.finish_reasons else None,
+            same_choice=responses_api,
+        )
+    _legacy_completion(attrs, extraction)
+    extraction.refusal = _refusal(raw)
+    for reason in reasons:
+        if reason not in extraction.finish_reasons:
+            extraction.finish_reasons.append(reason)
 
     schemas = []
     for entry in indexed(unflatten(attrs, semconv.LLM_TOOLS)):
         tool = entry.get(semconv.OI_TOOL) if isinstance(entry, Mapping) else None
-        raw = tool.get(semconv.OI_JSON_SCHEMA) if isinstance(tool, Mapping) else None
-        schema = load_json(raw, f"{what} {semconv.LLM_TOOLS}", extraction.warnings)
-        if isinstance(schema, Mapping):
-            schemas.append(schema)
+        raw_schema = tool.get(semconv.OI_JSON_SCHEMA) if isinstance(tool, Mapping) else None
+        schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", extraction.warnings)
+        if isinstance(schema, Mapping) and schema.get("type") in (None, "function"):
+            schemas.append(schema)  # built-in tools (web search ...) have no schema
     if schemas:
         extraction.tools = tools(schemas, extraction.warnings, what)
 
     extraction.call_aliases = _call_aliases(attrs.get(semconv.INPUT_VALUE))
     return extraction
+
+
+def _raw_response(value: Any) -> Mapping[str, Any]:
+    """The raw response JSON (`output.value`) as a dict; empty when absent or unreadable."""
+    if not isinstance(value, str) or len(value) > _MAX_RAW_CHARS:
+        return {}
+    if not value.lstrip().startswith("{"):
+        return {}
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        return {}
+    return parsed if isinstance(parsed, Mapping) else {}
+
+
+def _refusal(raw: Mapping[str, Any]) -> str | None:
+    """The refusal of the first choice: OpenInference flattens none, the raw response
+    keeps it (`choices[0].message.refusal`, Responses API `refusal` content)."""
+    choices = raw.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        message = choices[0].get("message")
+        if isinstance(message, Mapping):
+            return as_str(message.get("refusal"))
+    found = []
+    for item in raw.get("output") or ():
+        for part in item.get("content") or () if isinstance(item, Mapping) else ():
+            if isinstance(part, Mapping) and part.get("type") == "refusal":
+                found.append(as_str(part.get("refusal")) or "")
+    return "\n".join(found) or None
+
+
+def _legacy_completion(attrs: Mapping[str, Any], extraction: Extraction) -> None:
+    """Legacy Completions: `llm.prompts.{i}.prompt.text`, `llm.choices.{i}.completion.text`."""
+    for entry in indexed(unflatten(attrs, _PROMPTS)):
+        prompt = entry.get("prompt") if isinstance(entry, Mapping) else None
+        if isinstance(prompt, Mapping) and prompt.get("text") is not None:
+            extraction.has_content = True
+            extraction.inputs.append(
+                LLMInput(role="user", type="text", content=text_value(prompt["text"]))
+            )
+    for entry in indexed(unflatten(attrs, _CHOICES)):
+        completion = entry.get("completion") if isinstance(entry, Mapping) else None
+        if isinstance(completion, Mapping) and completion.get("text") is not None:
+            extraction.has_content = True
+            extraction.add_choice([text_value(completion["text"])], [])
 
 
 def _requested_model(attrs: Mapping[str, Any]) -> str | None:
@@ -97,16 +185,22 @@ def _requested_model(attrs: Mapping[str, Any]) -> str | None:
 
 
 def _openai_shape(entry: Any) -> dict[str, Any]:
-    """`{message: {role, content, contents, tool_calls: {j: {tool_call: …}}}}` -> OpenAI dict."""
+    """`{message: {role, content, contents, tool_calls: {j: {tool_call: …}}}}` -> OpenAI dict
+    (plus `reasoning`: the texts of reasoning contents, kept out of the content)."""
     message = entry.get(semconv.OI_MESSAGE) if isinstance(entry, Mapping) else None
     if not isinstance(message, Mapping):
-        return {"role": "user", "content": None}
+        return {"role": "user", "content": None, "tool_calls": [], "reasoning": []}
     shaped = dict(message)
+    reasoning: list[str] = []
     if shaped.get("content") is None and "contents" in message:
         parts = []
         for item in indexed(message.get("contents")):
             part = item.get(semconv.OI_MESSAGE_CONTENT) if isinstance(item, Mapping) else None
-            if isinstance(part, Mapping):
+            if not isinstance(part, Mapping):
+                continue
+            if part.get("type") in REASONING_PARTS:
+                reasoning.append(text_value(part.get("text")))
+            else:
                 parts.append({"type": part.get("type") or "text", "text": part.get("text")})
         shaped["content"] = parts
     calls = []
@@ -114,7 +208,12 @@ def _openai_shape(entry: Any) -> dict[str, Any]:
         call = item.get(semconv.OI_TOOL_CALL) if isinstance(item, Mapping) else None
         if isinstance(call, Mapping):
             calls.append(call)
+    name = message.get(_FUNCTION_CALL_NAME)
+    if name is not None:  # legacy `function_call` of Chat Completions
+        arguments = message.get(_FUNCTION_CALL_ARGUMENTS)
+        shaped["function_call"] = {"name": name, "arguments": arguments}
     shaped["tool_calls"] = calls
+    shaped["reasoning"] = reasoning
     return shaped
 
 

@@ -21,21 +21,26 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import (
+    FINISH_TOOL_CALLS,
+    UNRECORDED_SERVER_TOOL,
     Extraction,
     finish_reason,
     has_indexed,
     indexed,
     load_json,
-    message_outputs,
     model_and_usage,
     openai_message,
     openai_message_inputs,
+    tool_call,
     tools,
     unflatten,
 )
 from tracejudge.convert._records import SpanRecord
 
-__all__ = ["is_legacy", "extract_legacy"]
+__all__ = ["is_legacy", "extract_legacy", "unrecorded_server_tools"]
+
+#: OpenLLMetry's span of a Responses API call.
+RESPONSES_SPAN = "openai.response"
 
 
 def is_legacy(span: SpanRecord) -> bool:
@@ -61,11 +66,12 @@ def extract_legacy(span: SpanRecord) -> Extraction:
     for entry in indexed(unflatten(attrs, semconv.GEN_AI_PROMPT)):
         extraction.inputs.extend(openai_message_inputs(_message(entry)))
     for entry in indexed(unflatten(attrs, semconv.GEN_AI_COMPLETION)):
-        _, texts, calls, _ = openai_message(_message(entry, role="assistant"))
-        extraction.outputs.extend(message_outputs(texts, calls))
+        message = _message(entry, role="assistant")
+        _, texts, calls, _ = openai_message(message)
         reason = finish_reason(entry.get("finish_reason")) if isinstance(entry, Mapping) else None
-        if reason and reason not in extraction.finish_reasons:
-            extraction.finish_reasons.append(reason)
+        refusal = message.get("refusal")
+        refused = [str(refusal)] if refusal else []
+        extraction.add_choice(texts, calls, refusal=refused, finish=reason)
 
     functions = []
     for entry in indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS)):
@@ -102,3 +108,22 @@ def _content(value: Any) -> Any:
         if isinstance(parts, list) and all(isinstance(p, Mapping) and "type" in p for p in parts):
             return parts
     return value
+
+
+def unrecorded_server_tools(span: SpanRecord, extraction: Extraction) -> None:
+    """A built-in tool (web search ...) ran in this Responses API call, unrecorded.
+
+    OpenLLMetry writes no output item of a built-in tool, only the finish reason
+    `tool_call` it derives from the output item types (the Responses API has no finish
+    reason of its own). An answer with that reason and no function call therefore ran a
+    server-side tool: it is recorded as one of unknown kind, and the finish reason is
+    `stop` (the answer is complete).
+    """
+    if span.name != RESPONSES_SPAN or FINISH_TOOL_CALLS not in extraction.finish_reasons:
+        return
+    if any(not isinstance(o.content, str) for o in extraction.outputs) or not extraction.outputs:
+        return
+    extraction.server_tools.append(tool_call("", UNRECORDED_SERVER_TOOL, {}))
+    extraction.finish_reasons = [
+        "stop" if r == FINISH_TOOL_CALLS else r for r in extraction.finish_reasons
+    ]

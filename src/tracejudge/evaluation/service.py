@@ -83,7 +83,7 @@ class TraceRequest:
 def named_evaluator(name: str) -> Criterion:
     """The criterion an `evaluator_name` names: a built-in check (`tool_arguments`, ...) or
     a ready-made criterion of `tracejudge.criteria` (`agent_tool_use`, ...)."""
-    from tracejudge import criteria
+    from tracejudge.evaluation import criteria
     from tracejudge.evaluation._checks.defaults import ALL
 
     key = name.strip()

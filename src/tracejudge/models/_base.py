@@ -21,7 +21,20 @@ from pydantic import (
 __all__ = ["EXTENSIONS", "INTERACTION_EXTENSION_FIELDS", "WireModel"]
 
 #: Fields tracejudge adds to `LLMInteraction`; serialised only when asked for (see below).
-INTERACTION_EXTENSION_FIELDS = frozenset({"model", "usage", "start_time", "end_time", "error"})
+INTERACTION_EXTENSION_FIELDS = frozenset(
+    {
+        "model",
+        "usage",
+        "start_time",
+        "end_time",
+        "error",
+        "finish_reason",
+        "refusal",
+        "alternatives",
+        "reasoning",
+        "server_tool_calls",
+    }
+)
 
 #: Serialisation context key: ``model_dump(context={EXTENSIONS: True})`` keeps the
 #: extension fields (what `to_json()` and `to_wire()` do).

@@ -21,11 +21,22 @@ class TokenUsage(WireModel):
 class LLMInteraction(WireModel):
     """One call to a model: what it was given, what it answered, which tools it could use.
 
-    `model`, `usage`, `start_time`, `end_time` (Unix seconds) and `error` are
-    tracejudge extensions, filled by the converter from span attributes. They are
+    `model`, `usage`, `start_time`, `end_time` (Unix seconds), `error`,
+    `finish_reason`, `refusal`, `alternatives`, `reasoning` and `server_tool_calls`
+    are tracejudge extensions, filled by the converter from span attributes. They are
     not part of the wire shape: the default JSON leaves them out, `to_json()` /
     `model_dump(context={EXTENSIONS: True})` keep them, and equality ignores them
     (they measure a call; they do not make it a different call).
+
+    - `finish_reason`: why the first choice ended, in OpenAI's words (`stop`,
+      `length`, `tool_calls`, `content_filter`, ...; Anthropic's are mapped).
+    - `refusal`: the model's refusal text; a refused call has no text answer.
+    - `alternatives`: the other choices of a call with `n` > 1; `output_messages` is
+      the first choice, the one the program used.
+    - `reasoning`: the reasoning (summary) the model returned, apart from the answer.
+    - `server_tool_calls`: built-in tools the provider ran itself (web search, file
+      search, code interpreter, MCP); no result is expected from the client, and what
+      they returned is not recorded (name `server_tool` when the kind is unknown).
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -40,6 +51,11 @@ class LLMInteraction(WireModel):
     start_time: float | None = None
     end_time: float | None = None
     error: str | None = None
+    finish_reason: str | None = None
+    refusal: str | None = None
+    alternatives: list[list[LLMOutput]] | None = None
+    reasoning: str | None = None
+    server_tool_calls: list[LLMToolCall] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LLMInteraction):

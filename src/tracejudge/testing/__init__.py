@@ -51,7 +51,17 @@ recorded requests, ``Reply.delay``, ``Reply.error`` (through the renderer's ``er
 
 from __future__ import annotations
 
+from tracejudge.testing._cassettes import Cassette, CassetteServer, RecordedExchange
 from tracejudge.testing._replies import RecordedRequest, Reply, ToolCall, token_logprobs
 from tracejudge.testing._server import ScriptedLLMServer
 
-__all__ = ["RecordedRequest", "Reply", "ScriptedLLMServer", "ToolCall", "token_logprobs"]
+__all__ = [
+    "Cassette",
+    "CassetteServer",
+    "RecordedExchange",
+    "RecordedRequest",
+    "Reply",
+    "ScriptedLLMServer",
+    "ToolCall",
+    "token_logprobs",
+]

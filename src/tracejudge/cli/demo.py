@@ -11,12 +11,19 @@ configured (argument or environment), natural-language criteria are scored too.
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
+from tracejudge.cli._errors import UsageError
+from tracejudge.errors import MissingDependencyError
+from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
+from tracejudge.report import format_agent_tree, format_results
+
+if TYPE_CHECKING:
+    from tracejudge.testing import Reply
 
 MODEL = "gpt-4.1-mini"
 
@@ -64,6 +71,8 @@ def _run_tool(name: str, arguments: dict[str, Any]) -> str:
 
 def scripted_replies() -> list[Reply]:
     """What the scripted model answers, in call order."""
+    from tracejudge.testing import Reply, ToolCall
+
     return [
         Reply.text("Plan: the researcher checks weather and hotels, the writer drafts the note."),
         Reply.tool_calls(
@@ -104,10 +113,10 @@ def run_program(base_url: str) -> Any:
     """The traced multi-agent program; returns the planner's AgentTracer."""
     try:
         from openai import OpenAI
-    except ImportError as error:  # pragma: no cover - depends on the install
-        raise SystemExit(
-            "the demo drives the real openai client: pip install 'tracejudge[demo]'"
-        ) from error
+    except ImportError:  # pragma: no cover - depends on the install
+        raise MissingDependencyError(
+            "openai", "demo", "the demo, which drives the real openai client,"
+        ) from None
 
     from tracejudge import AgentTracer
 
@@ -134,10 +143,6 @@ def run_program(base_url: str) -> Any:
     return planner
 
 
-def _count(number: int, noun: str) -> str:
-    return f"{number} {noun}" if number == 1 else f"{number} {noun}s"
-
-
 def _configured_judge(judge: str | None) -> Any:
     if judge:
         return judge
@@ -146,12 +151,46 @@ def _configured_judge(judge: str | None) -> Any:
     return default_judge()
 
 
+def _as_list(answer: Any) -> list[MultiAgentTraceResponse]:
+    return answer if isinstance(answer, list) else [answer]
+
+
+_NO_JUDGE = (
+    "No judge configured: scoring with the deterministic checks only. Set "
+    "TRACEJUDGE_JUDGE=openai:gpt-4.1-mini (or OPENAI_BASE_URL for a local model) "
+    "to add natural-language criteria.\n"
+)
+
+
+def _score(trace: MultiAgentTrace, judge: Any) -> list[MultiAgentTraceResponse]:
+    """The checks' answers, then the judge's on two ready-made criteria when one is set."""
+    from tracejudge import checks
+    from tracejudge.client import Composo
+
+    criteria: list[Any] = [*checks.ALL, checks.budgets(max_tokens=2000, max_seconds=30)]
+    with Composo() as client:
+        responses = _as_list(client.evaluate_trace(trace, criteria=criteria))
+    if judge is not None:
+        from tracejudge import criteria as ready_made
+
+        try:
+            with Composo(judge=judge) as client:
+                answer = client.evaluate_trace(
+                    trace, criteria=[ready_made.agent_tool_use, ready_made.agent_goal_pursuit]
+                )
+            responses.extend(_as_list(answer))
+        except Exception as error:  # the checks still stand when the judge fails
+            print(f"judge {judge!s} failed: {error}", file=sys.stderr)
+    return responses
+
+
 def run_demo(
     *, judge: str | None = None, as_json: bool = False, save_trace: str | None = None
 ) -> int:
+    """Run the scripted program traced, score its trace, print the report (or JSON
+    lines of the responses) to standard output; write the trace to `save_trace`."""
     from tracejudge import ComposoTracer, Instruments
-    from tracejudge.cli import format_results
-    from tracejudge.client import Composo
+    from tracejudge.testing import ScriptedLLMServer
 
     ComposoTracer.init(instruments=Instruments.OPENAI)
     with ScriptedLLMServer(scripted_replies()) as server:
@@ -159,52 +198,45 @@ def run_demo(
     trace = planner.trace
     ComposoTracer.force_flush()
     if save_trace:
-        Path(save_trace).write_text(trace.to_json(indent=2))
-
-    out = sys.stdout
-    if not as_json:
-        print("Traced agents (depth first):", file=out)
-        for agent in trace.iter_agents():
-            parent = trace.parent_of(agent.id)
-            calls = sum(len(i.tool_calls) for i in agent.llm_interactions)
-            llm_calls = len(agent.llm_interactions)
-            print(
-                f"  {agent.name:<11} {_count(llm_calls, 'LLM call')}, {_count(calls, 'tool call')}"
-                + (f", child of {parent.name}" if parent else ""),
-                file=out,
-            )
-        print(file=out)
-
-    from tracejudge import checks
-
-    criteria: list[Any] = list(checks.ALL)
-    criteria.append(checks.budgets(max_tokens=2000, max_seconds=30))
-    responses = []
-    with Composo() as client:
-        answer = client.evaluate_trace(trace, criteria=criteria)
-    responses.extend(answer if isinstance(answer, list) else [answer])
-    configured = _configured_judge(judge)
-    if configured is not None:
-        from tracejudge import criteria as ready_made
-
         try:
-            with Composo(judge=configured) as client:
-                answer = client.evaluate_trace(
-                    trace, criteria=[ready_made.agent_tool_use, ready_made.agent_goal_pursuit]
-                )
-            responses.extend(answer if isinstance(answer, list) else [answer])
-        except Exception as error:  # the checks still stand when the judge fails
-            print(f"judge {configured!s} failed: {error}", file=sys.stderr)
-    elif not as_json:
-        print(
-            "No judge configured: scoring with the deterministic checks only. Set "
-            "TRACEJUDGE_JUDGE=openai:gpt-4.1-mini (or OPENAI_BASE_URL for a local model) "
-            "to add natural-language criteria.\n",
-            file=out,
-        )
+            Path(save_trace).write_text(trace.to_json(indent=2))
+        except OSError as error:
+            raise UsageError(f"cannot write {save_trace}: {error.strerror or error}") from None
+
+    if not as_json:
+        print("Traced agents (depth first):")
+        print(format_agent_tree(trace))
+        print()
+    configured = _configured_judge(judge)
+    responses = _score(trace, configured)
+    if configured is None and not as_json:
+        print(_NO_JUDGE)
     if as_json:
         for response in responses:
-            print(response.model_dump_json(), file=out)
+            print(response.model_dump_json())
     else:
-        print(format_results(trace, responses), file=out)
+        print(format_results(trace, responses))
     return 0
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command."""
+    return run_demo(judge=args.judge, as_json=args.json, save_trace=args.save_trace)
+
+
+def add_parser(commands: Any) -> None:
+    """Register `demo` on the `tracejudge` command's subparsers."""
+    demo = commands.add_parser(
+        "demo",
+        help="trace a scripted multi-agent program offline and score it",
+        description="Run a scripted multi-agent program (the real openai client against a "
+        "local scripted server: no network, no key), trace it and score the trace.",
+    )
+    demo.add_argument(
+        "--judge",
+        help="also score natural-language criteria with this judge, e.g. openai:gpt-4.1-mini "
+        "(default: TRACEJUDGE_JUDGE / OPENAI_API_KEY / OPENAI_BASE_URL when set)",
+    )
+    demo.add_argument("--json", action="store_true", help="print results as JSON lines")
+    demo.add_argument("--save-trace", metavar="PATH", help="write the captured trace as JSON")
+    demo.set_defaults(run=run)

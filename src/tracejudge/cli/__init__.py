@@ -1,0 +1,75 @@
+"""The `tracejudge` command.
+
+    tracejudge demo                  trace a scripted multi-agent program offline and score it
+    tracejudge score traces.jsonl    score traces from an OTLP file (protobuf or JSON lines)
+                                     or a MultiAgentTrace JSON file
+
+One module per command (`demo`, `score`), each with `add_parser(commands)`, which
+registers the command's arguments and its `run(args) -> exit status`. Reports are
+printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
+error, no judge for a criterion), 2 bad usage or input (one line on stderr naming
+the problem), 130 interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+from collections.abc import Sequence
+
+from tracejudge.cli import demo, score
+from tracejudge.cli._errors import UsageError
+from tracejudge.cli._inputs import load_traces
+
+__all__ = ["UsageError", "build_parser", "load_traces", "main"]
+
+#: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
+#: is a module beside these with the same `add_parser`, added here.
+COMMANDS = (demo, score)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of `tracejudge` and all its commands."""
+    from tracejudge import __version__
+
+    parser = argparse.ArgumentParser(
+        prog="tracejudge", description="Trace LLM agents with OpenTelemetry and score the traces."
+    )
+    parser.add_argument("--version", action="version", version=f"tracejudge {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="log what the converter and judges do"
+    )
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for command in COMMANDS:
+        command.add_parser(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run `tracejudge` with `argv` (default: the process's arguments); return the exit
+    status. Bad arguments and `--help` / `--version` exit through argparse
+    (`SystemExit`, status 2 and 0)."""
+    args = build_parser().parse_args(argv)
+    # Problems the commands report themselves are also logged; show the log only on request.
+    logging.basicConfig(
+        level=logging.INFO if args.verbose else logging.ERROR, format="%(name)s: %(message)s"
+    )
+    from tracejudge.errors import ComposoError
+
+    prefix = f"tracejudge {args.command}:"
+    try:
+        return int(args.run(args))
+    except UsageError as error:
+        print(prefix, error, file=sys.stderr)
+        for detail in error.details:
+            print(f"  {detail}", file=sys.stderr)
+        return error.exit_code
+    except ComposoError as error:
+        print(prefix, error, file=sys.stderr)
+        return 1
+    except ImportError as error:  # an optional dependency, e.g. opentelemetry-proto
+        print(prefix, error, file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
