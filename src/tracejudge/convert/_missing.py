@@ -6,9 +6,10 @@ instrumentation that wrote the span and, where one is known, the fix.
 
 from __future__ import annotations
 
+from tracejudge.convert._common import Extraction
 from tracejudge.convert._records import SpanRecord
 
-__all__ = ["no_output_warning", "KNOWN_FIXES"]
+__all__ = ["output_missing", "no_output_warning", "KNOWN_FIXES"]
 
 #: Instrumentation scope -> what records the output instead.
 KNOWN_FIXES: dict[str, str] = {
@@ -20,6 +21,18 @@ KNOWN_FIXES: dict[str, str] = {
         "(ComposoTracer.init(instruments='openai')), whose span supplies the output"
     ),
 }
+
+
+def output_missing(extraction: Extraction) -> bool:
+    """Whether the call's input was recorded and nothing of its answer: no output, no
+    finish reason, no refusal (a refused or filtered answer is an answer)."""
+    return bool(extraction.inputs) and not (
+        extraction.outputs
+        or extraction.finish_reasons
+        or extraction.refusal
+        or extraction.alternatives
+        or extraction.server_tools
+    )
 
 
 def no_output_warning(span: SpanRecord) -> str:

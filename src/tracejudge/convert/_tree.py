@@ -382,7 +382,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         and not extraction.server_tools
     ):
         warnings.append(f"{what}: finished for tool calls, but no tool call was recorded")
-    elif extraction.inputs and not extraction.outputs and interaction.error is None:
+    elif _missing.output_missing(extraction) and interaction.error is None:
         warnings.append(_missing.no_output_warning(span))
     return interaction
 
