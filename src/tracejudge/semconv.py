@@ -89,3 +89,27 @@ OI_JSON_SCHEMA = "json_schema"
 OI_TOOL_CALL = "tool_call"
 OI_MESSAGE_CONTENT = "message_content"
 LLM_FINISH_REASON = "llm.finish_reason"
+
+# Agent frameworks and their instrumentations (convert/_agents.py, convert/langgraph.py,
+# convert/smolagents.py, convert/_answers.py, convert/_tools.py)
+OPENINFERENCE_KIND_TOOL = "TOOL"
+OPENINFERENCE_METADATA = "metadata"  # JSON: LangChain run metadata (langgraph_node ...)
+TOOL_NAME = "tool.name"
+OPERATION_EXECUTE_TASK = "execute_task"
+OPERATION_HANDOFF = "handoff"
+GEN_AI_TASK_NAME = "gen_ai.task.name"
+GEN_AI_TASK_OUTPUT = "gen_ai.task.output"
+GEN_AI_TOOL_CALL_ARGUMENTS = "gen_ai.tool.call.arguments"
+GEN_AI_TOOL_CALL_RESULT = "gen_ai.tool.call.result"
+GEN_AI_HANDOFF_FROM_AGENT = "gen_ai.handoff.from_agent"
+TRACELOOP_SPAN_KIND = "traceloop.span.kind"
+TRACELOOP_KIND_WORKFLOW = "workflow"
+TRACELOOP_KIND_TASK = "task"
+TRACELOOP_WORKFLOW_NAME = "traceloop.workflow.name"
+TRACELOOP_ENTITY_OUTPUT = "traceloop.entity.output"
+TRACELOOP_LANGGRAPH_NODE = "traceloop.association.properties.langgraph_node"
+LANGGRAPH_NODE = "langgraph_node"  # key in OpenInference's metadata JSON
+PYDANTIC_AI_FINAL_RESULT = "final_result"
+CREWAI_CREW_NAME = "crewai.crew.name"
+CREWAI_CREW_RESULT = "crewai.crew.result"
+CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span

@@ -310,7 +310,7 @@ def merge(call: Call) -> Extraction:
             continue
         merged.inputs = merged.inputs or list(other.inputs)
         merged.outputs = merged.outputs or list(other.outputs)
-        merged.tools = merged.tools if merged.tools is not None else other.tools
+        merged.tools = _more_tools(merged.tools, other.tools)
         merged.model = merged.model or other.model
         merged.usage = merged.usage if merged.usage is not None else other.usage
         merged.finish_reasons = merged.finish_reasons or list(other.finish_reasons)
@@ -323,3 +323,15 @@ def merge(call: Call) -> Extraction:
             merged.call_aliases.setdefault(key, value)
         merged.warnings.extend(w for w in other.warnings if w not in merged.warnings)
     return merged
+
+
+def _more_tools(kept: list[Any] | None, other: list[Any] | None) -> list[Any] | None:
+    """The kept tool list, or the other record's when it offers every kept tool and more:
+    an instrumentation may leave some tools out (OpenInference's smolagents records no
+    managed-agent tool), and the tools offered to one call are one list."""
+    if kept is None:
+        return other
+    if other is None or len(other) <= len(kept):
+        return kept
+    names = {tool.name for tool in other}
+    return other if all(tool.name in names for tool in kept) else kept

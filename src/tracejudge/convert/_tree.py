@@ -12,11 +12,21 @@ recorded by several instrumentations (nested or side by side) is one interaction
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from tracejudge import semconv
-from tracejudge.convert import _merge, genai_semconv, openinference, openllmetry
+from tracejudge.convert import (
+    _agents,
+    _answers,
+    _merge,
+    _missing,
+    _tools,
+    genai_semconv,
+    openinference,
+    openllmetry,
+    smolagents,
+)
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.models import (
@@ -60,20 +70,9 @@ class _Agent:
 
 
 def agent_identity(span: SpanRecord) -> tuple[str | None, str] | None:
-    """(declared agent id or None, agent name) when the span is an agent run."""
-    attrs = span.attributes
-    prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    named_like_agent = span.name == prefix or span.name.startswith(prefix + " ")
-    if operation == semconv.OPERATION_INVOKE_AGENT or (operation is None and named_like_agent):
-        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
-        if name is None and named_like_agent:
-            name = span.name[len(prefix) :].strip() or None
-        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name or "agent"
-    if openinference.is_agent(span):
-        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)) or openinference.agent_name(span)
-        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
-    return None
+    """(declared agent id or None, agent name) when the span itself is an agent run
+    (LangGraph nodes, found from the whole trace, are not seen here: see `_agents`)."""
+    return _agents.identity(span)
 
 
 def is_llm_span(span: SpanRecord) -> bool:
@@ -97,12 +96,16 @@ def extract(span: SpanRecord) -> Extraction:
     if openinference.is_llm(span) and (
         openinference.has_messages(span) or not genai_semconv.has_content(span)
     ):
-        return openinference.extract(span)
-    if not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
-        extraction = openllmetry.extract_legacy(span)
+        extraction = openinference.extract(span)
     else:
-        extraction = genai_semconv.extract(span)
-    openllmetry.unrecorded_server_tools(span, extraction)
+        if not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
+            extraction = openllmetry.extract_legacy(span)
+        else:
+            extraction = genai_semconv.extract(span)
+        openllmetry.unrecorded_server_tools(span, extraction)
+    extraction.inputs = smolagents.map_roles(
+        extraction.inputs, _describe(span), extraction.warnings
+    )
     return extraction
 
 
@@ -166,6 +169,8 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
 def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
     ordered = sorted(enumerate(spans), key=lambda item: _sort_key(item[1], item[0]))
     spans = [span for _, span in ordered]
+    layout = _agents.layout(spans)
+    spans = layout.spans
     seq = {span.span_id: i for i, span in enumerate(spans)}
     by_id = {span.span_id: span for span in spans}
 
@@ -173,7 +178,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     llm_spans: list[SpanRecord] = []
     used_ids: set[str] = set()
     for span in spans:
-        identity = agent_identity(span)
+        identity = layout.identities.get(span.span_id)
         if identity is not None:
             declared, name = identity
             agent_id = declared or span.span_id
@@ -283,6 +288,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     for agent in all_agents:
         agent.items.sort(key=lambda item: item[0])
     _join_tool_ids(all_agents, aliases)
+    _supply_tool_results(spans, agents, root, placement)
 
     by_agent_id = {agent.id: agent for agent in all_agents}
     instances: dict[str, AgentInstance] = {}
@@ -295,6 +301,14 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             id=agent.id, name=agent.name, interactions=[item for _, item in agent.items]
         )
         stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
+    recorded = {}
+    for span_id, agent in agents.items():
+        for record in layout.output_spans.get(span_id, []):
+            text = _answers.recorded_output(record)
+            if text is not None:
+                recorded[agent.id] = text
+                break
+    _answers.fill_answers(instances, root.id, recorded)
     return MultiAgentTrace(
         root_agent_instance_id=root.id, agent_instance_by_id=instances, warnings=warnings
     )
@@ -368,7 +382,28 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         and not extraction.server_tools
     ):
         warnings.append(f"{what}: finished for tool calls, but no tool call was recorded")
+    elif _missing.output_missing(extraction) and interaction.error is None:
+        warnings.append(_missing.no_output_warning(span))
     return interaction
+
+
+def _supply_tool_results(
+    spans: list[SpanRecord],
+    agents: dict[str, _Agent],
+    root: _Agent,
+    placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
+) -> None:
+    """Complete each agent's tool results from its tool spans (see `_tools`)."""
+    runs: dict[int, list[_tools.ToolRun]] = {}
+    for span in spans:
+        run = _tools.tool_run(span)
+        if run is not None:
+            agent_span_id = placement(span)[0]
+            owner = agents[agent_span_id] if agent_span_id is not None else root
+            runs.setdefault(id(owner), []).append(run)
+    for owner in [root, *agents.values()]:
+        interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
+        _tools.supply_results(interactions, runs.get(id(owner), []))
 
 
 # --------------------------------------------------------------------------- tool call ids

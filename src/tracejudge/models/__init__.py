@@ -66,6 +66,7 @@ from tracejudge.models._trace import (
     AgentInstance,
     Interaction,
     MultiAgentTrace,
+    is_routing_decision,
     no_llm_interactions_error,
 )
 
@@ -83,6 +84,7 @@ __all__ = [
     "Interaction",
     "AgentInstance",
     "MultiAgentTrace",
+    "is_routing_decision",
     "EXTENSIONS",
     "INTERACTION_EXTENSION_FIELDS",
     "NO_LLM_INTERACTIONS_HINT",

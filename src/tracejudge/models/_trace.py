@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Annotated, Any
 
@@ -48,14 +49,53 @@ Interaction = Annotated[
 ]
 
 
+#: Keys of a routing decision (LangGraph supervisors, router agents).
+ROUTING_KEYS = frozenset(
+    {"next", "route", "goto", "next_agent", "next_node", "next_step", "destination", "route_to"}
+)
+
+
+def is_routing_decision(text: str | None) -> bool:
+    """Whether an agent's text is a routing decision rather than an answer: a small JSON
+    object (at most 3 keys) naming where the work goes next, such as a LangGraph
+    supervisor's `{"next": "writer"}` or `{"next": "FINISH"}`."""
+    if not text or len(text) > 500 or not text.lstrip().startswith("{"):
+        return False
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return False
+    if not isinstance(parsed, Mapping) or not 0 < len(parsed) <= 3:
+        return False
+    return any(isinstance(parsed.get(key), str) for key in ROUTING_KEYS)
+
+
 class AgentInstance(WireModel):
-    """One run of one agent: its model calls and, in order among them, its child agents' ids."""
+    """One run of one agent: its model calls and, in order among them, its child agents' ids.
+
+    `output` is a tracejudge extension: the agent's answer as its framework recorded it
+    (an agent span's own output), or, for an agent that made no model call of its own, the
+    answer of its last child that gave one (routing decisions skipped). Like the
+    interaction extensions it is left out of the wire shape unless asked for, and
+    equality ignores it.
+    """
 
     model_config = ConfigDict(extra="forbid")
+    _extensions = frozenset({"output"})
 
     id: str
     name: str
     interactions: list[Interaction] = Field(default_factory=list)
+    output: str | None = None
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, AgentInstance):
+            return NotImplemented
+        return (
+            self.id == other.id
+            and self.name == other.name
+            and self.interactions == other.interactions
+        )
 
     @property
     def llm_interactions(self) -> list[LLMInteraction]:
@@ -70,7 +110,10 @@ class AgentInstance(WireModel):
 
     @property
     def final_output(self) -> str | None:
-        """The text of this agent's last model answer that has text, or None."""
+        """The agent's answer: `output` when set (what its framework recorded), else the
+        text of its last model answer that has text, or None."""
+        if self.output is not None:
+            return self.output
         for interaction in reversed(self.llm_interactions):
             text = interaction.output_text
             if text:

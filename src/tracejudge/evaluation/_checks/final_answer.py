@@ -1,15 +1,22 @@
 """The `final_answer` check: the agent ended with a non-empty answer, not a dangling tool
 call or a refusal.
+
+Agent frameworks end an agent's work in other ways too: a `final_answer` tool call is the
+agent's answer (smolagents), a hand-off (`transfer_to_<agent>` in the OpenAI Agents SDK)
+passes the work on to another agent, and a router's routing decision (a LangGraph
+supervisor's `{"next": "FINISH"}`) says where the work goes, not what the user is told.
 """
 
 from __future__ import annotations
+
+import json
 
 from tracejudge.evaluation._checks.calls import call_outcomes
 from tracejudge.evaluation._checks.explain import NOT_RECORDED, plural
 from tracejudge.evaluation._checks.numbers import mentions
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
 from tracejudge.evaluation._checks.text import refusal, short
-from tracejudge.models import LLMToolCall, ScoreResponse
+from tracejudge.models import LLMToolCall, ScoreResponse, is_routing_decision
 
 #: Answers up to this long that state no value are read whole for a refusal.
 _SHORT_ANSWER = 300
@@ -21,21 +28,31 @@ _FAILURES = {
     "unknown": "left no recorded result",
 }
 
-__all__ = ["FinalAnswer", "final_answer"]
+#: Tool names whose call is the agent's answer (smolagents' `final_answer`).
+ANSWER_TOOLS = frozenset({"final_answer"})
+#: The prefix of the Agents SDK's hand-off tools (`transfer_to_<agent>`).
+HANDOFF_PREFIX = "transfer_to_"
+
+__all__ = ["FinalAnswer", "final_answer", "ANSWER_TOOLS", "HANDOFF_PREFIX"]
 
 
 class FinalAnswer(BuiltinCheck):
     """The agent ended with a non-empty answer: not a dangling tool call, not empty, and
     not a refusal or apology when the tools it called succeeded.
 
-    The final answer is the agent's last LLM interaction. It fails (0.0) when it asks for a
-    tool (unless a child agent ran after it: a hand-off is not scored, None), when its text
+    The final answer is the agent's last LLM interaction, or the answer of a `final_answer`
+    tool call made there. It fails (0.0) when it asks for another tool (unless it hands
+    off: a child agent ran after it, or the tool is `transfer_to_<agent>` and that agent
+    ran in the trace; a hand-off is not scored, None), when its text
     is empty, or when it refuses or apologises ("I'm sorry", "I cannot", "unable to") -
     in its first sentence, or anywhere in a short answer that states no value, not in a
     caveat after a real answer - although the agent called tools and every call it made
     got a result that is neither an error nor empty. Other refusals (after a failed or
     empty tool result, or from an agent that called no tool) are left to a judge: 1.0,
     noted.
+
+    A routing decision (`{"next": "writer"}`) is not an answer: None, scored where the
+    work went.
 
     Score: 1.0 or 0.0; None for an agent without LLM interactions, or whose last
     interaction recorded no message content.
@@ -51,9 +68,17 @@ class FinalAnswer(BuiltinCheck):
         where = run.where(index)
         if not last.input_messages and not last.output_messages and not last.error:
             return ScoreResponse(score=None, explanation=f"{where}: {NOT_RECORDED}.")
-        if last.tool_calls:
+        answer_call = next((c for c in last.tool_calls if c.name in ANSWER_TOOLS), None)
+        if last.tool_calls and answer_call is None:
             return self._ends_with_call(run, where, last.tool_calls)
-        answer = last.output_text
+        answer = _answer_of(answer_call) if answer_call is not None else last.output_text
+        if is_routing_decision(answer):
+            return ScoreResponse(
+                score=None,
+                explanation=f"{where}: {run.name} ended with a routing decision "
+                f"{short(answer, 80)!r}, not an answer; the answer is scored where the work "
+                "went.",
+            )
         if not answer.strip():
             why = f" (the model call failed: {short(last.error, 100)})" if last.error else ""
             return ScoreResponse(
@@ -74,6 +99,23 @@ class FinalAnswer(BuiltinCheck):
     @staticmethod
     def _ends_with_call(run: Run, where: str, calls: list[LLMToolCall]) -> ScoreResponse:
         child = run.handed_off_to
+        names = {agent.name for agent in run.trace.agent_instance_by_id.values()}
+        handoff = next(
+            (
+                c
+                for c in calls
+                if c.name.startswith(HANDOFF_PREFIX)
+                and c.name[len(HANDOFF_PREFIX) :] in names - {run.name}
+            ),
+            None,
+        )
+        if child is None and handoff is not None:
+            target = handoff.name[len(HANDOFF_PREFIX) :]
+            return ScoreResponse(
+                score=None,
+                explanation=f"{where}: {run.name} handed off to {target} with tool call "
+                f"{handoff.id} ({handoff.name}); its answer is scored there.",
+            )
         if child is not None:
             agent = run.trace.agent_instance_by_id.get(child)
             name = agent.name if agent is not None else child
@@ -111,6 +153,22 @@ class FinalAnswer(BuiltinCheck):
             explanation=f"{where}: {run.name} answered, apologising ({phrase!r}) {reason}; "
             "whether that is right is left to a judge.",
         )
+
+
+def _answer_of(call: LLMToolCall) -> str:
+    """The answer a `final_answer` tool call gives: its `answer` argument (or its only
+    argument), else its arguments as they are."""
+    try:
+        arguments = json.loads(call.parameters)
+    except ValueError:
+        return call.parameters
+    if isinstance(arguments, dict):
+        value = arguments.get(
+            "answer", next(iter(arguments.values())) if len(arguments) == 1 else None
+        )
+        if value is not None:
+            return value if isinstance(value, str) else json.dumps(value)
+    return call.parameters
 
 
 final_answer: FinalAnswer = FinalAnswer()

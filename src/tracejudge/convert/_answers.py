@@ -1,0 +1,149 @@
+"""Each agent's answer, and the answer the user got.
+
+An agent span's own recorded output is that agent's answer (`AgentInstance.output`):
+pydantic-ai's `final_result`, OpenInference's `output.value` on AGENT spans (smolagents
+answers through a `final_answer` tool call, so its model's last text is not the answer),
+`gen_ai.output.messages` on `invoke_agent` spans, OpenLLMetry's
+`traceloop.entity.output` / `gen_ai.task.output` on workflows, CrewAI's crew result and
+the `raw` answer of its task outputs. A
+graph's recorded output is its final state: the answer is its last message.
+
+An agent that made no model call of its own (a workflow wrapper, the implicit root, a
+user's `AgentTracer("app")`, a graph) and recorded no output answers with its last
+child that answered, skipping routing decisions: a router's `{"next": "FINISH"}` says
+where the work went, not what the user was told.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge.convert._common import as_str, parts_message
+from tracejudge.convert._records import SpanRecord
+from tracejudge.models import AgentInstance, is_routing_decision
+
+__all__ = ["recorded_output", "fill_answers"]
+
+_MAX_JSON_CHARS = 2_000_000  # larger recorded outputs are not parsed (they are states)
+_OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
+
+
+def recorded_output(span: SpanRecord) -> str | None:
+    """The answer the span's own attributes record, or None."""
+    attrs = span.attributes
+    for key in (semconv.PYDANTIC_AI_FINAL_RESULT, semconv.CREWAI_CREW_RESULT):
+        text = _answer_text(attrs.get(key), parse=False)
+        if text:
+            return text
+    text = _output_messages_text(attrs.get(semconv.GEN_AI_OUTPUT_MESSAGES))
+    if text:
+        return text
+    for key in (semconv.OUTPUT_VALUE, semconv.TRACELOOP_ENTITY_OUTPUT, semconv.GEN_AI_TASK_OUTPUT):
+        text = _answer_text(attrs.get(key), parse=True)
+        if text:
+            return text
+    return None
+
+
+def _output_messages_text(value: Any) -> str | None:
+    if value is None:
+        return None
+    messages = _loads(value) if isinstance(value, str) else value
+    if isinstance(messages, Mapping):
+        messages = [messages]
+    if not isinstance(messages, list):
+        return None
+    for message in reversed(messages):
+        _, texts, _, _ = parts_message(message, "", [])
+        text = "\n".join(t for t in texts if t)
+        if text:
+            return text
+    return None
+
+
+def _loads(text: str) -> Any:
+    stripped = text.strip()
+    if len(stripped) > _MAX_JSON_CHARS or not stripped.startswith(("{", "[", '"')):
+        return text
+    try:
+        return json.loads(stripped)
+    except (ValueError, RecursionError):
+        return text
+
+
+def _answer_text(value: Any, *, parse: bool) -> str | None:
+    """Text out of a recorded output: a plain string, or JSON holding messages or an
+    output field; None for structures that hold no answer."""
+    if isinstance(value, str) and parse:
+        value = _loads(value)
+    if isinstance(value, str):
+        return value or None
+    if isinstance(value, Mapping):
+        raw = value.get("raw")  # CrewAI's TaskOutput / CrewOutput: the parsed answer
+        if isinstance(raw, str) and raw:
+            return raw
+        messages = value.get("messages")
+        if isinstance(messages, list) and messages:
+            return _message_text(messages[-1])
+        for key in _OUTPUT_KEYS:
+            if key in value:
+                return _answer_text(value[key], parse=False)
+        return None
+    return None
+
+
+def _message_text(message: Any) -> str | None:
+    """The text of a message in LangChain's serialised forms or OpenAI's."""
+    if isinstance(message, str):
+        return message or None
+    if not isinstance(message, Mapping):
+        return None
+    for wrapper in ("kwargs", "data"):  # {"lc": 1, "kwargs": {...}}, {"type", "data": {...}}
+        inner = message.get(wrapper)
+        if isinstance(inner, Mapping) and "content" in inner:
+            message = inner
+            break
+    content = message.get("content")
+    if isinstance(content, str):
+        return content or None
+    if isinstance(content, Sequence):
+        texts = [
+            as_str(part.get("text")) if isinstance(part, Mapping) else as_str(part)
+            for part in content
+        ]
+        return "\n".join(t for t in texts if t) or None
+    return None
+
+
+def fill_answers(
+    instances: Mapping[str, AgentInstance], root_id: str, recorded: Mapping[str, str]
+) -> None:
+    """Set `output` on every agent that recorded one, and on every agent without a model
+    call of its own from its last child that answered (children first)."""
+    done: set[str] = set()
+
+    def visit(agent_id: str, path: frozenset[str]) -> None:
+        agent = instances.get(agent_id)
+        if agent is None or agent_id in done or agent_id in path:
+            return
+        for child in agent.child_ids:
+            visit(child, path | {agent_id})
+        done.add(agent_id)
+        if agent_id in recorded:
+            agent.output = recorded[agent_id]
+            return
+        if agent.llm_interactions:
+            return
+        for child in reversed(agent.child_ids):
+            child_agent = instances.get(child)
+            answer = child_agent.final_output if child_agent is not None else None
+            if answer and not is_routing_decision(answer):
+                agent.output = answer
+                return
+
+    visit(root_id, frozenset())
+    for agent_id in instances:
+        visit(agent_id, frozenset())

@@ -1,0 +1,70 @@
+"""LangGraph: the graph's nodes are its agents.
+
+Neither LangChain instrumentation marks a LangGraph node as an agent, so the node
+spans are found by what the instrumentations record about the node a span runs in:
+
+- OpenInference (`openinference-instrumentation-langchain`): every span's `metadata`
+  JSON carries `langgraph_node`; the node's own span is the CHAIN span named after it.
+- OpenLLMetry (`opentelemetry-instrumentation-langchain`): `execute_task <node>` spans
+  (`gen_ai.operation.name=execute_task`, `gen_ai.task.name`) carry
+  `traceloop.association.properties.langgraph_node`, as do the model-call spans.
+
+A node span whose ancestors hold no other node span is an agent named after the node;
+node spans nested in it (a subgraph's nodes, such as a prebuilt ReAct agent's
+per-step `agent` and `tools` nodes) are steps of that agent, whatever their span kind.
+The graph itself is the root agent, named after the graph (`compile(name=...)`).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge.convert._common import as_str
+from tracejudge.convert._records import SpanRecord
+
+__all__ = ["node_name", "is_graph"]
+
+_LANGGRAPH_INTEGRATION = "langgraph"
+
+
+def _metadata(span: SpanRecord) -> Mapping[str, Any] | None:
+    raw = span.attributes.get(semconv.OPENINFERENCE_METADATA)
+    if isinstance(raw, Mapping):
+        return raw
+    if not isinstance(raw, str) or semconv.LANGGRAPH_NODE not in raw and "langgraph" not in raw:
+        return None
+    try:
+        parsed = json.loads(raw)
+    except (ValueError, RecursionError):
+        return None
+    return parsed if isinstance(parsed, Mapping) else None
+
+
+def node_name(span: SpanRecord) -> str | None:
+    """The LangGraph node this span is the run of (not merely a span inside it), or None."""
+    attrs = span.attributes
+    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_EXECUTE_TASK:
+        task = as_str(attrs.get(semconv.GEN_AI_TASK_NAME))
+        node = as_str(attrs.get(semconv.TRACELOOP_LANGGRAPH_NODE))
+        return task if task is not None and task == node else None
+    metadata = _metadata(span)
+    if metadata is None:
+        return None
+    node = as_str(metadata.get(semconv.LANGGRAPH_NODE))
+    return node if node is not None and node == span.name else None
+
+
+def is_graph(span: SpanRecord) -> bool:
+    """Whether the span is an OpenInference run of a whole graph: LangGraph metadata
+    without a node (OpenLLMetry records the graph as an `invoke_agent` span already)."""
+    if span.attributes.get(semconv.OPENINFERENCE_SPAN_KIND) is None:
+        return False
+    metadata = _metadata(span)
+    return (
+        metadata is not None
+        and metadata.get("ls_integration") == _LANGGRAPH_INTEGRATION
+        and semconv.LANGGRAPH_NODE not in metadata
+    )
