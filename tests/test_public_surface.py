@@ -88,6 +88,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "budgets",
         "check",
         "final_answer",
+        "final_answer_with",
         "from_reward",
         "grounded_numbers",
         "is_check",

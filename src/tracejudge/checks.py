@@ -22,14 +22,17 @@ as agents of their own. One fault is flagged by one check: a call that
 `tool_arguments` rejects, or that the agent never saw the result of because it
 stopped there (`final_answer`), is not counted again by `tool_results`.
 
-Built-in checks (instances; `budgets` and `loops_with` build configured ones):
+Built-in checks (instances; `budgets`, `loops_with` and `final_answer_with` build
+configured ones):
 
 * `tool_arguments` - calls name an available tool; arguments are JSON that fit its schema.
 * `tool_results`   - every call got a result; results that are errors are counted.
 * `loops`          - the same call repeated after it succeeded (or made 3 times), or the
   same reply repeated: the agent is stuck.
 * `grounded_numbers` - numbers, dates and times in the final answer appear in the inputs.
-* `final_answer`   - the agent ended with a non-empty answer, not a tool call or a refusal.
+* `final_answer`   - the agent ended with a non-empty answer, not a tool call, a refusal
+  or an answer cut off at the token limit or by a content filter
+  (`final_answer_with(allow_refusal=True)` for agents meant to refuse).
 * `budgets(max_tokens=..., max_seconds=...)` - token and time budgets per agent.
 
 Writing your own: `@check` turns `fn(agent) -> float | bool | (float, str) |
@@ -55,6 +58,7 @@ from tracejudge.evaluation import (
     budgets,
     check,
     final_answer,
+    final_answer_with,
     from_reward,
     grounded_numbers,
     is_check,
@@ -82,6 +86,7 @@ __all__ = [
     "loops_with",
     "grounded_numbers",
     "final_answer",
+    "final_answer_with",
     "budgets",
     "check",
     "from_reward",

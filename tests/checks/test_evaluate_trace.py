@@ -109,14 +109,16 @@ def test_a_single_check_gives_a_single_response(record: Record) -> None:
 def test_a_check_scores_a_conversation_too() -> None:
     messages = [
         {"role": "user", "content": "What is 6 x 7?"},
-        {"role": "assistant", "content": "It is 42."},
+        {"role": "assistant", "content": "It is 42, or 48 on a Tuesday."},
     ]
     with Composo() as client:
         grounded, final = client.evaluate(
             messages=messages, criteria=[checks.grounded_numbers, checks.final_answer]
         )
     assert final.score == 1.0
-    assert grounded.score == 0.0 and "'42'" in grounded.explanation
+    # 42 is 6 x 7, derived from the input; 48 is made up.
+    assert grounded.score == 0.5 and "'48' appears in no input" in grounded.explanation
+    assert "'42' is derived from the inputs: 6 × 7" in grounded.explanation
 
 
 def test_a_text_criterion_next_to_checks_needs_a_judge(record: Record) -> None:

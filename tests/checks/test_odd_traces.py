@@ -230,7 +230,7 @@ def test_unrecorded_tool_results_are_not_counted_as_missing() -> None:
     assert results.score is None
     assert "the later inputs do not repeat the conversation" in results.explanation
     numbers = checks.grounded_numbers.evaluate(trace)[researcher.id]
-    assert numbers.score is None and "cannot be judged" in numbers.explanation
+    assert numbers.score is None and "cannot be verified" in numbers.explanation
 
 
 @pytest.mark.parametrize("name", ["openllmetry_events.pb", "genai_semconv_events.pb"])

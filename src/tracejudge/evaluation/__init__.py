@@ -37,6 +37,7 @@ _EXPORTS: dict[str, str] = {
     "grounded_numbers": "tracejudge.evaluation._checks.grounded_numbers",
     "FinalAnswer": "tracejudge.evaluation._checks.final_answer",
     "final_answer": "tracejudge.evaluation._checks.final_answer",
+    "final_answer_with": "tracejudge.evaluation._checks.final_answer",
     "Budgets": "tracejudge.evaluation._checks.budgets",
     "budgets": "tracejudge.evaluation._checks.budgets",
     "ALL": "tracejudge.evaluation._checks.defaults",
@@ -94,6 +95,7 @@ __all__ = [
     "check",
     "conversation_agent",
     "final_answer",
+    "final_answer_with",
     "from_reward",
     "gather_all",
     "grounded_numbers",
@@ -143,7 +145,11 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from tracejudge.evaluation._checks.budgets import Budgets, budgets
     from tracejudge.evaluation._checks.defaults import ALL
-    from tracejudge.evaluation._checks.final_answer import FinalAnswer, final_answer
+    from tracejudge.evaluation._checks.final_answer import (
+        FinalAnswer,
+        final_answer,
+        final_answer_with,
+    )
     from tracejudge.evaluation._checks.grounded_numbers import GroundedNumbers, grounded_numbers
     from tracejudge.evaluation._checks.loops import Loops, loops, loops_with
     from tracejudge.evaluation._checks.reward import RewardCheck, as_check, from_reward

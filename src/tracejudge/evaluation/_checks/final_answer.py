@@ -1,5 +1,5 @@
-"""The `final_answer` check: the agent ended with a non-empty answer, not a dangling tool
-call or a refusal.
+"""The `final_answer` check (and `final_answer_with`): the agent ended with a non-empty,
+complete answer, not a dangling tool call or a refusal.
 
 Agent frameworks end an agent's work in other ways too: a `final_answer` tool call is the
 agent's answer (smolagents), a hand-off (`transfer_to_<agent>` in the OpenAI Agents SDK)
@@ -16,7 +16,8 @@ from tracejudge.evaluation._checks.explain import NOT_RECORDED, plural
 from tracejudge.evaluation._checks.numbers import mentions
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
 from tracejudge.evaluation._checks.text import refusal, short
-from tracejudge.models import LLMToolCall, ScoreResponse, is_routing_decision
+from tracejudge.evaluation._endings import refusal_of, unusual_ending
+from tracejudge.models import LLMInteraction, LLMToolCall, ScoreResponse, is_routing_decision
 
 #: Answers up to this long that state no value are read whole for a refusal.
 _SHORT_ANSWER = 300
@@ -32,8 +33,10 @@ _FAILURES = {
 ANSWER_TOOLS = frozenset({"final_answer"})
 #: The prefix of the Agents SDK's hand-off tools (`transfer_to_<agent>`).
 HANDOFF_PREFIX = "transfer_to_"
+#: Finish reasons that mean the answer is not whole: it fails, named.
+_CUT_SHORT = frozenset({"length", "content_filter"})
 
-__all__ = ["FinalAnswer", "final_answer", "ANSWER_TOOLS", "HANDOFF_PREFIX"]
+__all__ = ["FinalAnswer", "final_answer", "final_answer_with", "ANSWER_TOOLS", "HANDOFF_PREFIX"]
 
 
 class FinalAnswer(BuiltinCheck):
@@ -54,11 +57,25 @@ class FinalAnswer(BuiltinCheck):
     A routing decision (`{"next": "writer"}`) is not an answer: None, scored where the
     work went.
 
+    A marked refusal - the model's `refusal` (OpenAI), or a call that finished with reason
+    `refusal` (Anthropic) - fails wherever it comes, named: "the agent refused: ...". An
+    answer cut off at the token limit (finish reason `length`) or stopped by a content
+    filter (`content_filter`) fails, named. For an agent whose correct behaviour is to
+    refuse (a guardrail, a policy agent), `final_answer_with(allow_refusal=True)` scores
+    refusals, marked or worded, 1.0 (noted); the other rules hold.
+
     Score: 1.0 or 0.0; None for an agent without LLM interactions, or whose last
     interaction recorded no message content.
     """
 
     name = "final_answer"
+
+    def __init__(self, *, allow_refusal: bool = False) -> None:
+        if not isinstance(allow_refusal, bool):
+            raise ValueError(f"allow_refusal must be True or False, got {allow_refusal!r}")
+        self.allow_refusal = allow_refusal
+        if allow_refusal:
+            self.name = "final_answer(allow_refusal=True)"
 
     def _score(self, run: Run) -> ScoreResponse | None:
         if not run.llm:
@@ -68,6 +85,9 @@ class FinalAnswer(BuiltinCheck):
         where = run.where(index)
         if not last.input_messages and not last.output_messages and not last.error:
             return ScoreResponse(score=None, explanation=f"{where}: {NOT_RECORDED}.")
+        ending = self._ending(run, where, last)
+        if ending is not None:
+            return ending
         answer_call = next((c for c in last.tool_calls if c.name in ANSWER_TOOLS), None)
         if last.tool_calls and answer_call is None:
             return self._ends_with_call(run, where, last.tool_calls)
@@ -80,20 +100,78 @@ class FinalAnswer(BuiltinCheck):
                 "went.",
             )
         if not answer.strip():
-            why = f" (the model call failed: {short(last.error, 100)})" if last.error else ""
-            return ScoreResponse(
-                score=0.0, explanation=f"{where}: {run.name}'s final answer is empty{why}."
-            )
+            return self._empty(run, where, last)
         phrase = refusal(answer)
         if not phrase and len(answer) <= _SHORT_ANSWER and not mentions(answer):
             # A short answer with no data in it refuses wherever it says so ("Thanks for
             # asking. I'm sorry, but I can't help with that.").
             phrase = refusal(answer, anywhere=True)
+        if phrase and self.allow_refusal:
+            return ScoreResponse(
+                score=1.0,
+                explanation=f"{where}: {run.name} answered, refusing or apologising "
+                f"({phrase!r}), which allow_refusal permits: {short(answer, 120)!r}",
+            )
         if phrase:
             return self._refusal(run, where, answer, phrase)
+        unusual = unusual_ending(last)
         return ScoreResponse(
             score=1.0,
-            explanation=f"{where}: {run.name} ended with an answer: {short(answer, 120)!r}",
+            explanation=f"{where}: {run.name} ended with an answer: {short(answer, 120)!r}"
+            + (f" (the model call {unusual})" if unusual else ""),
+        )
+
+    def _ending(self, run: Run, where: str, last: LLMInteraction) -> ScoreResponse | None:
+        """A score for a call that refused or was cut short; None for any other call."""
+        refused = refusal_of(last)
+        if refused is not None:
+            said = f": {short(refused, 120)!r}" if refused.strip() else " (no text)"
+            if self.allow_refusal:
+                return ScoreResponse(
+                    score=1.0,
+                    explanation=f"{where}: the agent refused{said}, which allow_refusal permits.",
+                )
+            return ScoreResponse(
+                score=0.0,
+                explanation=f"{where}: the agent refused{said} ({run.name}'s last model call "
+                "returned a refusal, not an answer).",
+            )
+        if last.finish_reason not in _CUT_SHORT:
+            return None
+        answer = last.output_text
+        calls = last.tool_calls
+        if calls:
+            wrote = f" in tool call {calls[-1].id} ({calls[-1].name})"
+        elif answer.strip():
+            wrote = f": {short(answer, 120)!r}"
+        else:
+            wrote = " before it wrote anything"
+        return ScoreResponse(
+            score=0.0,
+            explanation=f"{where}: {run.name}'s final answer was {unusual_ending(last)}{wrote}.",
+        )
+
+    @staticmethod
+    def _empty(run: Run, where: str, last: LLMInteraction) -> ScoreResponse:
+        """An empty answer: a failed call, output not recorded, or nothing said."""
+        written = last.usage.output_tokens if last.usage is not None else 0
+        if last.error:
+            why = f" (the model call failed: {short(last.error, 100)})"
+        elif last.finish_reason == "tool_calls" and not last.tool_calls:
+            why = " (its last model call finished for tool calls, but recorded none)"
+        elif unusual_ending(last):
+            why = f" (the model call {unusual_ending(last)})"
+        elif not last.output_messages and written > 0:
+            # An empty answer still costs a token or two, and some instrumentations do not
+            # record streamed output at all: the trace cannot tell these apart, so say both.
+            why = (
+                f"; the model reported {plural(written, 'output token')}, so if more was "
+                "said, the instrumentation did not record it"
+            )
+        else:
+            why = ""
+        return ScoreResponse(
+            score=0.0, explanation=f"{where}: {run.name}'s final answer is empty{why}."
         )
 
     @staticmethod
@@ -169,6 +247,12 @@ def _answer_of(call: LLMToolCall) -> str:
         if value is not None:
             return value if isinstance(value, str) else json.dumps(value)
     return call.parameters
+
+
+def final_answer_with(*, allow_refusal: bool = False) -> FinalAnswer:
+    """A `final_answer` check; with `allow_refusal=True`, for agents whose correct behaviour
+    is to refuse, a refusal (marked by the model, or worded) is a proper answer."""
+    return FinalAnswer(allow_refusal=allow_refusal)
 
 
 final_answer: FinalAnswer = FinalAnswer()

@@ -23,7 +23,15 @@ stated value appears in the sources. The rules, in one place:
   `top 3`, `2 options`, `step 1`, `3-5`, and small ordinals (`1st`, `3rd`) and
   centuries (`21st century`). Such small numbers are usually the answer's own
   counting, not data; with a unit (`5 °C`, `$5`, `5 km`) they are checked.
-  Numbers written as words ("sixty-five") are not recognised.
+  Numbers written as words ("sixty-five") are not recognised. HTTP status codes named
+  with their reason phrase (`500 Internal Server Error`, `HTTP 404`) name a status,
+  they state no quantity: not counted either.
+* derived numbers (`Facts.derivation`): a number that is the sum or the product of two
+  different numbers of the sources (`40` for "4" and "multiply by 10"), rounding
+  allowed as above, counts as grounded, and is named as derived. Kept bounded and
+  conservative: pairs only (no chains), the first `MAX_DERIVATION_INPUTS` distinct
+  numbers of the sources as written (no scale expansions), and not 0 or 1 (which would
+  ground any number or its successor).
 
 Sources are read leniently (any digit run, even inside words, counts), answers
 strictly, so that doubt falls on the side of "grounded".
@@ -33,12 +41,18 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
 from decimal import ROUND_HALF_EVEN, ROUND_HALF_UP, Decimal, InvalidOperation
 from typing import Literal
 
-__all__ = ["Mention", "Facts", "mentions"]
+from tracejudge.evaluation._checks.text import HTTP_REASONS
+
+__all__ = ["MAX_DERIVATION_INPUTS", "Mention", "Facts", "mentions"]
+
+#: How many distinct source numbers (the first, as written) derived values are built
+#: from: their pairwise sums and products, about 2 x 40 x 39 / 2 = 1560 values at most.
+MAX_DERIVATION_INPUTS = 40
 
 DateValue = tuple[int | None, int, int | None]  # (year, month, day)
 TimeValue = tuple[int, int]  # (hour 0-23, minute)
@@ -103,6 +117,11 @@ _LIST_MARKER = re.compile(r"^[ \t>*_#-]*(?:\*\*)?\d{1,3}[.)](?=\s)", re.MULTILIN
 _CITATION = re.compile(r"\[\d{1,3}(?:\s*[,\-–]\s*\d{1,3})*\]")
 _URL = re.compile(r"\b(?:https?|ftp)://\S+|\bwww\.\S+", re.IGNORECASE)
 _IDIOM = re.compile(r"(?<![\d/])(?:24/7|50/50|9-to-5)(?![\d/])", re.IGNORECASE)
+#: An HTTP status code with its reason phrase, or after "HTTP": a name, not a quantity.
+_HTTP_STATUS = re.compile(
+    r"\bHTTP(?:/\d(?:\.\d)?)?\s*[1-5]\d\d\b|\b[1-5]\d\d\s+(?:" + HTTP_REASONS + r")\b",
+    re.IGNORECASE,
+)
 
 #: A unit of measure or currency written after a number ("65 °F", "12 km/h", "5 EUR"):
 #: shown with the number, and what makes a small number a quantity rather than a count.
@@ -159,7 +178,12 @@ class Facts:
     numbers: set[Decimal] = field(default_factory=set)
     dates: set[DateValue] = field(default_factory=set)
     times: set[TimeValue] = field(default_factory=set)
+    #: The first `MAX_DERIVATION_INPUTS` distinct numbers as written, in order.
+    written: dict[Decimal, None] = field(default_factory=dict, repr=False)
     _sorted: list[Decimal] | None = field(default=None, repr=False, compare=False)
+    #: Derived value -> how ("4 × 10"), built on first use.
+    _derived: dict[Decimal, str] | None = field(default=None, repr=False, compare=False)
+    _derived_sorted: list[Decimal] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def from_texts(cls, texts: Iterable[str]) -> Facts:
@@ -182,9 +206,12 @@ class Facts:
             if value is None:
                 continue
             self.numbers.add(value)
+            if len(self.written) < MAX_DERIVATION_INPUTS and value not in (0, 1):
+                self.written[value] = None
             for multiplier in _multipliers(match.group("scale")):
                 self.numbers.add((value * multiplier).normalize())
         self._sorted = None
+        self._derived = self._derived_sorted = None
 
     def grounds(self, mention: Mention) -> bool:
         """Whether the sources state the mention's value (see the module docstring)."""
@@ -192,30 +219,60 @@ class Facts:
             return any(_date_matches(d, self.dates) for d in mention.values)  # type: ignore[arg-type]
         if mention.kind == "time":
             return bool(self.times & mention.values)
-        (value,) = mention.values
-        assert isinstance(value, Decimal)
-        for multiplier in mention.multipliers:
-            if (value * multiplier).normalize() in self.numbers:
-                return True
-        # Rounding: a source value s grounds the answer's v (written with d decimals) when
-        # s / multiplier rounds to v, so s lies within half a unit of the last decimal of
-        # v * multiplier. Only those candidates are tried, found by bisection.
         if self._sorted is None:
             self._sorted = sorted(self.numbers)
-        quantum = Decimal(1).scaleb(-mention.decimals)
-        for multiplier in mention.multipliers:
-            low = (value - quantum / 2) * multiplier
-            high = (value + quantum / 2) * multiplier
-            start = bisect.bisect_left(self._sorted, low)
-            for source in self._sorted[start : bisect.bisect_right(self._sorted, high)]:
-                scaled = source / multiplier
-                for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN):
-                    try:
-                        if scaled.quantize(quantum, rounding=rounding) == value:
-                            return True
-                    except InvalidOperation:
-                        continue
-        return False
+        return _number_in(mention, self.numbers, self._sorted) is not None
+
+    def derivation(self, mention: Mention) -> str | None:
+        """How a number the sources do not state derives from two they do ("4 × 10"): their
+        sum or product (see the module docstring); None when it does not, or for a date
+        or a time."""
+        if mention.kind != "number":
+            return None
+        if self._derived is None or self._derived_sorted is None:
+            self._derived = _derive(list(self.written))
+            self._derived_sorted = sorted(self._derived)
+        found = _number_in(mention, self._derived, self._derived_sorted)
+        return self._derived[found] if found is not None else None
+
+
+def _derive(numbers: list[Decimal]) -> dict[Decimal, str]:
+    """Pairwise sums and products of `numbers`, each with how it was made (the first way)."""
+    derived: dict[Decimal, str] = {}
+    for i, a in enumerate(numbers):
+        for b in numbers[i + 1 :]:
+            derived.setdefault((a * b).normalize(), f"{a:f} × {b:f}")
+            derived.setdefault((a + b).normalize(), f"{a:f} + {b:f}")
+    return derived
+
+
+def _number_in(
+    mention: Mention, known: Collection[Decimal], ordered: list[Decimal]
+) -> Decimal | None:
+    """The known value that grounds a number mention (`ordered` is `known` sorted), or None."""
+    (value,) = mention.values
+    assert isinstance(value, Decimal)
+    for multiplier in mention.multipliers:
+        scaled_value = (value * multiplier).normalize()
+        if scaled_value in known:
+            return scaled_value
+    # Rounding: a source value s grounds the answer's v (written with d decimals) when
+    # s / multiplier rounds to v, so s lies within half a unit of the last decimal of
+    # v * multiplier. Only those candidates are tried, found by bisection.
+    quantum = Decimal(1).scaleb(-mention.decimals)
+    for multiplier in mention.multipliers:
+        low = (value - quantum / 2) * multiplier
+        high = (value + quantum / 2) * multiplier
+        start = bisect.bisect_left(ordered, low)
+        for source in ordered[start : bisect.bisect_right(ordered, high)]:
+            scaled = source / multiplier
+            for rounding in (ROUND_HALF_UP, ROUND_HALF_EVEN):
+                try:
+                    if scaled.quantize(quantum, rounding=rounding) == value:
+                        return source
+                except InvalidOperation:
+                    continue
+    return None
 
 
 def _date_matches(stated: DateValue, known: set[DateValue]) -> bool:
@@ -363,7 +420,7 @@ def _number_mention(answer: str, match: re.Match[str]) -> Mention | None:
 def mentions(answer: str) -> list[Mention]:
     """The distinct numbers, dates and times an answer states, in order of appearance."""
     taken = _Taken(answer)
-    for pattern in (_URL, _CITATION, _LIST_MARKER, _IDIOM):
+    for pattern in (_URL, _CITATION, _LIST_MARKER, _IDIOM, _HTTP_STATUS):
         for m in pattern.finditer(answer):
             taken.take(*m.span())
 

@@ -13,7 +13,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["tool_error", "empty_result", "refusal", "short"]
+__all__ = ["HTTP_REASONS", "tool_error", "empty_result", "refusal", "short"]
 
 _ERROR_KEYS = ("error", "errors", "exception", "error_message", "errormessage", "err", "fault")
 _STATUS_KEYS = ("status_code", "statuscode", "http_status", "httpstatus", "status")
@@ -40,7 +40,8 @@ _SHORT_FAILURE = re.compile(
     r"|doesn[’']t\s+exist|is\s+(?:not\s+valid|invalid)|not\s+recogni[sz]ed)\W*\Z",
     re.IGNORECASE,
 )
-_HTTP_REASONS = (
+#: HTTP reason phrases, as a regular expression alternation.
+HTTP_REASONS = (
     "Bad Request|Unauthorized|Payment Required|Forbidden|Not Found|Method Not Allowed"
     "|Not Acceptable|Request Timeout|Conflict|Gone|Payload Too Large|Unprocessable Entity"
     "|Unprocessable Content|Too Many Requests|Internal Server Error|Not Implemented|Bad Gateway"
@@ -49,11 +50,11 @@ _HTTP_REASONS = (
 _HTTP_STATUS = re.compile(
     r"\bHTTP(?:/\d(?:\.\d)?)?\s*(?:error\s*)?:?\s*(?P<a>[45]\d\d)\b"
     r"|\bstatus(?:[\s_]*code)?\s*[:=]?\s*(?P<b>[45]\d\d)\b"
-    r"|\b(?P<c>[45]\d\d)\s*[:\-]?\s*(?:" + _HTTP_REASONS + r")\b",
+    r"|\b(?P<c>[45]\d\d)\s*[:\-]?\s*(?:" + HTTP_REASONS + r")\b",
     re.IGNORECASE,
 )
 #: A result that is only an HTTP reason phrase ("Internal Server Error", "Not Found").
-_REASON_ONLY = re.compile(r"\A\W*(?:" + _HTTP_REASONS + r")\W*\Z", re.IGNORECASE)
+_REASON_ONLY = re.compile(r"\A\W*(?:" + HTTP_REASONS + r")\W*\Z", re.IGNORECASE)
 #: HTTP status phrases are looked for near the start only: further in, a "404 Not Found"
 #: is more likely content (a search result about errors) than the result's own status.
 _HTTP_WINDOW = 300
