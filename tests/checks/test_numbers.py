@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tracejudge.evaluation._checks.numbers import Facts, mentions
+from tracejudge.evaluation._checks.numbers import MAX_DERIVATION_INPUTS, Facts, mentions
 
 
 def _grounded(answer: str, *sources: str) -> dict[str, bool]:
@@ -138,3 +138,61 @@ def test_many_values_in_long_texts_stay_linear() -> None:
     result = _grounded(answer, source)
     assert time.perf_counter() - start < 5.0
     assert all(result.values())
+
+
+@pytest.mark.parametrize(
+    ("answer", "sources", "how"),
+    [
+        ("It is 40.", ("4", "Now multiply that by 10."), "4 × 10"),
+        ("The total is 17 items.", ("8 apples", "9 pears"), "8 + 9"),
+        ("About 41.7 km.", ("12.34 km", "then 29.4 km"), "12.34 + 29.4"),
+        ("Revenue was $1.5 million.", ("500,000 a month", "for 3 months"), "500000 × 3"),
+    ],
+)
+def test_a_sum_or_product_of_two_inputs_is_derived(
+    answer: str, sources: tuple[str, ...], how: str
+) -> None:
+    facts = Facts.from_texts(sources)
+    (stated,) = mentions(answer)
+    assert not facts.grounds(stated)
+    assert facts.derivation(stated) == how
+
+
+@pytest.mark.parametrize(
+    ("answer", "sources"),
+    [
+        ("It is 41.", ("4", "10")),  # neither 4 + 10 nor 4 × 10
+        ("It is 80.", ("4", "10", "2")),  # 4 × 10 × 2: no chains
+        ("It is 11.", ("10", "1")),  # 1 grounds no successor
+    ],
+)
+def test_only_pairs_of_inputs_other_than_0_and_1_derive(
+    answer: str, sources: tuple[str, ...]
+) -> None:
+    facts = Facts.from_texts(sources)
+    (stated,) = mentions(answer)
+    assert not facts.grounds(stated) and facts.derivation(stated) is None
+
+
+def test_derivation_reads_only_the_first_source_numbers() -> None:
+    many = [str(100 + i) for i in range(MAX_DERIVATION_INPUTS)]
+    facts = Facts.from_texts([*many, "77", "1000"])  # past the cap
+    (late,) = mentions("It is 77000.")
+    assert facts.derivation(late) is None
+    (early,) = mentions("It is 201.")  # 100 + 101
+    assert facts.derivation(early) == "100 + 101"
+    # Dates and times are never derived.
+    (date,) = mentions("On March 5, 2024.")
+    assert Facts.from_texts(["2024", "3", "5"]).derivation(date) is None
+
+
+@pytest.mark.parametrize(
+    ("answer", "stated"),
+    [
+        ("It failed with a 500 Internal Server Error.", []),
+        ("The page gave HTTP 404, then 503 Service Unavailable.", []),
+        ("We served 500 users.", ["500"]),
+    ],
+)
+def test_http_status_codes_name_a_status_and_state_no_value(answer: str, stated: list[str]) -> None:
+    assert [m.text for m in mentions(answer)] == stated

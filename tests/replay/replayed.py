@@ -8,6 +8,7 @@ records (the README's "never recorded" column); `gap` looks a facet up there.
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import json
 import subprocess
@@ -16,8 +17,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.replay.drive import cassette_dir
 from tracejudge.convert import SpanRecord
 from tracejudge.convert._otlp import decode
+from tracejudge.testing import Cassette
 
 ROOT = Path(__file__).resolve().parents[2]
 SETUPS = {
@@ -105,3 +108,11 @@ def recorded_spans(out: Path, setup: str) -> tuple[dict[str, dict], dict[str, li
     for record in records:
         by_trace.setdefault(record.trace_id, []).append(record)
     return manifest, by_trace
+
+
+@functools.cache
+def load_cassette(name: str) -> Cassette:
+    """A cassette of the cassette folder, parsed once per process (YAML is slow)."""
+    folder = cassette_dir()
+    assert folder is not None
+    return Cassette.load(folder / name)

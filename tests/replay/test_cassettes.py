@@ -16,23 +16,18 @@ from pathlib import Path
 import pytest
 
 from tests.replay.compare import differences
-from tests.replay.drive import cassette_dir
 from tests.replay.expected import expected
-from tests.replay.replayed import NEVER_RECORDED, SETUPS, gap, recorded_spans
+from tests.replay.replayed import NEVER_RECORDED, SETUPS, gap, load_cassette, recorded_spans
 from tracejudge.convert import traces_from_spans
-from tracejudge.testing import Cassette
 
 
 @pytest.mark.parametrize("setup", list(SETUPS))
 def test_every_cassette_converts_to_what_was_recorded(setup: str, replayed: Path) -> None:
     manifest, by_trace = recorded_spans(replayed, setup)
-    folder = cassette_dir()
-    assert folder is not None
-    cassettes: dict[str, Cassette] = {}
     problems, gaps_seen = [], set()
     for trace_id, entry in manifest.items():
         name = entry["cassette"]
-        cassette = cassettes.setdefault(name, Cassette.load(folder / name))
+        cassette = load_cassette(name)
         want = expected(cassette.exchanges[entry["index"]])
         where = f"{name}#{entry['index']}"
         traces = traces_from_spans(by_trace.get(trace_id, []))

@@ -23,13 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from tests.replay.drive import cassette_dir
 from tests.replay.expected import Expected, expected
-from tests.replay.replayed import SETUPS, gap, recorded_spans
+from tests.replay.replayed import SETUPS, gap, load_cassette, recorded_spans
 from tracejudge import checks
 from tracejudge.convert import traces_from_spans
 from tracejudge.models import MultiAgentTrace, ScoreResponse
-from tracejudge.testing import Cassette
 
 OTHERS = (checks.tool_arguments, checks.tool_results, checks.loops, checks.grounded_numbers)
 
@@ -38,13 +36,10 @@ OTHERS = (checks.tool_arguments, checks.tool_results, checks.loops, checks.groun
 def _replayed_traces(out: Path, setup: str) -> list[tuple[str, Expected, MultiAgentTrace]]:
     """(where, what the recording says, the converted trace) per replayed model call."""
     manifest, by_trace = recorded_spans(out, setup)
-    folder = cassette_dir()
-    assert folder is not None
-    cassettes: dict[str, Cassette] = {}
     found = []
     for trace_id, entry in manifest.items():
         name = entry["cassette"]
-        cassette = cassettes.setdefault(name, Cassette.load(folder / name))
+        cassette = load_cassette(name)
         want = expected(cassette.exchanges[entry["index"]])
         for trace in traces_from_spans(by_trace.get(trace_id, [])):
             if any(a.llm_interactions for a in trace.iter_agents()):

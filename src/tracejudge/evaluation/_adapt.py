@@ -3,7 +3,11 @@
 `Composo.evaluate(result=...)` takes what a provider SDK returned (an OpenAI
 ChatCompletion or Responses `Response`, an Anthropic `Message`, their dict
 forms, a message dict or plain text) and appends it to the conversation as
-chat messages; `input=` takes the Responses API's input. The result is the
+chat messages; `input=` takes the Responses API's input. A refusal stays a
+refusal (the message's `refusal`), and how the call ended travels as a
+`finish_reason` key on its assistant message, in OpenAI's words (Anthropic's
+`stop_reason`, the Responses API's `incomplete_details.reason`), so that the
+judge and `final_answer` see a refused, truncated or filtered answer as such. The result is the
 OpenAI chat format that `tracejudge.models` (chat sessions) understands and the wire protocol
 carries, so an in-process judge and a remote server see the same conversation.
 
@@ -109,7 +113,21 @@ class _Builder:
 # --------------------------------------------------------------------------- Responses API
 
 
+def _refusal_parts(item: Mapping[str, Any]) -> str | None:
+    """The refusal parts of a Responses API output message, joined; None when none."""
+    content = item.get("content")
+    if not isinstance(content, list):
+        return None
+    parts = [
+        str(part.get("refusal") or "")
+        for part in content
+        if isinstance(part, Mapping) and part.get("type") == "refusal"
+    ]
+    return "\n".join(p for p in parts if p) or None
+
+
 def _output_message_text(item: Mapping[str, Any]) -> str:
+    """A message item's text (refusal parts are left to `_refusal_parts`)."""
     pieces: list[str] = []
     citations: list[str] = []
     content = item.get("content")
@@ -126,7 +144,7 @@ def _output_message_text(item: Mapping[str, Any]) -> str:
                     title = note.get("title") or note.get("url")
                     citations.append(f"- {title} <{note.get('url')}>")
         elif kind == "refusal":
-            pieces.append(f"[refusal] {part.get('refusal', '')}")
+            continue
         elif kind in ("input_image", "image"):
             pieces.append("[image]")
         elif kind in ("input_file", "file"):
@@ -165,6 +183,9 @@ def _add_item(builder: _Builder, item: Mapping[str, Any]) -> None:
         content = item.get("content")
         if role == "assistant":
             builder.text("assistant", _output_message_text(item))
+            refusal = _refusal_parts(item)
+            if refusal:
+                builder.messages[-1]["refusal"] = refusal
         else:
             builder.text(role, content if isinstance(content, str) else _output_message_text(item))
     elif kind == "function_call":
@@ -288,6 +309,14 @@ def _from_response(data: Mapping[str, Any]) -> AdaptedResult:
     for item in data.get("output") or []:
         if isinstance(item, Mapping):
             _add_item(builder, item)
+    details = data.get("incomplete_details")
+    reason = details.get("reason") if isinstance(details, Mapping) else None
+    if isinstance(reason, str) and reason:
+        # An incomplete response (`max_output_tokens`, `content_filter`): said on its
+        # last assistant message, added empty when it wrote none.
+        if not builder.messages or builder.messages[-1].get("role") != "assistant":
+            builder.text("assistant", None)
+        builder.messages[-1]["finish_reason"] = _finish(reason)
     instructions = data.get("instructions")
     tools = [dict(t) for t in data.get("tools") or [] if isinstance(t, Mapping)]
     return AdaptedResult(
@@ -301,13 +330,31 @@ def _from_response(data: Mapping[str, Any]) -> AdaptedResult:
 # --------------------------------------------------------------------------- dispatch
 
 
-def _message_dict(message: Mapping[str, Any]) -> dict[str, Any]:
-    kept = ("role", "content", "tool_calls", "function_call", "name", "tool_call_id")
+#: Finish reasons in OpenAI's words: Anthropic's `stop_reason`s and the Responses API's
+#: `incomplete_details.reason` (others, such as `refusal` or `content_filter`, are kept).
+_FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+    "max_output_tokens": "length",
+    "model_context_window_exceeded": "length",
+}
+
+
+def _finish(reason: str) -> str:
+    return _FINISH.get(reason, reason)
+
+
+def _message_dict(message: Mapping[str, Any], finish_reason: Any = None) -> dict[str, Any]:
+    """A chat message as the chat-session reader takes it: its `refusal` kept as such,
+    and the call's finish reason (not part of the chat format) under `finish_reason`."""
+    kept = ("role", "content", "tool_calls", "function_call", "name", "tool_call_id", "refusal")
     result = {k: message[k] for k in kept if k in message and message[k] is not None}
     result.setdefault("role", "assistant")
     result.setdefault("content", None)
-    if message.get("refusal") and not result.get("content"):
-        result["content"] = f"[refusal] {message['refusal']}"
+    if isinstance(finish_reason, str) and finish_reason:
+        result["finish_reason"] = _finish(finish_reason)
     return result
 
 
@@ -332,14 +379,19 @@ def adapt_result(result: Any) -> AdaptedResult:
         if not choices or not isinstance(choices[0], Mapping):
             raise BadRequestError("result is a chat completion with no choices to evaluate")
         message = choices[0].get("message") or {}
-        return AdaptedResult(messages=[_message_dict(message)])
+        return AdaptedResult(messages=[_message_dict(message, choices[0].get("finish_reason"))])
     if data.get("object") == "response" or (
         isinstance(data.get("output"), list) and "role" not in data
     ):
         return _from_response(data)
     if data.get("type") == "message" and isinstance(data.get("content"), list):
-        # Anthropic Message: its content blocks, kept as blocks.
-        return AdaptedResult(messages=[{"role": "assistant", "content": data["content"]}])
+        # Anthropic Message: its content blocks, kept as blocks; its stop reason (a refusal,
+        # the token limit) as the finish reason.
+        message: dict[str, Any] = {"role": "assistant", "content": data["content"]}
+        stop = data.get("stop_reason")
+        if isinstance(stop, str) and stop:
+            message["finish_reason"] = _finish(stop)
+        return AdaptedResult(messages=[message])
     if "role" in data or "content" in data or "tool_calls" in data:
         return AdaptedResult(messages=[_message_dict(data)])
     raise BadRequestError(

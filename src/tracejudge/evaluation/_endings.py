@@ -36,10 +36,11 @@ def refusal_of(interaction: LLMInteraction) -> str | None:
 
 
 def unusual_ending(interaction: LLMInteraction) -> str | None:
-    """'cut off at the output token limit (finish reason 'length')' for a call whose finish
-    reason is not a normal stop; None for a normal or unrecorded one."""
+    """How a call whose finish reason is not a normal stop ended, to follow "was": 'cut off
+    at the output token limit (finish reason 'length')'; None for a normal or unrecorded
+    finish reason."""
     reason = interaction.finish_reason
     if not reason or reason in NORMAL_FINISH:
         return None
-    meaning = _MEANINGS.get(reason, "ended early")
+    meaning = _MEANINGS.get(reason, "stopped for another reason")
     return f"{meaning} (finish reason {reason!r})"

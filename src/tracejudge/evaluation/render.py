@@ -6,7 +6,9 @@ the same exchange read the same way. A transcript shows, in order:
 
 - the tools that were available (name, description, JSON schema), once;
 - every message once: system/user/assistant text, tool calls (name, id,
-  arguments) and tool results (matched to their call by id);
+  arguments) and tool results (matched to their call by id); a refusal headed
+  as one (`assistant refuses`), and a call that ended unusually (cut off at the
+  token limit, stopped by a content filter) said so after its output;
 - child agents as calls, with their final output (their own work is judged
   separately);
 - which entries are judged, marked `[judged]`; the rest is context.
@@ -26,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tracejudge.errors import BadRequestError
+from tracejudge.evaluation._endings import unusual_ending
 from tracejudge.evaluation._history import new_messages, normal_json
 from tracejudge.models import (
     AgentInstance,
@@ -48,6 +51,8 @@ __all__ = [
 
 #: Suffix on the header of every entry the judge must evaluate.
 JUDGED_MARK = "[judged]"
+#: How a refusal is headed: the model's refusal, not an answer it wrote.
+REFUSAL_ROLE = "assistant refuses"
 
 _EntryKind = Literal["message", "call", "result", "agent", "note"]
 
@@ -125,17 +130,24 @@ def _entries(agent: AgentInstance, trace: MultiAgentTrace | None) -> list[_Entry
 
 
 def _output_entries(interaction: LLMInteraction, turn: int) -> list[_Entry]:
+    """The call's outputs; a refusal marked as one, and an unusual ending (cut off at the
+    token limit, stopped by a content filter) said after them."""
     outputs: list[_Entry] = []
     for output in interaction.output_messages:
         if isinstance(output.content, LLMToolCall):
             outputs.append(_Entry("call", role="assistant", call=output.content, own=True))
         else:
             outputs.append(_Entry("message", role="assistant", text=output.content, own=True))
+    if interaction.refusal:
+        outputs.append(_Entry("message", role=REFUSAL_ROLE, text=interaction.refusal, own=True))
     if not outputs:
         reason = f" (error: {interaction.error})" if interaction.error else ""
         outputs.append(_Entry("message", role="assistant", text=f"(no output){reason}", own=True))
     for entry in outputs:
         entry.turn = turn
+    ending = unusual_ending(interaction)
+    if ending:
+        outputs.append(_Entry("note", text=f"The model call above was {ending}"))
     return outputs
 
 

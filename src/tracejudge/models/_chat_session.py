@@ -99,8 +99,8 @@ def _assistant_outputs(message: Mapping[str, Any], counter: list[int]) -> list[L
                     parameters=block.get("input", {}),
                 )
                 outputs.append(LLMOutput(type="tool_call", content=call))
-            elif block.get("type") in ("thinking", "redacted_thinking"):
-                continue
+            elif block.get("type") in ("thinking", "redacted_thinking", "refusal"):
+                continue  # reasoning is not the answer; a refusal is kept apart (_refusal)
             else:
                 text = text_of(block)
                 if text:
@@ -120,6 +120,29 @@ def _assistant_outputs(message: Mapping[str, Any], counter: list[int]) -> list[L
             call.id = call.name
         outputs.append(LLMOutput(type="tool_call", content=call))
     return outputs
+
+
+def _refusal(message: Mapping[str, Any]) -> str | None:
+    """An assistant message's refusal: its `refusal` (OpenAI), or its refusal parts."""
+    refusal = message.get("refusal")
+    if isinstance(refusal, str) and refusal:
+        return refusal
+    content = message.get("content")
+    if isinstance(content, list):
+        parts = [
+            str(part.get("refusal") or "")
+            for part in content
+            if isinstance(part, Mapping) and part.get("type") == "refusal"
+        ]
+        return "\n".join(p for p in parts if p) or None
+    return None
+
+
+def _finish_reason(message: Mapping[str, Any]) -> str | None:
+    """The finish reason an adapted result put on its assistant message (see
+    `evaluation._adapt`): not part of the chat format, kept when present."""
+    reason = message.get("finish_reason")
+    return reason if isinstance(reason, str) and reason else None
 
 
 def _input_messages(message: Mapping[str, Any], call_names: dict[str, str]) -> list[LLMInput]:
@@ -265,7 +288,9 @@ def interactions_from_messages(
     Anthropic server-side tool use inside an assistant message (`server_tool_use`,
     `mcp_tool_use` and their `*_tool_result` blocks) becomes a tool call and its result,
     as for client tools: the message is split at each result. Text blocks with
-    citations get their cited sources appended.
+    citations get their cited sources appended. An assistant message's `refusal` (or
+    refusal parts) becomes the interaction's `refusal`, not text, and a `finish_reason`
+    key on it (put there by `Composo.evaluate(result=...)`) its `finish_reason`.
     """
     tools_available = tool_definitions(tools)
     history: list[LLMInput] = []
@@ -280,16 +305,22 @@ def interactions_from_messages(
                 f"messages[{index}] must be a dict with 'role' and 'content', "
                 f"got {type(original).__name__}"
             )
-        for message in _split_server_tools(original):
+        parts = _split_server_tools(original)
+        ends = [p for p in parts if p.get("role") == "assistant"][-1:]
+        for message in parts:
             if message.get("role") != "assistant":
                 history.extend(_input_messages(message, call_names))
                 continue
             outputs = _assistant_outputs(message, counter)
+            # How the message ended belongs to its last part (after any server tools).
+            last = message is ends[0]
             interactions.append(
                 LLMInteraction(
                     input_messages=list(history),
                     output_messages=outputs,
                     tools_available=tools_available,
+                    refusal=_refusal(message) if last else None,
+                    finish_reason=_finish_reason(original) if last else None,
                 )
             )
             for output in outputs:

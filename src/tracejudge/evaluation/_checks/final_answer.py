@@ -118,7 +118,7 @@ class FinalAnswer(BuiltinCheck):
         return ScoreResponse(
             score=1.0,
             explanation=f"{where}: {run.name} ended with an answer: {short(answer, 120)!r}"
-            + (f" (the model call {unusual})" if unusual else ""),
+            + (f" (the model call was {unusual})" if unusual else ""),
         )
 
     def _ending(self, run: Run, where: str, last: LLMInteraction) -> ScoreResponse | None:
@@ -160,7 +160,7 @@ class FinalAnswer(BuiltinCheck):
         elif last.finish_reason == "tool_calls" and not last.tool_calls:
             why = " (its last model call finished for tool calls, but recorded none)"
         elif unusual_ending(last):
-            why = f" (the model call {unusual_ending(last)})"
+            why = f" (the model call was {unusual_ending(last)})"
         elif not last.output_messages and written > 0:
             # An empty answer still costs a token or two, and some instrumentations do not
             # record streamed output at all: the trace cannot tell these apart, so say both.
