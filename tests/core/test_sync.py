@@ -112,6 +112,9 @@ INTERRUPTED = textwrap.dedent(
     from tracejudge.judges import OpenAICompatibleJudge
     from tracejudge.testing import Reply, ScriptedLLMServer
 
+    # A shell may start this process with SIGINT ignored (a background job): ask for
+    # Python's own handler, the one an interactive program has.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     verdict = json.dumps({"explanation": "late", "applicable": True, "score": 5})
     with ScriptedLLMServer(default=Reply.text(verdict, delay=30)) as server:
         judge = OpenAICompatibleJudge("m", base_url=server.base_url, api_key="k", cache=False)
@@ -136,6 +139,7 @@ def test_keyboard_interrupt_surfaces_at_once_and_abandons_the_call() -> None:
         [sys.executable, "-c", INTERRUPTED], capture_output=True, text=True, timeout=60
     )
     assert finished.returncode == 0, finished.stderr
+    assert "interrupted after" in finished.stdout, finished.stdout + finished.stderr
     lines = dict(line.rsplit(" ", 1) for line in finished.stdout.splitlines())
     assert float(lines["interrupted after"]) < 3
     assert float(lines["closed after"]) < 3
