@@ -26,6 +26,9 @@ def _own_sources(run: Run) -> Iterator[str]:
                 yield content.response
             elif isinstance(content, str) and message.role != "assistant":
                 yield content
+    for interaction in run.llm[:-1]:  # results its tool spans recorded, which it went on with
+        for result in interaction.tool_results or []:
+            yield result.response
 
 
 def _facts(texts: Iterable[str]) -> Facts:
