@@ -21,7 +21,7 @@ from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
 
-from tests.fixtures.frameworks.programs import PROGRAMS, Expected
+from tests.fixtures.frameworks.programs import PROGRAMS, WEATHER, Expected
 from tracejudge.convert import SpanRecord, traces_from_otlp, traces_from_spans
 from tracejudge.convert._otlp import decode
 from tracejudge.models import AgentInstance, LLMToolResponse, MultiAgentTrace
@@ -175,12 +175,19 @@ def test_tool_calls_results_and_answers(
         for interaction in agent.llm_interactions
         for call in interaction.tool_calls
     }
+    # A result is in a later input, or (where none carries it) recorded by its tool span.
     results = [
         message.content
         for agent in trace.iter_agents()
         for interaction in agent.llm_interactions
         for message in interaction.input_messages
         if isinstance(message.content, LLMToolResponse)
+    ]
+    results += [
+        result
+        for agent in trace.iter_agents()
+        for interaction in agent.llm_interactions
+        for result in interaction.tool_results or []
     ]
     for tool, text in expected.results:
         joined = [r for r in results if r.id in call_names and call_names[r.id] == tool]
@@ -225,17 +232,58 @@ def test_a_call_without_output_names_the_instrumentation_and_the_fix() -> None:
         assert composed.final_output == PROGRAMS[meta(name)["program"]].expected.answer
 
 
-def test_answers_are_kept_out_of_the_compat_wire_shape() -> None:
-    trace = converted("openai_agents_openinference")
+@pytest.mark.parametrize("name", ["openai_agents_openinference", "smolagents_openinference"])
+def test_answers_hand_offs_and_span_results_are_kept_out_of_the_compat_wire_shape(
+    name: str,
+) -> None:
+    trace = converted(name)
     wire = trace.to_wire()
-    assert wire["agent_instance_by_id"][trace.root_agent_instance_id]["output"] == (
-        trace.final_output
-    )
+    agents = wire["agent_instance_by_id"]
+    assert agents[trace.root_agent_instance_id]["output"] == trace.final_output
+    extensions = {"output", "handoff"}
+    assert any(extensions & agent.keys() for agent in agents.values())
     compat = trace.to_wire(compat=True)
-    assert all("output" not in agent for agent in compat["agent_instance_by_id"].values())
-    # A round trip through either form gives an equal trace; tracejudge's keeps the answer.
-    assert MultiAgentTrace.from_json(trace.to_json()).final_output == trace.final_output
+    for agent in compat["agent_instance_by_id"].values():
+        assert not extensions & agent.keys()
+        for item in agent["interactions"]:
+            assert isinstance(item, str) or "tool_results" not in item
+    # A round trip through either form gives an equal trace; tracejudge's keeps them all.
+    back = MultiAgentTrace.from_json(trace.to_json())
+    assert back.to_wire() == wire
     assert MultiAgentTrace.model_validate(compat) == trace
+
+
+def test_results_no_later_input_carries_come_from_the_tool_spans() -> None:
+    """smolagents' `final_answer` calls and the Agents SDK's `stop_on_first_tool` tool are
+    the agents' last calls: no later model call shows their results, their tool spans do
+    (OpenInference TOOL spans by tool name and order, OpenLLMetry `execute_tool` spans)."""
+    smol = converted("smolagents_openinference")
+    recorded = {
+        agent.name: [(r.id, r.name, r.response) for r in agent.llm_interactions[-1].tool_results]
+        for agent in smol.iter_agents()
+    }
+    assert recorded == {
+        "manager": [("call_answer", "final_answer", "It is sunny and 22 C in Paris.")],
+        "web_agent": [("call_note", "final_answer", "Paris is sunny, 22 C.")],
+    }
+    # Results a later input carries stay there, once.
+    assert all(i.tool_results is None for a in smol.iter_agents() for i in a.llm_interactions[:-1])
+    escalate = converted("openai_agents_openllmetry_escalate")
+    (specialist,) = [a for a in escalate.iter_agents() if a.name == "weather_specialist"]
+    (call,) = specialist.llm_interactions[-1].tool_calls
+    (result,) = specialist.llm_interactions[-1].tool_results or []
+    assert (result.id, result.name, result.response) == (call.id, "get_weather", WEATHER)
+    # Its result ended the run (stop_on_first_tool): it is the agent's answer, and the user's.
+    assert specialist.final_output == escalate.final_output == WEATHER
+
+
+def test_a_handoff_span_names_the_agent_handed_to() -> None:
+    for name in RECORDINGS:
+        if not name.startswith("openai_agents") or name in NO_OUTPUTS:
+            continue
+        trace = converted(name)
+        handoffs = {a.name: a.handoff for a in trace.iter_agents() if a.handoff is not None}
+        assert handoffs == {"triage": "weather_specialist"}, name
 
 
 def test_streamed_responses_are_a_gap_in_openllmetry_that_agent_spans_fill() -> None:

@@ -329,7 +329,8 @@ class Composo(_Client):
         """The status of a `block=False` evaluation: pending, running, succeeded (with
         `result`) or failed (with `error`).
 
-        A finished task is forgotten once read; tasks also end when the client
+        A task run in process is forgotten once read finished (a remote tracejudge server
+        keeps it for its retention period); in-process tasks also end when the client
         closes. Raises `BadRequestError` for an unknown id.
         """
         return self._run(self._engine.get_task(task_id))

@@ -75,7 +75,9 @@ class RemoteServer:
             base_url=self.base_url,
             key_hint="check api_key= (or COMPOSO_API_KEY) and that base_url is the right server",
             not_found_hint=(
-                "the server no longer knows this task (a finished task is forgotten once read)"
+                "the server does not know this task id: check it, and that the task was started on "
+                "this server (a tracejudge server keeps finished tasks for "
+                "--task-retention-hours)"
                 if path.startswith(TASK_PATH.split("{", 1)[0])
                 else "check that base_url is the root of a tracejudge or Composo server (such "
                 f"as {self._default_url!r}), without the /api/v1 path"

@@ -8,6 +8,9 @@ answers through a `final_answer` tool call, so its model's last text is not the 
 the `raw` answer of its task outputs. A
 graph's recorded output is its final state: the answer is its last message.
 
+An agent whose run ended with its tools' results (no text after them, each result
+recorded by its tool span) answers with those results (`tool_answer`).
+
 An agent that made no model call of its own (a workflow wrapper, the implicit root, a
 user's `AgentTracer("app")`, a graph) and recorded no output answers with its last
 child that answered, skipping routing decisions: a router's `{"next": "FINISH"}` says
@@ -25,7 +28,7 @@ from tracejudge.convert._common import as_str, parts_message
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import AgentInstance, is_routing_decision
 
-__all__ = ["recorded_output", "fill_answers"]
+__all__ = ["recorded_output", "tool_answer", "fill_answers"]
 
 _MAX_JSON_CHARS = 2_000_000  # larger recorded outputs are not parsed (they are states)
 _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
@@ -116,6 +119,23 @@ def _message_text(message: Any) -> str | None:
         ]
         return "\n".join(t for t in texts if t) or None
     return None
+
+
+def tool_answer(agent: AgentInstance, *, failed: bool) -> str | None:
+    """The answer of an agent whose run ended with its tools' results (the Agents SDK's
+    `tool_use_behavior="stop_on_first_tool"`, LangChain's `return_direct` tools): its last
+    item is a model call that wrote no text and made tool calls whose results the tool
+    spans recorded (`tool_results`), and neither its span failed nor did it hand off.
+    None for any other agent."""
+    if failed or agent.handoff is not None or not agent.interactions:
+        return None
+    last = agent.interactions[-1]
+    if isinstance(last, str) or last.output_text.strip() or not last.tool_calls:
+        return None
+    results = {result.id: result.response for result in last.tool_results or []}
+    if not all(call.id in results for call in last.tool_calls):
+        return None
+    return "\n\n".join(results[call.id] for call in last.tool_calls) or None
 
 
 def fill_answers(

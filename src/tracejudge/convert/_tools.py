@@ -6,15 +6,21 @@ under OpenLLMetry, LangChain under OpenLLMetry) and as OpenInference TOOL spans
 (`tool.name`, `input.value`, `output.value`). They never make interactions: they only
 supply what the model-call spans miss.
 
-Where a later model call of the same agent shows a tool call in its input but not its
-result, the result from the matching tool span is put right after the call (matched by
-call id, else by tool name and order within the agent); a result in an input that has
-no id, or an empty one, is completed the same way.
+Tool runs are matched to calls by call id, else by tool name and order within the
+agent. Where a later model call of the same agent shows a tool call in its input but not
+its result, the result is put right after the call; an empty result in an input is
+completed. Where no later input carries a call's result at all (an agent's last calls:
+smolagents' `final_answer`, a hand-off, a tool whose result ended the run; or inputs
+that do not repeat the conversation), the result goes into the calling interaction's
+`tool_results`, which the checks and the judge read like a later input's result.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import as_str
@@ -22,6 +28,8 @@ from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMInteraction, LLMToolCall, LLMToolResponse, to_json_string
 
 __all__ = ["ToolRun", "tool_run", "supply_results"]
+
+_MAX_JSON_CHARS = 2_000_000  # larger results are kept as recorded
 
 
 @dataclass
@@ -49,8 +57,31 @@ def tool_run(span: SpanRecord) -> ToolRun | None:
         return None
     if name is None:
         return None
-    text = None if result is None else to_json_string(result)
+    text = None if result is None else _result_text(to_json_string(result))
     return ToolRun(name=name, call_id=call_id, result=text)
+
+
+def _result_text(text: str) -> str:
+    """A LangChain tool message's content (`{"output": {"lc": 1, "kwargs": {"content":
+    ...}}}` from OpenLLMetry, `{"type": "tool", "data": {"content": ...}}` from
+    OpenInference), else the text as recorded."""
+    stripped = text.strip()
+    if not stripped.startswith("{") or len(stripped) > _MAX_JSON_CHARS:
+        return text
+    try:
+        value: Any = json.loads(stripped)
+    except (ValueError, RecursionError):
+        return text
+    if isinstance(value, Mapping) and isinstance(value.get("output"), Mapping):
+        value = value["output"]
+    if not isinstance(value, Mapping):
+        return text
+    for wrapper in ("kwargs", "data"):
+        inner = value.get(wrapper)
+        if isinstance(inner, Mapping) and isinstance(inner.get("content"), str):
+            if value.get("type") == "tool" or "ToolMessage" in str(value.get("id")):
+                return inner["content"]
+    return text
 
 
 def _take(runs: list[ToolRun], call: LLMToolCall) -> ToolRun | None:
@@ -66,40 +97,67 @@ def _take(runs: list[ToolRun], call: LLMToolCall) -> ToolRun | None:
     return None
 
 
+def _match_runs(interactions: list[LLMInteraction], runs: list[ToolRun]) -> dict[str, ToolRun]:
+    """Call id -> its tool run, for every call the agent's interactions show, matched in
+    the order the calls were made (a call first seen in an input, as history handed
+    over, is matched where it is first seen)."""
+    matched: dict[str, ToolRun] = {}
+    for interaction in interactions:
+        calls = [m.content for m in interaction.input_messages]
+        calls += [m.content for m in interaction.output_messages]
+        for call in calls:
+            if isinstance(call, LLMToolCall) and call.id and call.id not in matched:
+                run = _take(runs, call)
+                if run is not None:
+                    matched[call.id] = run
+    return matched
+
+
 def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
-    """Complete one agent's interactions (in order) from its tool runs (in order)."""
+    """Complete one agent's interactions (in order) from its tool runs (in order).
+
+    A later input that shows a call without its result gets the result right after the
+    call; a result without text gets the text. A call whose result no later input of
+    the agent carries (its last calls, or inputs that do not repeat the conversation)
+    gets it in its interaction's `tool_results`.
+    """
     if not runs:
+        return
+    matched = _match_runs(interactions, runs)
+    if not matched:
         return
     answered: set[str] = set()
     for interaction in interactions:
         for message in interaction.input_messages:
             if isinstance(message.content, LLMToolResponse) and message.content.id:
                 answered.add(message.content.id)
-    seen_calls: set[str] = set()
     for interaction in interactions:
         inputs = interaction.input_messages
         position = 0
         while position < len(inputs):
             content = inputs[position].content
             position += 1
-            if not isinstance(content, LLMToolCall) or not content.id:
+            if isinstance(content, LLMToolResponse) and not content.response and content.id:
+                run = matched.get(content.id)
+                if run is not None and run.result:
+                    content.response = run.result
                 continue
-            if content.id in answered:
-                if content.id not in seen_calls:
-                    _take(runs, content)  # keep the order-matching in step
-                seen_calls.add(content.id)
+            if not isinstance(content, LLMToolCall) or content.id in answered:
                 continue
-            run = _take(runs, content)
-            seen_calls.add(content.id)
+            run = matched.get(content.id)
             if run is None or run.result is None:
                 continue
             response = LLMToolResponse(id=content.id, response=run.result, name=content.name)
             inputs.insert(position, LLMInput(role="tool", type="tool_response", content=response))
             answered.add(content.id)
             position += 1
-        for message in inputs:
-            content = message.content
-            if isinstance(content, LLMToolResponse) and not content.response and content.id:
-                run = next((r for r in runs if r.call_id == content.id and r.result), None)
-                if run is not None and run.result is not None:
-                    content.response = run.result
+    for interaction in interactions:
+        recorded = []
+        for call in interaction.tool_calls:
+            run = matched.get(call.id)
+            if call.id in answered or run is None or run.result is None:
+                continue
+            recorded.append(LLMToolResponse(id=call.id, response=run.result, name=call.name))
+            answered.add(call.id)
+        if recorded:
+            interaction.tool_results = recorded

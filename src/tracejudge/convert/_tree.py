@@ -19,6 +19,7 @@ from tracejudge import semconv
 from tracejudge.convert import (
     _agents,
     _answers,
+    _handoffs,
     _merge,
     _missing,
     _tools,
@@ -301,6 +302,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             id=agent.id, name=agent.name, interactions=[item for _, item in agent.items]
         )
         stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
+    _record_handoffs(spans, agents, root, parent_of_agent, placement, instances)
     recorded = {}
     for span_id, agent in agents.items():
         for record in layout.output_spans.get(span_id, []):
@@ -308,6 +310,11 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             if text is not None:
                 recorded[agent.id] = text
                 break
+        instance = instances.get(agent.id)
+        if agent.id not in recorded and instance is not None and agent.span is not None:
+            text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
+            if text is not None:
+                recorded[agent.id] = text
     _answers.fill_answers(instances, root.id, recorded)
     return MultiAgentTrace(
         root_agent_instance_id=root.id, agent_instance_by_id=instances, warnings=warnings
@@ -404,6 +411,52 @@ def _supply_tool_results(
     for owner in [root, *agents.values()]:
         interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
         _tools.supply_results(interactions, runs.get(id(owner), []))
+
+
+def _record_handoffs(
+    spans: list[SpanRecord],
+    agents: dict[str, _Agent],
+    root: _Agent,
+    parent_of_agent: dict[str, str | None],
+    placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
+    instances: dict[str, AgentInstance],
+) -> None:
+    """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`)."""
+    for span in spans:
+        found = _handoffs.handoff(span)
+        if found is None:
+            continue
+        agent_span_id = placement(span)[0]
+        owner = agents[agent_span_id] if agent_span_id is not None else root
+        if found.from_agent and owner.name != found.from_agent:
+            named = [a for a in agents.values() if a.name == found.from_agent and a.span]
+            covering = [a for a in named if _started_before(a.span, found.start_ns)]
+            owner = covering[-1] if covering else owner
+        target = found.to_agent
+        if target is None and found.start_ns is not None:
+            excluded = {owner.span.span_id} if owner.span else set()
+            ancestor = parent_of_agent.get(owner.span.span_id) if owner.span else None
+            while ancestor is not None and ancestor not in excluded:
+                excluded.add(ancestor)
+                ancestor = parent_of_agent.get(ancestor)
+            later = [
+                a
+                for span_id, a in agents.items()
+                if span_id not in excluded
+                and a.span is not None
+                and a.span.start_ns is not None
+                and a.span.start_ns >= found.start_ns
+            ]
+            if later:
+                target = min(later, key=lambda a: a.span.start_ns or 0).name
+        if owner.id in instances:
+            instances[owner.id].handoff = target or ""
+
+
+def _started_before(span: SpanRecord | None, start_ns: int | None) -> bool:
+    if span is None or span.start_ns is None or start_ns is None:
+        return False
+    return span.start_ns <= start_ns and (span.end_ns is None or start_ns <= span.end_ns)
 
 
 # --------------------------------------------------------------------------- tool call ids

@@ -145,6 +145,8 @@ def _output_entries(interaction: LLMInteraction, turn: int) -> list[_Entry]:
         outputs.append(_Entry("message", role="assistant", text=f"(no output){reason}", own=True))
     for entry in outputs:
         entry.turn = turn
+    # Results no later input carries, as the tool spans recorded them: context.
+    outputs.extend(_Entry("result", role="tool", result=r) for r in interaction.tool_results or [])
     ending = unusual_ending(interaction)
     if ending:
         outputs.append(_Entry("note", text=f"The model call above was {ending}"))

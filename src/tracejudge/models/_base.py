@@ -33,6 +33,7 @@ INTERACTION_EXTENSION_FIELDS = frozenset(
         "alternatives",
         "reasoning",
         "server_tool_calls",
+        "tool_results",
     }
 )
 

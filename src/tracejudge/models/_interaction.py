@@ -5,7 +5,13 @@ from __future__ import annotations
 from pydantic import ConfigDict
 
 from tracejudge.models._base import INTERACTION_EXTENSION_FIELDS, WireModel
-from tracejudge.models._messages import LLMInput, LLMOutput, LLMToolCall, LLMToolDefinition
+from tracejudge.models._messages import (
+    LLMInput,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolDefinition,
+    LLMToolResponse,
+)
 
 __all__ = ["LLMInteraction", "TokenUsage"]
 
@@ -22,11 +28,11 @@ class LLMInteraction(WireModel):
     """One call to a model: what it was given, what it answered, which tools it could use.
 
     `model`, `usage`, `start_time`, `end_time` (Unix seconds), `error`,
-    `finish_reason`, `refusal`, `alternatives`, `reasoning` and `server_tool_calls`
-    are tracejudge extensions, filled by the converter from span attributes. They are
-    not part of the wire shape: the default JSON leaves them out, `to_json()` /
-    `model_dump(context={EXTENSIONS: True})` keep them, and equality ignores them
-    (they measure a call; they do not make it a different call).
+    `finish_reason`, `refusal`, `alternatives`, `reasoning`, `server_tool_calls` and
+    `tool_results` are tracejudge extensions, filled by the converter from span
+    attributes. They are not part of the wire shape: the default JSON leaves them out,
+    `to_json()` / `model_dump(context={EXTENSIONS: True})` keep them, and equality
+    ignores them (they measure a call; they do not make it a different call).
 
     - `finish_reason`: why the first choice ended, in OpenAI's words (`stop`,
       `length`, `tool_calls`, `content_filter`, ...; Anthropic's are mapped).
@@ -37,6 +43,11 @@ class LLMInteraction(WireModel):
     - `server_tool_calls`: built-in tools the provider ran itself (web search, file
       search, code interpreter, MCP); no result is expected from the client, and what
       they returned is not recorded (name `server_tool` when the kind is unknown).
+    - `tool_results`: results of this call's tool calls that no later input of the agent
+      carries, as the framework's tool spans recorded them (an agent's last calls: a
+      `final_answer` call, a hand-off, a tool whose result ended the run; or calls whose
+      later inputs do not repeat the conversation). The checks and the judge read them
+      like results in a later input.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -56,6 +67,7 @@ class LLMInteraction(WireModel):
     alternatives: list[list[LLMOutput]] | None = None
     reasoning: str | None = None
     server_tool_calls: list[LLMToolCall] | None = None
+    tool_results: list[LLMToolResponse] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LLMInteraction):

@@ -75,18 +75,21 @@ class AgentInstance(WireModel):
 
     `output` is a tracejudge extension: the agent's answer as its framework recorded it
     (an agent span's own output), or, for an agent that made no model call of its own, the
-    answer of its last child that gave one (routing decisions skipped). Like the
-    interaction extensions it is left out of the wire shape unless asked for, and
-    equality ignores it.
+    answer of its last child that gave one (routing decisions skipped). `handoff` is one
+    too: the name of the agent this one handed its work to, as a hand-off span recorded
+    it (the Agents SDK's, under OpenLLMetry or OpenInference); an empty string when the
+    span did not say to whom. Like the interaction extensions they are left out of the
+    wire shape unless asked for, and equality ignores them.
     """
 
     model_config = ConfigDict(extra="forbid")
-    _extensions = frozenset({"output"})
+    _extensions = frozenset({"output", "handoff"})
 
     id: str
     name: str
     interactions: list[Interaction] = Field(default_factory=list)
     output: str | None = None
+    handoff: str | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AgentInstance):

@@ -25,12 +25,16 @@ def _tool_problem(
     call: LLMToolCall,
     tools: dict[str, LLMToolDefinition],
     fallback: dict[str, LLMToolDefinition],
+    children: frozenset[str] = frozenset(),
 ) -> str | None:
     """Why a call is invalid, or None. `tools` are the interaction's (availability is
     checked only when there are some); `fallback` the agent's other interactions' tools,
-    for the schema where the interaction recorded none."""
+    for the schema where the interaction recorded none; `children` the names of the child
+    agents the agent ran, which it may call as tools (smolagents' managed agents, which
+    OpenInference leaves out of the recorded tools)."""
     tool = tools.get(call.name) or tools.get(f"{call.name}_preview")
-    if tools and tool is None and not (_TOOL_SERVERS & tools.keys()):
+    known = call.name in children or bool(_TOOL_SERVERS & tools.keys())
+    if tools and tool is None and not known:
         available = ", ".join(sorted(tools))
         return f"names tool {call.name!r}, which was not available (available: {available})"
     raw = call.parameters
@@ -58,10 +62,12 @@ class CallOutcome:
     index: int
     call: LLMToolCall
     #: invalid: the call itself is invalid (tool_arguments' finding); ok / error: it got a
-    #: result that is / is not an error; missing: no result although the agent went on;
-    #: unanswered: a call in the agent's last interaction (it stopped or handed off there;
-    #: final_answer's concern); unknown: the later inputs do not repeat the conversation
-    #: (not even the call), so whether a result came cannot be told.
+    #: result that is / is not an error (in a later input, or recorded by a tool span in
+    #: `LLMInteraction.tool_results`); missing: no result although the agent went on;
+    #: unanswered: a call in the agent's last interaction without a recorded result (it
+    #: stopped or handed off there; final_answer's concern); unknown: the later inputs do
+    #: not repeat the conversation (not even the call), so whether a result came cannot
+    #: be told.
     status: Literal["invalid", "ok", "error", "missing", "unanswered", "unknown"]
     detail: str = ""
     result_index: int | None = None
@@ -113,6 +119,11 @@ def _find_outcomes(run: Run) -> list[CallOutcome]:
     for interaction in run.llm:
         for tool in interaction.tools_available or []:
             agent_tools.setdefault(tool.name, tool)
+    children = frozenset(
+        child.name
+        for child_id in run.agent.child_ids
+        if (child := run.trace.agent_instance_by_id.get(child_id)) is not None
+    )
     seen: _Appearances | None = None
     last = len(run.llm) - 1
     outcomes: list[CallOutcome] = []
@@ -121,12 +132,20 @@ def _find_outcomes(run: Run) -> list[CallOutcome]:
         if not calls:
             continue
         tools = {tool.name: tool for tool in interaction.tools_available or []}
+        # Results the tool spans recorded where no later input carries them.
+        recorded = {result.id: result for result in interaction.tool_results or []}
         for call in calls:
-            problem = _tool_problem(call, tools, agent_tools)
+            problem = _tool_problem(call, tools, agent_tools, children)
             if problem:
                 outcomes.append(CallOutcome(i, call, "invalid", problem))
                 continue
-            if i == last:
+            found: tuple[int, LLMToolResponse] | None = None
+            if i != last:
+                seen = seen or _Appearances.of(run)
+                found = seen.result_after(call.id, i)
+            if found is None and call.id in recorded:
+                found = (i, recorded[call.id])
+            if found is None and i == last:
                 detail = (
                     f"child agent {run.handed_off_to} ran after it"
                     if run.handed_off_to
@@ -134,9 +153,8 @@ def _find_outcomes(run: Run) -> list[CallOutcome]:
                 )
                 outcomes.append(CallOutcome(i, call, "unanswered", detail))
                 continue
-            seen = seen or _Appearances.of(run)
-            found = seen.result_after(call.id, i)
             if found is None:
+                seen = seen or _Appearances.of(run)
                 if seen.replayed_after(call.id, i):
                     detail = "the agent went on without it"
                     outcomes.append(CallOutcome(i, call, "missing", detail))

@@ -44,15 +44,18 @@ class FinalAnswer(BuiltinCheck):
     not a refusal or apology when the tools it called succeeded.
 
     The final answer is the agent's last LLM interaction, or the answer of a `final_answer`
-    tool call made there. It fails (0.0) when it asks for another tool (unless it hands
-    off: a child agent ran after it, or the tool is `transfer_to_<agent>` and that agent
-    ran in the trace; a hand-off is not scored, None), when its text
-    is empty, or when it refuses or apologises ("I'm sorry", "I cannot", "unable to") -
-    in its first sentence, or anywhere in a short answer that states no value, not in a
-    caveat after a real answer - although the agent called tools and every call it made
-    got a result that is neither an error nor empty. Other refusals (after a failed or
-    empty tool result, or from an agent that called no tool) are left to a judge: 1.0,
-    noted.
+    tool call made there, or the results of the tool calls made there when the run ended
+    with them as its answer (`tool_use_behavior="stop_on_first_tool"`, `return_direct`:
+    each result recorded by its tool span, and the agent's recorded answer). It fails
+    (0.0) when it asks for another tool (unless it hands off: a child agent ran after it,
+    the tool is `transfer_to_<agent>` and that agent ran in the trace, or a hand-off span
+    recorded it (`AgentInstance.handoff`, whatever the tool's name); a hand-off is not
+    scored, None), when its text is empty, or when it refuses or apologises ("I'm sorry",
+    "I cannot", "unable to") - in its first sentence, or anywhere in a short answer that
+    states no value, not in a caveat after a real answer - although the agent called
+    tools and every call it made got a result that is neither an error nor empty (its
+    `final_answer` call aside). Other refusals (after a failed or empty tool result, or
+    from an agent that called no tool) are left to a judge: 1.0, noted.
 
     A routing decision (`{"next": "writer"}`) is not an answer: None, scored where the
     work went.
@@ -89,9 +92,14 @@ class FinalAnswer(BuiltinCheck):
         if ending is not None:
             return ending
         answer_call = next((c for c in last.tool_calls if c.name in ANSWER_TOOLS), None)
-        if last.tool_calls and answer_call is None:
-            return self._ends_with_call(run, where, last.tool_calls)
-        answer = _answer_of(answer_call) if answer_call is not None else last.output_text
+        if answer_call is not None:
+            answer = _answer_of(answer_call)
+        elif last.tool_calls:
+            answer = _tool_answer(run.agent.output, last)
+            if answer is None:
+                return self._ends_with_call(run, where, last.tool_calls)
+        else:
+            answer = last.output_text
         if is_routing_decision(answer):
             return ScoreResponse(
                 score=None,
@@ -194,6 +202,14 @@ class FinalAnswer(BuiltinCheck):
                 explanation=f"{where}: {run.name} handed off to {target} with tool call "
                 f"{handoff.id} ({handoff.name}); its answer is scored there.",
             )
+        if child is None and run.agent.handoff is not None:
+            target = run.agent.handoff or "another agent"
+            ids = ", ".join(f"{c.id} ({c.name})" for c in calls)
+            return ScoreResponse(
+                score=None,
+                explanation=f"{where}: {run.name} handed off to {target} (a hand-off span "
+                f"recorded it) with tool call {ids}; its answer is scored there.",
+            )
         if child is not None:
             agent = run.trace.agent_instance_by_id.get(child)
             name = agent.name if agent is not None else child
@@ -211,7 +227,11 @@ class FinalAnswer(BuiltinCheck):
 
     @staticmethod
     def _refusal(run: Run, where: str, answer: str, phrase: str) -> ScoreResponse:
-        outcomes = [o for o in call_outcomes(run) if o.status != "unanswered"]
+        outcomes = [
+            o
+            for o in call_outcomes(run)
+            if o.status != "unanswered" and o.call.name not in ANSWER_TOOLS
+        ]
         failed = [o for o in outcomes if o.status != "ok" or o.empty]
         if outcomes and not failed:
             return ScoreResponse(
@@ -231,6 +251,16 @@ class FinalAnswer(BuiltinCheck):
             explanation=f"{where}: {run.name} answered, apologising ({phrase!r}) {reason}; "
             "whether that is right is left to a judge.",
         )
+
+
+def _tool_answer(output: str | None, last: LLMInteraction) -> str | None:
+    """The agent's answer when its run ended with its tools' results, which its recorded
+    answer is (`tool_use_behavior="stop_on_first_tool"`, `return_direct`; see
+    `AgentInstance.output`); else None."""
+    results = {result.id: result.response for result in last.tool_results or []}
+    if output is None or not all(call.id in results for call in last.tool_calls):
+        return None
+    return output if output == "\n\n".join(results[c.id] for c in last.tool_calls) else None
 
 
 def _answer_of(call: LLMToolCall) -> str:

@@ -36,6 +36,9 @@ def _own_sources(run: Run) -> Iterator[str]:
                 message.role != "assistant" or " ".join(content.split()) not in written
             ):
                 yield content
+    for interaction in run.llm[:-1]:  # results its tool spans recorded, which it went on with
+        for result in interaction.tool_results or []:
+            yield result.response
 
 
 def _facts(texts: Iterable[str]) -> Facts:

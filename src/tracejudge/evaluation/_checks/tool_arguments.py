@@ -20,7 +20,9 @@ class ToolArguments(BuiltinCheck):
     Where an interaction recorded no tools (`tools_available` empty or missing, e.g. an
     instrumentation that does not capture them), availability is not checked for its calls
     and the explanation says so; their arguments must still be a JSON object, and fit the
-    schema of a tool of that name recorded on the agent's other interactions, if any. An
+    schema of a tool of that name recorded on the agent's other interactions, if any. A
+    call named after a child agent the agent ran is a call to that agent (smolagents'
+    managed agents, which OpenInference leaves out of the recorded tools): available. An
     empty argument string (or `null`) counts as `{}`; a tool without a schema takes any
     object.
     """

@@ -16,12 +16,15 @@ class ToolResults(BuiltinCheck):
     """Every tool call got a result, and the result is not an error.
 
     A call's result is the tool response with the same id in the inputs of a later
-    interaction of the same agent. Errors are JSON error objects (`{"error": ...}`,
+    interaction of the same agent, else the one its tool span recorded
+    (`LLMInteraction.tool_results`: an agent's last calls, or inputs that do not repeat
+    the conversation). Errors are JSON error objects (`{"error": ...}`,
     `"status": 500`, `"success": false`, MCP `isError`, Anthropic `is_error`), tracebacks,
     results that start with an error line (`ValueError: ...`, `Error: ...`) and HTTP error
     statuses (`404 Not Found`, `HTTP 503`). Not counted, each noted: calls that
     `tool_arguments` rejects (their error result is that fault's consequence), calls in the
-    agent's last interaction (it stopped or handed off there: `final_answer` judges that),
+    agent's last interaction whose result was not recorded (it stopped or handed off
+    there: `final_answer` judges that),
     and calls whose later inputs do not repeat the conversation at all (an instrumentation
     that records only the first message), where a result cannot be looked for.
 
@@ -46,9 +49,13 @@ class ToolResults(BuiltinCheck):
             if o.status == "missing":
                 problems.append(f"{run.where(o.index, o.call)}: no result ({o.detail})")
             elif o.status == "error":
+                where = (
+                    "recorded by its tool span"
+                    if o.result_index == o.index
+                    else f"in llm_interactions[{o.result_index}]"
+                )
                 problems.append(
-                    f"{run.where(o.index, o.call)}: the result (in "
-                    f"llm_interactions[{o.result_index}]) is an error: {o.detail}"
+                    f"{run.where(o.index, o.call)}: the result ({where}) is an error: {o.detail}"
                 )
         ok = sum(1 for o in counted if o.status == "ok")
         errors = sum(1 for o in counted if o.status == "error")
@@ -63,7 +70,8 @@ class ToolResults(BuiltinCheck):
     def _notes(outcomes: Sequence[CallOutcome]) -> list[str]:
         reasons = {
             "invalid": "the call itself is invalid (see tool_arguments)",
-            "unanswered": "made in the agent's last interaction (see final_answer)",
+            "unanswered": "made in the agent's last interaction, no result recorded (see "
+            "final_answer)",
             "unknown": "the later inputs do not repeat the conversation, so no result can be "
             "looked for",
         }
