@@ -67,6 +67,9 @@ def read_otlp_batches(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OT
     problems: list[str] = []
     stream = _uncompressed(source, problems)
     head = stream.peek(65536)[:65536]
+    if not head.strip():
+        yield OTLPBatch(warnings=problems or ["the input is empty"])
+        return
     if _looks_like_json(head):
         yield from _json_batches(stream)
     else:
@@ -144,7 +147,7 @@ def _json_batches(stream: io.BufferedReader) -> Iterator[OTLPBatch]:
         if first is None:
             first = line
             if not _is_json(line):  # one document over several lines: read it whole
-                yield _decoded(first + stream.read(), "document")
+                yield _whole_document(first + stream.read())
                 return
         if _OTLP_LINE.match(line):
             yield _decoded(line, f"line {number}")
@@ -162,6 +165,19 @@ def _json_batches(stream: io.BufferedReader) -> Iterator[OTLPBatch]:
             yield OTLPBatch(documents=items)
         else:
             yield OTLPBatch(documents=[(f"line {number}", value)])
+
+
+def _whole_document(data: bytes) -> OTLPBatch:
+    try:
+        value = json.loads(data)
+    except (ValueError, RecursionError):
+        return _decoded(data, "document")  # perhaps truncated OTLP: the decoder salvages
+    values = value if isinstance(value, list) else [value]
+    if any(isinstance(v, dict) and _is_otlp(v) for v in values):
+        return _decoded(data, "document")
+    if isinstance(value, list):
+        return OTLPBatch(documents=[(f"item {i}", v) for i, v in enumerate(value)])
+    return OTLPBatch(documents=[("document", value)])
 
 
 def _is_json(line: bytes) -> bool:
