@@ -41,7 +41,7 @@ __all__ = ["render_trace_page", "trace_entry", "write_report"]
 #: Characters of one message, tool argument or result kept in the report.
 MAX_TEXT = 4000
 #: Bytes of embedded trace data after which model calls are left out.
-MAX_BYTES = 40 * 1024 * 1024
+MAX_BYTES = 24 * 1024 * 1024
 
 
 def _cut(text: str | None, limit: int) -> str:
