@@ -94,7 +94,8 @@ def test_demo_json_lines_are_trace_responses() -> None:
 def test_score_reads_an_otlp_file_and_a_trace_json(tmp_path: Path, capsys) -> None:
     otlp = FIXTURES / "openllmetry.jsonl"
     assert main(["score", str(otlp), "--json"]) == 0
-    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    *lines, last = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert last["summary"]["traces"] == 1
     assert {line["criterion"] for line in lines} == {
         "tool_arguments",
         "tool_results",
@@ -143,7 +144,7 @@ def test_unreadable_input_exits_2_with_one_line_naming_it(tmp_path: Path, capsys
     broken.write_text('{"agent_instance_by_id": 3}')
     assert main(["score", str(broken)]) == 2
     err = _one_line_error(capsys)
-    assert f"{broken} is not a valid MultiAgentTrace: root_agent_instance_id" in err
+    assert f"{broken}, line 1 is not a valid MultiAgentTrace: root_agent_instance_id" in err
     assert "(and 1 more)" in err
 
 

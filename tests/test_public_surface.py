@@ -48,6 +48,12 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "evaluate_rubric",
         "osmosis_reward",
         "osmosis_rubric",
+        # batch scoring (issue #11)
+        "abatch_rewards",
+        "aevaluate_rubric",
+        "aevaluate_rubric_batch",
+        "batch_rewards",
+        "evaluate_rubric_batch",
     ],
     "tracejudge.models": [
         "AgentInstance",
@@ -122,6 +128,14 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "evaluate_rubric",
         "osmosis_reward",
         "osmosis_rubric",
+        # batch scoring (issue #11)
+        "BatchItem",
+        "BatchResult",
+        "abatch_rewards",
+        "aevaluate_rubric",
+        "aevaluate_rubric_batch",
+        "batch_rewards",
+        "evaluate_rubric_batch",
     ],
     "tracejudge.testing": [
         "Cassette",
@@ -156,6 +170,10 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "TraceList",
         "traces_from_otlp",
         "traces_from_spans",
+        # batch scoring (issue #11)
+        "OTLPBatch",
+        "read_otlp_batches",
+        "traces_from_records",
     ],
     "tracejudge.judges": [
         "AnthropicJudge",

@@ -39,6 +39,11 @@ _EXPORTS: dict[str, str] = {
     "osmosis_reward": "tracejudge.rewards",
     "osmosis_rubric": "tracejudge.rewards",
     "evaluate_rubric": "tracejudge.rewards",
+    "aevaluate_rubric": "tracejudge.rewards",
+    "evaluate_rubric_batch": "tracejudge.rewards",
+    "aevaluate_rubric_batch": "tracejudge.rewards",
+    "batch_rewards": "tracejudge.rewards",
+    "abatch_rewards": "tracejudge.rewards",
     # errors
     "ComposoError": "tracejudge.errors",
     "ConfigurationError": "tracejudge.errors",
@@ -95,6 +100,11 @@ __all__ = [
     "evaluate_rubric",
     "osmosis_reward",
     "osmosis_rubric",
+    "aevaluate_rubric",
+    "evaluate_rubric_batch",
+    "aevaluate_rubric_batch",
+    "batch_rewards",
+    "abatch_rewards",
 ]
 
 
@@ -143,7 +153,16 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         MultiAgentTrace,
         MultiAgentTraceResponse,
     )
-    from tracejudge.rewards import evaluate_rubric, osmosis_reward, osmosis_rubric
+    from tracejudge.rewards import (
+        abatch_rewards,
+        aevaluate_rubric,
+        aevaluate_rubric_batch,
+        batch_rewards,
+        evaluate_rubric,
+        evaluate_rubric_batch,
+        osmosis_reward,
+        osmosis_rubric,
+    )
     from tracejudge.tracing import (
         AgentTracer,
         ComposoTracer,

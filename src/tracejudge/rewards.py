@@ -25,16 +25,20 @@ same judges and evaluator as `Composo.evaluate`, and raises the Osmosis errors:
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import inspect
 import json
 import logging
+import statistics
 import threading
 import types
 import typing
 from collections import OrderedDict
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Union
 
 from tracejudge import _env, _sync
@@ -50,9 +54,16 @@ if TYPE_CHECKING:
     from tracejudge.evaluation.service import EvaluationService
 
 __all__ = [
+    "BatchItem",
+    "BatchResult",
     "ModelInfo",
     "RewardRubricRunResult",
+    "abatch_rewards",
+    "aevaluate_rubric",
+    "aevaluate_rubric_batch",
+    "batch_rewards",
     "evaluate_rubric",
+    "evaluate_rubric_batch",
     "osmosis_reward",
     "osmosis_rubric",
 ]
@@ -275,7 +286,9 @@ def _api_key(provider: str, model: str, model_info: Mapping[str, Any]) -> str | 
     )
 
 
-def _configuration(model_info: Mapping[str, Any], timeout: float | None) -> tuple[Any, ...]:
+def _configuration(
+    model_info: Mapping[str, Any], timeout: float | None, *, cache: bool = True
+) -> tuple[Any, ...]:
     for key in ("provider", "model"):
         if not isinstance(model_info.get(key), str) or not model_info[key].strip():
             raise ValueError(
@@ -287,7 +300,7 @@ def _configuration(model_info: Mapping[str, Any], timeout: float | None) -> tupl
     base_url = model_info.get("base_url") or None
     api_key = _api_key(provider, model, model_info)
     seconds = float(timeout or model_info.get("timeout") or 60.0)
-    return (provider, model, api_key, base_url, seconds)
+    return (provider, model, api_key, base_url, seconds, cache)
 
 
 def _new_service(config: tuple[Any, ...]) -> EvaluationService:
@@ -295,8 +308,10 @@ def _new_service(config: tuple[Any, ...]) -> EvaluationService:
     from tracejudge.evaluation.service import EvaluationService
     from tracejudge.judges import judge_from_spec
 
-    provider, model, api_key, base_url, seconds = config
+    provider, model, api_key, base_url, seconds, cache = config
     options: dict[str, Any] = {"api_key": api_key, "timeout": seconds}
+    if not cache:  # repeated judgements of one item must each ask the model
+        options["cache"] = False
     if base_url:
         options["base_url"] = base_url
     try:
@@ -378,13 +393,69 @@ def evaluate_rubric(
 
     Raises MissingAPIKeyError when no key is found for a hosted provider,
     ModelNotFoundError when the provider does not know the model, and
-    ProviderRequestError for any other failure of the request.
+    ProviderRequestError for any other failure of the request. Safe to call from any
+    thread, a forked or spawned worker process, and code running in an event loop (it
+    then blocks that loop's thread: use `aevaluate_rubric` there).
     """
-    if not isinstance(rubric, str) or not rubric.strip():
-        raise ValueError("rubric must be a non-empty string describing what to reward")
-    if score_max <= score_min:
-        raise ValueError(f"score_max ({score_max}) must be greater than score_min ({score_min})")
-    config = _configuration(model_info, timeout)
+    return _sync.run(
+        aevaluate_rubric(
+            rubric,
+            solution_str,
+            model_info,
+            ground_truth=ground_truth,
+            original_input=original_input,
+            metadata=metadata,
+            score_min=score_min,
+            score_max=score_max,
+            timeout=timeout,
+            return_details=return_details,
+        )
+    )
+
+
+async def aevaluate_rubric(
+    rubric: str,
+    solution_str: str,
+    model_info: ModelInfo | dict[str, Any],
+    ground_truth: str | None = None,
+    original_input: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    score_min: float = 0.0,
+    score_max: float = 1.0,
+    timeout: int | None = None,
+    return_details: bool = False,
+) -> float | RewardRubricRunResult:
+    """`evaluate_rubric` for async code: the same arguments, result and errors, awaited
+    on the caller's event loop."""
+    _check_rubric(rubric, score_min, score_max)
+    return await _rubric(
+        rubric,
+        solution_str,
+        _configuration(model_info, timeout),
+        ground_truth=ground_truth,
+        original_input=original_input,
+        metadata=metadata,
+        score_min=score_min,
+        score_max=score_max,
+        return_details=return_details,
+    )
+
+
+async def _rubric(
+    rubric: str,
+    solution_str: str,
+    config: tuple[Any, ...],
+    *,
+    ground_truth: str | None,
+    original_input: str | None,
+    metadata: Mapping[str, Any] | None,
+    score_min: float,
+    score_max: float,
+    return_details: bool,
+) -> float | RewardRubricRunResult:
+    _check_rubric(rubric, score_min, score_max)
+    if not isinstance(solution_str, str):
+        raise TypeError(f"solution_str must be a string, got {type(solution_str).__name__}")
     provider, model = config[0], config[1]
     context = [f"Reference answer (ground truth): {ground_truth}"] if ground_truth else []
     if metadata:
@@ -400,7 +471,7 @@ def evaluate_rubric(
     )
     try:
         with _service(config) as service:
-            (result,) = _sync.run(service.evaluate_conversation(request))
+            (result,) = await service.evaluate_conversation(request)
     except ComposoError as error:
         failure = ModelNotFoundError if error.status_code == 404 else ProviderRequestError
         raise failure(provider, model, str(error)) from error
@@ -411,3 +482,242 @@ def evaluate_rubric(
     payload = result.model_dump(mode="json")
     payload["applicable"] = result.score is not None
     return {"score": score, "explanation": result.explanation, "raw_payload": payload}
+
+
+def _check_rubric(rubric: Any, score_min: float, score_max: float) -> None:
+    if not isinstance(rubric, str) or not rubric.strip():
+        raise ValueError("rubric must be a non-empty string describing what to reward")
+    if score_max <= score_min:
+        raise ValueError(f"score_max ({score_max}) must be greater than score_min ({score_min})")
+
+
+# --------------------------------------------------------------------------- batches
+
+#: An item of a batch: ``(solution_str, ground_truth, extra_info)`` (shorter tuples and a
+#: bare string are fine), or a mapping with ``solution_str`` and optionally
+#: ``ground_truth``, ``extra_info``, ``original_input``, ``metadata``.
+BatchItem = str | Sequence[Any] | Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class BatchResult:
+    """One item's outcome in a batch: its score, or the error that item met.
+
+    With `repeats` > 1, `scores` holds every judgement, `score` their mean and `std`
+    their (population) standard deviation; an item is an error when any repeat failed.
+    """
+
+    score: float | None = None
+    error: str | None = None
+    #: The exception's class name (`ProviderRequestError`, `ValueError`, ...).
+    error_type: str | None = None
+    explanation: str | None = None
+    scores: tuple[float, ...] = ()
+    std: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+@dataclass(frozen=True)
+class _Item:
+    solution_str: str
+    ground_truth: str | None
+    extra_info: dict[str, Any]
+    original_input: str | None
+    metadata: dict[str, Any] | None
+
+
+def _item(value: BatchItem) -> _Item:
+    """Read a batch item; ValueError saying what shape is expected."""
+    if isinstance(value, str):
+        value = (value,)
+    if isinstance(value, Mapping):
+        if "solution_str" not in value:
+            raise ValueError("the item has no 'solution_str'")
+        solution, truth = value["solution_str"], value.get("ground_truth")
+        extra = value.get("extra_info")
+        original, metadata = value.get("original_input"), value.get("metadata")
+    elif isinstance(value, Sequence) and 1 <= len(value) <= 3:
+        solution, truth, extra = (*value, None, None)[:3]
+        original = metadata = None
+    else:
+        raise ValueError(
+            "expected (solution_str, ground_truth, extra_info) or a mapping with "
+            f"'solution_str', got {type(value).__name__}"
+        )
+    if not isinstance(solution, str):
+        raise ValueError(f"solution_str must be a string, got {type(solution).__name__}")
+    if truth is not None and not isinstance(truth, str):
+        truth = json.dumps(truth, ensure_ascii=False, default=str)
+    if extra is not None and not isinstance(extra, Mapping):
+        raise ValueError(f"extra_info must be a dict, got {type(extra).__name__}")
+    extra = dict(extra or {})
+    original = original if original is not None else extra.get("original_input")
+    metadata = metadata if metadata is not None else extra.get("metadata")
+    return _Item(solution, truth, extra, original, metadata)
+
+
+def _failure(error: BaseException) -> BatchResult:
+    return BatchResult(error=str(error) or type(error).__name__, error_type=type(error).__name__)
+
+
+def _combined(results: Sequence[RewardRubricRunResult]) -> BatchResult:
+    scores = tuple(r["score"] for r in results)
+    mean = statistics.fmean(scores)
+    std = statistics.pstdev(scores) if len(scores) > 1 else 0.0
+    return BatchResult(score=mean, scores=scores, std=std, explanation=results[-1]["explanation"])
+
+
+OnResult = Callable[[int, BatchResult], None]
+
+
+async def _bounded(
+    work: Callable[[int], Awaitable[BatchResult]],
+    count: int,
+    concurrency: int,
+    on_result: OnResult | None = None,
+) -> list[BatchResult]:
+    """`work(i)` for i in range(count), at most `concurrency` at once, results in order.
+    An exception of one item becomes that item's error; cancellation still cancels.
+    `on_result(i, result)` is called as each item finishes."""
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    results: list[BatchResult] = [BatchResult()] * count
+    indexes = iter(range(count))
+
+    async def worker() -> None:
+        for index in indexes:
+            try:
+                results[index] = await work(index)
+            except Exception as error:  # noqa: BLE001 - recorded for the item, never fatal
+                results[index] = _failure(error)
+            if on_result is not None:
+                on_result(index, results[index])
+
+    await asyncio.gather(*(worker() for _ in range(min(concurrency, count))))
+    return results
+
+
+async def aevaluate_rubric_batch(
+    items: Iterable[BatchItem],
+    *,
+    rubric: str,
+    model_info: ModelInfo | dict[str, Any],
+    score_min: float = 0.0,
+    score_max: float = 1.0,
+    timeout: int | None = None,
+    concurrency: int = 8,
+    repeats: int = 1,
+    on_result: OnResult | None = None,
+) -> list[BatchResult]:
+    """Score every item against `rubric` (as `evaluate_rubric` does), at most
+    `concurrency` judge calls at once; one `BatchResult` per item, in order.
+
+    An item's failure (a malformed item, the provider's error, a reply the judge cannot
+    read) is recorded in its result and never stops the batch. The rubric, the score
+    range and `model_info` are checked first: a ValueError or MissingAPIKeyError there
+    concerns every item and is raised. With `repeats` > 1 each item is judged that many
+    times, without the verdict cache, for the mean and standard deviation.
+    `on_result(index, result)`, when given, is called as each item finishes (progress,
+    or writing results as they come).
+    """
+    _check_rubric(rubric, score_min, score_max)
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1, got {repeats}")
+    config = _configuration(model_info, timeout, cache=repeats == 1)
+    listed = list(items)
+
+    async def one(index: int) -> BatchResult:
+        item = _item(listed[index])
+        judged = []
+        for _ in range(repeats):
+            result = await _rubric(
+                rubric,
+                item.solution_str,
+                config,
+                ground_truth=item.ground_truth,
+                original_input=item.original_input,
+                metadata=item.metadata,
+                score_min=score_min,
+                score_max=score_max,
+                return_details=True,
+            )
+            judged.append(typing.cast(RewardRubricRunResult, result))
+        return _combined(judged)
+
+    return await _bounded(one, len(listed), concurrency, on_result)
+
+
+def evaluate_rubric_batch(
+    items: Iterable[BatchItem],
+    *,
+    rubric: str,
+    model_info: ModelInfo | dict[str, Any],
+    score_min: float = 0.0,
+    score_max: float = 1.0,
+    timeout: int | None = None,
+    concurrency: int = 8,
+    repeats: int = 1,
+    on_result: OnResult | None = None,
+) -> list[BatchResult]:
+    """`aevaluate_rubric_batch` for synchronous code (an RL framework's reward worker,
+    forked or spawned, or code inside an event loop): same arguments and results."""
+    return _sync.run(
+        aevaluate_rubric_batch(
+            items,
+            rubric=rubric,
+            model_info=model_info,
+            score_min=score_min,
+            score_max=score_max,
+            timeout=timeout,
+            concurrency=concurrency,
+            repeats=repeats,
+            on_result=on_result,
+        )
+    )
+
+
+async def abatch_rewards(
+    function: Callable[..., float],
+    items: Iterable[BatchItem],
+    *,
+    concurrency: int = 8,
+    **kwargs: Any,
+) -> list[BatchResult]:
+    """Apply an `@osmosis_reward` / `@osmosis_rubric` function (or any function of
+    `(solution_str, ground_truth, extra_info, **kwargs) -> float`) to every item, at
+    most `concurrency` calls at once, each in a worker thread (such functions are
+    synchronous, and a rubric function blocks on its judge call); one `BatchResult` per
+    item, in order, an exception recorded for its item. `kwargs` go to every call."""
+    listed = list(items)
+    if concurrency < 1:
+        raise ValueError(f"concurrency must be at least 1, got {concurrency}")
+    loop = asyncio.get_running_loop()
+    with concurrent.futures.ThreadPoolExecutor(
+        min(concurrency, max(1, len(listed))), thread_name_prefix="tracejudge-reward"
+    ) as pool:
+
+        async def one(index: int) -> BatchResult:
+            item = _item(listed[index])
+            call = functools.partial(
+                function, item.solution_str, item.ground_truth, item.extra_info, **kwargs
+            )
+            value = await loop.run_in_executor(pool, call)
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise TypeError(f"the reward function returned {type(value).__name__}")
+            return BatchResult(score=float(value), scores=(float(value),))
+
+        return await _bounded(one, len(listed), concurrency)
+
+
+def batch_rewards(
+    function: Callable[..., float],
+    items: Iterable[BatchItem],
+    *,
+    concurrency: int = 8,
+    **kwargs: Any,
+) -> list[BatchResult]:
+    """`abatch_rewards` for synchronous code: same arguments and results."""
+    return _sync.run(abatch_rewards(function, items, concurrency=concurrency, **kwargs))

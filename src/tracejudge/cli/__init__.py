@@ -1,12 +1,14 @@
 """The `tracejudge` command.
 
     tracejudge demo                  trace a scripted multi-agent program offline and score it
-    tracejudge score traces.jsonl    score traces from an OTLP file (protobuf or JSON lines)
-                                     or a MultiAgentTrace JSON file
+    tracejudge score INPUT...        score every trace of OTLP or MultiAgentTrace files,
+                                     directories, globs or stdin, at any size
+    tracejudge rubric DATASET.jsonl  score a dataset against a rubric with a judge model
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
 
-One module per command (`demo`, `score`, `serve`), each with `add_parser(commands)`, which
-registers the command's arguments and its `run(args) -> exit status`. Reports are
+One module per command (`demo`, `score`, `rubric`, `serve`), each with
+`add_parser(commands)`, which registers the command's arguments and its
+`run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
 error, no judge for a criterion), 2 bad usage or input (one line on stderr naming
 the problem), 130 interrupted.
@@ -19,7 +21,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from tracejudge.cli import demo, score, serve
+from tracejudge.cli import demo, rubric, score, serve
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._inputs import load_traces
 
@@ -27,7 +29,7 @@ __all__ = ["UsageError", "build_parser", "load_traces", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, serve)
+COMMANDS = (demo, score, rubric, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

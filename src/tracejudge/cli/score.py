@@ -1,71 +1,312 @@
-"""`tracejudge score FILE`: score the traces in an OTLP or MultiAgentTrace JSON file."""
+"""`tracejudge score INPUT...`: score every trace of any number of OTLP or trace files.
+
+The inputs (files, directories, globs, `-`; OTLP/JSON lines, OTLP protobuf, gzip,
+MultiAgentTrace JSON or JSON lines, told apart by content) are read once, piece by
+piece, into a spool grouped by trace id (`_spool`); then each trace is converted and
+scored on its own through `EvaluationService`, `--concurrency` traces at a time, so
+memory holds a few traces, not the input. Each scored trace's result lines go to
+`--out` at once (`--resume` skips the traces already there); Ctrl-C stops after
+keeping every finished line. At the end: the summary by agent name (as text; with
+`--json`, every result line and then `{"summary": {...}}` as JSON lines), and the HTML
+report with `--html`.
+
+Exit status: 0 done; 1 a score below `--fail-under`, or a trace that could not be
+scored (a judge error: its lines are not written, so `--resume` retries it); 2 bad
+usage or input (one line naming the file and the problem); 130 interrupted.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import json
+import logging
 import sys
-from collections.abc import Sequence
-from typing import Any, TextIO
+import tempfile
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
 
 from tracejudge import checks
 from tracejudge.cli._errors import UsageError
-from tracejudge.cli._inputs import load_traces
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
-from tracejudge.report import format_results
+from tracejudge.cli._outfile import OutFile, read_finished
+from tracejudge.cli._progress import Progress
+from tracejudge.cli._sources import Source, expand_inputs
+from tracejudge.cli._spool import Spool
+from tracejudge.errors import ComposoError
+from tracejudge.models import MultiAgentTrace
+from tracejudge.report import ScoreSummary, format_summary, result_lines
+
+logger = logging.getLogger("tracejudge.cli")
 
 #: The checks that need no settings, by name: `--check` choices and the default set.
 CHECKS_BY_NAME = {check.name: check for check in checks.ALL}
 
 
-def score_traces(
-    traces: Sequence[MultiAgentTrace],
-    criteria: Sequence[Any],
-    *,
-    judge: str | None = None,
-    out: TextIO | None = None,
-    as_json: bool = False,
-) -> list[list[MultiAgentTraceResponse]]:
-    """Score every trace against every criterion (checks and natural-language criteria);
-    print each trace's report as text, or each response as a JSON line, to `out`
-    (standard output by default). A progress line goes to a terminal's stderr."""
-    from tracejudge.client import Composo
-
-    out = out or sys.stdout
-    results: list[list[MultiAgentTraceResponse]] = []
-    progress = sys.stderr.isatty() and len(traces) > 1
-    with Composo(judge=judge) as client:
-        for index, trace in enumerate(traces, 1):
-            if progress:
-                print(f"\rscoring trace {index}/{len(traces)}", end="", file=sys.stderr)
-            answer = client.evaluate_trace(trace, criteria=list(criteria))
-            responses = answer if isinstance(answer, list) else [answer]
-            results.append(responses)
-            if as_json:
-                for response in responses:
-                    print(response.model_dump_json(), file=out)
-            else:
-                print(f"trace {index} of {len(traces)}", file=out)
-                print(format_results(trace, responses), file=out)
-                print(file=out)
-    if progress:
-        print(file=sys.stderr)
-    return results
+# --------------------------------------------------------------------------- reading
 
 
-def run(args: argparse.Namespace) -> int:
-    """The command: load, keep the traces with LLM interactions, score, print."""
-    traces = load_traces(args.file)
-    scorable = [t for t in traces if t.has_llm_interactions]
-    if not scorable:
-        # Why the converter found nothing (not OTLP, no spans, ...): its warnings say.
-        warnings = [str(w) for w in getattr(traces, "warnings", [])[:10]]
-        raise UsageError(f"{args.file} holds no LLM interaction to score", warnings)
-    criteria: list[Any] = [CHECKS_BY_NAME[name] for name in args.check or CHECKS_BY_NAME]
+def _first_problem(error: ValidationError) -> str:
+    """The first validation problem on one line: ``field.path: message (and N more)``."""
+    problems = error.errors(include_url=False)
+    first = problems[0]
+    where = ".".join(str(part) for part in first["loc"]) or "document"
+    more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+    return f"{where}: {first['msg']}{more}"
+
+
+def _spool_source(source: Source, spool: Spool, warnings: list[str]) -> None:
+    """Read one input into the spool. Raises `UsageError` naming the file and problem."""
+    from tracejudge.convert import OTLPDecodeError, read_otlp_batches
+
+    try:
+        with source.open() as stream:
+            for batch in read_otlp_batches(stream):
+                spool.add_batch(source.name, batch)
+                warnings.extend(f"{source.name}: {w}" for w in batch.warnings)
+                for where, document in batch.documents:
+                    if not (isinstance(document, dict) and "agent_instance_by_id" in document):
+                        raise UsageError(
+                            f"{source.name}, {where}: neither OTLP (resourceSpans) nor a "
+                            "MultiAgentTrace (agent_instance_by_id)"
+                        )
+                    try:
+                        MultiAgentTrace.model_validate(document)
+                    except ValidationError as error:
+                        raise UsageError(
+                            f"{source.name}, {where} is not a valid MultiAgentTrace: "
+                            f"{_first_problem(error)}"
+                        ) from None
+                    key = f"{source.name}:{where.replace(', ', ':').replace(' ', '')}"
+                    spool.add_document(key, source.name, document)
+    except OTLPDecodeError as error:
+        raise UsageError(f"{source.name}: cannot read it as OTLP or trace JSON ({error})") from None
+    except OSError as error:
+        raise UsageError(f"cannot read {source.name}: {error.strerror or error}") from None
+
+
+def _traces(spool: Spool, key: str) -> list[tuple[str, MultiAgentTrace]]:
+    """The trace(s) spooled under `key`, converted: (trace id, trace)."""
+    from tracejudge.convert import traces_from_records
+
+    spans, events, document = spool.load(key)
+    if document is not None:
+        return [(key, MultiAgentTrace.model_validate(document))]
+    traces = traces_from_records(spans, events)
+    return [(key, trace) for trace in traces]  # one trace id: at most one trace
+
+
+# --------------------------------------------------------------------------- scoring
+
+
+@dataclass
+class _Run:
+    """The state of one `score` run, shared by its workers."""
+
+    spool: Spool
+    criteria: list[Any]
+    summary: ScoreSummary
+    out: OutFile | None
+    json_lines: bool
+    html: bool
+    progress: Progress
+    scored: int = 0
+    without_calls: int = 0
+    failed: list[str] = field(default_factory=list)
+
+
+async def _score_all(service: Any, run: _Run, todo: list[tuple[str, str]], workers: int) -> None:
+    pending: Iterator[tuple[str, str]] = iter(todo)
+
+    async def worker() -> None:
+        for key, source in pending:  # shared iterator: each key goes to one worker
+            await _score_one(service, run, key, source)
+
+    await asyncio.gather(*(worker() for _ in range(max(1, min(workers, len(todo))))))
+
+
+async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
+    from tracejudge.report import trace_entry
+
+    try:
+        for trace_id, trace in _traces(run.spool, key):
+            if not trace.has_llm_interactions:
+                run.without_calls += 1
+                continue
+            try:
+                responses = await service.score_trace(trace, run.criteria)
+            except ComposoError as error:
+                run.failed.append(f"trace {trace_id}: {error}")
+                logger.warning("trace %s could not be scored: %s", trace_id, error)
+                continue
+            lines = result_lines(trace_id, trace, responses, source=source)
+            if run.out is not None:
+                run.out.write(lines)
+            if run.json_lines:
+                print("\n".join(json.dumps(line) for line in lines), flush=True)
+            run.summary.add(lines)
+            run.scored += 1
+            if run.html:
+                entry = trace_entry(trace_id, trace, lines)
+                run.spool.add_entry(trace_id, entry["worst"], entry)
+    finally:
+        run.progress.advance()
+
+
+def _service(judge: str | None, concurrency: int) -> Any:
+    """The evaluation service with the judge `--judge` names, or the environment's."""
+    from tracejudge.evaluation.service import EvaluationService
+    from tracejudge.judges import default_judge, judge_from_spec
+
+    problem: ComposoError | None = None
+    built = None
+    try:
+        built = judge_from_spec(judge) if judge else default_judge()
+    except ComposoError as error:
+        if judge:  # asked for by name: a usage problem now
+            raise UsageError(f"--judge {judge}: {error}") from None
+        problem = error  # from the environment: only a problem if a criterion needs it
+    return EvaluationService(built, max_concurrency=concurrency * 4, judge_problem=problem)
+
+
+def read_criteria_file(path: str) -> list[str]:
+    """One criterion per line; blank lines and lines starting with # are skipped."""
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        reason = getattr(error, "strerror", None) or error
+        raise UsageError(f"--criteria-file {path}: cannot read it ({reason})") from None
+    found = [s for s in (line.strip() for line in text.splitlines()) if s and s[0] != "#"]
+    if not found:
+        raise UsageError(f"--criteria-file {path} holds no criterion (one per line)")
+    return found
+
+
+def _criteria(args: argparse.Namespace) -> list[Any]:
+    names = args.check or ([] if (args.criterion or args.criteria_file) else list(CHECKS_BY_NAME))
+    criteria: list[Any] = [CHECKS_BY_NAME[name] for name in names]
     if args.max_tokens is not None or args.max_seconds is not None:
         criteria.append(checks.budgets(max_tokens=args.max_tokens, max_seconds=args.max_seconds))
     criteria.extend(args.criterion or [])
-    score_traces(scorable, criteria, judge=args.judge, as_json=args.json)
+    if args.criteria_file:
+        criteria.extend(read_criteria_file(args.criteria_file))
+    return criteria
+
+
+def run(args: argparse.Namespace) -> int:
+    """The command. See the module's docstring for what it does and its exit status."""
+    if args.resume and not args.out:
+        raise UsageError("--resume needs --out (the file whose finished traces to skip)")
+    criteria = _criteria(args)
+    from tracejudge.errors import BadRequestError
+    from tracejudge.evaluation import validate_criteria
+
+    try:
+        validate_criteria(list(criteria))
+    except BadRequestError as error:
+        raise UsageError(f"bad criterion: {error}") from None
+    service = _service(args.judge, args.concurrency)
+    service.require_judge(criteria)  # a missing judge fails now, not after reading
+    sources = expand_inputs(args.inputs)
+    if sum(s.path is None for s in sources) > 1:
+        raise UsageError("- (standard input) can be given once")
+    bar = args.fail_under if args.fail_under is not None else 1.0
+    summary = ScoreSummary(bar=bar)
+    with tempfile.TemporaryDirectory(prefix="tracejudge-score-") as directory:
+        spool = Spool(directory)
+        try:
+            return _run(args, criteria, service, sources, summary, spool)
+        finally:
+            spool.close()
+
+
+def _run(
+    args: argparse.Namespace,
+    criteria: list[Any],
+    service: Any,
+    sources: Sequence[Source],
+    summary: ScoreSummary,
+    spool: Spool,
+) -> int:
+    done: set[str] = set()
+    if args.resume:
+
+        def resumed(line: dict[str, Any]) -> None:
+            done.add(str(line["trace_id"]))
+            summary.add([line])
+            if args.html:
+                spool.add_line(line)
+
+        read_finished(args.out, "trace_id", resumed)
+    warnings: list[str] = []
+    for source in sources:
+        _spool_source(source, spool, warnings)
+    keys = spool.keys()
+    if not keys:
+        raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
+    todo = [(key, source) for key, source in keys if key not in done]
+    out = OutFile(args.out, append=bool(args.resume)) if args.out else None
+    progress = Progress(len(todo), "trace", enabled=len(todo) > 1)
+    state = _Run(spool, criteria, summary, out, args.json, bool(args.html), progress)
+    try:
+        with progress:
+            asyncio.run(_score_all(service, state, todo, args.concurrency))
+    except KeyboardInterrupt:
+        print(
+            f"tracejudge score: interrupted after {state.scored} traces"
+            + (f"; their lines are in {args.out}, --resume continues" if args.out else ""),
+            file=sys.stderr,
+        )
+        return 130
+    finally:
+        if out is not None:
+            out.close()
+    if state.scored == 0 and not done and not state.failed:
+        raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
+    if args.html:
+        _write_html(args.html, summary, spool, done)
+    if args.json:
+        report = summary.as_dict()
+        report.update(scored=state.scored, resumed=len(done), failed=len(state.failed))
+        print(json.dumps({"summary": report}))
+    else:
+        print(format_summary(summary))
+        if done:
+            print(f"({len(done)} traces resumed from {args.out})")
+    for problem in state.failed[:10]:
+        print(f"tracejudge score: {problem}", file=sys.stderr)
+    if state.without_calls:
+        logger.info("%d traces without a model call were skipped", state.without_calls)
+    if state.failed:
+        return 1
+    if args.fail_under is not None and summary.failing_traces:
+        return 1
     return 0
+
+
+def _names(sources: Sequence[Source]) -> str:
+    names = [s.name for s in sources]
+    return names[0] if len(names) == 1 else f"{len(names)} inputs ({', '.join(names[:3])}...)"
+
+
+def _write_html(path: str, summary: ScoreSummary, spool: Spool, resumed: set[str]) -> None:
+    """The HTML report, worst traces first; traces resumed from --out are converted again
+    (their spans are in the spool) and shown with their earlier lines."""
+    from tracejudge.report import trace_entry, write_report
+
+    for trace_id in resumed:
+        lines = spool.lines(trace_id)
+        for key, trace in _traces(spool, trace_id):
+            entry = trace_entry(key, trace, lines)
+            spool.add_entry(key, entry["worst"], entry)
+    try:
+        with open(path, "w", encoding="utf-8") as out:
+            write_report(out, summary, spool.entries_worst_first())
+    except OSError as error:
+        raise UsageError(f"cannot write --html {path}: {error.strerror or error}") from None
 
 
 def _positive(kind: type[int] | type[float]) -> Any:
@@ -84,26 +325,42 @@ def _positive(kind: type[int] | type[float]) -> Any:
     return parse
 
 
+def _fraction(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
+    return value
+
+
 def add_parser(commands: Any) -> None:
     """Register `score` on the `tracejudge` command's subparsers."""
     score = commands.add_parser(
         "score",
-        help="score traces from an OTLP or trace JSON file",
-        description="Score the traces in a file with the deterministic checks and, "
-        "given a judge, natural-language criteria. Exit status: 0 scored, 1 scoring "
-        "failed (e.g. no judge for --criterion), 2 bad usage or input.",
+        help="score the traces of OTLP or trace files, any number and size",
+        description="Score every trace of the inputs with the deterministic checks and, "
+        "given a judge, natural-language criteria. Inputs: files, directories (their OTLP "
+        "and trace files), globs, or - for standard input; OTLP/JSON lines, OTLP protobuf, "
+        "gzip, MultiAgentTrace JSON or JSON lines, told apart by content. Exit status: 0 "
+        "done, 1 a score below --fail-under or a trace that could not be scored, 2 bad "
+        "usage or input, 130 interrupted.",
     )
-    score.add_argument("file", help="OTLP protobuf, OTLP/JSON lines, or MultiAgentTrace JSON")
+    score.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob or -")
     score.add_argument(
         "--check",
         action="append",
         choices=list(CHECKS_BY_NAME),
-        help="a deterministic check to run (repeatable; default: all)",
+        help="a deterministic check to run (repeatable; default: all, unless criteria are given)",
     )
     score.add_argument(
         "--criterion",
         action="append",
         help='a natural-language criterion, e.g. "Reward correct tool use" (needs a judge)',
+    )
+    score.add_argument(
+        "--criteria-file", help="a text file of criteria, one per line (# starts a comment)"
     )
     score.add_argument(
         "--max-tokens", type=_positive(int), help="add the budgets check: tokens each agent may use"
@@ -114,5 +371,24 @@ def add_parser(commands: Any) -> None:
         help="add the budgets check: seconds each agent may take",
     )
     score.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
-    score.add_argument("--json", action="store_true", help="print results as JSON lines")
+    score.add_argument(
+        "--concurrency", type=_positive(int), default=8, help="traces scored at once (default 8)"
+    )
+    score.add_argument("--out", help="write one JSON line per trace and criterion to this file")
+    score.add_argument("--html", help="write the self-contained HTML report to this file")
+    score.add_argument(
+        "--resume", action="store_true", help="skip the traces already in --out, append the rest"
+    )
+    score.add_argument(
+        "--fail-under",
+        type=_fraction,
+        metavar="X",
+        help="exit with status 1 when any overall score is below X (0..1)",
+    )
+    score.add_argument("--json", action="store_true", help="print the summary as one JSON object")
+    score.add_argument(
+        "--json-lines",
+        action="store_true",
+        help="print each result line (as --out writes them) instead of the summary",
+    )
     score.set_defaults(run=run)

@@ -40,11 +40,15 @@ from tracejudge.convert._records import (
     span_record,
 )
 from tracejudge.convert._tree import ROOT_AGENT_ID, ROOT_AGENT_NAME, build_traces
+from tracejudge.convert.stream import OTLPBatch, read_otlp_batches
 from tracejudge.models import MultiAgentTrace, no_llm_interactions_error
 
 __all__ = [
     "traces_from_spans",
     "traces_from_otlp",
+    "traces_from_records",
+    "read_otlp_batches",
+    "OTLPBatch",
     "TraceList",
     "OTLPDecodeError",
     "SpanRecord",
@@ -150,6 +154,25 @@ def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None
                 placed.append(item)
         attach_events(records, placed)
     return _result(records, warnings)
+
+
+def traces_from_records(
+    spans: Iterable[SpanRecord],
+    events: Iterable[tuple[str, str, EventRecord]] = (),
+    *,
+    warnings: Iterable[str] = (),
+) -> TraceList:
+    """Convert span records (and log-record events placed by trace and span id), as
+    `read_otlp_batches` yields them, into one MultiAgentTrace per trace id. For callers
+    that read a large input piece by piece and convert one trace at a time: give all
+    the records of a trace at once. `warnings` are copied into the result and each trace.
+    """
+    records = list(spans)
+    unplaced = attach_events(records, list(events))
+    found = list(warnings)
+    if unplaced:
+        found.append(f"{unplaced} log records belong to no span in the input; ignored")
+    return _result(records, found)
 
 
 OTLPSource = bytes | bytearray | memoryview | str | os.PathLike[str]

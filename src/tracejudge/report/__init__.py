@@ -11,11 +11,27 @@ CLI, the server and the examples can all print the same thing.
   `format_agent_tree(trace)`: one line per agent, depth first, with its model and
   tool calls and its parent.
 
-The self-contained HTML report will join as `report/html.py`, beside `text.py`.
+- `results`: scored traces as result lines (what `tracejudge score --out` writes), and
+  `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
+  the worst findings first.
+- `html`: the self-contained HTML report (`write_report`, `trace_entry`) and the page of
+  one trace (`render_trace_page`).
 """
 
 from __future__ import annotations
 
+from tracejudge.report.html import render_trace_page, trace_entry, write_report
+from tracejudge.report.results import Finding, ScoreSummary, format_summary, result_lines
 from tracejudge.report.text import format_agent_tree, format_results
 
-__all__ = ["format_agent_tree", "format_results"]
+__all__ = [
+    "Finding",
+    "ScoreSummary",
+    "format_agent_tree",
+    "format_results",
+    "format_summary",
+    "render_trace_page",
+    "result_lines",
+    "trace_entry",
+    "write_report",
+]

@@ -1,0 +1,171 @@
+"""`tracejudge score` end to end, in subprocesses, on files the tracer and the recorded
+instrumentations wrote."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from tests.batch.conftest import FIXTURES, load_benchmark, offline_env, tracejudge
+from tracejudge.cli import main
+
+CHECKS = {"tool_arguments", "tool_results", "loops", "grounded_numbers", "final_answer"}
+
+
+def _lines(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+def test_a_directory_of_every_format_gives_one_line_per_trace_and_criterion(
+    tmp_path: Path, demo_trace: Path
+) -> None:
+    inputs = tmp_path / "inputs"
+    (inputs / "nested").mkdir(parents=True)
+    shutil.copy(FIXTURES / "openllmetry.jsonl", inputs / "a.jsonl")
+    shutil.copy(FIXTURES / "openinference.pb", inputs / "nested" / "b.pb")
+    (inputs / "c.json.gz").write_bytes(
+        gzip.compress((FIXTURES / "genai_semconv.jsonl").read_bytes())
+    )
+    shutil.copy(demo_trace, inputs / "demo.json")
+    (inputs / "notes.txt").write_text("not an input")  # not an OTLP file name: ignored
+    out = tmp_path / "out.jsonl"
+    done = tracejudge("score", str(inputs), "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    lines = _lines(out)
+    by_trace: dict[str, set[str]] = {}
+    for line in lines:
+        assert set(line) == {
+            "trace_id",
+            "source",
+            "criterion",
+            "overall_score",
+            "explanation",
+            "agents",
+        }
+        by_trace.setdefault(line["trace_id"], set()).add(line["criterion"])
+        for instance_id, agent in line["agents"].items():
+            assert instance_id and set(agent) == {"name", "score", "explanation"}
+    assert len(by_trace) == 4 and all(c == CHECKS for c in by_trace.values())
+    assert {line["source"] for line in lines} == {
+        str(inputs / "a.jsonl"),
+        str(inputs / "nested" / "b.pb"),
+        str(inputs / "c.json.gz"),
+        str(inputs / "demo.json"),
+    }
+    # the summary: the demo's planted faults first, then the table by agent name
+    findings, table = done.stdout.split("\n\n", 1)
+    assert findings.startswith("Findings below 1 (worst 2 of 2):")
+    assert "call_h1 (search_hotels)" in findings and "'15%'" in findings
+    assert "researcher" in table and "median" in table and "4 traces" in table
+
+
+def test_standard_input_gzip_and_exit_codes(tmp_path: Path, demo_trace: Path, capsys) -> None:
+    data = gzip.compress((FIXTURES / "openllmetry.pb").read_bytes())
+    done = tracejudge("score", "-", "--json", stdin=data)
+    assert done.returncode == 0, done.stderr
+    *lines, summary = [json.loads(line) for line in done.stdout.splitlines()]
+    assert {line["criterion"] for line in lines} == CHECKS
+    assert summary["summary"]["traces"] == 1 and summary["summary"]["failing_traces"] == 0
+
+    # 1: a score below --fail-under (the demo's researcher scores 0.67 on tool_arguments)
+    assert tracejudge("score", str(demo_trace), "--fail-under", "0.9").returncode == 1
+    assert tracejudge("score", str(demo_trace), "--fail-under", "0.5").returncode == 0
+
+    # 2: bad usage or input, one line naming the file and the problem, never a traceback
+    garbage = tmp_path / "garbage.pb"
+    garbage.write_bytes(b"\x00\x01 not otlp")
+    bad_trace = tmp_path / "bad.jsonl"
+    bad_trace.write_text(
+        demo_trace.read_text().replace("\n", " ") + "\n" + '{"agent_instance_by_id": {}}\n'
+    )
+    cases = [
+        ([str(garbage)], f"tracejudge score: {garbage}: cannot read it as OTLP"),
+        ([str(bad_trace)], f"tracejudge score: {bad_trace}, line 2 is not a valid MultiAgentTrace"),
+        ([str(tmp_path / "missing.jsonl")], "tracejudge score: no such file:"),
+        ([str(tmp_path / "*.nothing")], "no file matches this pattern"),
+        ([str(demo_trace), "--resume"], "--resume needs --out"),
+        ([str(demo_trace), "--criterion", "   "], "tracejudge score: bad criterion"),
+    ]
+    done = tracejudge("score", *cases[0][0])  # once as a process: status and stderr
+    assert done.returncode == 2 and done.stderr.startswith(cases[0][1]), done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1
+    for arguments, expected in cases:
+        assert main(["score", *arguments]) == 2, arguments
+        err = capsys.readouterr().err
+        assert "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+        assert err.startswith(expected) or expected in err, err
+
+
+def _start(arguments: list[str]) -> subprocess.Popen[bytes]:
+    return subprocess.Popen(
+        [sys.executable, "-m", "tracejudge", "score", *arguments],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        env=offline_env(),
+    )
+
+
+def _wait_for_lines(path: Path, count: int, process: subprocess.Popen[bytes]) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if path.exists() and path.read_bytes().count(b"\n") >= count:
+            return
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        time.sleep(0.05)
+    raise AssertionError(f"{path} did not reach {count} lines")
+
+
+def test_resume_after_a_kill_and_after_ctrl_c_scores_every_trace_once(tmp_path: Path) -> None:
+    source = tmp_path / "many.jsonl"
+    load_benchmark().write_input(source, 400)
+    out = tmp_path / "out.jsonl"
+
+    killed = _start([str(source), "--out", str(out), "--concurrency", "2"])
+    _wait_for_lines(out, 60, killed)
+    killed.kill()  # SIGKILL: no clean-up at all, perhaps half a line
+    killed.wait()
+    after_kill = out.read_bytes().count(b"\n")
+    assert 0 < after_kill < 400 * 5
+
+    interrupted = _start([str(source), "--out", str(out), "--resume"])
+    _wait_for_lines(out, after_kill + 60, interrupted)
+    interrupted.send_signal(signal.SIGINT)  # Ctrl-C: stops cleanly, keeps finished lines
+    _, err = interrupted.communicate(timeout=60)
+    assert interrupted.returncode == 130, err
+    assert b"Traceback" not in err and b"--resume continues" in err
+    assert out.read_bytes().endswith(b"\n")
+
+    done = tracejudge("score", str(source), "--out", str(out), "--resume", "--json")
+    assert done.returncode == 0, done.stderr
+    summary = json.loads(done.stdout.splitlines()[-1])["summary"]
+    assert summary["traces"] == 400 and summary["resumed"] > 0
+    lines = _lines(out)
+    pairs = [(line["trace_id"], line["criterion"]) for line in lines]
+    assert len(pairs) == len(set(pairs))  # nothing scored twice
+    traces = {trace_id for trace_id, _ in pairs}
+    assert traces == {f"{n:032x}" for n in range(1, 401)}
+
+
+def test_peak_memory_is_bounded_by_the_trace_not_the_input(tmp_path: Path) -> None:
+    """Five times the input costs (nearly) no more memory. The benchmark measures the
+    full 10,000-trace case; here a generous bound on 1,000 traces (20 MB)."""
+    benchmark = load_benchmark()
+    peaks = {}
+    for traces in (200, 1000):
+        source = tmp_path / f"input-{traces}.jsonl.gz"
+        size = benchmark.write_input(source, traces, compress=True)
+        seconds, peak, status = benchmark.measure(
+            ["score", str(source), "--out", str(tmp_path / f"out-{traces}.jsonl")],
+            env=offline_env(),
+        )
+        assert status == 0
+        peaks[traces] = peak
+    grown = 800 * 20_000 / 2**20  # MiB of OTLP/JSON more in the larger input
+    assert peaks[1000] < 150, peaks  # MiB; reading the whole input took over 8x its size
+    assert peaks[1000] - peaks[200] < grown / 3, (peaks, size)
