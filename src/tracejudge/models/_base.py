@@ -33,6 +33,8 @@ INTERACTION_EXTENSION_FIELDS = frozenset(
         "alternatives",
         "reasoning",
         "server_tool_calls",
+        "span_id",
+        "response_id",
     }
 )
 

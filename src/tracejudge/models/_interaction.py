@@ -37,6 +37,9 @@ class LLMInteraction(WireModel):
     - `server_tool_calls`: built-in tools the provider ran itself (web search, file
       search, code interpreter, MCP); no result is expected from the client, and what
       they returned is not recorded (name `server_tool` when the kind is unknown).
+    - `span_id`: the (hex) id of the span that recorded the call, and `response_id`
+      the provider's id of its response: where evaluation results written back onto
+      the trace are attached when the agent has no span of its own.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -56,6 +59,8 @@ class LLMInteraction(WireModel):
     alternatives: list[list[LLMOutput]] | None = None
     reasoning: str | None = None
     server_tool_calls: list[LLMToolCall] | None = None
+    span_id: str | None = None
+    response_id: str | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LLMInteraction):
