@@ -182,3 +182,26 @@ def test_labels_pass_fail_and_not_applicable() -> None:
     assert label_of(0.2) == "fail"
     assert label_of(0.7, threshold=0.8) == "fail"
     assert label_of(None) == "not applicable"
+
+
+def test_the_client_writes_scores_back_through_the_processs_pipeline(
+    run, composo_tracing: TracerProvider
+) -> None:
+    from tracejudge import Composo
+    from tracejudge.evaluation.events import logger_provider_is_set
+
+    trace, spans = run
+    assert not logger_provider_is_set()  # so the span-event form is the one expected
+    exporter = InMemorySpanExporter()
+    processor = IsolatingSpanProcessor(SimpleSpanProcessor(exporter))
+    composo_tracing.add_span_processor(processor)
+    try:
+        with Composo(emit_evaluation_events=True) as client:
+            results = client.evaluate_trace(trace, criteria=CRITERIA)
+            quiet = client.evaluate_trace(trace, criteria=CRITERIA, emit_events=False)
+    finally:
+        processor.detach()
+    emitted = exporter.get_finished_spans()
+    assert len(emitted) == 3  # one short span per agent, none for the emit_events=False call
+    back = traces_from_spans([*spans, *emitted])[0]
+    assert _read_back(back) == _expected(trace, results) == _expected(trace, quiet)
