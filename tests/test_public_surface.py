@@ -68,6 +68,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "LLMToolResponse",
         "MultiAgentTrace",
         "MultiAgentTraceResponse",
+        "RecordedEvaluation",
         "RewardRequest",
         "ScoreResponse",
         "SummaryStatistics",

@@ -115,3 +115,18 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+
+# --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
+# by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of
+# the operation it judges, or carrying `gen_ai.response.id` when there is no span id.
+EVENT_EVALUATION_RESULT = "gen_ai.evaluation.result"
+GEN_AI_EVALUATION_NAME = "gen_ai.evaluation.name"
+GEN_AI_EVALUATION_SCORE_VALUE = "gen_ai.evaluation.score.value"
+GEN_AI_EVALUATION_SCORE_LABEL = "gen_ai.evaluation.score.label"
+GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
+# tracejudge's own: the agent instance judged, and the scope of the short span that
+# carries the events as span events when no LoggerProvider is set (the server's intake
+# ignores spans of this scope, so a pipeline that loops them back rescores nothing).
+TRACEJUDGE_AGENT_INSTANCE_ID = "tracejudge.agent_instance.id"
+EVALUATION_SCOPE = "tracejudge.evaluation"
+EVALUATION_SPAN_PREFIX = "evaluate"

@@ -73,6 +73,7 @@ class _Client:
         cache: CacheOption = None,
         max_concurrency: int = 16,
         max_concurrent_requests: int | None = None,
+        emit_evaluation_events: bool = False,
     ) -> None:
         if max_concurrent_requests is not None:  # the Composo SDK's name (AsyncComposo)
             max_concurrency = max_concurrent_requests
@@ -86,6 +87,7 @@ class _Client:
             options=options,
             judge=judge,
             cache=cache,
+            emit_events=emit_evaluation_events,
         )
         self.api_key = api_key
         self.base_url = str(base_url).rstrip("/")
@@ -151,6 +153,8 @@ class AsyncComposo(_Client):
         block: bool = True,
         tags: dict[str, Any] | None = None,
         evaluate_latest: bool | None = None,
+        *,
+        emit_events: bool | None = None,
     ) -> TraceResult:
         """Evaluate every agent of a multi-agent trace. See `Composo.evaluate_trace`."""
         return await self._engine.evaluate_trace(
@@ -160,6 +164,7 @@ class AsyncComposo(_Client):
             block=block,
             tags=tags,
             evaluate_latest=evaluate_latest,
+            emit_events=emit_events,
         )
 
     async def get_task(self, task_id: str) -> TaskResponse:
@@ -211,7 +216,9 @@ class Composo(_Client):
     `cache` (the judge's result cache: None = in memory, False = off, a path =
     SQLite, or a cache object) and `max_concurrency` (judge or server requests in
     flight, shared by every call of the client; `max_concurrent_requests` is the
-    same). Without `judge`, the environment decides (see the module docs). A judge
+    same) and `emit_evaluation_events` (write trace scores back onto the traces as
+    OTel GenAI evaluation events; see `evaluate_trace`). Without `judge`, the
+    environment decides (see the module docs). A judge
     built here (from a spec or the environment) takes the client's `timeout`,
     `num_retries`, `cache` and `max_concurrency`, and is closed with the client; a
     `Judge` object passed in keeps its own settings and is left open for its owner
@@ -297,6 +304,8 @@ class Composo(_Client):
         block: bool = True,
         tags: dict[str, Any] | None = None,
         evaluate_latest: bool | None = None,
+        *,
+        emit_events: bool | None = None,
     ) -> TraceResult:
         """Evaluate every agent instance of a multi-agent trace.
 
@@ -313,6 +322,14 @@ class Composo(_Client):
         instance scores, None when there is none) and an `explanation` with a line
         per instance. `block=False` returns `{"task_id": ...}` instead. Raises
         `NoLLMInteractionsError` when the trace holds no LLM interaction.
+
+        `emit_events=True` (default: the client's `emit_evaluation_events`) writes the
+        scores back onto the trace through your OpenTelemetry pipeline: one GenAI
+        `gen_ai.evaluation.result` event per agent and criterion, parented to the
+        agent's span (log records when a LoggerProvider is set, else span events on a
+        short child span of the agent; see `tracejudge.evaluation.events`). Only for
+        blocking calls on traces captured from spans (`AgentTracer.trace`, converted
+        OTLP), whose span ids the trace keeps.
         """
         return self._run(
             self._engine.evaluate_trace(
@@ -322,6 +339,7 @@ class Composo(_Client):
                 block=block,
                 tags=tags,
                 evaluate_latest=evaluate_latest,
+                emit_events=emit_events,
             )
         )
 

@@ -35,6 +35,7 @@ from tracejudge.evaluation.service import ConversationRequest, EvaluationService
 from tracejudge.judges import CacheOption, Judge
 from tracejudge.models import (
     EvaluationResponse,
+    MultiAgentTrace,
     MultiAgentTraceResponse,
     RewardRequest,
     TaskResponse,
@@ -73,6 +74,17 @@ def _in_order(
     return [remote[index] if index in remote else next(rest) for index in range(count)]
 
 
+def _emit_events(trace: MultiAgentTrace, results: Sequence[Any]) -> None:
+    """Write the scores back onto the trace through the process's OpenTelemetry
+    providers (tracejudge's TracerProvider when `ComposoTracer.init` made one)."""
+    from tracejudge.evaluation.events import EvaluationEventEmitter
+    from tracejudge.tracing import ComposoTracer
+
+    responses = [r for r in results if isinstance(r, MultiAgentTraceResponse)]
+    emitter = EvaluationEventEmitter(tracer_provider=ComposoTracer.tracer_provider())
+    emitter.emit(trace, responses)
+
+
 class Engine:
     """One backend (in-process service and/or remote server) and one task registry."""
 
@@ -85,10 +97,12 @@ class Engine:
         options: HTTPOptions,
         judge: str | Judge | None,
         cache: CacheOption,
+        emit_events: bool = False,
     ) -> None:
         from tracejudge.judges import default_judge, judge_from_spec
 
         self.model_core = model_core
+        self.emit_events = emit_events
         self.remote: RemoteServer | None = None
         self._owns_judge = False
         self._tasks = TaskRegistry()
@@ -234,6 +248,7 @@ class Engine:
         block: bool,
         tags: Any,
         evaluate_latest: Any,
+        emit_events: bool | None = None,
     ) -> TraceResult:
         self._check_open()
         if evaluate_latest is not None and evaluate_latest is not False:
@@ -264,6 +279,8 @@ class Engine:
         )
         work = _in_order(len(checked), remote, local_work)
         results = await self._finish(work, block)
+        if block and (self.emit_events if emit_events is None else emit_events):
+            _emit_events(multi, results)
         return results if len(checked) > 1 else results[0]
 
     # ------------------------------------------------------------------ tasks, closing

@@ -19,6 +19,7 @@ from tracejudge import semconv
 from tracejudge.convert import (
     _agents,
     _answers,
+    _evaluations,
     _handoffs,
     _merge,
     _missing,
@@ -299,7 +300,10 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
         if agent.id in instances:
             continue
         instances[agent.id] = AgentInstance(
-            id=agent.id, name=agent.name, interactions=[item for _, item in agent.items]
+            id=agent.id,
+            name=agent.name,
+            interactions=[item for _, item in agent.items],
+            span_id=agent.span.span_id if agent.span is not None else None,
         )
         stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
     _record_handoffs(spans, agents, root, parent_of_agent, placement, instances)
@@ -316,9 +320,47 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             if text is not None:
                 recorded[agent.id] = text
     _answers.fill_answers(instances, root.id, recorded)
+    _place_evaluations(spans, agents, root, instances, placement, warnings)
     return MultiAgentTrace(
-        root_agent_instance_id=root.id, agent_instance_by_id=instances, warnings=warnings
+        root_agent_instance_id=root.id,
+        agent_instance_by_id=instances,
+        warnings=warnings,
+        trace_id=spans[0].trace_id if spans else None,
     )
+
+
+def _place_evaluations(
+    spans: list[SpanRecord],
+    agents: dict[str, _Agent],
+    root: _Agent,
+    instances: dict[str, AgentInstance],
+    placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
+    warnings: list[str],
+) -> None:
+    """Put every evaluation event of the trace on the agent it judges (see `_evaluations`):
+    the instance the event names, else the agent whose span carries it, else the nearest
+    agent above that span."""
+    for span in spans:
+        for event in span.events:
+            if not _evaluations.is_evaluation(event):
+                continue
+            result = _evaluations.recorded_evaluation(event)
+            if result is None:
+                warnings.append(
+                    f"{_describe(span)}: an evaluation event without "
+                    f"{semconv.GEN_AI_EVALUATION_NAME}; skipped"
+                )
+                continue
+            named = _evaluations.judged_instance(event)
+            if named in instances:
+                owner = instances[named]
+            elif span.span_id in agents:
+                owner = instances[agents[span.span_id].id]
+            else:
+                agent_span_id = placement(span)[0]
+                owner_agent = agents[agent_span_id] if agent_span_id is not None else root
+                owner = instances[owner_agent.id]
+            owner.evaluations = [*(owner.evaluations or []), result]
 
 
 def _break_cycles(
@@ -375,6 +417,15 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         alternatives=extraction.alternatives or None,
         reasoning="\n\n".join(extraction.reasoning) or None,
         server_tool_calls=extraction.server_tools or None,
+        span_id=span.span_id,
+        response_id=next(
+            (
+                found
+                for record, _ in [call.primary, *call.records]
+                if (found := _merge.response_id(record))
+            ),
+            None,
+        ),
     )
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)

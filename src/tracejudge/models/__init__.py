@@ -22,6 +22,7 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_chat_session`: OpenAI / Anthropic message lists -> model calls.
 - `_trace`: agent instances and the trace tree.
 - `_answers`: scores and evaluation results, judge usage, task status.
+- `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
   their limits (criterion length, tags).
 """
@@ -52,6 +53,12 @@ from tracejudge.models._messages import (
     LLMToolDefinition,
     LLMToolResponse,
     to_json_string,
+)
+from tracejudge.models._recorded import (
+    LABEL_FAIL,
+    LABEL_NOT_APPLICABLE,
+    LABEL_PASS,
+    RecordedEvaluation,
 )
 from tracejudge.models._requests import (
     MAX_CRITERION_LENGTH,
@@ -102,6 +109,11 @@ __all__ = [
     "MultiAgentTraceResponse",
     "TaskResponse",
     "TaskStatus",
+    # evaluation results recorded on a trace
+    "RecordedEvaluation",
+    "LABEL_PASS",
+    "LABEL_FAIL",
+    "LABEL_NOT_APPLICABLE",
     # wire requests and their limits
     "RewardRequest",
     "TraceRewardRequest",

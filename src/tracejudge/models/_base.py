@@ -34,6 +34,8 @@ INTERACTION_EXTENSION_FIELDS = frozenset(
         "reasoning",
         "server_tool_calls",
         "tool_results",
+        "span_id",
+        "response_id",
     }
 )
 

@@ -48,6 +48,9 @@ class LLMInteraction(WireModel):
       `final_answer` call, a hand-off, a tool whose result ended the run; or calls whose
       later inputs do not repeat the conversation). The checks and the judge read them
       like results in a later input.
+    - `span_id`: the (hex) id of the span that recorded the call, and `response_id`
+      the provider's id of its response: where evaluation results written back onto
+      the trace are attached when the agent has no span of its own.
     """
 
     model_config = ConfigDict(extra="forbid")
@@ -68,6 +71,8 @@ class LLMInteraction(WireModel):
     reasoning: str | None = None
     server_tool_calls: list[LLMToolCall] | None = None
     tool_results: list[LLMToolResponse] | None = None
+    span_id: str | None = None
+    response_id: str | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, LLMInteraction):

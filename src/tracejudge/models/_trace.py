@@ -12,6 +12,7 @@ from tracejudge.errors import NoLLMInteractionsError
 from tracejudge.models._base import EXTENSIONS, WireModel
 from tracejudge.models._chat_session import interactions_from_messages
 from tracejudge.models._interaction import LLMInteraction
+from tracejudge.models._recorded import RecordedEvaluation
 
 __all__ = [
     "NO_LLM_INTERACTIONS_HINT",
@@ -78,18 +79,23 @@ class AgentInstance(WireModel):
     answer of its last child that gave one (routing decisions skipped). `handoff` is one
     too: the name of the agent this one handed its work to, as a hand-off span recorded
     it (the Agents SDK's, under OpenLLMetry or OpenInference); an empty string when the
-    span did not say to whom. Like the interaction extensions they are left out of the
-    wire shape unless asked for, and equality ignores them.
+    span did not say to whom. `span_id` (the hex id of the agent's span) and
+    `evaluations` (the evaluation results the trace carried for this agent, as
+    `gen_ai.evaluation.result` events) are extensions too. Like the interaction
+    extensions they are left out of the wire shape unless asked for, and equality
+    ignores them.
     """
 
     model_config = ConfigDict(extra="forbid")
-    _extensions = frozenset({"output", "handoff"})
+    _extensions = frozenset({"output", "handoff", "span_id", "evaluations"})
 
     id: str
     name: str
     interactions: list[Interaction] = Field(default_factory=list)
     output: str | None = None
     handoff: str | None = None
+    span_id: str | None = None
+    evaluations: list[RecordedEvaluation] | None = None
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, AgentInstance):
@@ -159,14 +165,17 @@ class MultiAgentTrace(WireModel):
     """A tree of agent instances, the root first. This is what gets evaluated.
 
     `warnings` lists what the converter skipped while building the trace; it is
-    not part of the wire form.
+    not part of the wire form. `trace_id` (the OpenTelemetry trace id, hex) is a
+    tracejudge extension, kept by `to_json()` and dropped by `to_wire(compat=True)`.
     """
 
     model_config = ConfigDict(extra="forbid")
+    _extensions = frozenset({"trace_id"})
 
     root_agent_instance_id: str
     agent_instance_by_id: dict[str, AgentInstance]
     warnings: list[str] = Field(default_factory=list, exclude=True, repr=False)
+    trace_id: str | None = None
 
     @model_validator(mode="after")
     def _root_is_an_agent(self) -> MultiAgentTrace:

@@ -35,6 +35,7 @@ from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.store import SCHEMA_VERSION, open_store
 from tracejudge.server.tasks import TaskRunner
+from tracejudge.server.writeback import WriteBack
 
 __all__ = ["create_app", "build_judge", "server_criteria", "read_criteria_file"]
 
@@ -157,6 +158,11 @@ def create_app(
             runner=runner,
             criteria=scoring_criteria,
             judge_label=app.state.judge_label,
+            writeback=(
+                WriteBack(config.evaluation_events_endpoint, config.evaluation_events_signal)
+                if config.evaluation_events_endpoint
+                else None
+            ),
         )
         runner.handlers.update(evals.handlers(context))
         runner.handlers.update(scoring.handlers(context))
@@ -170,6 +176,8 @@ def create_app(
             await sweeper.stop()
             await runner.stop()
             await service.aclose()
+            if context.writeback is not None:
+                await in_thread(context.writeback.shutdown)
             await in_thread(store.close)
 
     app = Starlette(

@@ -17,7 +17,22 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from tracejudge.server.errors import ApiError, error_response
 
-__all__ = ["KeyRing", "AuthMiddleware", "OPEN_PATHS"]
+__all__ = [
+    "API_KEY_HEADER",
+    "AUTHORIZATION_HEADER",
+    "BEARER",
+    "KeyRing",
+    "AuthMiddleware",
+    "OPEN_PATHS",
+]
+
+#: The header Composo's clients send the key in (HTTP header names are case-insensitive).
+API_KEY_HEADER = "API-Key"
+#: The other accepted form, `Authorization: Bearer <key>`.
+AUTHORIZATION_HEADER = "Authorization"
+BEARER = "Bearer"
+_API_KEY = API_KEY_HEADER.lower().encode("latin-1")
+_AUTHORIZATION = AUTHORIZATION_HEADER.lower().encode("latin-1")
 
 #: Paths anyone may read: liveness and the API's description.
 OPEN_PATHS = frozenset({"/health", "/openapi.json"})
@@ -52,11 +67,11 @@ def presented_key(scope: Scope) -> str | None:
     """The key a request carries: `API-Key`, else `Authorization: Bearer`."""
     bearer = None
     for name, value in scope.get("headers", ()):
-        if name == b"api-key":
+        if name == _API_KEY:
             return value.decode("latin-1").strip()
-        if name == b"authorization":
+        if name == _AUTHORIZATION:
             scheme, _, token = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer" and token.strip():
+            if scheme.lower() == BEARER.lower() and token.strip():
                 bearer = token.strip()
     return bearer
 
@@ -85,7 +100,7 @@ class AuthMiddleware:
                 401,
                 "a valid API key is required: send it in the API-Key header "
                 "(or as Authorization: Bearer <key>)",
-                headers={"WWW-Authenticate": "Bearer"},
+                headers={"WWW-Authenticate": BEARER},
             )
             await error_response(error)(scope, receive, send)
             return

@@ -61,6 +61,8 @@ class ServerConfig:
     task_retention_hours: float = 168.0
     poll_seconds: float = 0.5
     log_level: str = "info"
+    evaluation_events_endpoint: str | None = None
+    evaluation_events_signal: str = "spans"
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -84,6 +86,19 @@ class ServerConfig:
                     f"{setting.flag} (or {setting.env}) is {getattr(self, name)!r}; "
                     f"it must be {need}"
                 )
+        if self.evaluation_events_signal not in ("spans", "logs"):
+            setting = SETTINGS_BY_FIELD["evaluation_events_signal"]
+            raise ConfigurationError(
+                f"{setting.flag} (or {setting.env}) is {self.evaluation_events_signal!r}; "
+                "it must be spans or logs"
+            )
+        endpoint = self.evaluation_events_endpoint
+        if endpoint is not None and not endpoint.startswith(("http://", "https://")):
+            setting = SETTINGS_BY_FIELD["evaluation_events_endpoint"]
+            raise ConfigurationError(
+                f"{setting.flag} (or {setting.env}) is {endpoint!r}; give the OTLP/HTTP base "
+                "URL, such as http://collector:4318"
+            )
         if any(not key.strip() for key in self.api_keys):
             raise ConfigurationError("--api-key (or TRACEJUDGE_API_KEYS) holds an empty key")
 
@@ -230,6 +245,23 @@ SETTINGS: tuple[Setting, ...] = (
         "how often idle workers look for queued tasks and complete traces",
     ),
     Setting("log_level", "--log-level", "TRACEJUDGE_LOG_LEVEL", str, "uvicorn's log level"),
+    Setting(
+        "evaluation_events_endpoint",
+        "--evaluation-events-endpoint",
+        "TRACEJUDGE_EVALUATION_EVENTS_ENDPOINT",
+        str,
+        "write each score back onto its trace, as an OTel GenAI evaluation event parented to "
+        "the judged agent's span, to this OTLP/HTTP base URL (a Collector: "
+        "http://collector:4318); headers from OTEL_EXPORTER_OTLP_HEADERS",
+    ),
+    Setting(
+        "evaluation_events_signal",
+        "--evaluation-events-signal",
+        "TRACEJUDGE_EVALUATION_EVENTS_SIGNAL",
+        str,
+        "how written-back scores travel: spans (span events on a short child span of the "
+        "agent, shown by trace backends; default) or logs (the conventions' log records)",
+    ),
 )
 
 SETTINGS_BY_FIELD = {s.field: s for s in SETTINGS}

@@ -20,6 +20,7 @@ from tracejudge.models import (
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.store import Store
 from tracejudge.server.tasks import TaskRunner
+from tracejudge.server.writeback import WriteBack
 
 __all__ = ["Service", "ServerContext", "context_of", "in_thread"]
 
@@ -49,6 +50,8 @@ class ServerContext:
     criteria: Sequence[str | TraceCheck]
     #: The judge's name for messages, None when only checks run.
     judge_label: str | None
+    #: Where scores are written back onto their traces (None: nowhere).
+    writeback: WriteBack | None = None
 
 
 def context_of(request: Request) -> ServerContext:

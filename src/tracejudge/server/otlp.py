@@ -9,6 +9,10 @@ request's encoding, with `partial_success` counting the spans that were rejected
 `google.rpc.Status` body in the request's encoding, 400 for data that cannot be
 decoded, 415 for another content type or encoding. Ingest never waits on the judge:
 scoring happens once the trace is complete (see `scoring`).
+
+Spans of the `tracejudge.evaluation` scope (scores written back onto traces, by this
+server or by a client) are accepted and not stored: a pipeline that sends them back
+here must not make a scored trace look incomplete and score it again.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from tracejudge import semconv
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import BodyTooLargeError
 from tracejudge.server.store import SpanBatch
@@ -62,6 +67,8 @@ class Split:
     batches: list[SpanBatch]
     rejected: int = 0
     reasons: list[str] = field(default_factory=list)
+    #: Spans accepted but not stored: written-back evaluation results.
+    ignored: int = 0
 
     @property
     def accepted(self) -> int:
@@ -153,6 +160,10 @@ def split_json(document: Any) -> Split:
         )
         for s, scope_spans in enumerate(_listed(resource_spans, "scopeSpans", "scope_spans")):
             scopes[(r, s)] = scope_spans.get("scope") if isinstance(scope_spans, dict) else None
+            scope = scopes[(r, s)]
+            if isinstance(scope, dict) and scope.get("name") == semconv.EVALUATION_SCOPE:
+                split.ignored += len(_listed(scope_spans, "spans"))
+                continue
             for span in _listed(scope_spans, "spans"):
                 trace_id = (
                     _hex_id(span.get("traceId", span.get("trace_id")), 16)
@@ -221,6 +232,9 @@ def split_protobuf(body: bytes) -> Split:
         )
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             scopes[(r, s)] = to_dict(scope_spans.scope) if scope_spans.HasField("scope") else None
+            if scope_spans.scope.name == semconv.EVALUATION_SCOPE:
+                split.ignored += len(scope_spans.spans)
+                continue
             for span in scope_spans.spans:
                 trace_id, span_id = bytes(span.trace_id), bytes(span.span_id)
                 if (

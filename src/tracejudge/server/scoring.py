@@ -5,8 +5,9 @@ A sweeper looks for ingested traces that are complete (root span ended and quiet
 queues a `score_trace` task for each in the same transaction (so replicas never
 queue one twice). The task converts the trace's spans with the shared converter and
 scores it against the server's criteria: deterministic checks always, text criteria
-when a judge is configured. Re-scoring a stored trace with other criteria queues the
-same kind of task.
+when a judge is configured; with `--evaluation-events-endpoint` the scores are then
+written back onto the trace (see `writeback`). Re-scoring a stored trace with other
+criteria queues the same kind of task.
 """
 
 from __future__ import annotations
@@ -142,6 +143,8 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
         else:
             criteria = list(context.criteria)
         responses = await context.service.score_trace(trace, criteria)
+        if context.writeback is not None:
+            await in_thread(context.writeback.emit, trace, responses)
         now = time.time()
         rows = [
             EvaluationRow(

@@ -235,7 +235,10 @@ def _rerooted(trace: MultiAgentTrace, root_id: str) -> MultiAgentTrace:
             keep[agent.id] = agent
             stack.extend(reversed(agent.child_ids))
     return MultiAgentTrace(
-        root_agent_instance_id=root_id, agent_instance_by_id=keep, warnings=trace.warnings
+        root_agent_instance_id=root_id,
+        agent_instance_by_id=keep,
+        warnings=trace.warnings,
+        trace_id=trace.trace_id,
     )
 
 

@@ -1,0 +1,153 @@
+"""The pytest plugin, run by pytest itself (`pytester`) on a user's test file.
+
+The user's tests drive a real `openai` client against a ScriptedLLMServer inside the
+`tracejudge_trace` fixture and call `assert_trace`; the outer test reads the report.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+pytest_plugins = ["pytester"]
+
+ROOT = Path(__file__).resolve().parents[2]
+
+USER_TESTS = '''
+import openai
+import pytest
+
+from tracejudge import AgentTracer, checks
+from tracejudge.checks import check
+from tracejudge.pytest_plugin import TraceAssertionError, assert_trace
+from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
+
+WEATHER_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Weather of a city.",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
+
+
+def run_agents(client):
+    """A planner that delegates to a writer; the writer calls a tool, then answers."""
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Plan the weather report"}]
+    )
+    with AgentTracer(name="writer"):
+        messages = [{"role": "user", "content": "Weather in Paris?"}]
+        first = client.chat.completions.create(model="m", messages=messages, tools=[WEATHER_TOOL])
+        call = first.choices[0].message.tool_calls[0]
+        messages += [
+            first.choices[0].message.model_dump(exclude_none=True),
+            {"role": "tool", "tool_call_id": call.id, "content": "sunny, 22 C"},
+        ]
+        client.chat.completions.create(model="m", messages=messages, tools=[WEATHER_TOOL])
+
+
+@pytest.fixture
+def client():
+    replies = [
+        Reply.text("Plan: ask the writer."),
+        Reply.tool_calls([ToolCall("get_weather", {"city": "Paris"}, id="call_1")]),
+        Reply.text("It is sunny and 22 C in Paris."),
+    ]
+    with ScriptedLLMServer(replies) as model:
+        with openai.OpenAI(base_url=model.base_url, api_key="k", max_retries=0) as oai:
+            yield oai
+
+
+@check
+def writer_is_vague(agent):
+    if agent.name == "writer":
+        return (0.3, "The answer gives no wind or humidity.")
+    return (None, "The planner writes nothing.")  # does not apply to the planner
+
+
+@check
+def broken(agent):
+    raise KeyError("the check has a bug")
+
+
+def test_good_run(tracejudge_trace, client):
+    run_agents(client)
+    trace = tracejudge_trace.trace
+    assert {a.name for a in trace.iter_agents()} == {"test_good_run", "writer"}
+    verdict = assert_trace(tracejudge_trace, criteria=[checks.tool_arguments], min_score=0.8)
+    assert verdict.ok and verdict.of("passed")
+
+
+def test_bad_run(tracejudge_trace, client):
+    run_agents(client)
+    assert_trace(
+        tracejudge_trace,
+        criteria=[checks.tool_arguments, writer_is_vague, broken, "Reward complete answers"],
+        min_score=0.8,
+    )
+
+
+def test_the_error_carries_the_verdict(tracejudge_trace, client):
+    run_agents(client)
+    with pytest.raises(TraceAssertionError) as caught:
+        assert_trace(tracejudge_trace, criteria=[writer_is_vague, broken], min_score=0.5)
+    verdict = caught.value.verdict
+    assert [(f.kind, f.agent) for f in verdict.findings] == [
+        ("not applicable", "test_the_error_carries_the_verdict"),
+        ("failed", "writer"),
+        ("errored", None),
+    ]
+
+
+def test_min_score_is_the_bar(tracejudge_trace, client):
+    run_agents(client)
+    verdict = assert_trace(tracejudge_trace, criteria=[writer_is_vague], min_score=0.25)
+    assert [f.kind for f in verdict.findings] == ["not applicable", "passed"]
+'''
+
+
+@pytest.fixture
+def user_tests(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> pytest.Pytester:
+    for name in ("TRACEJUDGE_JUDGE", "OPENAI_API_KEY", "OPENAI_BASE_URL", "COMPOSO_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    # The plugin is named explicitly, whatever is installed: no second copy from the entry point.
+    monkeypatch.setenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", "1")
+    pytester.makepyfile(test_agents=USER_TESTS)
+    return pytester
+
+
+def test_failures_list_agent_criterion_score_and_explanation_by_kind(
+    user_tests: pytest.Pytester,
+) -> None:
+    result = user_tests.runpytest("-p", "tracejudge.pytest_plugin", "-p", "no:cacheprovider")
+    result.assert_outcomes(passed=3, failed=1)
+    lines = result.stdout.lines
+    # failed, errored and unscored are told apart, each under its own heading
+    result.stdout.fnmatch_lines(
+        [
+            "*tracejudge: 1 failed, 1 errored, 1 unscored (min_score 0.8)*",
+            "*failed (score below min_score):*",
+            "*writer (*): writer_is_vague = 0.30 — The answer gives no wind or humidity.*",
+            "*errored (the evaluation itself failed):*",
+            "*every agent: broken — RuntimeError:*the check has a bug*",
+            "*unscored (no judge for these criteria):*",
+            "*every agent: Reward complete answers — no judge configured*TRACEJUDGE_JUDGE*",
+        ]
+    )
+    # only the writer failed: the planner (not applicable) and passing scores are not listed
+    start = next(i for i, line in enumerate(lines) if "failed (score below" in line)
+    end = next(i for i, line in enumerate(lines) if "errored (the evaluation" in line)
+    assert len(lines[start + 1 : end]) == 1
+    assert not any("tool_arguments" in line for line in lines if line.startswith("E "))
+
+
+def test_the_plugin_is_registered_through_the_pytest11_entry_point() -> None:
+    tomllib = pytest.importorskip("tomllib")  # Python 3.11+
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    entry = project["project"]["entry-points"]["pytest11"]
+    assert entry == {"tracejudge": "tracejudge.pytest_plugin"}
+    assert "tracejudge.pytest_plugin" in sys.modules or __import__("tracejudge.pytest_plugin")
