@@ -10,6 +10,7 @@ which rejected options it can do without.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import threading
 import time
@@ -26,6 +27,7 @@ from tracejudge._http import (
     send_with_retries,
 )
 from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
+from tracejudge.errors import TimeoutError as RequestTimeoutError
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
 from tracejudge.judges._parse import (
     Judgement,
@@ -50,6 +52,10 @@ __all__ = [
 logger = logging.getLogger("tracejudge.judges")
 
 _USER_AGENT = "tracejudge-judge/0.1"
+# Replies longer than this are decoded and parsed in a worker thread: reading a few MiB
+# takes long enough to stall every other call sharing the event loop. Shorter ones are
+# read in place (a thread hop costs more than they do).
+_INLINE_READ_LIMIT = 64 * 1024
 # Hosts that never answer without a key: fail at construction rather than on the first call.
 _KEYED_HOSTS = ("api.openai.com", "api.anthropic.com", "openrouter.ai", "api.together.xyz")
 
@@ -306,7 +312,9 @@ class HTTPJudge:
         tally = _Tally()
         answer, logprobs_asked = await self._ask(messages, request, client, deadline, tally)
         try:
-            judgement, value = self._interpret(answer.text, request)
+            judgement, value, weighted = await self._off_loop(
+                deadline, len(answer.text), self._interpret, answer, request
+            )
         except ReplyError as problem:
             logger.debug("%s: unusable reply (%s); asking again", self.name, problem)
             corrective = [
@@ -319,7 +327,9 @@ class HTTPJudge:
             ]
             answer, logprobs_asked = await self._ask(corrective, request, client, deadline, tally)
             try:
-                judgement, value = self._interpret(answer.text, request)
+                judgement, value, weighted = await self._off_loop(
+                    deadline, len(answer.text), self._interpret, answer, request
+                )
             except ReplyError as second:
                 shown = answer.text if len(answer.text) <= 500 else answer.text[:500] + "..."
                 raise MalformedError(
@@ -329,8 +339,8 @@ class HTTPJudge:
                     response_body=answer.text,
                 ) from None
 
-        weighted: float | None = None
         if not judgement.applicable:
+            weighted = None
             score: float | None = None
             source = "not_applicable"
         elif request.kind.is_binary:
@@ -339,7 +349,6 @@ class HTTPJudge:
         else:
             assert judgement.score is not None
             if answer.logprobs is not None:
-                weighted = weighted_score(answer.logprobs, judgement.score)
                 if weighted is None:
                     self._logprobs_notice(
                         f"the logprobs from {self.base_url} do not show the score as one token"
@@ -370,11 +379,41 @@ class HTTPJudge:
             },
         )
 
-    def _interpret(self, text: str, request: JudgeRequest) -> tuple[Judgement, dict[str, Any]]:
+    @staticmethod
+    def _interpret(
+        answer: Answer, request: JudgeRequest
+    ) -> tuple[Judgement, dict[str, Any], float | None]:
+        """The validated judgement in an answer, the object it was read from, and the
+        logprob-weighted grade (None when there are no usable logprobs). Pure CPU work,
+        linear in the answer: safe to run in a worker thread."""
         keys = ("passed",) if request.kind.is_binary else ("score",)
-        extracted = extract_object(text, keys=(*keys, "explanation"))
+        extracted = extract_object(answer.text, keys=(*keys, "explanation"))
         judgement = validate_reply(extracted.value, request.kind, request.clean_explanation)
-        return judgement, extracted.value
+        weighted: float | None = None
+        if (
+            judgement.applicable
+            and judgement.score is not None
+            and not request.kind.is_binary
+            and answer.logprobs is not None
+        ):
+            weighted = weighted_score(answer.logprobs, judgement.score)
+        return judgement, extracted.value, weighted
+
+    async def _off_loop(self, deadline: float, size: int, function: Any, *args: Any) -> Any:
+        """`function(*args)`: in place for small inputs, else in a worker thread so other
+        calls on this event loop go on meanwhile, and bounded by the judgement's deadline."""
+        if size <= _INLINE_READ_LIMIT:
+            return function(*args)
+        remaining = deadline - asyncio.get_running_loop().time()
+        try:
+            # The thread cannot be stopped; the parse it runs is linear in a reply that the
+            # response size cap bounds, so it ends soon after the deadline at worst.
+            return await asyncio.wait_for(asyncio.to_thread(function, *args), max(remaining, 0))
+        except asyncio.TimeoutError:
+            raise RequestTimeoutError(
+                f"judge {self.name}: reading its {size:,}-character reply did not finish "
+                f"within the {self.timeout:g}s timeout; raise timeout, or lower max_tokens"
+            ) from None
 
     def _logprobs_notice(self, reason: str) -> None:
         # Once per judge: a missing feature is worth knowing, not worth a line per call.
@@ -420,10 +459,9 @@ class HTTPJudge:
                 on_attempt=count,
             )
             if response.is_success:
-                try:
-                    data = response.json()
-                except ValueError:
-                    data = None
+                data = await self._off_loop(
+                    deadline, len(response.content), _decode_json, response.content
+                )
                 answer = self._read(data)
                 tally.add(answer)
                 return answer, self._requests_logprobs(request, features)
@@ -462,6 +500,14 @@ class HTTPJudge:
                     )
                     if feature == "logprobs":
                         self._logprobs_notice(f"logprobs not supported by {self.base_url}")
+
+
+def _decode_json(content: bytes) -> Any:
+    """A response body's JSON, or None when it is not JSON (or nested too deep to read)."""
+    try:
+        return json.loads(content)
+    except (ValueError, RecursionError):
+        return None
 
 
 def join_url(base_url: str, path: str) -> httpx.URL:

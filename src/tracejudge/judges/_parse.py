@@ -6,9 +6,11 @@ fences, `<think>` blocks, prose around the object, trailing commas) is unit-test
 
 from __future__ import annotations
 
+import bisect
 import json
 import math
 import re
+from array import array
 from dataclasses import dataclass
 from typing import Any
 
@@ -48,99 +50,247 @@ class Judgement:
     cleaned_explanation: str | None
 
 
-_THINK_RE = re.compile(r"<(think|thinking|reasoning)>.*?</\1>", re.IGNORECASE | re.DOTALL)
-_UNOPENED_THINK_END_RE = re.compile(r"^.*?</(think|thinking|reasoning)>", re.IGNORECASE | re.DOTALL)
-_TRAILING_COMMA_RE = re.compile(r",(\s*[}\]])")
+_REASONING_TAG_RE = re.compile(r"<(/?)(think|thinking|reasoning)>", re.IGNORECASE)
+# Inside an object: runs of one bracket kind (a run is handled in one step, so a reply of a
+# million braces costs a few regex calls, not a million Python iterations), or a string.
+_STRUCTURE_RE = re.compile(r'\{+|\}+|\[+|\]+|"')
+# The rest of a JSON string after its opening quote. Possessive, so a long string is one
+# C-level pass with no backtracking state, and an unterminated one fails in the same pass.
+_STRING_TAIL_RE = re.compile(r'(?:[^"\\]++|\\.)*+"', re.DOTALL)
+_TRAILING_COMMA_HINT_RE = re.compile(r",\s*+[}\]]")
+_STRING_OR_TRAILING_COMMA_RE = re.compile(r'("(?:[^"\\]++|\\.)*+")|,(\s*+[}\]])', re.DOTALL)
+
+#: Objects nested deeper than this are not handed to the JSON parser (a judgement is two or
+#: three levels deep; a hostile reply a million deep would otherwise hit the recursion limit).
+MAX_NESTING = 64
+# Extraction may read parts of a reply more than once (an object that fails to parse is
+# searched for objects inside it; a `{` that never closes is searched past). Two budgets keep
+# any reply, however hostile, to linear work: characters read by regex searches, and
+# characters handed to the (slower) JSON parser, at most these many times the reply's
+# length (plus a floor, so short replies are never cut short)...
+_SCANNED_FACTOR = 16
+_PARSED_FACTOR = 2
+_CHARACTER_FLOOR = 1 << 20
+# ...and at most this many steps of Python code (one per bracket run, string or candidate
+# object). A judgement takes a few dozen.
+_STEP_LIMIT = 200_000
 
 
 def _mask_reasoning(text: str) -> str:
     """The text with reasoning blocks blanked out (same length, so offsets still hold).
 
-    Some servers strip the opening `<think>` but leave the closing tag; everything up to
-    it is reasoning too.
+    A block runs from `<think>` (or `<thinking>`, `<reasoning>`) to the nearest closing tag
+    of the same name. Some servers strip the opening `<think>` but leave the closing tag;
+    everything up to the first closing tag left is reasoning too. Linear: the closing tags
+    are listed once, and each opening tag looks forward from where the last one stopped.
     """
-
-    def blank(match: re.Match[str]) -> str:
-        return " " * len(match.group(0))
-
-    text = _THINK_RE.sub(blank, text)
-    return _UNOPENED_THINK_END_RE.sub(blank, text)
-
-
-def _matching_brace(text: str, start: int) -> int | None:
-    """Index just past the `}` closing the `{` at `start`, skipping braces inside strings."""
-    depth = 0
-    in_string = False
-    escaped = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escaped:
-                escaped = False
-            elif ch == "\\":
-                escaped = True
-            elif ch == '"':
-                in_string = False
-        elif ch == '"':
-            in_string = True
-        elif ch == "{":
-            depth += 1
-        elif ch == "}":
-            depth -= 1
-            if depth == 0:
-                return i + 1
-    return None
+    if "<" not in text:
+        return text
+    # Per tag name, the (start, end) of its closing tags in order; opening tags are read in
+    # a second pass so that a reply of a million unclosed `<think>` stores nothing for them.
+    closers: dict[str, tuple[array[int], array[int]]] = {}
+    for match in _REASONING_TAG_RE.finditer(text):
+        if match.group(1):
+            starts, ends = closers.setdefault(match.group(2).lower(), (array("q"), array("q")))
+            starts.append(match.start())
+            ends.append(match.end())
+    if not closers:
+        return text
+    passed = dict.fromkeys(closers, 0)  # per name: closing tags before the current position
+    blanks: list[tuple[int, int]] = []
+    cursor = 0  # everything before it is blanked already
+    for match in _REASONING_TAG_RE.finditer(text):
+        name = match.group(2).lower()
+        if match.group(1) or match.start() < cursor or name not in closers:
+            continue
+        starts, ends = closers[name]
+        index = passed[name]
+        while index < len(starts) and starts[index] < match.start():
+            index += 1
+        passed[name] = index
+        if index < len(starts):
+            cursor = ends[index]
+            blanks.append((match.start(), cursor))
+    # The first closing tag outside every block closes a block the server did not open.
+    first_stray: int | None = None
+    for starts, ends in closers.values():
+        for start, end in zip(starts, ends, strict=True):
+            inside = bisect.bisect_right(blanks, (start, len(text))) - 1
+            if inside < 0 or blanks[inside][1] <= start:
+                if first_stray is None or end < first_stray:
+                    first_stray = end
+                break
+    if first_stray is not None:
+        blanks = [(0, first_stray)] + [block for block in blanks if block[0] >= first_stray]
+    pieces: list[str] = []
+    last = 0
+    for start, end in blanks:
+        pieces.append(text[last:start])
+        pieces.append(" " * (end - start))
+        last = end
+    pieces.append(text[last:])
+    return "".join(pieces)
 
 
 def _drop_trailing_commas(candidate: str) -> str:
     """`{"a": 1,}` -> `{"a": 1}`, leaving commas inside strings alone."""
-    out: list[str] = []
-    pieces = re.split(r'("(?:[^"\\]|\\.)*")', candidate)
-    for index, piece in enumerate(pieces):
-        # Odd pieces are string literals, captured by the split.
-        out.append(piece if index % 2 else _TRAILING_COMMA_RE.sub(r"\1", piece))
-    return "".join(out)
+
+    def keep(match: re.Match[str]) -> str:
+        literal = match.group(1)
+        return literal if literal is not None else match.group(2)
+
+    return _STRING_OR_TRAILING_COMMA_RE.sub(keep, candidate)
 
 
-def _loads_object(candidate: str) -> dict[str, Any] | None:
-    for attempt in (candidate, _drop_trailing_commas(candidate)):
-        try:
-            value = json.loads(attempt)
-        except ValueError:
-            continue
-        return value if isinstance(value, dict) else None
-    return None
+class _Search:
+    """One extraction: finds the JSON objects of a (masked) reply in bounded, linear work.
+
+    The reply is read as prose with objects in it: outside an object quotes mean nothing;
+    inside one, strings are skipped so their braces do not count. Each outermost balanced
+    `{...}` is parsed; when it does not parse, the objects inside it are searched the same
+    way; when a `{` never closes, the search goes on after it (a stray brace in prose).
+    Found objects never overlap, so "the last" is the one that starts last. When a budget
+    runs out the search gives up (ReplyError) rather than answer with an object that may
+    not be the last.
+    """
+
+    def __init__(self, text: str, keys: tuple[str, ...]) -> None:
+        self.text = text
+        self.keys = keys
+        self.scanned = _SCANNED_FACTOR * len(text) + _CHARACTER_FLOOR
+        self.parsed = _PARSED_FACTOR * len(text) + _CHARACTER_FLOOR
+        self.steps = _STEP_LIMIT
+        self.last: Extracted | None = None
+        self.last_with_keys: Extracted | None = None
+        self.first_brace = text.find("{")
+        self.unfinished = False  # whether the reply's first `{` never closes
+        self.too_deep = False
+
+    def run(self) -> Extracted:
+        regions = [(0, len(self.text))]
+        exhausted = False
+        while regions and not exhausted:
+            begin, end = regions.pop()
+            self._scan(begin, end, regions)
+            exhausted = min(self.scanned, self.parsed, self.steps) < 0
+        found = self.last_with_keys or self.last
+        if found is not None and not exhausted:
+            return found
+        if self.too_deep:
+            raise ReplyError(
+                f"the reply's JSON is nested more than {MAX_NESTING} levels deep; answer "
+                "with one flat JSON object"
+            )
+        if exhausted:
+            raise ReplyError(
+                "the reply is too tangled to read (braces that do not pair up, or "
+                "thousands of objects); answer with one JSON object"
+            )
+        if self.unfinished:
+            raise ReplyError("the reply holds an unfinished JSON object (was it cut off?)")
+        raise ReplyError("the reply holds no JSON object")
+
+    def _scan(self, begin: int, end: int, regions: list[tuple[int, int]]) -> None:
+        """Find the outermost objects in text[begin:end]; queue the regions to search again."""
+        text = self.text
+        position = text.find("{", begin, end)
+        while position != -1 and self.steps >= 0:
+            self.steps -= 1
+            stop, nesting = self._close(position, end)
+            if stop is None:
+                self.unfinished = self.unfinished or position == self.first_brace
+                self.scanned -= end - position
+                regions.append((position + 1, end))
+                return
+            self.scanned -= stop - position
+            if nesting > MAX_NESTING:
+                regions.append((position + 1, stop - 1))
+            elif not self._consider(position, stop):
+                regions.append((position + 1, stop - 1))
+            position = text.find("{", stop, end)
+
+    def _close(self, start: int, end: int) -> tuple[int | None, int]:
+        """Index just past the `}` closing the `{` at `start` (None if none does before
+        `end`, or the step budget ran out), and the deepest nesting of braces and brackets
+        on the way."""
+        text = self.text
+        braces = nesting = deepest = 0
+        index = start
+        while self.steps >= 0:
+            self.steps -= 1
+            match = _STRUCTURE_RE.search(text, index, end)
+            if match is None:
+                return None, deepest
+            token = match.group()
+            kind, count = token[0], len(token)
+            if kind == '"':
+                tail = _STRING_TAIL_RE.match(text, match.end(), end)
+                if tail is None:
+                    return None, deepest
+                index = tail.end()
+                continue
+            index = match.end()
+            if kind in "{[":
+                braces += count if kind == "{" else 0
+                nesting += count
+                if nesting > deepest:
+                    deepest = nesting
+                    self.too_deep = self.too_deep or deepest > MAX_NESTING
+            elif kind == "]":
+                nesting = max(nesting - count, 0)
+            elif count >= braces:
+                return match.start() + braces, deepest
+            else:
+                braces -= count
+                nesting = max(nesting - count, 0)
+        return None, deepest
+
+    def _consider(self, start: int, stop: int) -> bool:
+        """Parse text[start:stop]; keep it when it is an object. Whether it was."""
+        if self.parsed < 0:
+            return True  # out of budget: the search stops without reading further
+        candidate = self.text[start:stop]
+        self.parsed -= len(candidate)
+        value = _loads(candidate)
+        if not isinstance(value, dict):
+            return False
+        found = Extracted(value, start, stop)
+        if self.last is None or start > self.last.start:
+            self.last = found
+        if any(key in value for key in self.keys) and (
+            self.last_with_keys is None or start > self.last_with_keys.start
+        ):
+            self.last_with_keys = found
+        return True
+
+
+def _loads(candidate: str) -> Any:
+    """The JSON value of `candidate` (trailing commas forgiven), or None."""
+    try:
+        return json.loads(candidate)
+    except (ValueError, RecursionError):
+        pass
+    # Only a candidate that has a trailing comma is worth a second, comma-free copy.
+    if not _TRAILING_COMMA_HINT_RE.search(candidate):
+        return None
+    try:
+        return json.loads(_drop_trailing_commas(candidate))
+    except (ValueError, RecursionError):
+        return None
 
 
 def extract_object(text: str, keys: tuple[str, ...] = ("explanation",)) -> Extracted:
     """The judgement object in a reply: the last top-level `{...}` that parses as JSON and
-    has one of `keys`, else the last one that parses at all.
+    has one of `keys`, else the last one that parses at all. Reasoning blocks
+    (`<think>...</think>`) are ignored, and trailing commas forgiven.
 
-    Raises ReplyError when the text holds no JSON object.
+    Linear in the reply's length whatever it holds (work is capped at a small multiple of
+    it). Raises ReplyError when the text holds no usable JSON object, including one nested
+    more than MAX_NESTING levels deep.
     """
     if not text or not text.strip():
         raise ReplyError("the reply was empty")
-    masked = _mask_reasoning(text)
-    found: list[Extracted] = []
-    position = masked.find("{")
-    while position != -1:
-        end = _matching_brace(masked, position)
-        if end is None:
-            # A stray "{" in prose never closes; an object may still start later.
-            position = masked.find("{", position + 1)
-            continue
-        value = _loads_object(masked[position:end])
-        if value is not None:
-            found.append(Extracted(value, position, end))
-            position = masked.find("{", end)
-        else:
-            position = masked.find("{", position + 1)
-    if not found:
-        if "{" in masked and _matching_brace(masked, masked.find("{")) is None:
-            raise ReplyError("the reply holds an unfinished JSON object (was it cut off?)")
-        raise ReplyError("the reply holds no JSON object")
-    with_keys = [item for item in found if any(key in item.value for key in keys)]
-    return (with_keys or found)[-1]
+    return _Search(_mask_reasoning(text), keys).run()
 
 
 def _as_bool(value: Any, key: str) -> bool:

@@ -1,0 +1,118 @@
+"""Hostile judge replies from a real server on loopback: huge, deeply nested, quadratic-bait.
+
+Reading a reply is linear in its length, never raises anything but the documented errors,
+and runs off the event loop so other calls on the same client go on meanwhile. Bounds on
+time and memory are generous: they catch quadratic or unbounded behaviour, not slowness.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import tracemalloc
+
+import pytest
+
+from tracejudge.errors import APIError, MalformedError
+from tracejudge.judges import JudgeRequest
+from tracejudge.judges._parse import ReplyError, extract_object
+from tracejudge.testing import Reply, ScriptedLLMServer
+
+REQUEST = JudgeRequest.of("Reward accurate answers", "user: 2+2?\nassistant: 4")
+
+# Each of these took seconds to minutes (or a RecursionError) when extraction rescanned.
+HOSTILE = {
+    "16,000 unclosed braces": "{" * 16_000,
+    "a million unclosed braces": "{" * 1_000_000,
+    "nested 200,000 deep": "{" * 200_000 + "}" * 200_000,
+    "valid JSON nested 200,000 deep": '{"a":' * 200_000 + "1" + "}" * 200_000,
+    "arrays nested 200,000 deep": '{"a":' + "[" * 200_000 + "]" * 200_000 + "}",
+    "500,000 empty objects": "{}" * 500_000,
+    "braces that never pair": "{{}" * 300_000,
+    "an unterminated string of escapes": '{"' + '\\"' * 1_000_000,
+}
+
+
+@pytest.mark.parametrize("text", list(HOSTILE.values()), ids=list(HOSTILE))
+def test_hostile_replies_are_refused_in_linear_time(text: str) -> None:
+    started = time.perf_counter()
+    with pytest.raises(ReplyError):
+        extract_object(text, keys=("score", "explanation"))
+    assert time.perf_counter() - started < 5.0
+
+
+def test_20k_unclosed_think_tags_cost_no_rescans() -> None:
+    text = "<think>" * 20_000 + '{"explanation": "fine", "score": 7}'
+    started = time.perf_counter()
+    assert extract_object(text, keys=("score",)).value["score"] == 7
+    assert time.perf_counter() - started < 2.0
+
+
+def test_a_20mb_reply_is_read_in_bounded_time_and_memory() -> None:
+    text = json.dumps({"explanation": "x" * 20_000_000, "score": 5})
+    tracemalloc.start()
+    try:
+        started = time.perf_counter()
+        found = extract_object(text, keys=("score",))
+        elapsed = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert found.value["score"] == 5
+    assert elapsed < 5.0
+    # The parsed explanation plus one copy of the object: not the ~135 bytes per reply byte
+    # the trailing-comma rewrite used to cost.
+    assert peak < 4 * len(text), f"{peak / 1e6:.0f} MB for a {len(text) / 1e6:.0f} MB reply"
+
+
+async def test_a_deeply_nested_reply_is_a_malformed_error(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    nested = '{"explanation": ' * 100_000 + '"x"' + "}" * 100_000
+    server.add(Reply.text(nested), Reply.text(nested))
+    with pytest.raises(MalformedError, match="nested more than"):
+        await make_judge().judge(REQUEST)
+    assert len(server.requests) == 2  # asked again once, with the reason
+
+
+async def test_a_deeply_nested_response_body_is_an_api_error(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    server.add(Reply.raw(200, "[" * 200_000 + "]" * 200_000))
+    with pytest.raises(APIError, match="without a chat completion"):
+        await make_judge().judge(REQUEST)
+
+
+async def test_reading_a_huge_reply_does_not_stall_other_calls(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    # The most expensive reply to read (every step of the search spent), next to calls that
+    # should take milliseconds: the event loop must keep turning while it is read.
+    server.add(Reply.text("{}" * 1_500_000), Reply.text("{}" * 1_500_000))
+    judge = make_judge(timeout=30)
+    lags: list[float] = []
+    done = asyncio.Event()
+
+    async def ticker() -> None:
+        while not done.is_set():
+            before = time.perf_counter()
+            await asyncio.sleep(0.005)
+            lags.append(time.perf_counter() - before - 0.005)
+
+    async def hostile() -> float:
+        started = time.perf_counter()
+        try:
+            with pytest.raises(MalformedError):
+                await judge.judge(REQUEST)
+        finally:
+            done.set()
+        return time.perf_counter() - started
+
+    tick = asyncio.create_task(ticker())
+    took = await hostile()
+    await tick
+    assert took > 0.2, "the hostile reply was too cheap to show anything"
+    # Read inline, the loop would stall for each whole read (half the time); off it, for
+    # a GIL switch or two.
+    assert max(lags) < took / 5, (max(lags), took)
