@@ -161,6 +161,7 @@ class HTTPJudge:
         self._features.update(features or {})
         self._features_lock = threading.Lock()
         self._logprobs_notice_given = False
+        self._cache_notice_given = False
         # One HTTP client and one limit per event loop, each closed on its own loop.
         self._clients = LoopClients(self._new_client, self.max_concurrency)
         self._endpoint = Endpoint(
@@ -230,7 +231,7 @@ class HTTPJudge:
         file. The judge may be used again afterwards (it reconnects)."""
         await self._clients.aclose()
         if self.cache is not None:
-            await self._in_thread(self.cache.close)
+            await self._cache_call(self.timeout, self.cache.close)
 
     async def __aenter__(self) -> HTTPJudge:
         return self
@@ -251,45 +252,86 @@ class HTTPJudge:
             "extra_body": self.extra_body,
         }
 
-    async def _in_thread(self, function: Any, *args: Any) -> Any:
-        # The in-memory cache is instant; a file cache may touch the disk, which must not
-        # stall the event loop that every other judge call shares.
-        if isinstance(self.cache, MemoryCache):
-            return function(*args)
-        return await asyncio.to_thread(function, *args)
+    async def _cache_call(self, limit: float, function: Any, *args: Any) -> Any:
+        """`function(*args)` on the cache, or None when the cache fails or takes longer than
+        `limit` seconds: the cache is an optimisation, never a reason for a call to fail."""
+        try:
+            # The in-memory cache is instant; any other may touch the disk, which must not
+            # stall the event loop that every other judge call shares.
+            if isinstance(self.cache, MemoryCache):
+                return function(*args)
+            # A thread stuck on a lock finishes (or gives up) on its own; the call goes on.
+            return await asyncio.wait_for(asyncio.to_thread(function, *args), max(limit, 0.05))
+        except asyncio.TimeoutError:
+            self._cache_notice(f"it took longer than {limit:.3g}s")
+        except Exception as error:  # a JudgeCache of the user's may raise anything
+            self._cache_notice(f"{type(error).__name__}: {error}")
+        return None
+
+    def _cache_notice(self, what: str) -> None:
+        if not self._cache_notice_given:
+            self._cache_notice_given = True
+            logger.warning("judge %s: its cache failed (%s); going on without it", self.name, what)
+        else:
+            logger.debug("judge %s: its cache failed (%s)", self.name, what)
+
+    def _cached_verdict(self, hit: Any, started: float) -> Verdict | None:
+        """The verdict a cache entry holds, or None when the entry is not one."""
+        score = hit.get("score") if isinstance(hit, dict) else None
+        explanation = hit.get("explanation") if isinstance(hit, dict) else None
+        cleaned = hit.get("cleaned_explanation") if isinstance(hit, dict) else None
+        raw = hit.get("raw", {}) if isinstance(hit, dict) else None
+        usable = (
+            isinstance(hit, dict)
+            and (score is None or (isinstance(score, (int, float)) and 0.0 <= score <= 1.0))
+            and not isinstance(score, bool)
+            and isinstance(explanation, str)
+            and (cleaned is None or isinstance(cleaned, str))
+            and isinstance(raw, dict)
+        )
+        if not usable:
+            self._cache_notice(f"an entry is not a verdict: {str(hit)[:80]}")
+            return None
+        return Verdict(
+            score=None if score is None else float(score),
+            explanation=explanation,
+            cleaned_explanation=cleaned,
+            usage=JudgeUsage(cached_calls=1, latency_seconds=time.perf_counter() - started),
+            raw={**raw, "cached": True},
+        )
 
     async def judge(self, request: JudgeRequest) -> Verdict:
         """Judge one request: a score in 0..1 (None when not applicable) with its explanation.
 
         Raises AuthenticationError, BadRequestError, RateLimitError, APIError, TimeoutError
-        or MalformedError (never a made-up score) when no verdict can be had.
+        or MalformedError (never a made-up score) when no verdict can be had. A cache that
+        fails or stalls is gone around (one warning), within the same `timeout`.
         """
         if not isinstance(request, JudgeRequest):
             raise TypeError(f"judge() takes a JudgeRequest, got {type(request).__name__}")
         if not request.criterion.strip():
             raise BadRequestError("the criterion is empty; write what to reward or penalise")
         started = time.perf_counter()
+        loop = asyncio.get_running_loop()
         messages = build_messages(request)
         key: str | None = None
         if self.cache is not None:
             key = cache_key(self.name, self.model, messages, self._cache_parameters(request))
-            hit = await self._in_thread(self.cache.get, key)
-            if hit is not None:
-                return Verdict(
-                    score=hit["score"],
-                    explanation=hit["explanation"],
-                    cleaned_explanation=hit.get("cleaned_explanation"),
-                    usage=JudgeUsage(cached_calls=1, latency_seconds=time.perf_counter() - started),
-                    raw={**hit.get("raw", {}), "cached": True},
-                )
+            hit = await self._cache_call(self.timeout / 4, self.cache.get, key)
+            verdict = self._cached_verdict(hit, started) if hit is not None else None
+            if verdict is not None:
+                return verdict
         state = self._clients.get()
         async with state.semaphore:
             # The deadline starts with the slot: time queued behind other calls is not the
             # endpoint's fault and must not time a call out.
-            deadline = asyncio.get_running_loop().time() + self.timeout
+            deadline = loop.time() + self.timeout
             verdict = await self._judge_now(request, messages, state.client, deadline, started)
         if key is not None and self.cache is not None:
-            await self._in_thread(
+            # The verdict is paid for: it is returned whether or not it can be stored, and
+            # storing waits no longer than what is left of the deadline.
+            await self._cache_call(
+                deadline - loop.time(),
                 self.cache.set,
                 key,
                 {
