@@ -24,6 +24,8 @@ __all__ = [
     "OPENROUTER_API_KEY",
     "OTLP_ENDPOINT_VARIABLES",
     "OTLP_PROTOCOL_VARIABLES",
+    "OTLP_TIMEOUT_VARIABLES",
+    "OTEL_BSP_EXPORT_TIMEOUT",
     "TOGETHER_API_KEY",
     "TRACEJUDGE_JUDGE",
     "TRACEJUDGE_JUDGE_MODEL",
@@ -53,6 +55,11 @@ TOGETHER_API_KEY = "TOGETHER_API_KEY"
 OTLP_ENDPOINT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
 #: The OTLP protocol asked for, the signal-specific variable first.
 OTLP_PROTOCOL_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_PROTOCOL")
+#: Seconds one OTLP export request may take (the SDK reads them; tracejudge only looks
+#: whether they are set, to put its shorter default in their place when they are not).
+OTLP_TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT")
+#: Milliseconds the OTLP batch processor may take to shut down (and flush at exit).
+OTEL_BSP_EXPORT_TIMEOUT = "OTEL_BSP_EXPORT_TIMEOUT"
 
 #: Every variable tracejudge itself reads, with what it does (the README's table).
 VARIABLES: dict[str, str] = {
@@ -70,6 +77,9 @@ VARIABLES: dict[str, str] = {
     OTLP_ENDPOINT_VARIABLES[1]: "OTLP endpoint: ComposoTracer.init adds an exporter",
     OTLP_PROTOCOL_VARIABLES[0]: "OTLP traces protocol (http/protobuf or grpc)",
     OTLP_PROTOCOL_VARIABLES[1]: "OTLP protocol (http/protobuf or grpc)",
+    OTLP_TIMEOUT_VARIABLES[0]: "seconds per OTLP traces export request (default here: 2)",
+    OTLP_TIMEOUT_VARIABLES[1]: "seconds per OTLP export request (default here: 2)",
+    OTEL_BSP_EXPORT_TIMEOUT: "ms the OTLP exporter may take at exit (default: request + 1 s)",
 }
 
 

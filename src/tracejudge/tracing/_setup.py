@@ -14,10 +14,10 @@ from typing import Any
 from opentelemetry import trace as otel_trace
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
-from opentelemetry.sdk.trace.export import BatchSpanProcessor
 
 from tracejudge import _env
 from tracejudge.errors import MissingDependencyError
+from tracejudge.tracing._export import otlp_processor
 from tracejudge.tracing._processors import (
     DEFAULT_MAX_SPANS_PER_TRACE,
     CaptureSpanProcessor,
@@ -27,18 +27,6 @@ from tracejudge.tracing._processors import (
 __all__ = ["ComposoTracer", "Instruments", "MissingDependencyError"]
 
 logger = logging.getLogger("tracejudge.tracing")
-
-# (exporter module, package, tracejudge extra or None)
-_OTLP_HTTP = (
-    "opentelemetry.exporter.otlp.proto.http.trace_exporter",
-    "opentelemetry-exporter-otlp-proto-http",
-    "otlp",
-)
-_OTLP_GRPC = (
-    "opentelemetry.exporter.otlp.proto.grpc.trace_exporter",
-    "opentelemetry-exporter-otlp-proto-grpc",
-    None,
-)
 
 
 class Instruments(Enum):
@@ -235,28 +223,6 @@ def _otlp_configured() -> bool:
     return any(_env.read(name) for name in _env.OTLP_ENDPOINT_VARIABLES)
 
 
-def _otlp_protocol() -> str:
-    for name in _env.OTLP_PROTOCOL_VARIABLES:
-        value = _env.read(name)
-        if value:
-            return value.lower()
-    return "http/protobuf"
-
-
-def _otlp_processor() -> SpanProcessor:
-    """A BatchSpanProcessor around the standard OTLP exporter the environment asks for."""
-    if _otlp_protocol() == "grpc":
-        module, package, extra = _OTLP_GRPC
-    else:  # http/protobuf, the default (http/json is not offered by the Python SDK)
-        module, package, extra = _OTLP_HTTP
-    try:
-        exporter_class = importlib.import_module(module).OTLPSpanExporter
-    except ImportError as error:
-        raise MissingDependencyError(package, extra, "OTLP export") from error
-    # The exporter reads endpoint, headers, timeout and compression from the OTEL_* variables.
-    return BatchSpanProcessor(exporter_class())
-
-
 def _existing_provider(tracer_provider: TracerProvider | None) -> TracerProvider | None:
     """The provider to use that is not tracejudge's to create; None when `init` creates one."""
     if tracer_provider is not None:
@@ -301,7 +267,7 @@ def _new_exporter(otlp: bool | None, owns_provider: bool) -> SpanProcessor | Non
             )
         return None
     try:
-        return _otlp_processor()
+        return otlp_processor()
     except MissingDependencyError as error:
         if otlp:
             raise
@@ -353,6 +319,12 @@ class ComposoTracer:
         * ``otlp=True``: added to whatever provider is in use; a missing exporter package
           raises :class:`~tracejudge.errors.MissingDependencyError`.
         * ``otlp=False``: never added.
+
+        A collector that is down or never answers cannot hold the program at exit: each
+        export request times out after 2 s, and the flush at shutdown gives up after 3 s,
+        counting the spans it could not send in one WARNING. ``OTEL_EXPORTER_OTLP_TIMEOUT``
+        (or ``..._TRACES_TIMEOUT``, seconds) and ``OTEL_BSP_EXPORT_TIMEOUT`` (milliseconds)
+        replace those bounds when set.
 
         `max_spans_per_trace` bounds the in-process capture that ``AgentTracer.trace`` reads:
         each root agent keeps at most that many spans (10,000 unless an `init` since the last
