@@ -137,8 +137,9 @@ def _one_line_error(capsys) -> str:
 
 
 def test_unreadable_input_exits_2_with_one_line_naming_it(tmp_path: Path, capsys) -> None:
-    assert main(["score", str(tmp_path)]) == 2
-    assert f"tracejudge score: {tmp_path} is a directory" in _one_line_error(capsys)
+    missing = tmp_path / "missing.jsonl"
+    assert main(["score", str(missing)]) == 2
+    assert f"tracejudge score: no such file: {missing}" in _one_line_error(capsys)
 
     broken = tmp_path / "broken.json"
     broken.write_text('{"agent_instance_by_id": 3}')
@@ -146,6 +147,15 @@ def test_unreadable_input_exits_2_with_one_line_naming_it(tmp_path: Path, capsys
     err = _one_line_error(capsys)
     assert f"{broken}, line 1 is not a valid MultiAgentTrace: root_agent_instance_id" in err
     assert "(and 1 more)" in err
+
+
+def test_a_directory_means_the_otlp_files_in_it(tmp_path: Path, capsys) -> None:
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    assert main(["score", str(empty)]) == 2
+    first, *why = capsys.readouterr().err.splitlines()
+    assert first == f"tracejudge score: {empty} holds no LLM interaction to score"
+    assert any("holds no files" in line for line in why)
 
 
 def test_input_without_llm_calls_exits_2_and_says_why(tmp_path: Path, capsys) -> None:

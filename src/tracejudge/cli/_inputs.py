@@ -12,37 +12,52 @@ from pydantic import ValidationError
 from tracejudge.cli._errors import UsageError
 from tracejudge.models import MultiAgentTrace
 
+# Bytes read to tell a MultiAgentTrace document from OTLP (its first key comes early).
+_HEAD = 64 * 1024
+
 
 def load_traces(path: str | os.PathLike[str]) -> list[MultiAgentTrace]:
     """Traces from a file: a MultiAgentTrace JSON document (or a list of them), or OTLP
-    (protobuf, or OTLP/JSON lines), told apart by content.
+    (protobuf, or OTLP/JSON lines), told apart by content; or from the OTLP files of a
+    directory.
 
     Raises `UsageError` naming the file when it cannot be read or holds a
     MultiAgentTrace that does not validate. OTLP that cannot be read gives traces
-    without LLM interactions and `warnings` saying why (see `tracejudge.convert`).
+    without LLM interactions and `warnings` saying why (see `tracejudge.convert`). OTLP
+    is read as a stream: a large file costs what its spans cost, not its size.
     """
+    source = Path(path)
     try:
-        data = Path(path).read_bytes()
+        if source.is_dir():
+            return _otlp(source)
+        with source.open("rb") as handle:
+            head = handle.read(_HEAD)
     except FileNotFoundError:
         raise UsageError(f"no such file: {path}") from None
-    except IsADirectoryError:
-        raise UsageError(f"{path} is a directory; give a file") from None
     except OSError as error:
         raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
-    if data.lstrip().startswith((b"{", b"[")):
+    if head.lstrip().startswith((b"{", b"[")) and b"agent_instance_by_id" in head:
         try:
-            document = json.loads(data)
+            document = json.loads(source.read_bytes())
+        except OSError as error:
+            raise UsageError(f"cannot read {path}: {error.strerror or error}") from None
         except ValueError:
             document = None  # JSON lines: several OTLP requests
         items = document if isinstance(document, list) else [document]
         if items and all(isinstance(i, dict) and "agent_instance_by_id" in i for i in items):
             return [_trace(item, path, index, len(items)) for index, item in enumerate(items)]
+    return _otlp(source)
+
+
+def _otlp(source: Path) -> list[MultiAgentTrace]:
     from tracejudge.convert import traces_from_otlp
 
     try:
-        return traces_from_otlp(data)
+        return traces_from_otlp(source)
+    except OSError as error:
+        raise UsageError(f"cannot read {source}: {error.strerror or error}") from None
     except ValueError as error:
-        raise UsageError(f"cannot read {path}: {error}") from None
+        raise UsageError(f"cannot read {source}: {error}") from None
 
 
 def _trace(item: Any, path: str | os.PathLike[str], index: int, count: int) -> MultiAgentTrace:

@@ -30,7 +30,8 @@ from tracejudge.convert._otlp import (
     OTLPDecodeError,
     decode,
     decode_logs,
-    read_source,
+    decode_logs_stream,
+    decode_stream,
 )
 from tracejudge.convert._records import (
     EventRecord,
@@ -39,6 +40,7 @@ from tracejudge.convert._records import (
     log_event,
     span_record,
 )
+from tracejudge.convert._source import Source, sources
 from tracejudge.convert._tree import ROOT_AGENT_ID, ROOT_AGENT_NAME, build_traces
 from tracejudge.convert.stream import OTLPBatch, read_otlp_batches
 from tracejudge.models import MultiAgentTrace, no_llm_interactions_error
@@ -207,10 +209,10 @@ def traces_from_otlp(
     """
     warnings: list[str] = []
     limit = {"max_inflated_bytes": max_inflated_bytes}
-    records, events = _decoded(source, functools.partial(decode, **limit), "", warnings)
+    records, events = _decoded(source, "", functools.partial(_traces, **limit), warnings)
     if logs is not None:
-        read_logs = functools.partial(_decode_logs_only, **limit)
-        _, log_events = _decoded(logs, read_logs, "logs: ", warnings)
+        read_logs = functools.partial(_logs_only, **limit)
+        _, log_events = _decoded(logs, "logs: ", read_logs, warnings)
         events = events + log_events
     unplaced = attach_events(records, events)
     if unplaced:
@@ -218,34 +220,56 @@ def traces_from_otlp(
     return _result(records, warnings)
 
 
-def _decode_logs_only(
-    data: bytes | str, *, max_inflated_bytes: int
+def _traces(
+    source: Source, *, max_inflated_bytes: int
 ) -> tuple[list[SpanRecord], list[Any], list[str]]:
-    events, warnings = decode_logs(data, max_inflated_bytes=max_inflated_bytes)
+    if source.text is not None:
+        return decode(source.text, max_inflated_bytes=max_inflated_bytes)
+    assert source.opener is not None
+    return decode_stream(source.opener, max_inflated_bytes=max_inflated_bytes)
+
+
+def _logs_only(
+    source: Source, *, max_inflated_bytes: int
+) -> tuple[list[SpanRecord], list[Any], list[str]]:
+    if source.text is not None:
+        events, warnings = decode_logs(source.text, max_inflated_bytes=max_inflated_bytes)
+    else:
+        assert source.opener is not None
+        events, warnings = decode_logs_stream(source.opener, max_inflated_bytes=max_inflated_bytes)
     return [], events, warnings
 
 
 def _decoded(
-    source: OTLPSource, decoder: Any, label: str, warnings: list[str]
+    source: OTLPSource, label: str, decoder: Any, warnings: list[str]
 ) -> tuple[list[SpanRecord], list[Any]]:
-    """(spans, placed log events) of one input; what cannot be read becomes a warning."""
+    """(spans, placed log events) of one argument (every file of it, for a directory);
+    what cannot be read becomes a warning."""
     try:
-        data = read_source(source)
-    except OTLPDecodeError as error:  # text that is neither OTLP/JSON nor an existing file
+        inputs = sources(source)
+    except OTLPDecodeError as error:  # text that is neither OTLP/JSON nor an existing path
         warnings.append(f"{label}{error}")
         logger.warning("tracejudge.convert: %s%s", label, error)
         return [], []
-    try:
-        records, events, decode_warnings = decoder(data)
-    except ImportError:
-        raise  # protobuf support missing: the message says what to install
-    except OTLPDecodeError as error:
-        warnings.append(f"{label}{error}")
-        logger.warning("tracejudge.convert: %s%s", label, error)
-        return [], []
-    except Exception as error:  # a safety net: the data is untrusted
-        logger.exception("tracejudge.convert: could not decode the input")
-        warnings.append(f"{label}unreadable input ({type(error).__name__}: {error})")
-        return [], []
-    warnings.extend(f"{label}{w}" for w in decode_warnings)
+    records: list[SpanRecord] = []
+    events: list[Any] = []
+    for one in inputs:
+        where = label + one.label
+        try:
+            found, placed, decode_warnings = decoder(one)
+        except ImportError:
+            raise  # protobuf support missing: the message says what to install
+        except OTLPDecodeError as error:
+            warnings.append(f"{where}{error}")
+            logger.warning("tracejudge.convert: %s%s", where, error)
+            continue
+        except OSError:
+            raise  # the file cannot be read (permissions, a device): not the data's fault
+        except Exception as error:  # a safety net: the data is untrusted
+            logger.exception("tracejudge.convert: could not decode the input")
+            warnings.append(f"{where}unreadable input ({type(error).__name__}: {error})")
+            continue
+        warnings.extend(f"{where}{w}" for w in decode_warnings)
+        records.extend(found)
+        events.extend(placed)
     return records, events

@@ -15,11 +15,10 @@ from __future__ import annotations
 import base64
 import binascii
 import importlib
+import io
 import json
-import os
 import re
-import zlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tracejudge import semconv
@@ -30,8 +29,9 @@ from tracejudge.convert._records import (
     EventRecord,
     SpanRecord,
 )
+from tracejudge.convert._source import Opener, OTLPDecodeError, inflating
 
-__all__ = ["MAX_INFLATED_BYTES", "OTLPDecodeError", "decode", "decode_logs", "read_source"]
+__all__ = ["MAX_INFLATED_BYTES", "OTLPDecodeError", "decode", "decode_logs", "decode_stream"]
 
 PlacedEvent = tuple[str, str, EventRecord]
 
@@ -44,36 +44,9 @@ _SPAN_START = re.compile(r'\{\s*"(?:traceId|trace_id)"\s*:')
 MAX_INFLATED_BYTES = 256 * 1024 * 1024
 
 
-class OTLPDecodeError(ValueError):
-    """Raised by the decoders here when an input is not OTLP at all (neither protobuf
-    `ExportTraceServiceRequest` nor OTLP/JSON). `traces_from_otlp` never lets it out:
-    it reports the reason as a warning on its (empty) result. Partly broken input does
-    not raise at all: what can be read is converted and the rest reported as warnings."""
-
-
 # --------------------------------------------------------------------------- input
 
-
-def read_source(source: bytes | bytearray | memoryview | str | os.PathLike[str]) -> bytes | str:
-    """The data: bytes as given, text as given, or a file's bytes for a path."""
-    if isinstance(source, (bytes, bytearray, memoryview)):
-        return bytes(source)
-    if isinstance(source, os.PathLike):
-        with open(source, "rb") as handle:
-            return handle.read()
-    if isinstance(source, str):
-        stripped = source.lstrip()
-        if not stripped or stripped.startswith(("{", "[")):
-            return source
-        if "\n" not in source and len(source) < 4096 and os.path.isfile(source):
-            with open(source, "rb") as handle:
-                return handle.read()
-        raise OTLPDecodeError(
-            f"the text is neither OTLP/JSON nor the path of an existing file: {source[:80]!r}"
-        )
-    raise TypeError(
-        f"expected bytes, text or a path of OTLP trace data, got {type(source).__name__}"
-    )
+_WHITESPACE = b" \t\r\n"
 
 
 def decode(
@@ -81,32 +54,44 @@ def decode(
 ) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
     """(spans, log-record events with the span they belong to, warnings). Gzip input is
     inflated to at most `max_inflated_bytes`."""
-    warnings: list[str] = []
-    if isinstance(data, bytes):
-        data = _inflate(data, warnings, max_inflated_bytes)
+    if isinstance(data, str):
         if not data.strip():
+            return [], [], []
+        return _decode_json(data, [])
+    return decode_stream(lambda: io.BytesIO(data), max_inflated_bytes=max_inflated_bytes)
+
+
+def decode_stream(
+    opener: Opener, *, max_inflated_bytes: int = MAX_INFLATED_BYTES
+) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
+    """`decode` for input read as a stream (`opener` opens it from its start, and may be
+    called twice). OTLP/JSON lines and protobuf are read a line or a span at a time; only
+    a JSON document spread over several lines is read whole."""
+    warnings: list[str] = []
+    with opener() as raw:
+        stream = inflating(raw, max_inflated_bytes, warnings)
+        if not stream.peek(1)[:1].isspace() and stream.peek(1)[:1] not in (b"{", b"["):
+            return _decode_protobuf_stream(stream, warnings), [], warnings
+        first, newlines = _skip_whitespace(stream)
+        if first is None:
             return [], [], warnings
-        if data.lstrip()[:1] in (b"{", b"["):
-            inflate_warnings = list(warnings)
+        problem: OTLPDecodeError | None = None
+        if first in b"{[":
             try:
-                text = data.decode("utf-8")
-            except UnicodeDecodeError:
-                text = None
-            if text is not None:
-                try:
-                    return _decode_json(text, warnings)
-                except OTLPDecodeError as json_error:
-                    # Protobuf can start with "\n{" too (field 1, length 123).
-                    try:
-                        spans, pb_warnings = _decode_protobuf(data, inflate_warnings)
-                    except OTLPDecodeError:
-                        raise json_error from None
-                    return spans, [], pb_warnings
-        spans, pb_warnings = _decode_protobuf(data, warnings)
-        return spans, [], pb_warnings
-    if not data.strip():
-        return [], [], warnings
-    return _decode_json(data, warnings)
+                return _decode_json_stream(stream, newlines, warnings)
+            except OTLPDecodeError as json_error:
+                problem = json_error
+    # Protobuf may start with bytes that read as whitespace ("\n" is field 1, length
+    # delimited), even as "\n{" (length 123): read it again from its start as that.
+    warnings = []
+    with opener() as raw:
+        try:
+            spans = _decode_protobuf_stream(inflating(raw, max_inflated_bytes, warnings), warnings)
+        except OTLPDecodeError:
+            if problem is None:
+                raise
+            raise problem from None
+    return spans, [], warnings
 
 
 def decode_logs(
@@ -115,56 +100,44 @@ def decode_logs(
     """OTLP log data (protobuf `ExportLogsServiceRequest` or OTLP/JSON): the records tied
     to a span, as events of that span, and warnings. Gzip input is inflated to at most
     `max_inflated_bytes`."""
-    warnings: list[str] = []
     if isinstance(data, bytes):
-        data = _inflate(data, warnings, max_inflated_bytes)
-        if not data.strip():
-            return [], warnings
-        if data.lstrip()[:1] not in (b"{", b"["):
-            return _decode_protobuf_logs(data, warnings), warnings
-        data = data.decode("utf-8", errors="replace")
+        return decode_logs_stream(lambda: io.BytesIO(data), max_inflated_bytes=max_inflated_bytes)
     if not data.strip():
-        return [], warnings
-    _, events, warnings = _decode_json(data, warnings)
+        return [], []
+    _, events, warnings = _decode_json(data, [])
     return events, warnings
 
 
-def _inflate(data: bytes, warnings: list[str], limit: int = MAX_INFLATED_BYTES) -> bytes:
-    """`data` uncompressed when it is gzip (every member of it, as `gzip -c a b` or a
-    Collector appending to a file writes), cut at `limit` bytes with a warning; other
-    data as it is."""
-    if data[:2] != b"\x1f\x8b":
-        return data
-    pieces: list[bytes] = []
-    size = members = 0
-    rest = data
-    while rest:
-        inflater = zlib.decompressobj(wbits=31)
-        try:
-            # max_length 0 would mean "no limit": ask for one byte past the room left.
-            piece = inflater.decompress(rest, limit - size + 1)
-        except zlib.error as exc:
-            if not members:
-                raise OTLPDecodeError(f"gzip input that does not inflate: {exc}") from None
-            warnings.append(f"gzip member {members + 1} does not inflate ({exc}); ignored")
-            break
-        if size + len(piece) > limit:
-            pieces.append(piece[: limit - size])
-            warnings.append(
-                f"gzip input inflates to more than {limit} bytes; only the first {limit} were read"
-            )
-            break
-        pieces.append(piece)
-        size += len(piece)
-        members += 1
-        if not inflater.eof:
-            warnings.append(f"gzip member {members} is truncated; read what it holds")
-            break
-        rest = inflater.unused_data.lstrip(b"\x00")  # gzip tools pad with zeros
-        if rest and rest[:2] != b"\x1f\x8b":
-            warnings.append(f"{len(rest)} bytes after the gzip data are not gzip; ignored")
-            break
-    return b"".join(pieces)
+def decode_logs_stream(
+    opener: Opener, *, max_inflated_bytes: int = MAX_INFLATED_BYTES
+) -> tuple[list[PlacedEvent], list[str]]:
+    """`decode_logs` for input read as a stream. Log data is read whole once inflated
+    (it is optional, and its protobuf is one message)."""
+    warnings: list[str] = []
+    with opener() as raw:
+        data = inflating(raw, max_inflated_bytes, warnings).read()
+    if not data.strip():
+        return [], warnings
+    if data.lstrip()[:1] not in (b"{", b"["):
+        return _decode_protobuf_logs(data, warnings), warnings
+    _, events, warnings = _decode_json(data.decode("utf-8", errors="replace"), warnings)
+    return events, warnings
+
+
+def _skip_whitespace(stream: io.BufferedReader) -> tuple[int | None, int]:
+    """Consume leading whitespace: (the first other byte, not consumed, or None at the
+    end; the number of line breaks skipped)."""
+    newlines = 0
+    while True:
+        ahead = stream.peek(1)
+        if not ahead:
+            return None, newlines
+        kept = ahead.lstrip(_WHITESPACE)
+        skipped = len(ahead) - len(kept)
+        newlines += ahead[:skipped].count(b"\n")
+        stream.read(skipped)
+        if kept:
+            return kept[0], newlines
 
 
 # --------------------------------------------------------------------------- protobuf
@@ -181,125 +154,142 @@ def _proto(module: str) -> Any:
         ) from exc
 
 
-def _decode_protobuf(data: bytes, warnings: list[str]) -> tuple[list[SpanRecord], list[str]]:
-    trace_service_pb2 = _proto("opentelemetry.proto.collector.trace.v1.trace_service_pb2")
-    trace_pb2 = _proto("opentelemetry.proto.trace.v1.trace_pb2")
-    DecodeError = _proto("google.protobuf.message").DecodeError  # noqa: N806
-
-    request = trace_service_pb2.ExportTraceServiceRequest()
-    spans: list[SpanRecord] = []
-    try:
-        request.ParseFromString(data)
-    except (DecodeError, RuntimeError, ValueError) as exc:
-        # Truncated or corrupt: salvage every span that still parses on its own.
-        found, broken = _salvage(data, trace_pb2)
-        if not found:
-            raise OTLPDecodeError(
-                f"not OTLP trace data: protobuf ExportTraceServiceRequest does not parse ({exc})"
-            ) from None
-        warnings.append(
-            f"OTLP protobuf input is truncated or corrupt ({exc}); read {len(found)} spans, "
-            f"skipped {broken} unreadable parts"
-        )
-        spans.extend(_pb_span(span, warnings) for span in found)
-        return spans, warnings
-    if not request.resource_spans:
-        raise OTLPDecodeError(
-            "not OTLP trace data: the bytes hold no resource spans "
-            f"({len(data)} bytes, starting {data[:8]!r})"
-        )
-    for resource_spans in request.resource_spans:
-        for scope_spans in resource_spans.scope_spans:
-            scope = scope_spans.scope.name or None
-            spans.extend(_pb_span(span, warnings, scope) for span in scope_spans.spans)
-    return spans, warnings
+class _Broken(Exception):
+    """The protobuf stream cannot be read past this point."""
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, int, bytes, bool]]:
-    """Top-level protobuf fields: (number, wire type, payload, complete). Stops at the
-    first field that cannot be read; a truncated last payload is given as incomplete."""
-    pos, size = 0, len(data)
+# Where spans lie in an ExportTraceServiceRequest: field 1 (ResourceSpans), then its
+# field 2 (ScopeSpans), then its field 2 (Span). Everything else is skipped unread.
+_SPAN_PATH = (1, 2, 2)
 
-    def varint() -> int | None:
-        nonlocal pos
+
+class _ProtobufReader:
+    """Reads the spans of a protobuf ExportTraceServiceRequest from a stream, one span in
+    memory at a time. A span that does not parse is skipped (its length is known); a
+    framing that breaks ends the reading with what was read before it."""
+
+    def __init__(self, stream: io.BufferedReader, span_type: Any, scope_type: Any) -> None:
+        self.stream = stream
+        self.span_type = span_type
+        self.scope_type = scope_type
+        self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
+        self.offset = 0
+        self.spans: list[tuple[Any, str | None]] = []
+        self.broken = 0
+        self.resources = 0
+
+    def varint(self) -> int | None:
+        """The next varint; None at a clean end of the stream."""
         shift = result = 0
-        while pos < size and shift < 64:
-            byte = data[pos]
-            pos += 1
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
+        while shift < 64:
+            byte = self.stream.read(1)
+            if not byte:
+                if shift:
+                    raise _Broken("it ends inside a field's header")
+                return None
+            self.offset += 1
+            result |= (byte[0] & 0x7F) << shift
+            if not byte[0] & 0x80:
                 return result
             shift += 7
-        return None
+        raise _Broken("a field's header is not a varint")
 
-    while pos < size:
-        key = varint()
-        if key is None or key >> 3 == 0:
-            return
-        number, wire = key >> 3, key & 7
-        if wire == 0:
-            if varint() is None:
+    def skip(self, length: int) -> None:
+        while length > 0:
+            got = len(self.stream.read(min(length, 1 << 16)))
+            if not got:
+                raise _Broken("it ends inside a field")
+            self.offset += got
+            length -= got
+
+    def message(self, depth: int, length: int | None) -> None:
+        """Read the fields of a message at `depth` on the span path, `length` bytes long
+        (None: to the end of the stream)."""
+        end = None if length is None else self.offset + length
+        while end is None or self.offset < end:
+            key = self.varint()
+            if key is None:
+                if end is not None:
+                    raise _Broken("it ends inside a message")
                 return
-            yield number, wire, b"", True
-        elif wire == 1 or wire == 5:
-            width = 8 if wire == 1 else 4
-            complete = pos + width <= size
-            yield number, wire, data[pos : pos + width], complete
-            pos += width
-        elif wire == 2:
-            length = varint()
-            if length is None:
-                return
-            payload = data[pos : pos + length]
-            yield number, wire, payload, pos + length <= size
-            pos += length
+            number, wire = key >> 3, key & 7
+            if number == 0:
+                raise _Broken(f"field number 0 at byte {self.offset}")
+            if wire == 0:
+                if self.varint() is None:
+                    raise _Broken("it ends inside a field")
+            elif wire in (1, 5):
+                self.skip(8 if wire == 1 else 4)
+            elif wire == 2:
+                size = self.varint()
+                if size is None or (end is not None and self.offset + size > end):
+                    raise _Broken(f"a field at byte {self.offset} runs past its message")
+                self.field(depth, number, size)
+            else:  # groups (3, 4) are not used by OTLP; 6 and 7 do not exist
+                raise _Broken(f"wire type {wire} at byte {self.offset}")
+        if end is not None and self.offset > end:
+            raise _Broken("a field runs past its message")
+
+    def field(self, depth: int, number: int, size: int) -> None:
+        if depth == 2 and number == 1:  # ScopeSpans.scope: its name goes on the spans
+            scope = self.parse(self.scope_type, size)
+            self.scope = (scope.name or None) if scope is not None else None
+        elif number != _SPAN_PATH[depth]:
+            self.skip(size)
+        elif depth < len(_SPAN_PATH) - 1:
+            self.resources += depth == 0
+            if depth == 1:
+                self.scope = None
+            self.message(depth + 1, size)
         else:
-            return  # groups are not used by OTLP: not OTLP from here on
+            span = self.parse(self.span_type, size)
+            if span is None:
+                self.broken += 1
+            else:
+                self.spans.append((span, self.scope))
 
-
-def _salvage(data: bytes, trace_pb2: Any) -> tuple[list[Any], int]:
-    """Spans recoverable from a broken ExportTraceServiceRequest, level by level."""
-    spans: list[Any] = []
-    broken = 0
-
-    def parse(message_type: Any, payload: bytes) -> Any | None:
+    def parse(self, message_type: Any, size: int) -> Any | None:
+        """The next `size` bytes as a `message_type`, or None when they do not parse."""
+        payload = self.stream.read(size)
+        self.offset += len(payload)
+        if len(payload) < size:
+            self.broken += 1
+            raise _Broken("it ends inside a span")
         message = message_type()
         try:
             message.ParseFromString(payload)
-        except Exception:  # DecodeError and friends: fall back to the level below
+        except Exception:  # DecodeError and friends: this message only
             return None
         return message
 
-    def walk(payload: bytes, complete: bool, level: int) -> None:
-        nonlocal broken
-        # level 0: ResourceSpans (field 2: ScopeSpans); level 1: ScopeSpans (field 2: Span)
-        message_type = (trace_pb2.ResourceSpans, trace_pb2.ScopeSpans)[level]
-        whole = parse(message_type, payload) if complete else None
-        if whole is not None:
-            if level == 0:
-                for scope in whole.scope_spans:
-                    spans.extend(scope.spans)
-            else:
-                spans.extend(whole.spans)
-            return
-        for number, wire, inner, inner_complete in _fields(payload):
-            if number != 2 or wire != 2:
-                continue
-            if level == 0:
-                walk(inner, inner_complete, 1)
-            else:
-                span = parse(trace_pb2.Span, inner) if inner_complete else None
-                if span is not None and span.span_id:
-                    spans.append(span)
-                else:
-                    broken += 1
 
-    for number, wire, payload, complete in _fields(data):
-        if number == 1 and wire == 2:
-            walk(payload, complete, 0)
-        else:
-            broken += 1
-    return spans, broken
+def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> list[SpanRecord]:
+    _proto("opentelemetry.proto.collector.trace.v1.trace_service_pb2")  # the request's schema
+    trace_pb2 = _proto("opentelemetry.proto.trace.v1.trace_pb2")
+    common_pb2 = _proto("opentelemetry.proto.common.v1.common_pb2")
+    reader = _ProtobufReader(stream, trace_pb2.Span, common_pb2.InstrumentationScope)
+    try:
+        reader.message(0, None)
+    except _Broken as problem:
+        if not reader.spans:
+            raise OTLPDecodeError(
+                "not OTLP trace data: protobuf ExportTraceServiceRequest does not parse "
+                f"({problem})"
+            ) from None
+        warnings.append(
+            f"OTLP protobuf input is truncated or corrupt ({problem}); read "
+            f"{len(reader.spans)} spans, skipped {reader.broken} unreadable parts"
+        )
+    else:
+        if not reader.resources:
+            raise OTLPDecodeError(
+                f"not OTLP trace data: the bytes hold no resource spans ({reader.offset} bytes)"
+            )
+        if reader.broken:
+            warnings.append(
+                f"OTLP protobuf input is corrupt: {reader.broken} spans do not parse; skipped"
+            )
+    return [_pb_span(span, warnings, scope) for span, scope in reader.spans]
 
 
 def _decode_protobuf_logs(data: bytes, warnings: list[str]) -> list[PlacedEvent]:
@@ -377,30 +367,94 @@ def _pb_span(span: Any, warnings: list[str], scope: str | None = None) -> SpanRe
 def _decode_json(
     text: str, warnings: list[str]
 ) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
+    """OTLP/JSON held whole in memory: one document, or one per line."""
     documents: list[tuple[str, Any]] = []
     try:
         whole = json.loads(text)
     except (ValueError, RecursionError):
         whole = None
-        bad_lines = 0
-        for number, line in enumerate(text.splitlines(), start=1):
-            if not line.strip():
-                continue
-            try:
-                documents.append((f"line {number}", json.loads(line)))
-            except (ValueError, RecursionError) as exc:
-                bad_lines += 1
-                if bad_lines <= 5:
-                    reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "unreadable"
-                    warnings.append(f"OTLP/JSON line {number} is not JSON ({reason}); skipped")
-        if bad_lines > 5:
-            warnings.append(f"OTLP/JSON: {bad_lines} lines in all are not JSON; skipped")
+        documents = list(_line_documents(enumerate(text.splitlines(), start=1), warnings))
     else:
-        if isinstance(whole, list):
-            documents = [(f"item {i}", item) for i, item in enumerate(whole)]
-        else:
-            documents = [("document", whole)]
+        documents = list(_whole_documents(whole))
+    spans, events, otlp_documents = _read_documents(documents, warnings)
+    if otlp_documents == 0:
+        if whole is None:
+            salvaged = _salvage_json_spans(text, warnings)
+            if salvaged:
+                return salvaged, events, warnings
+        raise OTLPDecodeError(
+            "not OTLP trace data: no JSON object with resourceSpans or resourceLogs found"
+        )
+    return spans, events, warnings
 
+
+def _decode_json_stream(
+    stream: io.BufferedReader, skipped_lines: int, warnings: list[str]
+) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
+    """OTLP/JSON from a stream, a line at a time when its first line is a document of its
+    own (the Collector's file exporter writes one request per line); else read whole."""
+    first_line = stream.readline()
+    try:
+        first = json.loads(first_line)
+    except (ValueError, RecursionError):
+        data = first_line + stream.read()
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            raise OTLPDecodeError("not OTLP/JSON: the data is not UTF-8 text") from None
+        return _decode_json(text, warnings)
+    numbered = enumerate(stream, start=skipped_lines + 2)
+    following = next(((n, line) for n, line in numbered if line.strip()), None)
+    if following is None:
+        documents: Iterable[tuple[str, Any]] = _whole_documents(first)
+    else:
+        documents = _chain(
+            (f"line {skipped_lines + 1}", first),
+            _line_documents(_chain(following, numbered), warnings),
+        )
+    spans, events, otlp_documents = _read_documents(documents, warnings)
+    if otlp_documents == 0:
+        raise OTLPDecodeError(
+            "not OTLP trace data: no JSON object with resourceSpans or resourceLogs found"
+        )
+    return spans, events, warnings
+
+
+def _chain(first: Any, rest: Iterable[Any]) -> Iterator[Any]:
+    yield first
+    yield from rest
+
+
+def _whole_documents(whole: Any) -> Iterator[tuple[str, Any]]:
+    if isinstance(whole, list):
+        yield from ((f"item {i}", item) for i, item in enumerate(whole))
+    else:
+        yield ("document", whole)
+
+
+def _line_documents(
+    lines: Iterable[tuple[int, str | bytes]], warnings: list[str]
+) -> Iterator[tuple[str, Any]]:
+    """(where, document) for each line that is JSON; the others are counted in warnings."""
+    bad_lines = 0
+    for number, line in lines:
+        if not line.strip():
+            continue
+        try:
+            yield (f"line {number}", json.loads(line))
+        except (ValueError, RecursionError) as exc:
+            bad_lines += 1
+            if bad_lines <= 5:
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "unreadable"
+                warnings.append(f"OTLP/JSON line {number} is not JSON ({reason}); skipped")
+    if bad_lines > 5:
+        warnings.append(f"OTLP/JSON: {bad_lines} lines in all are not JSON; skipped")
+
+
+def _read_documents(
+    documents: Iterable[tuple[str, Any]], warnings: list[str]
+) -> tuple[list[SpanRecord], list[PlacedEvent], int]:
+    """(spans, placed log events, number of OTLP documents) of OTLP/JSON documents."""
     spans: list[SpanRecord] = []
     events: list[PlacedEvent] = []
     otlp_documents = 0
@@ -427,16 +481,7 @@ def _decode_json(
                 placed = _guarded(_json_log, raw, where, warnings)
                 if placed is not None:
                     events.append(placed)
-
-    if otlp_documents == 0:
-        if whole is None:
-            salvaged = _salvage_json_spans(text, warnings)
-            if salvaged:
-                return salvaged, events, warnings
-        raise OTLPDecodeError(
-            "not OTLP trace data: no JSON object with resourceSpans or resourceLogs found"
-        )
-    return spans, events, warnings
+    return spans, events, otlp_documents
 
 
 def _guarded(convert: Any, raw: Any, where: str, warnings: list[str]) -> Any:
