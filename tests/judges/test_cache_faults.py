@@ -143,6 +143,7 @@ class _Garbage:
 
     def __init__(self) -> None:
         self.answers: list[Any] = [{"score": "high", "explanation": 3}, {"score": 2.5}]
+        self.closed = False
 
     def get(self, key: str) -> Any:
         if self.answers:
@@ -153,7 +154,9 @@ class _Garbage:
         raise RuntimeError("the cache service is down")
 
     def close(self) -> None:
-        raise RuntimeError("the cache service is down")
+        if not self.closed:
+            self.closed = True
+            raise RuntimeError("the cache service is down")
 
 
 async def test_a_user_cache_that_answers_garbage_or_raises_is_gone_around(
@@ -164,7 +167,8 @@ async def test_a_user_cache_that_answers_garbage_or_raises_is_gone_around(
     with caplog.at_level(logging.WARNING, logger="tracejudge"):
         for _ in range(3):
             assert (await judge.judge(REQUEST)).score == pytest.approx(7 / 9)
-        await judge.aclose()
+    with pytest.raises(RuntimeError, match="down"):
+        await judge.aclose()  # closing was asked for: its failure is reported
     assert len(server.requests) == 3
     assert len(_cache_warnings(caplog)) == 1
 

@@ -231,7 +231,11 @@ class HTTPJudge:
         file. The judge may be used again afterwards (it reconnects)."""
         await self._clients.aclose()
         if self.cache is not None:
-            await self._cache_call(self.timeout, self.cache.close)
+            # Unlike get and set, a failing close is reported: the caller asked for it.
+            if isinstance(self.cache, MemoryCache):
+                self.cache.close()
+            else:
+                await asyncio.to_thread(self.cache.close)
 
     async def __aenter__(self) -> HTTPJudge:
         return self
