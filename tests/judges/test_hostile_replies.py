@@ -116,3 +116,44 @@ async def test_reading_a_huge_reply_does_not_stall_other_calls(
     # Read inline, the loop would stall for each whole read (half the time); off it, for
     # a GIL switch or two.
     assert max(lags) < took / 5, (max(lags), took)
+
+
+async def test_an_answer_over_the_size_cap_is_an_api_error_read_no_further(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    huge = json.dumps({"explanation": "x" * 20_000_000, "score": 5})
+    server.add(Reply.text(huge))
+    started = time.perf_counter()
+    with pytest.raises(APIError, match="more than 4,194,304 bytes") as caught:
+        await make_judge(timeout=10).judge(REQUEST)
+    assert time.perf_counter() - started < 5
+    assert caught.value.status_code == 200
+    assert len(server.requests) == 1  # not retried: the same question gets the same answer
+
+
+async def test_a_20mb_answer_within_a_raised_cap_is_judged_in_bounded_time_and_memory(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    huge = json.dumps({"explanation": "x" * 20_000_000, "score": 5})
+    server.add(Reply.text(huge))
+    judge = make_judge(timeout=30, max_response_bytes=64 * 1024 * 1024)
+    tracemalloc.start()
+    try:
+        started = time.perf_counter()
+        verdict = await judge.judge(REQUEST)
+        took = time.perf_counter() - started
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert verdict.score == pytest.approx(4 / 9)
+    assert took < 15, f"{took:.1f}s"
+    # It took 2.9 GB before: the body, its text, the parsed object and a few copies now.
+    assert peak < 12 * len(huge), f"{peak / 1e6:.0f} MB for a {len(huge) / 1e6:.0f} MB answer"
+
+
+def test_the_size_cap_must_be_a_sensible_number(make_judge) -> None:
+    from tracejudge.errors import ConfigurationError
+
+    for wrong in (0, 10, 1.5, True):
+        with pytest.raises(ConfigurationError, match="max_response_bytes"):
+            make_judge(max_response_bytes=wrong)

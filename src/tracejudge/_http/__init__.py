@@ -11,6 +11,7 @@
 from tracejudge._http._loops import LoopClient, LoopClients
 from tracejudge._http._options import HTTPOptions
 from tracejudge._http._retry import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     MODEL_NOT_FOUND_HINT,
     RETRYABLE,
     Endpoint,
@@ -21,6 +22,7 @@ from tracejudge._http._retry import (
 )
 
 __all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
     "MODEL_NOT_FOUND_HINT",
     "RETRYABLE",
     "Endpoint",

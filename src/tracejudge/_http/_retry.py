@@ -35,6 +35,11 @@ __all__ = [
     "RETRYABLE",
 ]
 
+#: The largest answer read by default: a judgement or an evaluation is a few KB, and a
+#: server that sends more (a runaway generation, a misconfigured proxy) must not exhaust
+#: memory. Callers may raise it (judges: `max_response_bytes=`).
+DEFAULT_MAX_RESPONSE_BYTES = 4 * 1024 * 1024
+
 #: Statuses worth another try: request timeout, conflict (lock contention at OpenAI),
 #: rate limit, and every server error (Anthropic's 529 "overloaded" among them).
 RETRYABLE = frozenset({408, 409, 429})
@@ -162,6 +167,47 @@ def error_from_response(
     return BadRequestError(f"{where} rejected the request (HTTP {status}: {message})", status, body)
 
 
+async def _exchange(
+    client: httpx.AsyncClient, request: httpx.Request, endpoint: Endpoint, limit: int
+) -> httpx.Response:
+    """Send `request` and read its answer, at most `limit` bytes of it (decoded)."""
+    response = await client.send(request, stream=True)
+    try:
+        declared = response.headers.get("content-length", "")
+        if declared.isdigit() and int(declared) > limit:
+            raise _too_large(endpoint, response.status_code, limit)
+        chunks: list[bytes] = []
+        size = 0
+        async for chunk in response.aiter_bytes():
+            size += len(chunk)
+            if size > limit:
+                raise _too_large(endpoint, response.status_code, limit)
+            chunks.append(chunk)
+    finally:
+        await response.aclose()
+    # The body read, as a plain response (decoded already: no content-encoding left).
+    headers = [
+        (name, value)
+        for name, value in response.headers.multi_items()
+        if name.lower() not in ("content-encoding", "content-length", "transfer-encoding")
+    ]
+    return httpx.Response(
+        response.status_code,
+        headers=headers,
+        content=b"".join(chunks),
+        request=request,
+        extensions=response.extensions,
+    )
+
+
+def _too_large(endpoint: Endpoint, status: int, limit: int) -> APIError:
+    return APIError(
+        f"{endpoint.where()} answered with more than {limit:,} bytes (HTTP {status}); not "
+        "read past that. If the answer is meant to be that long, raise max_response_bytes",
+        status,
+    )
+
+
 async def send_with_retries(
     client: httpx.AsyncClient,
     url: httpx.URL | str,
@@ -177,6 +223,7 @@ async def send_with_retries(
     backoff_base: float,
     backoff_max: float,
     on_attempt: Callable[[], None] | None = None,
+    max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
 ) -> httpx.Response:
     """Send `body` until an answer that is not worth retrying comes back, and return it.
 
@@ -185,7 +232,8 @@ async def send_with_retries(
     given. Never waits past `deadline` (an event-loop time). Raises TimeoutError when the
     deadline runs out, RateLimitError or APIError when the retries do. Other answers (2xx,
     400, 401, 404, ...) are returned for the caller to read (`error_from_response` makes
-    their errors).
+    their errors). An answer whose body is longer than `max_response_bytes` (decoded) is
+    not read past that: APIError, not retried.
     """
     loop = asyncio.get_running_loop()
     attempt = 0
@@ -202,14 +250,15 @@ async def send_with_retries(
         try:
             # httpx's timeout bounds each read or write, not the whole exchange; wait_for
             # bounds the exchange so a slowly trickling answer cannot outlive the deadline.
+            request = client.build_request(
+                method,
+                url,
+                json=body,
+                headers=headers,
+                timeout=httpx.Timeout(min(request_timeout, remaining)),
+            )
             response = await asyncio.wait_for(
-                client.request(
-                    method,
-                    url,
-                    json=body,
-                    headers=headers,
-                    timeout=httpx.Timeout(min(request_timeout, remaining)),
-                ),
+                _exchange(client, request, endpoint, max_response_bytes),
                 timeout=min(request_timeout, remaining),
             )
         except (asyncio.TimeoutError, httpx.TimeoutException):

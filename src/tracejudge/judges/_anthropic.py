@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 
 from tracejudge import _env
+from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     Answer,
@@ -57,6 +58,7 @@ class AnthropicJudge(HTTPJudge):
         extra_body: dict[str, Any] | None = None,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
         resolved_url = base_url or _env.read(_env.ANTHROPIC_BASE_URL) or ANTHROPIC_BASE_URL
@@ -84,6 +86,7 @@ class AnthropicJudge(HTTPJudge):
             extra_body=extra_body,
             backoff_base=backoff_base,
             backoff_max=backoff_max,
+            max_response_bytes=max_response_bytes,
         )
         self.anthropic_version = anthropic_version
         # Accept the API root with or without /v1: both are written in the wild.

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 
 from tracejudge._http import (
+    DEFAULT_MAX_RESPONSE_BYTES,
     Endpoint,
     LoopClients,
     error_from_response,
@@ -130,6 +131,7 @@ class HTTPJudge:
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
         features: dict[str, Any] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
     ) -> None:
         if not model or not model.strip():
             raise ConfigurationError("a judge needs a model name, e.g. 'gpt-4.1-mini'")
@@ -153,6 +155,15 @@ class HTTPJudge:
         self.extra_body = dict(extra_body or {})
         self.backoff_base = float(backoff_base)
         self.backoff_max = float(backoff_max)
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int):
+            raise ConfigurationError(
+                f"max_response_bytes must be a whole number of bytes, got {max_response_bytes!r}"
+            )
+        if max_response_bytes < 1024:
+            raise ConfigurationError(
+                f"max_response_bytes must be at least 1024, got {max_response_bytes}"
+            )
+        self.max_response_bytes = max_response_bytes
         self.cache: JudgeCache | None = make_cache(cache)
         self._transport = transport
         # The optional request features tried first; each is dropped, for good, when the
@@ -502,6 +513,7 @@ class HTTPJudge:
                 num_retries=self.num_retries,
                 backoff_base=self.backoff_base,
                 backoff_max=self.backoff_max,
+                max_response_bytes=self.max_response_bytes,
                 on_attempt=count,
             )
             if response.is_success:

@@ -13,6 +13,7 @@ from typing import Any
 import httpx
 
 from tracejudge import _env
+from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     Answer,
@@ -80,6 +81,8 @@ class OpenAICompatibleJudge(HTTPJudge):
     memory, the default), False (off), a file path (SQLite) or a JudgeCache.
     `response_format` is the mode tried first ("json_schema", "json_object", "none");
     `logprobs` asks for token probabilities on graded criteria to weight the score.
+    `max_response_bytes` (4 MiB by default) bounds an answer's size: a longer one is an
+    APIError, not read into memory.
     `transport` replaces httpx's network transport (for tests).
     """
 
@@ -103,6 +106,7 @@ class OpenAICompatibleJudge(HTTPJudge):
         extra_body: dict[str, Any] | None = None,
         backoff_base: float = 0.5,
         backoff_max: float = 8.0,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         provider: str = "openai",
     ) -> None:
         known = OPENAI_COMPATIBLE_PROVIDERS.get(provider)
@@ -145,6 +149,7 @@ class OpenAICompatibleJudge(HTTPJudge):
             extra_body=extra_body,
             backoff_base=backoff_base,
             backoff_max=backoff_max,
+            max_response_bytes=max_response_bytes,
             features={"format": response_format, "logprobs": bool(logprobs)},
         )
         self._azure = (httpx.URL(resolved_url).host or "").endswith(".azure.com")
