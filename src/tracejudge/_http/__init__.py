@@ -4,6 +4,8 @@
   total deadline; `error_from_response` turns a failed answer into a typed error.
 - `LoopClients`: one `httpx.AsyncClient` and one concurrency limit per event loop, each
   closed on its own loop.
+- `split_credentials` / `redact`: a key written into a URL taken out of it (to be sent as
+  a header), and keys kept out of every text shown.
 - `HTTPOptions`: the settings every HTTP caller takes (timeout, retries, concurrency), as
   one validated value.
 """
@@ -20,6 +22,7 @@ from tracejudge._http._retry import (
     retry_after_seconds,
     send_with_retries,
 )
+from tracejudge._http._secrets import redact, split_credentials
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -31,6 +34,8 @@ __all__ = [
     "LoopClients",
     "error_from_response",
     "error_message",
+    "redact",
     "retry_after_seconds",
     "send_with_retries",
+    "split_credentials",
 ]

@@ -11,11 +11,12 @@ import json
 import random
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import httpx
 
+from tracejudge._http._secrets import redact
 from tracejudge.errors import (
     APIError,
     AuthenticationError,
@@ -62,7 +63,8 @@ class Endpoint:
 
     `label` names the service ("judge openai:gpt-4.1-mini", "POST /api/v1/evals/reward on
     the server"); `model` the model asked for ("" when the service is not a model API);
-    `key_hint` what to check on 401/403, `not_found_hint` on 404.
+    `key_hint` what to check on 401/403, `not_found_hint` on 404. `secrets` (the key sent)
+    are redacted from any text of the server's that an error repeats.
     """
 
     label: str
@@ -70,6 +72,7 @@ class Endpoint:
     base_url: str
     key_hint: str
     not_found_hint: str = MODEL_NOT_FOUND_HINT
+    secrets: tuple[str, ...] = field(default=(), repr=False)
 
     def where(self) -> str:
         return f"{self.label} at {self.base_url}"
@@ -125,8 +128,9 @@ def error_from_response(
 ) -> ComposoError:
     """The typed error for a failed HTTP answer, with a message that says what to do."""
     status = response.status_code
-    message = error_message(response)
-    body = response.text[:2000]
+    # A server may echo the request's key back in its error: never repeat it.
+    message = redact(error_message(response), endpoint.secrets)
+    body = redact(response.text[:2000], endpoint.secrets)
     where = endpoint.where()
     tries = f" after {attempts} attempts" if attempts > 1 else ""
     if status in (401, 403):
@@ -270,8 +274,9 @@ async def send_with_retries(
             )
         except httpx.TransportError as exc:
             failure = APIError(
-                f"could not reach {endpoint.where()}: {type(exc).__name__}: {exc}; check "
-                "base_url and that the server is running"
+                f"could not reach {endpoint.where()}: {type(exc).__name__}: "
+                f"{redact(str(exc), endpoint.secrets)}; check base_url and that the server "
+                "is running"
             )
         else:
             if not _retryable(response.status_code):

@@ -18,6 +18,7 @@ from tracejudge._http import (
     LoopClients,
     error_from_response,
     send_with_retries,
+    split_credentials,
 )
 from tracejudge.errors import MalformedError
 from tracejudge.evaluation import summarize_trace_response
@@ -51,8 +52,10 @@ class RemoteServer:
     def __init__(
         self, base_url: str, api_key: str | None, options: HTTPOptions, *, default_url: str
     ) -> None:
-        self.base_url = str(base_url).rstrip("/")
-        self.api_key = api_key
+        # A key written into the URL is sent as the API-Key header, never shown.
+        clean_url, url_key = split_credentials(str(base_url))
+        self.base_url = clean_url.rstrip("/")
+        self.api_key = api_key or url_key
         self.options = options
         self._default_url = default_url
         # One connection pool and limit per event loop: an AsyncComposo may be used from
@@ -74,6 +77,7 @@ class RemoteServer:
             model="",
             base_url=self.base_url,
             key_hint="check api_key= (or COMPOSO_API_KEY) and that base_url is the right server",
+            secrets=tuple(k for k in (self.api_key,) if k),
             not_found_hint=(
                 "the server does not know this task id: check it, and that the task was started on "
                 "this server (a tracejudge server keeps finished tasks for "

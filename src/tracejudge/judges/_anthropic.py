@@ -8,7 +8,7 @@ from typing import Any
 import httpx
 
 from tracejudge import _env
-from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES
+from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     Answer,
@@ -62,7 +62,9 @@ class AnthropicJudge(HTTPJudge):
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
         resolved_url = base_url or _env.read(_env.ANTHROPIC_BASE_URL) or ANTHROPIC_BASE_URL
-        resolved_key = api_key or _env.read(ANTHROPIC_KEY_ENV)
+        # A key written into the URL is sent as the x-api-key header, never in the URL.
+        resolved_url, url_key = split_credentials(resolved_url)
+        resolved_key = api_key or url_key or _env.read(ANTHROPIC_KEY_ENV)
         if resolved_key is None and requires_key(resolved_url):
             raise ConfigurationError(
                 f"judge anthropic:{model} needs an API key: set ANTHROPIC_API_KEY or pass "

@@ -26,6 +26,7 @@ from tracejudge._http import (
     error_from_response,
     error_message,
     send_with_retries,
+    split_credentials,
 )
 from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
 from tracejudge.errors import TimeoutError as RequestTimeoutError
@@ -141,8 +142,9 @@ class HTTPJudge:
             raise ConfigurationError(f"max_concurrency must be at least 1, got {max_concurrency}")
         self.model = model
         self.name = name
-        self.base_url = base_url
-        self.api_key = api_key or None
+        # Never a key in the URL kept (it shows in errors, repr and httpx's log lines).
+        self.base_url, url_key = split_credentials(base_url)
+        self.api_key = api_key or url_key or None
         self.key_env = key_env
         self.timeout = float(timeout)
         self.request_timeout = float(request_timeout) if request_timeout else self.timeout
@@ -180,6 +182,7 @@ class HTTPJudge:
             model=model,
             base_url=base_url,
             key_hint=self._key_hint(),
+            secrets=tuple(k for k in (self.api_key,) if k),
         )
 
     def __repr__(self) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 
 from tracejudge import _env
-from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES
+from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     Answer,
@@ -71,7 +71,8 @@ class OpenAICompatibleJudge(HTTPJudge):
     the other providers have their own defaults, see OPENAI_COMPATIBLE_PROVIDERS).
     `api_key` defaults to `OPENAI_API_KEY` (or the provider's variable); it may be absent
     for local servers, and is only sent when there is one (as `api-key` for Azure hosts,
-    `Authorization: Bearer` elsewhere).
+    `Authorization: Bearer` elsewhere). A key written into `base_url` (``user:KEY@`` or
+    ``?api-key=KEY``) is taken out of it and sent that way too; it is never shown.
 
     `timeout` is the total time for one judgement, retries and re-asks included;
     `request_timeout` (default: `timeout`) bounds each HTTP request. `num_retries` (at least
@@ -122,7 +123,9 @@ class OpenAICompatibleJudge(HTTPJudge):
                 f"got {response_format!r}"
             )
         resolved_url = base_url or _env.read(known.base_url_env) or known.default_base_url
-        resolved_key = api_key or _env.read(known.key_env)
+        # A key written into the URL is sent as the header below, never in the URL.
+        resolved_url, url_key = split_credentials(resolved_url)
+        resolved_key = api_key or url_key or _env.read(known.key_env)
         if resolved_key is None and requires_key(resolved_url):
             where = f"set {known.key_env} or pass" if known.key_env else "pass"
             raise ConfigurationError(
