@@ -24,6 +24,8 @@ from tracejudge.errors import (
     ConfigurationError,
     MalformedError,
 )
+from tracejudge.evaluation._checks.base import TraceCheck
+from tracejudge.evaluation._checks.run import BuiltinCheck
 from tracejudge.evaluation._validate import Criterion
 from tracejudge.evaluation.render import (
     RenderedContent,
@@ -52,6 +54,15 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+
+async def run_check(check: TraceCheck, trace: MultiAgentTrace) -> Mapping[str, Any]:
+    """`check.evaluate(trace)`; a check that is not built in runs in a worker thread, so a
+    slow one (a user's check calling a service, parsing, sleeping) does not stall the
+    judge calls that share this event loop."""
+    if isinstance(check, BuiltinCheck):
+        return check.evaluate(trace)  # pure and fast: a thread hop would cost more
+    return await asyncio.to_thread(check.evaluate, trace)
 
 
 def criterion_name(criterion: Criterion) -> str:
@@ -249,7 +260,8 @@ class Evaluator:
     ) -> EvaluationResponse:
         """One criterion applied to a conversation."""
         if not isinstance(criterion, str):
-            result = criterion.evaluate(MultiAgentTrace.from_agent(agent)).get(agent.id)
+            results = await run_check(criterion, MultiAgentTrace.from_agent(agent))
+            result = results.get(agent.id)
             if result is None:
                 return EvaluationResponse(
                     score=None,
@@ -283,7 +295,7 @@ class Evaluator:
         each agent is rendered once rather than once per criterion.
         """
         if not isinstance(criterion, str):
-            results = dict(criterion.evaluate(trace))
+            results = dict(await run_check(criterion, trace))
             return trace_response(trace, criterion_name(criterion), results)
         self.require_judge([criterion])
         agents = list(trace.iter_agents())

@@ -94,7 +94,11 @@ def _to_score(value: Any, name: str, where: str) -> ScoreResponse | None:
             "0..1, a bool, (score, explanation), a ScoreResponse or None"
         )
     if math.isnan(score):
-        return ScoreResponse(score=None, explanation=explanation or f"{name}: not a number")
+        # Most often a division by zero in the check: an error, not "does not apply".
+        raise ValueError(
+            f"check {name!r} returned NaN for {where}; return None when the check does not "
+            "apply, or a score in 0..1"
+        )
     if not 0.0 <= score <= 1.0:
         raise ValueError(f"check {name!r} returned {score} for {where}; scores must be in 0..1")
     return ScoreResponse(score=score, explanation=explanation or f"{name}: {score:g} ({where})")
