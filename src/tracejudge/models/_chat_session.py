@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from tracejudge.errors import BadRequestError
 from tracejudge.models._interaction import LLMInteraction
 from tracejudge.models._messages import (
     LLMInput,
@@ -277,6 +278,41 @@ def _split_server_tools(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 # --------------------------------------------------------------------------- messages
 
 
+#: The roles a chat message may have (OpenAI's and Anthropic's).
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+
+
+def _check_message(index: int, message: Mapping[str, Any]) -> None:
+    """Raise BadRequestError (a ValueError) naming `messages[index]` and the field when
+    the message is not one a chat API would take."""
+    role = message.get("role")
+    if role is None:
+        raise BadRequestError(
+            f"messages[{index}].role is missing; give each message a role: one of "
+            f"{', '.join(ROLES)}"
+        )
+    if role not in ROLES:
+        raise BadRequestError(
+            f"messages[{index}].role is {role!r}, not a chat role; use one of {', '.join(ROLES)}"
+        )
+    content = message.get("content")
+    if content is None:
+        # An assistant message that only calls tools (or refuses) has no content.
+        if role == "assistant" and any(
+            message.get(field) for field in ("tool_calls", "function_call", "refusal")
+        ):
+            return
+        if "content" not in message and role != "assistant":
+            raise BadRequestError(f"messages[{index}].content is missing (role {role!r})")
+        return
+    if isinstance(content, (str, list, tuple)) or isinstance(content, Mapping):
+        return
+    raise BadRequestError(
+        f"messages[{index}].content is {type(content).__name__} ({content!r:.40}); it must "
+        "be text or a list of content parts"
+    )
+
+
 def interactions_from_messages(
     messages: Sequence[Mapping[str, Any]],
     *,
@@ -305,6 +341,7 @@ def interactions_from_messages(
                 f"messages[{index}] must be a dict with 'role' and 'content', "
                 f"got {type(original).__name__}"
             )
+        _check_message(index, original)
         parts = _split_server_tools(original)
         ends = [p for p in parts if p.get("role") == "assistant"][-1:]
         for message in parts:

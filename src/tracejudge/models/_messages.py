@@ -27,6 +27,11 @@ def to_json_string(value: Any) -> str:
         return "{}"
     try:
         return json.dumps(value, ensure_ascii=False, default=str)
+    except RecursionError:
+        # In a validator this becomes a ValidationError naming the field.
+        raise ValueError(
+            "the value is nested deeper than can be encoded as JSON; flatten it"
+        ) from None
     except (TypeError, ValueError):
         return str(value)
 
@@ -89,7 +94,7 @@ class LLMToolDefinition(WireModel):
         """The JSON schema as a dict, or None when it is not a JSON object."""
         try:
             parsed = json.loads(self.parameters)
-        except ValueError:
+        except (ValueError, RecursionError):
             return None
         return parsed if isinstance(parsed, dict) else None
 

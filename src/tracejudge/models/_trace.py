@@ -161,6 +161,29 @@ class AgentInstance(WireModel):
         return cls(id=id, name=name, interactions=list(interactions))
 
 
+def _find_cycle(agents: Mapping[str, AgentInstance]) -> list[str] | None:
+    """A cycle of child references (`[a, b, a]`), or None; iterative, for any depth."""
+    state: dict[str, int] = {}  # 1: on the current path, 2: done
+    for start in agents:
+        if start in state:
+            continue
+        path = [start]
+        children = [iter(agents[start].child_ids)]
+        state[start] = 1
+        while children:
+            child = next(children[-1], None)
+            if child is None:
+                state[path.pop()] = 2
+                children.pop()
+            elif state.get(child) == 1:
+                return [*path[path.index(child) :], child]
+            elif child not in state and child in agents:
+                state[child] = 1
+                path.append(child)
+                children.append(iter(agents[child].child_ids))
+    return None
+
+
 class MultiAgentTrace(WireModel):
     """A tree of agent instances, the root first. This is what gets evaluated.
 
@@ -185,6 +208,27 @@ class MultiAgentTrace(WireModel):
                 f"root_agent_instance_id {self.root_agent_instance_id!r} is not a key of "
                 f"agent_instance_by_id (known ids: {known}); add the root agent instance "
                 "or fix the id"
+            )
+        for key, agent in self.agent_instance_by_id.items():
+            if key != agent.id:
+                raise ValueError(
+                    f"agent_instance_by_id[{key!r}].id is {agent.id!r}; each key must be its "
+                    "agent instance's id"
+                )
+        for agent in self.agent_instance_by_id.values():
+            for position, item in enumerate(agent.interactions):
+                if isinstance(item, str) and item not in self.agent_instance_by_id:
+                    raise ValueError(
+                        f"agent_instance_by_id[{agent.id!r}].interactions[{position}] names the "
+                        f"child {item!r}, which is not an agent instance of the trace; add it "
+                        "to agent_instance_by_id or remove the reference"
+                    )
+        cycle = _find_cycle(self.agent_instance_by_id)
+        if cycle:
+            path = " -> ".join(repr(agent_id) for agent_id in cycle)
+            raise ValueError(
+                f"the agent instances list each other as children in a cycle ({path}); an "
+                "agent instance cannot be its own child or its ancestor's child"
             )
         return self
 
