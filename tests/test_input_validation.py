@@ -38,6 +38,7 @@ ANSWER = {"role": "assistant", "content": "Paris."}
         ({"role": "user", "content": 42}, r"messages\[0\]\.content is int"),
         ({"role": "user", "content": 4.2}, r"messages\[0\]\.content is float"),
         ({"role": "user"}, r"messages\[0\]\.content is missing"),
+        ({"role": "tool", "name": 1, "content": "x"}, r"messages\[0\]\.name is int"),
     ],
 )
 def test_a_malformed_message_is_a_bad_request_naming_its_index_and_field(
@@ -68,7 +69,7 @@ _CONTENT = st.one_of(
     st.booleans(),
 )
 _MESSAGE = st.dictionaries(
-    st.sampled_from(["role", "content", "name"]), st.one_of(_ROLES, _CONTENT)
+    st.sampled_from(["role", "content", "name", "tool_call_id"]), st.one_of(_ROLES, _CONTENT)
 )
 
 

@@ -295,6 +295,13 @@ def _check_message(index: int, message: Mapping[str, Any]) -> None:
         raise BadRequestError(
             f"messages[{index}].role is {role!r}, not a chat role; use one of {', '.join(ROLES)}"
         )
+    for field in ("name", "tool_call_id"):
+        value = message.get(field)
+        if value is not None and not isinstance(value, str):
+            raise BadRequestError(
+                f"messages[{index}].{field} is {type(value).__name__} ({value!r:.40}); it "
+                "must be text"
+            )
     content = message.get("content")
     if content is None:
         # An assistant message that only calls tools (or refuses) has no content.
