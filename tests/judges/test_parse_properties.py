@@ -76,6 +76,12 @@ def test_the_last_judgement_wins_over_earlier_junk(junk: str, value: dict[str, o
     assert extract_object(text, keys=("score",)).value == value
 
 
+def test_a_judgement_after_an_unclosed_quote_in_a_brace_is_found() -> None:
+    # Found by the property above: the stray `{"` makes one object of everything.
+    text = '{"\n{"explanation": "\\"", "score": 1}'
+    assert extract_object(text, keys=("score",)).value == {"explanation": '"', "score": 1}
+
+
 @PROPERTIES
 @given(st.text(max_size=300))
 def test_masking_reasoning_keeps_every_offset(text: str) -> None:

@@ -147,8 +147,9 @@ class _Search:
 
     The reply is read as prose with objects in it: outside an object quotes mean nothing;
     inside one, strings are skipped so their braces do not count. Each outermost balanced
-    `{...}` is parsed; when it does not parse, the objects inside it are searched the same
-    way; when a `{` never closes, the search goes on after it (a stray brace in prose).
+    `{...}` is parsed; when it does not parse (or when a `{` never closes), the search goes
+    on just after its `{`, as if it were prose; when it holds no string, only its inside
+    needs that second look, since what is inside it also ends inside it.
     Found objects never overlap, so "the last" is the one that starts last. When a budget
     runs out the search gives up (ReplyError) rather than answer with an object that may
     not be the last.
@@ -203,10 +204,15 @@ class _Search:
                 regions.append((position + 1, end))
                 return
             self.scanned -= stop - position
-            if nesting > MAX_NESTING:
-                regions.append((position + 1, stop - 1))
-            elif not self._consider(position, stop):
-                regions.append((position + 1, stop - 1))
+            if nesting > MAX_NESTING or not self._consider(position, stop):
+                if text.find('"', position, stop) == -1:
+                    # No string in it: the objects inside it end inside it too.
+                    regions.append((position + 1, stop))
+                else:
+                    # A `{` inside one of its strings, read afresh, may pair with a brace
+                    # after it: search on from just after this `{`, as if it were prose.
+                    regions.append((position + 1, end))
+                    return
             position = text.find("{", stop, end)
 
     def _close(self, start: int, end: int) -> tuple[int | None, int]:
