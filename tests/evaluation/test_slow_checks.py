@@ -26,7 +26,7 @@ async def test_a_slow_user_check_does_not_stall_judge_calls_on_the_same_client(
     async with AsyncComposo(judge=make_judge(judge_server)) as client:
         await client.evaluate(messages=CAPITAL, criteria="Reward accuracy")  # warm up
         started = time.perf_counter()
-        judging = asyncio.create_task(client.evaluate(messages=CAPITAL, criteria="Reward accuracy"))
+        judging = asyncio.create_task(client.evaluate(messages=CAPITAL, criteria="Reward brevity"))
         await asyncio.sleep(0)  # the judge call is sent first...
         checking = asyncio.create_task(client.evaluate(messages=CAPITAL, criteria=slow_service))
         judged = await judging  # ...and its answer read while the check runs
