@@ -149,15 +149,6 @@ def test_unreadable_input_exits_2_with_one_line_naming_it(tmp_path: Path, capsys
     assert "(and 1 more)" in err
 
 
-def test_a_directory_means_the_otlp_files_in_it(tmp_path: Path, capsys) -> None:
-    empty = tmp_path / "empty"
-    empty.mkdir()
-    assert main(["score", str(empty)]) == 2
-    first, *why = capsys.readouterr().err.splitlines()
-    assert first == f"tracejudge score: {empty} holds no LLM interaction to score"
-    assert any("holds no files" in line for line in why)
-
-
 def test_input_without_llm_calls_exits_2_and_says_why(tmp_path: Path, capsys) -> None:
     empty = tmp_path / "empty.jsonl"
     empty.write_text("")
