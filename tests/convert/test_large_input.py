@@ -24,7 +24,11 @@ from tracejudge.convert import traces_from_otlp
 started = time.perf_counter()
 result = traces_from_otlp(Path(sys.argv[1]))
 took = time.perf_counter() - started
-peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
+try:  # this process's own high-water mark (ru_maxrss may carry the parent's over exec)
+    status = open("/proc/self/status").read()
+    peak = int(status.split("VmHWM:")[1].split()[0]) // 1024
+except (OSError, IndexError):
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss // 1024
 print(len(result), took, peak, repr(result.warnings[:1]))
 """
 
