@@ -100,7 +100,7 @@ def test_the_report_renders_in_chromium_with_the_tree(tmp_path: Path, demo_trace
     # worst first: the demo trace, opened, its tree rendered by the script
     assert dom.index("demo-trace.json") < dom.index("openllmetry")
     for text in (
-        'class="agent-name">planner',
+        'class="agent-name">orchestrator',
         'class="agent-name">researcher',
         "2 of 3 tool calls",
     ):
