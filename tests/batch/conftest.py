@@ -53,6 +53,6 @@ def tracejudge(
 def demo_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The trace the offline demo's tracer records (three agents, two planted faults)."""
     path = tmp_path_factory.mktemp("demo") / "demo-trace.json"
-    done = tracejudge("demo", "--save-trace", str(path))
+    done = tracejudge("demo", "--json", "--save-trace", str(path))  # --json: no report file
     assert done.returncode == 0, done.stderr
     return path

@@ -4,13 +4,10 @@ with no console message, the agent tree on screen."""
 from __future__ import annotations
 
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
-import pytest
-
 from tests.batch.conftest import tracejudge
+from tests.chromium import chromium, keep, needs_chromium
 from tracejudge.models import MultiAgentTrace
 from tracejudge.report import (
     ScoreSummary,
@@ -19,35 +16,6 @@ from tracejudge.report import (
     trace_entry,
     write_report,
 )
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
-)
-
-
-def _chromium(url: str, profile: Path, *extra: str) -> tuple[str, str]:
-    """(stdout, console messages) of headless Chromium loading `url`."""
-    assert CHROMIUM is not None
-    done = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            f"--user-data-dir={profile}",
-            "--window-size=1200,1600",
-            *extra,
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    console = "\n".join(line for line in done.stderr.splitlines() if ":CONSOLE" in line)
-    return done.stdout, console
 
 
 def _hostile_trace(demo_trace: Path) -> MultiAgentTrace:
@@ -95,23 +63,21 @@ def test_the_report_renders_in_chromium_with_the_tree(tmp_path: Path, demo_trace
         "score", str(demo_trace), str(FIXTURES / "openllmetry.jsonl"), "--html", str(report)
     )
     assert done.returncode == 0, done.stderr
-    dom, console = _chromium(report.as_uri(), tmp_path / "profile", "--dump-dom")
+    dom, console = chromium(report.as_uri(), tmp_path / "profile", "--dump-dom")
     assert console == ""  # no error, no message at all
     # worst first: the demo trace, opened, its tree rendered by the script
     assert dom.index("demo-trace.json") < dom.index("openllmetry")
     for text in (
-        'class="agent-name">planner',
+        'class="agent-name">orchestrator',
         'class="agent-name">researcher',
         "2 of 3 tool calls",
     ):
         assert text in dom
     assert "page 1 of 1 · 2 of 2 traces" in dom
     shot = tmp_path / "report.png"
-    _chromium(report.as_uri(), tmp_path / "profile", f"--screenshot={shot}")
+    chromium(report.as_uri(), tmp_path / "profile", f"--screenshot={shot}")
     assert shot.stat().st_size > 20_000  # a page with content, not a blank one
-    kept = Path(__file__).parent.parent.parent / ".pytest-artifacts"
-    if kept.is_dir():  # look at it: mkdir .pytest-artifacts before the run
-        shutil.copy(shot, kept / "report.png")
+    keep(shot)  # look at it: mkdir .pytest-artifacts before the run
 
 
 @needs_chromium
@@ -124,7 +90,7 @@ def test_one_trace_page_opens_at_its_tree(tmp_path: Path, demo_trace: Path) -> N
     responses = run(EvaluationService().score_trace(trace, list(checks.ALL)))
     page = tmp_path / "trace.html"
     page.write_text(render_trace_page(trace, responses, trace_id="abc"))
-    dom, console = _chromium(page.as_uri(), tmp_path / "profile", "--dump-dom")
+    dom, console = chromium(page.as_uri(), tmp_path / "profile", "--dump-dom")
     assert console == ""  # the hostile texts ran nothing
     assert "&lt;img src=x onerror=alert(1)&gt;writer" in dom
     assert 'id="trace-abc" open=""' in dom

@@ -14,19 +14,26 @@ CLI, the server and the examples can all print the same thing.
 - `results`: scored traces as result lines (what `tracejudge score --out` writes), and
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
   the worst findings first.
-- `html`: the self-contained HTML report (`write_report`, `trace_entry`) and the page of
-  one trace (`render_trace_page`).
+- `html`: the self-contained HTML report (`write_report`, `trace_entry`), the page of
+  one trace (`render_trace_page`), and the Content-Security-Policy they run under
+  (`content_security_policy`).
 """
 
 from __future__ import annotations
 
-from tracejudge.report.html import render_trace_page, trace_entry, write_report
+from tracejudge.report.html import (
+    content_security_policy,
+    render_trace_page,
+    trace_entry,
+    write_report,
+)
 from tracejudge.report.results import Finding, ScoreSummary, format_summary, result_lines
 from tracejudge.report.text import format_agent_tree, format_results
 
 __all__ = [
     "Finding",
     "ScoreSummary",
+    "content_security_policy",
     "format_agent_tree",
     "format_results",
     "format_summary",

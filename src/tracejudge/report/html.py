@@ -18,10 +18,14 @@ left out.
 - `write_report(out, summary, entries)`: the whole report, streamed to `out`.
 - `render_trace_page(trace, responses)`: a page for one trace (what the server serves at
   /ui/traces/{id}).
+- `content_security_policy()`: the Content-Security-Policy under which these pages run
+  their own inline style and script and nothing else (what a server sends with them).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -36,7 +40,7 @@ from tracejudge.models import (
 )
 from tracejudge.report.results import ScoreSummary, format_summary, result_lines
 
-__all__ = ["render_trace_page", "trace_entry", "write_report"]
+__all__ = ["content_security_policy", "render_trace_page", "trace_entry", "write_report"]
 
 #: Characters of one message, tool argument or result kept in the report.
 MAX_TEXT = 4000
@@ -139,8 +143,10 @@ def render_trace_page(
     *,
     trace_id: str = "trace",
     title: str | None = None,
+    home: str | None = None,
 ) -> str:
-    """A complete, self-contained HTML page for one scored trace, opened at its tree."""
+    """A complete, self-contained HTML page for one scored trace, opened at its tree.
+    `home`: the address of a page to link back to (the server's list of traces)."""
     import io
 
     lines = result_lines(trace_id, trace, responses)
@@ -152,8 +158,25 @@ def render_trace_page(
         summary,
         [trace_entry(trace_id, trace, lines)],
         title=title or f"tracejudge: trace {trace_id}",
+        home=home,
     )
     return out.getvalue()
+
+
+def _source_hash(source: str) -> str:
+    digest = hashlib.sha256(source.encode("utf-8")).digest()
+    return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
+
+
+def content_security_policy() -> str:
+    """A Content-Security-Policy header value for the pages of this module: their inline
+    style and script (by hash) run, nothing else loads or runs (no other script, no
+    external URL, no form, no frame around the page)."""
+    return (
+        f"default-src 'none'; style-src {_source_hash(_CSS)}; "
+        f"script-src {_source_hash(_SCRIPT)}; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    )
 
 
 # --------------------------------------------------------------------------- the page
@@ -178,9 +201,11 @@ def write_report(
     *,
     title: str = "tracejudge report",
     max_bytes: int = MAX_BYTES,
+    home: str | None = None,
 ) -> None:
     """Write the report to `out`: the overview from `summary`, then `entries` (from
     `trace_entry`, worst first: the page shows them in this order) as embedded data.
+    `home`: the address of a page to link back to, shown above the title.
 
     Past `max_bytes` of written entries, an entry's model calls are dropped (its
     agents say "calls": null).
@@ -190,7 +215,7 @@ def write_report(
         f'<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         f'<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>\n"
-        f"<header><h1>{e(title)}</h1></header>\n"
+        f"<header>{_home_link(home)}<h1>{e(title)}</h1></header>\n"
     )
     out.write(_overview(summary))
     out.write(
@@ -211,6 +236,12 @@ def write_report(
         written += len(text)
         out.write(("," if number else "") + text + "\n")
     out.write(f"]</script>\n<script>{_SCRIPT}</script>\n</body></html>\n")
+
+
+def _home_link(home: str | None) -> str:
+    if home is None:
+        return ""
+    return f'<nav><a href="{html.escape(home, quote=True)}">&larr; all traces</a></nav>'
 
 
 def _score_class(score: float | None, bar: float) -> str:

@@ -26,7 +26,7 @@ from tracejudge.errors import BadRequestError, ConfigurationError
 from tracejudge.evaluation import TraceCheck, validate_criteria
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
-from tracejudge.server import evals, otlp, scoring, traces
+from tracejudge.server import evals, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
@@ -132,11 +132,23 @@ def create_app(
     *,
     judge: Judge | None = None,
     checks_only: bool = False,
+    criteria: Sequence[str | TraceCheck] | None = None,
 ) -> Starlette:
     """The server's ASGI app. `judge` overrides the configured one; `checks_only` runs
-    without any judge whatever the environment says."""
+    without any judge whatever the environment says. `criteria` (checks, and texts when
+    there is a judge) replaces what ingested traces are scored against; re-scoring
+    through the API still takes any criterion."""
     chosen = judge if judge is not None else (None if checks_only else build_judge(config))
-    scoring_criteria: Sequence[str | TraceCheck] = server_criteria(config, chosen is not None)
+    scoring_criteria: Sequence[str | TraceCheck]
+    if criteria is None:
+        scoring_criteria = server_criteria(config, chosen is not None)
+    else:
+        if chosen is None and any(isinstance(c, str) for c in criteria):
+            raise ConfigurationError(
+                "criteria holds natural-language criteria, but no judge is configured: "
+                "give a judge, or pass checks only"
+            )
+        scoring_criteria = list(criteria)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -187,6 +199,7 @@ def create_app(
             *evals.routes,
             *traces.routes,
             *otlp.routes,
+            *ui.routes,
         ],
         middleware=[
             Middleware(AuthMiddleware, keys=KeyRing(config.api_keys)),

@@ -2,13 +2,20 @@
 
 Keys come in the `API-Key` header (what Composo's clients send) or as
 `Authorization: Bearer <key>` (what OTLP exporters and Collectors are easily told to
-send). A key is compared with every configured key in constant time (their SHA-256
+send). The web pages (`GET /ui...`, read-only) also take HTTP Basic with the key as the
+password, any user name: a browser asks for it itself, keeps it in memory for the
+session, and sends it in a header; a key in the URL (logs, history, Referer) or in a
+cookie (sent by cross-site requests to the API) is never accepted.
+
+A key is compared with every configured key in constant time (their SHA-256
 digests through `hmac.compare_digest`, all of them every time), so the answer time
 says nothing about how much of a key was right. Keys are never logged or echoed.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import hashlib
 import hmac
 from collections.abc import Sequence
@@ -18,6 +25,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from tracejudge.server.errors import ApiError, error_response
 
 __all__ = [
+    "UI_PREFIX",
     "API_KEY_HEADER",
     "AUTHORIZATION_HEADER",
     "BEARER",
@@ -36,6 +44,9 @@ _AUTHORIZATION = AUTHORIZATION_HEADER.lower().encode("latin-1")
 
 #: Paths anyone may read: liveness and the API's description.
 OPEN_PATHS = frozenset({"/health", "/openapi.json"})
+#: The web pages, where a browser may also sign in with HTTP Basic.
+UI_PREFIX = "/ui"
+_BASIC = "Basic"
 
 
 def _digest(key: str) -> bytes:
@@ -63,8 +74,26 @@ class KeyRing:
         return found
 
 
+def is_ui_read(scope: Scope) -> bool:
+    """A GET (or HEAD) of a web page."""
+    path = scope["path"]
+    return scope.get("method") in ("GET", "HEAD") and (
+        path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
+    )
+
+
+def _basic_password(token: str) -> str | None:
+    try:
+        decoded = base64.b64decode(token, validate=True).decode("utf-8")
+    except (binascii.Error, UnicodeDecodeError):
+        return None
+    _, colon, password = decoded.partition(":")
+    return password if colon and password else None
+
+
 def presented_key(scope: Scope) -> str | None:
-    """The key a request carries: `API-Key`, else `Authorization: Bearer`."""
+    """The key a request carries: `API-Key`, else `Authorization: Bearer`, else (a web
+    page only) the password of `Authorization: Basic`."""
     bearer = None
     for name, value in scope.get("headers", ()):
         if name == _API_KEY:
@@ -73,6 +102,8 @@ def presented_key(scope: Scope) -> str | None:
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == BEARER.lower() and token.strip():
                 bearer = token.strip()
+            elif scheme.lower() == _BASIC.lower() and token.strip() and is_ui_read(scope):
+                bearer = _basic_password(token.strip())
     return bearer
 
 
@@ -96,11 +127,16 @@ class AuthMiddleware:
             return
         index = self.keys.identify(presented_key(scope))
         if index is None:
+            if is_ui_read(scope):  # a browser answers a Basic challenge with a sign-in prompt
+                how = "give it as the password of the browser's sign-in prompt (any user name)"
+                challenge = f'{_BASIC} realm="tracejudge", charset="UTF-8"'
+            else:
+                how = "send it in the API-Key header (or as Authorization: Bearer <key>)"
+                challenge = BEARER
             error = ApiError(
                 401,
-                "a valid API key is required: send it in the API-Key header "
-                "(or as Authorization: Bearer <key>)",
-                headers={"WWW-Authenticate": BEARER},
+                f"a valid API key is required: {how}",
+                headers={"WWW-Authenticate": challenge},
             )
             await error_response(error)(scope, receive, send)
             return

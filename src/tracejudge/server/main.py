@@ -39,7 +39,8 @@ def startup_line(config: ServerConfig, judge_label: str | None, criteria_count: 
         access = "no API key: open to anyone who reaches it"
     return (
         f"tracejudge server on {url} ({describe_store(config.db)}); {judging}; {access}; "
-        f"collectors: OTEL_EXPORTER_OTLP_ENDPOINT={url} (otlphttp exporter endpoint {url})"
+        f"collectors: OTEL_EXPORTER_OTLP_ENDPOINT={url} (otlphttp exporter endpoint {url}); "
+        f"traces in a browser: {url}/ui"
     )
 
 

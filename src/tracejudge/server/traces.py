@@ -33,7 +33,7 @@ from tracejudge.server.store import (
     TraceRow,
 )
 
-__all__ = ["routes", "RescoreRequest", "summary", "evaluation"]
+__all__ = ["routes", "RescoreRequest", "summary", "evaluation", "trace_filter", "page_limit"]
 
 _STATUSES = ("open", "queued", "scored", "unscorable")
 
@@ -97,7 +97,7 @@ def _number(request: Request, name: str) -> float | None:
     return value
 
 
-def _filter(request: Request) -> TraceFilter:
+def trace_filter(request: Request) -> TraceFilter:
     query = request.query_params
     tag = None
     if query.get("tag"):
@@ -118,7 +118,7 @@ def _filter(request: Request) -> TraceFilter:
     )
 
 
-def _limit(request: Request) -> int:
+def page_limit(request: Request) -> int:
     text = request.query_params.get("limit") or "50"
     if not text.isdigit() or not 1 <= int(text) <= 500:
         raise _query_error("limit", f"{text!r} is not a whole number from 1 to 500")
@@ -127,7 +127,7 @@ def _limit(request: Request) -> int:
 
 async def list_traces(request: Request) -> JSONResponse:
     context = context_of(request)
-    where, limit = _filter(request), _limit(request)
+    where, limit = trace_filter(request), page_limit(request)
     try:
         page = await in_thread(
             context.store.list_traces, where, limit, request.query_params.get("cursor") or None

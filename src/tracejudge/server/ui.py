@@ -1,0 +1,230 @@
+"""Web pages: the stored traces, and the report of one trace. Server-rendered HTML, no build
+step, no external URL.
+
+- `GET /ui`: the stored traces, newest first (when received, root agent, agents, worst
+  score, status, tags), filtered by the same query parameters as `GET /api/v1/traces` (a form sets
+  `agent`, `tag`, `score_below`), a page of `limit` (default 50) at a time, the next
+  page through `cursor`. Plain HTML and CSS, no script.
+- `GET /ui/traces/{trace_id}`: the HTML report of that trace with its latest score per
+  criterion, made by `tracejudge.report.render_trace_page` (the renderer of
+  `tracejudge score --html`).
+
+Access is the API's (see `auth`): open when the server has no API key (loopback only,
+unless the operator passed --allow-no-auth), else a key in a header; a browser signs in
+through its own HTTP Basic prompt with the key as the password. Keys are never taken
+from the URL and no cookie is set. Every text is escaped, and each page is sent with a
+Content-Security-Policy that runs only its own inline style and script.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import html
+import json
+import time
+from collections.abc import Sequence
+from urllib.parse import quote, urlencode
+
+from starlette.requests import Request
+from starlette.responses import HTMLResponse
+from starlette.routing import Route
+
+from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
+from tracejudge.report import content_security_policy, render_trace_page
+from tracejudge.server.context import context_of, in_thread
+from tracejudge.server.errors import ApiError
+from tracejudge.server.store import EvaluationRow, InvalidCursorError, TraceRow
+from tracejudge.server.traces import page_limit, trace_filter
+
+__all__ = ["routes", "LIST_PATH", "trace_path"]
+
+LIST_PATH = "/ui"
+#: Scores below this are shown as failing (the report's bar).
+BAR = 1.0
+_FILTERS = ("agent", "tag", "score_below", "status", "since", "until")
+
+_CSS = """
+body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#222}
+h1{font-size:20px}form{margin:8px 0}label{margin-right:10px}input{margin-left:4px}
+table{border-collapse:collapse;width:100%}td,th{border-bottom:1px solid #ddd;padding:4px 8px;
+text-align:left;vertical-align:top}th{background:#f6f6f6}
+.good{color:#1e8449}.warn{color:#b9770e}.bad{color:#c0392b;font-weight:600}.na{color:#888}
+.tag{display:inline-block;background:#eef;border-radius:3px;padding:0 4px;margin:1px;
+font-size:12px}.error{color:#c0392b}.pages a{margin-right:12px}.mono{font-family:monospace}
+"""
+
+
+def _page_policy() -> str:
+    """The list page's CSP: its own style, no script, forms to this server only."""
+    digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
+
+
+def _headers(policy: str) -> dict[str, str]:
+    return {
+        "Content-Security-Policy": policy,
+        "X-Content-Type-Options": "nosniff",
+        "Referrer-Policy": "no-referrer",
+        "X-Frame-Options": "DENY",
+        # Traces hold prompts and answers: no shared cache keeps them.
+        "Cache-Control": "no-store",
+    }
+
+
+def trace_path(trace_id: str) -> str:
+    """The address of one trace's page."""
+    return f"{LIST_PATH}/traces/{quote(trace_id, safe='')}"
+
+
+def _when(moment: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
+
+
+def _worst(row: TraceRow) -> float | None:
+    scores = [s for s in row.scores.values() if s is not None]
+    return min(scores) if scores else None
+
+
+def _score_cell(score: float | None) -> str:
+    if score is None:
+        return '<td class="na">n/a</td>'
+    kind = "good" if score >= BAR else ("bad" if score < 0.5 else "warn")
+    return f'<td class="{kind}">{score:.2f}</td>'
+
+
+def _row(row: TraceRow) -> str:
+    e = html.escape
+    tags = "".join(f'<span class="tag">{e(k)}={e(v)}</span>' for k, v in sorted(row.tags.items()))
+    status = e(row.status) + (f'<div class="error">{e(row.error)}</div>' if row.error else "")
+    return (
+        f'<tr><td><a href="{e(trace_path(row.trace_id))}">{e(_when(row.first_seen))}</a>'
+        f'<div class="mono">{e(row.trace_id)}</div></td>'
+        f"<td>{e(row.root_agent or '')}</td><td>{e(', '.join(row.agents))}</td>"
+        f"{_score_cell(_worst(row))}<td>{status}</td><td>{tags}</td></tr>"
+    )
+
+
+def _document(title: str, body: str) -> str:
+    e = html.escape
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f"<title>{e(title)}</title><style>{_CSS}</style></head><body>\n{body}\n</body></html>\n"
+    )
+
+
+def _form(request: Request) -> str:
+    e = html.escape
+    query = request.query_params
+
+    def field(name: str, label: str, hint: str) -> str:
+        value = e(query.get(name, ""), quote=True)
+        return (
+            f'<label>{label}<input name="{name}" value="{value}" placeholder="{e(hint)}"></label>'
+        )
+
+    return (
+        f'<form method="get" action="{LIST_PATH}">'
+        + field("agent", "agent", "writer")
+        + field("tag", "tag", "service.name:checkout")
+        + field("score_below", "score below", "0.5")
+        + f'<button type="submit">filter</button> <a href="{LIST_PATH}">clear</a></form>'
+    )
+
+
+def _pages(request: Request, next_cursor: str | None) -> str:
+    query = {
+        k: request.query_params[k] for k in (*_FILTERS, "limit") if request.query_params.get(k)
+    }
+    links = []
+    if request.query_params.get("cursor"):
+        links.append(f'<a href="{html.escape(LIST_PATH + "?" + urlencode(query))}">first page</a>')
+    if next_cursor:
+        following = urlencode({**query, "cursor": next_cursor})
+        links.append(f'<a href="{html.escape(LIST_PATH + "?" + following)}">next page</a>')
+    return f'<p class="pages">{"".join(links)}</p>'
+
+
+async def list_page(request: Request) -> HTMLResponse:
+    context = context_of(request)
+    body = ["<h1>tracejudge: stored traces</h1>", _form(request)]
+    status = 200
+    try:
+        where, limit = trace_filter(request), page_limit(request)
+        page = await in_thread(
+            context.store.list_traces, where, limit, request.query_params.get("cursor") or None
+        )
+    except InvalidCursorError as exc:
+        status, message, page = 422, f"query parameter cursor: {exc}", None
+    except ApiError as exc:
+        status, message, page = exc.status, exc.detail, None
+    if page is None:
+        body.append(f'<p class="error">{html.escape(message)}</p>')
+    elif not page.traces:
+        body.append("<p>No stored trace matches.</p>")
+    else:
+        body.append(
+            "<table><thead><tr><th>received</th><th>root agent</th><th>agents</th>"
+            "<th>worst score</th><th>status</th><th>tags</th></tr></thead><tbody>"
+        )
+        body.extend(_row(row) for row in page.traces)
+        body.append("</tbody></table>")
+        body.append(_pages(request, page.cursor))
+    return HTMLResponse(
+        _document("tracejudge: traces", "\n".join(body)),
+        status_code=status,
+        headers=_headers(_page_policy()),
+    )
+
+
+def _latest_by_criterion(rows: Sequence[EvaluationRow]) -> list[MultiAgentTraceResponse]:
+    """The trace's newest answer per criterion, in the order criteria were first scored."""
+    latest: dict[str, MultiAgentTraceResponse] = {}
+    for row in rows:  # oldest first
+        if row.kind == "trace":
+            latest[row.criterion] = MultiAgentTraceResponse.model_validate_json(row.response)
+    return list(latest.values())
+
+
+def _render(row: TraceRow, rows: Sequence[EvaluationRow]) -> str:
+    assert row.trace_json is not None
+    trace = MultiAgentTrace.from_json(row.trace_json)
+    return render_trace_page(
+        trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
+    )
+
+
+async def trace_page(request: Request) -> HTMLResponse:
+    context = context_of(request)
+    trace_id = request.path_params["trace_id"]
+    row = await in_thread(context.store.get_trace, trace_id)
+    e = html.escape
+    back = f'<p><a href="{LIST_PATH}">&larr; all traces</a></p>'
+    if row is None:
+        page = _document(
+            "tracejudge: no such trace",
+            f"{back}<h1>No trace {e(json.dumps(trace_id))} is stored here</h1>",
+        )
+        return HTMLResponse(page, status_code=404, headers=_headers(_page_policy()))
+    if row.trace_json is None:
+        why = f": {row.error}" if row.error else " (it is scored once complete)"
+        spans = f"{row.span_count} span{'' if row.span_count == 1 else 's'}"
+        page = _document(
+            f"tracejudge: trace {trace_id}",
+            f"{back}<h1>Trace {e(trace_id)}</h1><p>Status {e(row.status)}, "
+            f"{spans}; not converted yet{e(why)}.</p>",
+        )
+        return HTMLResponse(page, headers=_headers(_page_policy()))
+    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    page = await in_thread(_render, row, evaluations)
+    return HTMLResponse(page, headers=_headers(content_security_policy()))
+
+
+routes = [
+    Route(LIST_PATH, list_page, methods=["GET"]),
+    Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
+]
