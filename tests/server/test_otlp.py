@@ -114,3 +114,22 @@ def test_json_gzip_and_partial_success(server: ServerProcess) -> None:
         assert truncated.status_code == 400
         bomb = gzip.compress(b" " * (17 * 1024 * 1024))  # inflates past --max-body-bytes
         assert http.post("/v1/traces", content=bomb, headers=headers).status_code == 413
+
+
+def test_a_trace_whose_scoring_fails_is_kept_with_the_reason(
+    server: ServerProcess, judge_model
+) -> None:
+    from tracejudge.testing import Reply
+
+    judge_model.default = Reply.error(400, message="the judge rejects everything")
+    _export_traced_run(server)
+    with server.client() as http:
+        (listed,) = wait_for(
+            lambda: http.get("/api/v1/traces", params={"status": "failed"}).json()["traces"],
+            timeout=60,
+        )
+        assert "the judge rejects everything" in listed["error"]
+        assert listed["root_agent"] == "orchestrator"
+        stored = http.get(f"/api/v1/traces/{listed['trace_id']}").json()
+        names = {a["name"] for a in stored["trace"]["agent_instance_by_id"].values()}
+        assert names == {"orchestrator", "researcher", "writer"}

@@ -20,12 +20,14 @@ def format_agent_tree(trace: MultiAgentTrace) -> str:
     Example line: ``  researcher  3 LLM calls, 3 tool calls, child of planner``.
     """
     lines = []
-    for agent in trace.iter_agents():
+    agents = list(trace.iter_agents())
+    width = max([11, *(len(agent.name) for agent in agents)])
+    for agent in agents:
         parent = trace.parent_of(agent.id)
         tool_calls = sum(len(i.tool_calls) for i in agent.llm_interactions)
         llm_calls = len(agent.llm_interactions)
         lines.append(
-            f"  {agent.name:<11} {_count(llm_calls, 'LLM call')}, "
+            f"  {agent.name:<{width}} {_count(llm_calls, 'LLM call')}, "
             f"{_count(tool_calls, 'tool call')}" + (f", child of {parent.name}" if parent else "")
         )
     return "\n".join(lines)

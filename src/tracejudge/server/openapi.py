@@ -123,7 +123,10 @@ def openapi_document() -> dict[str, Any]:
                     _query("score_below", {"type": "number"}, "an evaluation scored below"),
                     _query(
                         "status",
-                        {"type": "string", "enum": ["open", "queued", "scored", "unscorable"]},
+                        {
+                            "type": "string",
+                            "enum": ["open", "queued", "scored", "unscorable", "failed"],
+                        },
                         "the trace's state",
                     ),
                     _query("since", {"type": "number"}, "first seen at or after (Unix s)"),

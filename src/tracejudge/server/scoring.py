@@ -27,7 +27,7 @@ from tracejudge.evaluation import TraceCheck, validate_criteria
 from tracejudge.models import MultiAgentTrace
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.store import EvaluationRow, TaskRow, TraceRow
-from tracejudge.server.tasks import Handler, Outcome
+from tracejudge.server.tasks import Handler, Outcome, describe_error
 
 __all__ = ["TraceSweeper", "handlers", "resolve_criteria", "INGEST", "RESCORE"]
 
@@ -142,7 +142,18 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             criteria = resolve_criteria(payload.get("criteria", []), payload.get("checks", []))
         else:
             criteria = list(context.criteria)
-        responses = await context.service.score_trace(trace, criteria)
+        try:
+            responses = await context.service.score_trace(trace, criteria)
+        except asyncio.CancelledError:
+            raise
+        except Exception as error:
+            if summary is None:
+                raise
+            # The trace was converted: keep it, readable and re-scorable, and say why it
+            # has no scores, rather than leave it queued with nothing to show.
+            failed = describe_error(error)
+            summary.status, summary.error = "failed", failed
+            return Outcome(None, trace=summary, failed=failed)
         if context.writeback is not None:
             await in_thread(context.writeback.emit, trace, responses)
         now = time.time()

@@ -32,10 +32,11 @@ from tracejudge.server.store import (
     TraceFilter,
     TraceRow,
 )
+from tracejudge.server.store.base import TRACE_STATUSES
 
 __all__ = ["routes", "RescoreRequest", "summary", "evaluation", "trace_filter", "page_limit"]
 
-_STATUSES = ("open", "queued", "scored", "unscorable")
+_STATUSES = TRACE_STATUSES
 
 
 class RescoreRequest(BaseModel):

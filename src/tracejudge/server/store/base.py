@@ -75,10 +75,15 @@ class EvaluationRow:
     tags: dict[str, str] = field(default_factory=dict)
 
 
+#: What a stored trace's `status` can be (see `TraceRow`).
+TRACE_STATUSES = ("open", "queued", "scored", "unscorable", "failed")
+
+
 @dataclass
 class TraceRow:
     """A stored trace. `status`: open (spans arriving), queued (complete, to be scored),
-    scored, unscorable (no model call in it), failed."""
+    scored, unscorable (no model call in it), failed (converted, but scoring failed:
+    `error` says why; re-score it)."""
 
     trace_id: str
     source: str
