@@ -102,12 +102,20 @@ def test_standard_input_gzip_and_exit_codes(tmp_path: Path, demo_trace: Path, ca
         assert err.startswith(expected) or expected in err, err
 
 
+def _interactive_signals() -> None:
+    # A shell may run the tests with SIGINT ignored (a background job), and an ignored
+    # signal stays ignored across exec: give the child the default an interactive
+    # program has, so that Python installs its Ctrl-C handler.
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _start(arguments: list[str]) -> subprocess.Popen[bytes]:
     return subprocess.Popen(
         [sys.executable, "-m", "tracejudge", "score", *arguments],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
         env=offline_env(),
+        preexec_fn=_interactive_signals,
     )
 
 
