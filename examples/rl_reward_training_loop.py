@@ -2,9 +2,10 @@
 
 Each rollout gets a local reward (`@osmosis_reward`: the answer's number matches the
 ground truth) plus a judged one (`@osmosis_rubric` through `evaluate_rubric`: is the
-reasoning sound), mixed 50/50. A batch's rubric calls run concurrently on a thread pool,
-as a trainer's reward workers do (`evaluate_rubric` is thread-safe; the batch API
-`evaluate_rubric_batch` will replace the pool when it lands).
+reasoning sound), mixed 50/50. A batch's rubric calls run concurrently through the batch
+API (`tracejudge.rewards.batch_rewards`): order kept, concurrency bounded, and an item
+whose judge call failed comes back with its error instead of failing the batch (it gets
+the local reward alone here).
 
 Offline, the policy's completions are canned and a ScriptedLLMServer on 127.0.0.1 plays
 the judge. With OPENAI_API_KEY set, the rubric is judged by OpenAI (REWARD_MODEL, default
@@ -15,9 +16,9 @@ import json
 import os
 import re
 import statistics
-from concurrent.futures import ThreadPoolExecutor
 
 from tracejudge import evaluate_rubric, osmosis_reward, osmosis_rubric
+from tracejudge.rewards import batch_rewards
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 model_info = {"provider": "openai", "model": os.environ.get("REWARD_MODEL", "gpt-4.1-mini")}
@@ -58,15 +59,22 @@ def sound_reasoning(
     )
 
 
-def batch_rewards(batch: list[dict], pool: ThreadPoolExecutor) -> list[float]:
+def rewards_for(batch: list[dict]) -> list[float]:
     """One reward per rollout: half exact answer, half judged reasoning."""
-    judged = pool.map(
-        lambda r: sound_reasoning(r["completion"], r["answer"], {"prompt": r["prompt"]}), batch
+    judged = batch_rewards(
+        sound_reasoning,
+        [(r["completion"], r["answer"], {"prompt": r["prompt"]}) for r in batch],
+        concurrency=8,
     )
-    return [
-        0.5 * correct_number(r["completion"], r["answer"]) + 0.5 * j
-        for r, j in zip(batch, list(judged), strict=True)
-    ]
+    rewards = []
+    for rollout, outcome in zip(batch, judged, strict=True):
+        local = correct_number(rollout["completion"], rollout["answer"])
+        if outcome.error is not None:
+            print(f"  judge failed for {rollout['prompt']!r}: {outcome.error}")
+            rewards.append(local)
+        else:
+            rewards.append(0.5 * local + 0.5 * (outcome.score or 0.0))
+    return rewards
 
 
 # The policy's rollouts, step by step (a real loop samples them from the model).
@@ -81,12 +89,11 @@ steps = [
     ],
 ]
 
-with ThreadPoolExecutor(max_workers=8) as pool:
-    for step, batch in enumerate(steps):
-        rewards = batch_rewards(batch, pool)
-        # policy.update(batch, rewards)  <- your trainer's step
-        print(f"step {step}: rewards {[round(r, 3) for r in rewards]}")
-        print(f"Score: {statistics.fmean(rewards):.3f} (mean reward)")
+for step, batch in enumerate(steps):
+    rewards = rewards_for(batch)
+    # policy.update(batch, rewards)  <- your trainer's step
+    print(f"step {step}: rewards {[round(r, 3) for r in rewards]}")
+    print(f"Score: {statistics.fmean(rewards):.3f} (mean reward)")
 
 if judge_model is not None:
     judge_model.stop()
