@@ -45,7 +45,7 @@ def test_importing_the_package_loads_neither_judges_nor_openai() -> None:
 
 def test_score_reads_an_otlp_file_and_a_trace_json(tmp_path: Path, capsys) -> None:
     otlp = FIXTURES / "openllmetry.jsonl"
-    assert main(["score", str(otlp), "--json"]) == 0
+    assert main(["score", str(otlp), "--json-lines"]) == 0
     *lines, last = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
     assert last["summary"]["traces"] == 1
     assert {line["criterion"] for line in lines} == {
@@ -70,8 +70,26 @@ def test_score_reports_a_missing_file_and_a_missing_judge(tmp_path: Path, capsys
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "TRACEJUDGE_JUDGE", "COMPOSO_API_KEY"):
         monkeypatch.delenv(name, raising=False)
     code = main(["score", str(FIXTURES / "openllmetry.jsonl"), "--criterion", "Reward clarity"])
-    assert code == 1
+    assert code == 2  # bad usage: a criterion that needs a judge, and none configured
     assert "TRACEJUDGE_JUDGE" in capsys.readouterr().err
+
+
+def test_score_json_is_one_object_and_a_closed_pipe_is_quiet(tmp_path: Path) -> None:
+    otlp = FIXTURES / "openllmetry.jsonl"
+    done = subprocess.run(
+        [sys.executable, "-m", "tracejudge", "score", str(otlp), "--json"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout)["summary"]["traces"] == 1
+    piped = subprocess.run(
+        f"{sys.executable} -m tracejudge score {otlp} --json-lines | head -c 10",
+        shell=True,
+        capture_output=True,
+        text=True,
+    )
+    assert "Traceback" not in piped.stderr and "BrokenPipe" not in piped.stderr
 
 
 @pytest.mark.parametrize("argv", [["--help"], ["demo", "--help"], ["score", "--help"]])

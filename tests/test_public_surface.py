@@ -13,6 +13,8 @@ import pytest
 
 PUBLIC_NAMES: dict[str, list[str]] = {
     "tracejudge": [
+        "ModelInfo",
+        "RewardRubricRunResult",
         "APIError",
         "AgentInstance",
         "AgentTracer",

@@ -67,7 +67,7 @@ def test_a_directory_of_every_format_gives_one_line_per_trace_and_criterion(
 
 def test_standard_input_gzip_and_exit_codes(tmp_path: Path, demo_trace: Path, capsys) -> None:
     data = gzip.compress((FIXTURES / "openllmetry.pb").read_bytes())
-    done = tracejudge("score", "-", "--json", stdin=data)
+    done = tracejudge("score", "-", "--json-lines", stdin=data)
     assert done.returncode == 0, done.stderr
     *lines, summary = [json.loads(line) for line in done.stdout.splitlines()]
     assert {line["criterion"] for line in lines} == CHECKS

@@ -202,13 +202,13 @@ def test_responses_result_is_sent_as_chat_messages(server: CaptureServer) -> Non
 def test_background_reward_and_task_status(server: CaptureServer) -> None:
     server.answers = [
         Answer(200, {"task_id": "task-1"}),
-        Answer(200, {"task_id": "task-1", "status": "succeeded", "result": {"score": 1.0}}),
+        Answer(200, {"task_id": "task-1", "status": "done", "result": {"score": 1.0}}),
     ]
     with Composo(api_key="ck", base_url=server.url) as client:
         submitted = client.evaluate(messages=CAPITAL, criteria="Reward accuracy", block=False)
         assert submitted == {"task_id": "task-1"}
         task = client.get_task("task-1")
-    assert task.status == "succeeded" and task.result == {"score": 1.0}
+    assert task.status == "done" and task.result == {"score": 1.0}
     assert [(r.method, r.path) for r in server.requests] == [
         ("POST", "/api/v1/evals/reward/background"),
         ("GET", "/api/v1/tasks/task-1"),

@@ -76,3 +76,22 @@ async def test_each_agent_is_rendered_once_for_every_criterion_of_a_request(
     first, second = [await work for work in service.trace_work(request)]
     assert first.criterion == "Reward a" and second.criterion == "Reward b"
     assert set(request.renders) == {"o1", "r1", "r2", "w1"}
+
+
+def test_lightning_cores_judge_only_the_latest_response() -> None:
+    from pydantic import ValidationError
+
+    from tracejudge import Composo
+
+    body = {
+        "evaluation_criteria": "Reward accuracy",
+        "messages": CAPITAL,
+        "model_core": "align-lightning-20250731",
+        "evaluate_latest": False,
+    }
+    with pytest.raises(ValidationError, match="Lightning"):
+        RewardRequest.model_validate(body)
+    assert RewardRequest.model_validate({**body, "evaluate_latest": True}).evaluate_latest
+    with Composo(judge="ollama:m", model_core="align-lightning-20250731") as client:
+        with pytest.raises(BadRequestError, match="evaluate_latest=True"):
+            client.evaluate(messages=CAPITAL, criteria=checks.final_answer, evaluate_latest=False)

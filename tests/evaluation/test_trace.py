@@ -232,10 +232,10 @@ def test_non_blocking_trace_evaluation(client: Composo, judge_server: ScriptedLL
     judge_server.default = grade_by_instance
     submitted = client.evaluate_trace(multi_agent_trace(), "Reward goal pursuit", block=False)
     deadline = time.monotonic() + 10
-    while (task := client.get_task(submitted["task_id"])).status not in ("succeeded", "failed"):
+    while (task := client.get_task(submitted["task_id"])).status not in ("done", "failed"):
         assert time.monotonic() < deadline
         time.sleep(0.02)
-    assert task.status == "succeeded"
+    assert task.status == "done"
     assert task.result["overall_score"] == pytest.approx(0.5)
     assert task.result["results_by_agent_name"]["writer"]["agent_name"] == "writer"
 

@@ -58,7 +58,7 @@ def wait(task_id):
         status = httpx.get(
             f"{BASE_URL}/api/v1/tasks/{task_id}", headers={"API-Key": API_KEY}
         ).json()
-        if status["status"] in ("succeeded", "failed"):
+        if status["status"] in ("done", "failed"):
             return status
         time.sleep(0.1)
     return status

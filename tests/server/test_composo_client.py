@@ -70,9 +70,9 @@ def test_published_composo_client_works_unchanged(
     assert [r["score"] for r in out["several"]] == [pytest.approx(SCORE), pytest.approx(SCORE)]
     assert out["tools"]["score"] == pytest.approx(SCORE)
     assert set(out["trace"]["results_by_agent_name"]) == {"orchestrator", "writer"}
-    assert out["background"]["status"] == "succeeded"
+    assert out["background"]["status"] == "done"
     assert out["background"]["result"]["score"] == pytest.approx(SCORE)
-    assert out["trace_background"]["status"] == "succeeded"
+    assert out["trace_background"]["status"] == "done"
     assert out["async"]["score"] == pytest.approx(SCORE)
     prompts = [r.json["messages"][-1]["content"] for r in judge_model.requests]
     # the tool call from `result` reached the judge

@@ -37,13 +37,13 @@ def test_kill_mid_queue_then_restart(db_url: str, judge_model: ScriptedLLMServer
     try:
         with first.client() as http:
             finished = _submit(http, "Reward finished work")
-            done = wait_for(lambda: _status(http, finished)["status"] == "succeeded")
+            done = wait_for(lambda: _status(http, finished)["status"] == "done")
             assert done
             before = _status(http, finished)
             judge_model.default = _slow()
             queued = [_submit(http, f"Reward queued work {i}") for i in range(3)]
             wait_for(lambda: _status(http, queued[0])["status"] == "running")
-            assert [_status(http, t)["status"] for t in queued[1:]] == ["pending", "pending"]
+            assert [_status(http, t)["status"] for t in queued[1:]] == ["queued", "queued"]
     finally:
         first.kill()
     judge_model.default = verdict()
@@ -52,7 +52,7 @@ def test_kill_mid_queue_then_restart(db_url: str, judge_model: ScriptedLLMServer
         with second.client() as http:
             assert _status(http, finished) == before  # done stays readable, unchanged
             for task_id in queued:
-                wait_for(lambda t=task_id: _status(http, t)["status"] == "succeeded", timeout=30)
+                wait_for(lambda t=task_id: _status(http, t)["status"] == "done", timeout=30)
     finally:
         second.stop()
     judged = [r.json["messages"][0]["content"] for r in judge_model.requests]

@@ -58,10 +58,10 @@ def test_tracejudge_client_blocking_and_background(
             task = await client.evaluate(messages=MESSAGES, criteria="Reward brevity", block=False)
             for _ in range(100):
                 status = await client.get_task(task["task_id"])
-                if status.status in ("succeeded", "failed"):
+                if status.status in ("done", "failed"):
                     break
                 await asyncio.sleep(0.1)
-            assert status.status == "succeeded", status
+            assert status.status == "done", status
             assert status.result is not None and status.result["score"] == pytest.approx(SCORE)
         finally:
             await client.aclose()
@@ -94,9 +94,7 @@ def test_trace_evaluation_is_stored_and_read_back(server: ServerProcess) -> None
         assert background.status_code == 202
         task_id = background.json()["task_id"]
         done = wait_for(
-            lambda: (
-                (t := http.get(f"/api/v1/tasks/{task_id}").json())["status"] == "succeeded" and t
-            )
+            lambda: (t := http.get(f"/api/v1/tasks/{task_id}").json())["status"] == "done" and t
         )
         assert done["result"]["results_by_agent_name"]["writer"]["agent_name"] == "writer"
 

@@ -33,7 +33,7 @@ def test_migrations_apply_once_and_are_recorded(db_url: str) -> None:
         store.close()
     again = open_store(db_url)  # reopening a migrated database keeps its data
     again.enqueue(_task())
-    assert again.counts()["tasks"] == {"pending": 1}
+    assert again.counts()["tasks"] == {"queued": 1}
     again.close()
 
 
@@ -55,7 +55,7 @@ def test_claims_are_exclusive_between_concurrent_workers(db_url: str) -> None:
             with lock:
                 taken.extend(t.id for t in claimed)
             for t in claimed:
-                assert store.finish_task(t.id, name, status="succeeded", result="{}")
+                assert store.finish_task(t.id, name, status="done", result="{}")
 
     threads = [threading.Thread(target=worker, args=(f"w{i}",)) for i in range(4)]
     for t in threads:
@@ -63,7 +63,7 @@ def test_claims_are_exclusive_between_concurrent_workers(db_url: str) -> None:
     for t in threads:
         t.join()
     assert sorted(taken) == sorted(ids)  # every task once, none twice
-    assert store.counts()["tasks"] == {"succeeded": 40}
+    assert store.counts()["tasks"] == {"done": 40}
     store.close()
 
 
@@ -76,10 +76,10 @@ def test_expired_lease_is_taken_over_and_the_old_owner_cannot_finish(db_url: str
     time.sleep(0.1)
     (second,) = store.claim_tasks("b", 5, lease_seconds=60)
     assert second.id == task.id and second.attempts == 2
-    assert not store.finish_task(task.id, "a", status="succeeded", result="{}")
-    assert store.finish_task(task.id, "b", status="succeeded", result='{"ok": 1}')
+    assert not store.finish_task(task.id, "a", status="done", result="{}")
+    assert store.finish_task(task.id, "b", status="done", result='{"ok": 1}')
     row = store.get_task(task.id)
-    assert row is not None and row.status == "succeeded" and row.result == '{"ok": 1}'
+    assert row is not None and row.status == "done" and row.result == '{"ok": 1}'
     store.close()
 
 
@@ -99,7 +99,7 @@ def test_release_orphans_requeues_or_fails_after_max_attempts(tmp_path) -> None:
     store.claim_tasks("gone", 5, lease_seconds=60)
     store.release_orphans(max_attempts=3)
     row = store.get_task(other.id)
-    assert row and row.status == "pending" and row.worker is None
+    assert row and row.status == "queued" and row.worker is None
     store.close()
 
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import sys
 from collections.abc import Sequence
 
@@ -58,7 +59,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, format="%(name)s: %(message)s"
     )
-    from tracejudge.errors import ComposoError
+    from tracejudge.errors import (
+        ComposoError,
+        ConfigurationError,
+        MissingAPIKeyError,
+        ProviderRequestError,
+    )
 
     prefix = f"tracejudge {args.command}:"
     try:
@@ -68,6 +74,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         for detail in error.details:
             print(f"  {detail}", file=sys.stderr)
         return error.exit_code
+    except (ConfigurationError, MissingAPIKeyError, ProviderRequestError) as error:
+        # No judge, no key, an unknown provider or model: the command was set up wrong.
+        print(prefix, error, file=sys.stderr)
+        return 2
     except ComposoError as error:
         print(prefix, error, file=sys.stderr)
         return 1
@@ -76,3 +86,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        # The reader went away (`| head`): stop quietly, as Unix tools do.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141

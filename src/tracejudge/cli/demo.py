@@ -148,7 +148,7 @@ class _ReadBack:
             return f"HTTP {answer.status_code}: {answer.json().get('detail')}"
         task = self._poll(
             f"/api/v1/tasks/{answer.json()['task_id']}",
-            lambda b: b["status"] in ("succeeded", "failed"),
+            lambda b: b["status"] in ("done", "failed"),
             "hear back from the judge",
         )
         return task.get("error") if task["status"] == "failed" else None

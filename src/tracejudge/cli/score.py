@@ -7,8 +7,8 @@ scored on its own through `EvaluationService`, `--concurrency` traces at a time,
 memory holds a few traces, not the input. Each scored trace's result lines go to
 `--out` at once (`--resume` skips the traces already there); Ctrl-C stops after
 keeping every finished line. At the end: the summary by agent name (as text; with
-`--json`, every result line and then `{"summary": {...}}` as JSON lines), and the HTML
-report with `--html`.
+`--json`, one JSON object `{"summary": {...}}`; with `--json-lines`, every result line
+as it is scored, then that object), and the HTML report with `--html`.
 
 Exit status: 0 done; 1 a score below `--fail-under`, or a trace that could not be
 scored (a judge error: its lines are not written, so `--resume` retries it); 2 bad
@@ -250,7 +250,7 @@ def _run(
     todo = [(key, source) for key, source in keys if key not in done]
     out = OutFile(args.out, append=bool(args.resume)) if args.out else None
     progress = Progress(len(todo), "trace", enabled=len(todo) > 1)
-    state = _Run(spool, criteria, summary, out, args.json, bool(args.html), progress)
+    state = _Run(spool, criteria, summary, out, args.json_lines, bool(args.html), progress)
     try:
         with progress:
             asyncio.run(_score_all(service, state, todo, args.concurrency))
@@ -268,7 +268,7 @@ def _run(
         raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
     if args.html:
         _write_html(args.html, summary, spool, done)
-    if args.json:
+    if args.json or args.json_lines:
         report = summary.as_dict()
         report.update(scored=state.scored, resumed=len(done), failed=len(state.failed))
         print(json.dumps({"summary": report}))
@@ -389,6 +389,7 @@ def add_parser(commands: Any) -> None:
     score.add_argument(
         "--json-lines",
         action="store_true",
-        help="print each result line (as --out writes them) instead of the summary",
+        help="print each result line (as --out writes them) as it is scored, then the "
+        "summary object",
     )
     score.set_defaults(run=run)

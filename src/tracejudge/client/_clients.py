@@ -344,7 +344,7 @@ class Composo(_Client):
         )
 
     def get_task(self, task_id: str) -> TaskResponse:
-        """The status of a `block=False` evaluation: pending, running, succeeded (with
+        """The status of a `block=False` evaluation: queued, running, done (with
         `result`) or failed (with `error`).
 
         A task run in process is forgotten once read finished (a remote tracejudge server

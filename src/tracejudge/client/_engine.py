@@ -40,6 +40,7 @@ from tracejudge.models import (
     RewardRequest,
     TaskResponse,
     TraceRewardRequest,
+    check_latest_only_core,
 )
 
 __all__ = ["DEFAULT_BASE_URL", "DEFAULT_MODEL_CORE", "Engine", "EvaluateResult", "TraceResult"]
@@ -199,6 +200,7 @@ class Engine:
         clean_tags = validate_tags(tags)
         clean = validate_explanation_cleaning(explanation_cleaning)
         latest = evaluate_latest_flag(evaluate_latest)
+        check_latest_only_core(self.model_core, latest)
         chat = conversation(
             messages=messages, input=input, result=result, system=system, tools=tools
         )

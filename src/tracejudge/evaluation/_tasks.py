@@ -135,7 +135,7 @@ class TaskRegistry:
                 )
             future = entry.future
             if not future.done():
-                status = "running" if entry.started else "pending"
+                status = "running" if entry.started else "queued"
                 return TaskResponse(task_id=task_id, status=status)
             del self._tasks[task_id]
             self._finished.pop(task_id, None)
@@ -146,7 +146,7 @@ class TaskRegistry:
             return TaskResponse(
                 task_id=task_id, status="failed", error=f"{type(error).__name__}: {error}"
             )
-        return TaskResponse(task_id=task_id, status="succeeded", result=_plain(future.result()))
+        return TaskResponse(task_id=task_id, status="done", result=_plain(future.result()))
 
     async def aclose(self) -> None:
         """Cancel every unfinished task and forget them all."""

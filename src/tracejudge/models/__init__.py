@@ -61,10 +61,12 @@ from tracejudge.models._recorded import (
     RecordedEvaluation,
 )
 from tracejudge.models._requests import (
+    LIGHTNING_CORE_PREFIX,
     MAX_CRITERION_LENGTH,
     MAX_TAG_LENGTH,
     RewardRequest,
     TraceRewardRequest,
+    check_latest_only_core,
     validate_criterion_text,
     validate_tags,
 )
@@ -78,6 +80,8 @@ from tracejudge.models._trace import (
 )
 
 __all__ = [
+    "LIGHTNING_CORE_PREFIX",
+    "check_latest_only_core",
     # messages
     "LLMToolCall",
     "LLMToolResponse",

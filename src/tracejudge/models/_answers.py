@@ -127,13 +127,24 @@ class MultiAgentTraceResponse(WireModel):
         return self.model_dump_json(indent=2)
 
 
-TaskStatus = Literal["pending", "running", "succeeded", "failed"]
+TaskStatus = Literal["queued", "running", "done", "failed"]
+
+
+#: The words servers of an earlier version used, read as today's.
+_OLD_TASK_STATUSES = {"pending": "queued", "succeeded": "done"}
 
 
 class TaskResponse(WireModel):
-    """Status of a background evaluation."""
+    """Status of a background evaluation: queued, running, done (with `result`) or
+    failed (with `error`)."""
 
     task_id: str
     status: TaskStatus
+
+    @field_validator("status", mode="before")
+    @classmethod
+    def _today_s_words(cls, value: Any) -> Any:
+        return _OLD_TASK_STATUSES.get(value, value) if isinstance(value, str) else value
+
     result: dict[str, Any] | list[dict[str, Any]] | None = None
     error: str | None = None

@@ -19,6 +19,8 @@ from tracejudge.models._base import WireModel
 from tracejudge.models._trace import MultiAgentTrace
 
 __all__ = [
+    "LIGHTNING_CORE_PREFIX",
+    "check_latest_only_core",
     "MAX_CRITERION_LENGTH",
     "MAX_TAG_LENGTH",
     "RewardRequest",
@@ -133,6 +135,20 @@ class _RequestBase(WireModel):
         return self
 
 
+#: Model cores that judge only the latest response (the Composo SDK's Lightning cores).
+LIGHTNING_CORE_PREFIX = "align-lightning"
+
+
+def check_latest_only_core(model_core: str | None, evaluate_latest: bool) -> None:
+    """Raise `BadRequestError` for `evaluate_latest=False` with a Lightning model core,
+    which judges only the latest response."""
+    if not evaluate_latest and (model_core or "").startswith(LIGHTNING_CORE_PREFIX):
+        raise BadRequestError(
+            f"evaluate_latest=False is not supported by the Lightning model core "
+            f"{model_core!r}: use evaluate_latest=True, or another model core"
+        )
+
+
 class RewardRequest(_RequestBase):
     """Body of POST /api/v1/evals/reward."""
 
@@ -145,6 +161,14 @@ class RewardRequest(_RequestBase):
     tools: list[dict[str, Any]] | None = None
     evaluate_latest: bool = True
     explanation_cleaning: Literal["end_user"] | None = None
+
+    @model_validator(mode="after")
+    def _latest_only_cores(self) -> RewardRequest:
+        try:
+            check_latest_only_core(self.model_core, self.evaluate_latest)
+        except BadRequestError as error:
+            raise ValueError(str(error)) from None
+        return self
 
 
 class TraceRewardRequest(_RequestBase):

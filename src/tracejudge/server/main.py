@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+import socket
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -75,15 +77,44 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     except ConfigurationError as exc:
         print(f"tracejudge serve: {exc}", file=sys.stderr)
         return 2
+    # Listen before saying where: a port in use is one line and status 2, not a claim
+    # that the server runs followed by uvicorn's own failure.
+    try:
+        listening = _listen(config.host, config.port)
+    except OSError as exc:
+        print(
+            f"tracejudge serve: cannot listen on {config.host}:{config.port}: "
+            f"{exc.strerror or exc} (choose another --port)",
+            file=sys.stderr,
+        )
+        return 2
+    config = dataclasses.replace(config, port=listening.getsockname()[1])
     line = startup_line(config, app.state.judge_label, app.state.text_criteria)
     print(line, file=out, flush=True)
-    uvicorn.run(
-        app,
-        host=config.host,
-        port=config.port,
-        log_level=config.log_level,
-        access_log=False,
-        server_header=False,
-        timeout_graceful_shutdown=5,
+    server = uvicorn.Server(
+        uvicorn.Config(
+            app,
+            log_level=config.log_level,
+            access_log=False,
+            server_header=False,
+            timeout_graceful_shutdown=5,
+        )
     )
+    server.run(sockets=[listening])
     return 0
+
+
+def _listen(host: str, port: int) -> socket.socket:
+    """A listening TCP socket on `host`:`port` (IPv4 or IPv6, as the host resolves)."""
+    family, _, _, _, address = socket.getaddrinfo(
+        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
+    )[0]
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind(address)
+        sock.listen(2048)
+    except OSError:
+        sock.close()
+        raise
+    return sock

@@ -139,7 +139,7 @@ class TaskRunner:
         self._running.tasks.add(task.id)
         try:
             outcome = await self._outcome(task)
-            status = "failed" if outcome.failed else "succeeded"
+            status = "failed" if outcome.failed else "done"
             owned = await anyio.to_thread.run_sync(
                 lambda: self.store.finish_task(
                     task.id,

@@ -163,7 +163,7 @@ class SQLStore:
         now = time.time()
         self._run(
             cursor,
-            f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?, ?, ?, 'pending', NULL, NULL, 0, "
+            f"INSERT INTO tasks ({_TASK_COLUMNS}) VALUES (?, ?, ?, 'queued', NULL, NULL, 0, "
             "NULL, NULL, ?, ?)",
             [task.id, task.kind, task.payload, task.created_at or now, now],
         )
@@ -175,7 +175,7 @@ class SQLStore:
                 cursor,
                 f"UPDATE tasks SET status = 'running', worker = ?, lease_until = ?, "
                 f"attempts = attempts + 1, updated_at = ? WHERE id IN (SELECT id FROM tasks "
-                f"WHERE status = 'pending' OR (status = 'running' AND lease_until < ?) "
+                f"WHERE status = 'queued' OR (status = 'running' AND lease_until < ?) "
                 f"ORDER BY created_at LIMIT ?{self.lock_rows}) RETURNING {_TASK_COLUMNS}",
                 [worker, now + lease_seconds, now, now, limit],
             ).fetchall()
@@ -209,7 +209,7 @@ class SQLStore:
             ).rowcount
             requeued = self._run(
                 cursor,
-                "UPDATE tasks SET status = 'pending', worker = NULL, lease_until = NULL, "
+                "UPDATE tasks SET status = 'queued', worker = NULL, lease_until = NULL, "
                 "updated_at = ? WHERE status = 'running'",
                 [now],
             ).rowcount
@@ -260,7 +260,7 @@ class SQLStore:
             return int(
                 self._run(
                     cursor,
-                    "DELETE FROM tasks WHERE status IN ('succeeded', 'failed') AND updated_at < ?",
+                    "DELETE FROM tasks WHERE status IN ('done', 'failed') AND updated_at < ?",
                     [older_than],
                 ).rowcount
             )

@@ -28,7 +28,7 @@ __all__ = [
 #: (`score_trace`: convert the ingested spans when needed, then score).
 TaskKind = Literal["reward", "trace", "score_trace"]
 #: A task's state, as `GET /api/v1/tasks/{id}` reports it.
-TaskState = Literal["pending", "running", "succeeded", "failed"]
+TaskState = Literal["queued", "running", "done", "failed"]
 
 
 @dataclass
@@ -38,7 +38,7 @@ class TaskRow:
     id: str
     kind: str
     payload: str
-    status: str = "pending"
+    status: str = "queued"
     result: str | None = None
     error: str | None = None
     attempts: int = 0

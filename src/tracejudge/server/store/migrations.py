@@ -89,6 +89,14 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX evaluations_by_trace ON evaluations (trace_id, created_at)",
         ),
     ),
+    Migration(
+        2,
+        "task states named as the API names them: queued, running, done, failed",
+        (
+            "UPDATE tasks SET status = 'queued' WHERE status = 'pending'",
+            "UPDATE tasks SET status = 'done' WHERE status = 'succeeded'",
+        ),
+    ),
 )
 
 #: The schema version this code expects.
