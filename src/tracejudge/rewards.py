@@ -286,8 +286,16 @@ def _api_key(provider: str, model: str, model_info: Mapping[str, Any]) -> str | 
     )
 
 
+# Judge calls in flight per judge, unless a batch asks for more.
+_JUDGE_CONCURRENCY = 16
+
+
 def _configuration(
-    model_info: Mapping[str, Any], timeout: float | None, *, cache: bool = True
+    model_info: Mapping[str, Any],
+    timeout: float | None,
+    *,
+    cache: bool = True,
+    concurrency: int = _JUDGE_CONCURRENCY,
 ) -> tuple[Any, ...]:
     for key in ("provider", "model"):
         if not isinstance(model_info.get(key), str) or not model_info[key].strip():
@@ -300,7 +308,7 @@ def _configuration(
     base_url = model_info.get("base_url") or None
     api_key = _api_key(provider, model, model_info)
     seconds = float(timeout or model_info.get("timeout") or 60.0)
-    return (provider, model, api_key, base_url, seconds, cache)
+    return (provider, model, api_key, base_url, seconds, cache, concurrency)
 
 
 def _new_service(config: tuple[Any, ...]) -> EvaluationService:
@@ -308,8 +316,12 @@ def _new_service(config: tuple[Any, ...]) -> EvaluationService:
     from tracejudge.evaluation.service import EvaluationService
     from tracejudge.judges import judge_from_spec
 
-    provider, model, api_key, base_url, seconds, cache = config
-    options: dict[str, Any] = {"api_key": api_key, "timeout": seconds}
+    provider, model, api_key, base_url, seconds, cache, concurrency = config
+    options: dict[str, Any] = {
+        "api_key": api_key,
+        "timeout": seconds,
+        "max_concurrency": concurrency,
+    }
     if not cache:  # repeated judgements of one item must each ask the model
         options["cache"] = False
     if base_url:
@@ -318,7 +330,7 @@ def _new_service(config: tuple[Any, ...]) -> EvaluationService:
         judge = judge_from_spec(f"{provider}:{model}", **options)
     except ConfigurationError as error:
         raise ProviderRequestError(provider, model, str(error)) from error
-    return EvaluationService(judge)
+    return EvaluationService(judge, max_concurrency=concurrency)
 
 
 def _evict_idle() -> list[EvaluationService]:
@@ -626,7 +638,13 @@ async def aevaluate_rubric_batch(
     _check_rubric(rubric, score_min, score_max)
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1, got {repeats}")
-    config = _configuration(model_info, timeout, cache=repeats == 1)
+    # The judge must allow the batch's concurrency, or a batch of 64 runs 16 at a time.
+    config = _configuration(
+        model_info,
+        timeout,
+        cache=repeats == 1,
+        concurrency=max(_JUDGE_CONCURRENCY, concurrency),
+    )
     listed = list(items)
 
     async def one(index: int) -> BatchResult:

@@ -84,6 +84,18 @@ def test_batch_keeps_order_bounds_concurrency_and_records_errors(judge) -> None:
     assert judge.max_in_flight <= 3
 
 
+def test_batch_concurrency_above_the_judge_default_is_reached() -> None:
+    # The judge's own limit (16 by default) must not cap a batch that asks for more.
+    verdict = json.dumps({"explanation": "ok", "applicable": True, "score": 10})
+    with ScriptedLLMServer(default=Reply.text(verdict, delay=0.5)) as slow:
+        items = [f"answer {n}" for n in range(40)]
+        results = evaluate_rubric_batch(
+            items, rubric="Reward answers", model_info=_info(slow), concurrency=40
+        )
+        assert [r.score for r in results] == [1.0] * 40
+        assert slow.max_in_flight == 40
+
+
 async def test_from_a_running_event_loop_async_and_sync(judge) -> None:
     info = _info(judge)
     _check(await aevaluate_rubric_batch(ITEMS, rubric="Reward correct answers", model_info=info))

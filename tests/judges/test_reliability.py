@@ -10,7 +10,8 @@ import httpx
 import pytest
 
 from tests.judges.helpers import graded
-from tracejudge._http import retry_after_seconds
+from tracejudge._http import pooled_transport, retry_after_seconds
+from tracejudge._http._sharded import ShardedTransport
 from tracejudge.errors import (
     APIError,
     AuthenticationError,
@@ -155,6 +156,26 @@ async def test_concurrency_limit_bounds_requests_in_flight(
     assert [v.score for v in verdicts] == pytest.approx([6 / 9] * 6)
     assert len(server.requests) == 6
     assert server.max_in_flight == 2
+
+
+async def test_a_limit_above_one_pool_uses_every_connection_over_several_pools(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    # 40 connections are split over pools of at most 16 (one large httpx pool is slow);
+    # together they must still carry all 40 calls at once, no more.
+    server.default = Reply.text('{"explanation": "ok", "applicable": true, "score": 7}', delay=0.5)
+    judge = make_judge(max_concurrency=40)
+    verdicts = await asyncio.gather(*(judge.judge(REQUEST) for _ in range(50)))
+    assert [v.score for v in verdicts] == pytest.approx([6 / 9] * 50)
+    assert server.max_in_flight == 40
+    client = judge._clients.get().client
+    assert isinstance(client._transport, ShardedTransport)
+    assert len(client._transport._transports) == 3
+
+
+def test_pooled_transport_is_one_plain_pool_up_to_sixteen_connections() -> None:
+    assert isinstance(pooled_transport(16), httpx.AsyncHTTPTransport)
+    assert len(pooled_transport(17)._transports) == 2  # type: ignore[attr-defined]
 
 
 def test_retry_after_reads_seconds_milliseconds_and_http_dates() -> None:

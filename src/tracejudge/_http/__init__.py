@@ -6,6 +6,8 @@
   closed on its own loop.
 - `split_credentials` / `redact`: a key written into a URL taken out of it (to be sent as
   a header), and keys kept out of every text shown.
+- `pooled_transport`: the transport for many connections (several small httpx pools:
+  one large pool is slow).
 - `HTTPOptions`: the settings every HTTP caller takes (timeout, retries, concurrency), as
   one validated value.
 """
@@ -23,6 +25,7 @@ from tracejudge._http._retry import (
     send_with_retries,
 )
 from tracejudge._http._secrets import redact, split_credentials
+from tracejudge._http._sharded import pooled_transport
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
@@ -34,6 +37,7 @@ __all__ = [
     "LoopClients",
     "error_from_response",
     "error_message",
+    "pooled_transport",
     "redact",
     "retry_after_seconds",
     "send_with_retries",

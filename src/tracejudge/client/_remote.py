@@ -17,6 +17,7 @@ from tracejudge._http import (
     HTTPOptions,
     LoopClients,
     error_from_response,
+    pooled_transport,
     send_with_retries,
     split_credentials,
 )
@@ -63,7 +64,11 @@ class RemoteServer:
         self._clients = LoopClients(self._new_client, options.max_concurrency)
 
     def _new_client(self) -> httpx.AsyncClient:
-        return httpx.AsyncClient(limits=httpx.Limits(max_connections=self.options.max_concurrency))
+        limit = self.options.max_concurrency
+        # Above 16 connections, several small pools (one large httpx pool is slow).
+        return httpx.AsyncClient(
+            transport=pooled_transport(limit), limits=httpx.Limits(max_connections=limit)
+        )
 
     def _headers(self) -> dict[str, str]:
         headers = {"Content-Type": "application/json", "User-Agent": _USER_AGENT}

@@ -25,6 +25,7 @@ from tracejudge._http import (
     LoopClients,
     error_from_response,
     error_message,
+    pooled_transport,
     send_with_retries,
     split_credentials,
 )
@@ -232,8 +233,12 @@ class HTTPJudge:
             max_connections=self.max_concurrency,
             max_keepalive_connections=self.max_concurrency,
         )
+        # Above 16 connections, several small pools (one large httpx pool is slow).
+        transport = self._transport or pooled_transport(
+            self.max_concurrency, verify=_shared_ssl_context()
+        )
         return httpx.AsyncClient(
-            transport=self._transport,
+            transport=transport,
             verify=_shared_ssl_context(),
             limits=limits,
             timeout=httpx.Timeout(self.request_timeout),
