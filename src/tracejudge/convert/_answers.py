@@ -19,11 +19,11 @@ where the work went, not what the user was told.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._common import as_str, parts_message
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import AgentInstance, is_routing_decision
@@ -72,7 +72,7 @@ def _loads(text: str) -> Any:
     if len(stripped) > _MAX_JSON_CHARS or not stripped.startswith(("{", "[", '"')):
         return text
     try:
-        return json.loads(stripped)
+        return _json.loads(stripped)
     except (ValueError, RecursionError):
         return text
 

@@ -37,12 +37,12 @@ where the outermost span of the group sits.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._common import Extraction, as_str
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
@@ -97,7 +97,7 @@ def response_id(span: SpanRecord) -> str | None:
     if not raw.lstrip().startswith("{") or '"id"' not in raw:
         return None
     try:
-        value = json.loads(raw)
+        value = _json.loads(raw)
     except (ValueError, RecursionError):
         return None
     return _id_in(value)

@@ -22,6 +22,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._records import (
     STATUS_ERROR,
     STATUS_OK,
@@ -370,7 +371,7 @@ def _decode_json(
     """OTLP/JSON held whole in memory: one document, or one per line."""
     documents: list[tuple[str, Any]] = []
     try:
-        whole = json.loads(text)
+        whole = _json.loads(text)
     except (ValueError, RecursionError):
         whole = None
         documents = list(_line_documents(enumerate(text.splitlines(), start=1), warnings))
@@ -395,7 +396,7 @@ def _decode_json_stream(
     own (the Collector's file exporter writes one request per line); else read whole."""
     first_line = stream.readline()
     try:
-        first = json.loads(first_line)
+        first = _json.loads(first_line)
     except (ValueError, RecursionError):
         data = first_line + stream.read()
         try:
@@ -441,7 +442,7 @@ def _line_documents(
         if not line.strip():
             continue
         try:
-            yield (f"line {number}", json.loads(line))
+            yield (f"line {number}", _json.loads(line))
         except (ValueError, RecursionError) as exc:
             bad_lines += 1
             if bad_lines <= 5:
@@ -459,7 +460,7 @@ def _read_documents(
     events: list[PlacedEvent] = []
     otlp_documents = 0
     for where, document in documents:
-        if not isinstance(document, Mapping):
+        if not _is_mapping(document):
             warnings.append(f"OTLP/JSON {where} is not an object; skipped")
             continue
         resource_spans = _get(document, "resourceSpans", "resource_spans")
@@ -509,8 +510,13 @@ def _salvage_json_spans(text: str, warnings: list[str]) -> list[SpanRecord]:
     return spans
 
 
+def _is_mapping(value: Any) -> bool:
+    # Parsed JSON holds plain dicts: `type() is dict` spares the slow ABC check for them.
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def _get(mapping: Any, *keys: str) -> Any:
-    if not isinstance(mapping, Mapping):
+    if not _is_mapping(mapping):
         return None
     for key in keys:
         if key in mapping:
@@ -567,20 +573,25 @@ def _json_nanos(value: Any) -> int | None:
 
 def _json_value(value: Any) -> Any:
     """An OTLP/JSON AnyValue (camelCase or snake_case keys) as a plain value."""
-    if not isinstance(value, Mapping):
+    if not _is_mapping(value):
         return value
-    for key, convert in (
-        ("stringValue", None),
-        ("string_value", None),
-        ("boolValue", None),
-        ("bool_value", None),
-        ("intValue", _json_int),
-        ("int_value", _json_int),
-        ("doubleValue", None),
-        ("double_value", None),
-    ):
-        if key in value:
-            return convert(value[key]) if convert else value[key]
+    # The scalar kinds, first present key wins (written out: this runs for every attribute).
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "string_value" in value:
+        return value["string_value"]
+    if "boolValue" in value:
+        return value["boolValue"]
+    if "bool_value" in value:
+        return value["bool_value"]
+    if "intValue" in value:
+        return _json_int(value["intValue"])
+    if "int_value" in value:
+        return _json_int(value["int_value"])
+    if "doubleValue" in value:
+        return value["doubleValue"]
+    if "double_value" in value:
+        return value["double_value"]
     array = _get(value, "arrayValue", "array_value")
     if array is not None:
         return [_json_value(v) for v in _list(_get(array, "values"))]
@@ -599,6 +610,15 @@ def _json_value(value: Any) -> Any:
 def _json_attributes(values: Any) -> dict[str, Any]:
     attributes: dict[str, Any] = {}
     for item in _list(values):
+        if type(item) is dict:  # the usual shape, read without the generic helpers
+            key = item.get("key")
+            if type(key) is str:
+                value = item.get("value")
+                if type(value) is dict and "stringValue" in value:
+                    attributes[key] = value["stringValue"]
+                else:
+                    attributes[key] = _json_value(value)
+                continue
         key = _get(item, "key")
         if isinstance(key, str):
             attributes[key] = _json_value(_get(item, "value"))
@@ -620,7 +640,7 @@ def _json_ids(raw: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         return None
     trace_id, span_id = _json_ids(raw)
     if trace_id is None or span_id is None:
@@ -630,7 +650,7 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
     status_name = _json_enum(_get(status, "code"), _STATUS_BY_CODE, "STATUS_CODE_")
     events = []
     for event in _list(_get(raw, "events")):
-        if isinstance(event, Mapping):
+        if _is_mapping(event):
             events.append(
                 EventRecord(
                     name=str(_get(event, "name") or ""),
@@ -655,7 +675,7 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
 
 
 def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
-    if not isinstance(raw, Mapping):
+    if not _is_mapping(raw):
         return None
     trace_id, span_id = _json_ids(raw)
     if trace_id is None or span_id is None:

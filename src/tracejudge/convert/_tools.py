@@ -17,12 +17,12 @@ that do not repeat the conversation), the result goes into the calling interacti
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMInteraction, LLMToolCall, LLMToolResponse, to_json_string
@@ -69,7 +69,7 @@ def _result_text(text: str) -> str:
     if not stripped.startswith("{") or len(stripped) > _MAX_JSON_CHARS:
         return text
     try:
-        value: Any = json.loads(stripped)
+        value: Any = _json.loads(stripped)
     except (ValueError, RecursionError):
         return text
     if isinstance(value, Mapping) and isinstance(value.get("output"), Mapping):

@@ -30,6 +30,7 @@ from tracejudge.convert import (
     smolagents,
 )
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
+from tracejudge.convert._construct import construct
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.models import (
     AgentInstance,
@@ -403,10 +404,13 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     what = _describe(span)
     extraction = _merge.merge(call)
     errors = [error_text(record) for record, _ in [call.primary, *call.records]]
-    interaction = LLMInteraction(
-        input_messages=extraction.inputs,
-        output_messages=extraction.outputs,
-        tools_available=extraction.tools,
+    # Built without validation: every part is converter-made (see `_common`); the lists are
+    # copied, as validation copied them, so that no extraction shares them.
+    interaction = construct(
+        LLMInteraction,
+        input_messages=list(extraction.inputs),
+        output_messages=list(extraction.outputs),
+        tools_available=list(extraction.tools) if extraction.tools is not None else None,
         model=extraction.model,
         usage=extraction.usage,
         start_time=span.start,
@@ -414,9 +418,9 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         error=next((e for e in errors if e is not None), None),
         finish_reason=extraction.finish_reasons[0] if extraction.finish_reasons else None,
         refusal=extraction.refusal,
-        alternatives=extraction.alternatives or None,
+        alternatives=[list(choice) for choice in extraction.alternatives] or None,
         reasoning="\n\n".join(extraction.reasoning) or None,
-        server_tool_calls=extraction.server_tools or None,
+        server_tool_calls=list(extraction.server_tools) or None,
         span_id=span.span_id,
         response_id=next(
             (

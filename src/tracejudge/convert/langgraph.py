@@ -17,11 +17,11 @@ The graph itself is the root agent, named after the graph (`compile(name=...)`).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
 from tracejudge.convert._records import SpanRecord
 
@@ -37,7 +37,7 @@ def _metadata(span: SpanRecord) -> Mapping[str, Any] | None:
     if not isinstance(raw, str) or semconv.LANGGRAPH_NODE not in raw and "langgraph" not in raw:
         return None
     try:
-        parsed = json.loads(raw)
+        parsed = _json.loads(raw)
     except (ValueError, RecursionError):
         return None
     return parsed if isinstance(parsed, Mapping) else None

@@ -14,11 +14,11 @@ the raw request in `input.value`. Agents are spans of kind AGENT.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._common import (
     REASONING_PARTS,
     SERVER_TOOL_ITEMS,
@@ -137,7 +137,7 @@ def _raw_response(value: Any) -> Mapping[str, Any]:
     if not value.lstrip().startswith("{"):
         return {}
     try:
-        parsed = json.loads(value)
+        parsed = _json.loads(value)
     except (ValueError, RecursionError):
         return {}
     return parsed if isinstance(parsed, Mapping) else {}
@@ -178,7 +178,7 @@ def _legacy_completion(attrs: Mapping[str, Any], extraction: Extraction) -> None
 def _requested_model(attrs: Mapping[str, Any]) -> str | None:
     params = attrs.get(semconv.LLM_INVOCATION_PARAMETERS)
     try:
-        parsed = json.loads(params) if isinstance(params, str) else params
+        parsed = _json.loads(params) if isinstance(params, str) else params
     except (ValueError, RecursionError):
         return None
     return as_str(parsed.get("model")) if isinstance(parsed, Mapping) else None
@@ -225,7 +225,7 @@ def _call_aliases(raw_request: Any) -> dict[str, str]:
     if not isinstance(raw_request, str) or '"' + _FUNCTION_CALL_ITEM + '"' not in raw_request:
         return {}
     try:
-        request = json.loads(raw_request)
+        request = _json.loads(raw_request)
     except (ValueError, RecursionError):
         return {}
     items = request.get("input") if isinstance(request, Mapping) else None

@@ -15,11 +15,11 @@ attributes `gen_ai.prompt.{i}.role|content|tool_call_id|tool_calls.{j}.*`,
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._common import (
     FINISH_TOOL_CALLS,
     UNRECORDED_SERVER_TOOL,
@@ -102,7 +102,7 @@ def _content(value: Any) -> Any:
     # Multi-part content is written as a JSON string of the parts list.
     if isinstance(value, str) and value.startswith("[{"):
         try:
-            parts = json.loads(value)
+            parts = _json.loads(value)
         except (ValueError, RecursionError):
             return value
         if isinstance(parts, list) and all(isinstance(p, Mapping) and "type" in p for p in parts):

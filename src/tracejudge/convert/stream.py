@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from tracejudge.convert import _json
 from tracejudge.convert._otlp import OTLPDecodeError, decode
 from tracejudge.convert._records import EventRecord, SpanRecord
 
@@ -153,7 +154,7 @@ def _json_batches(stream: io.BufferedReader) -> Iterator[OTLPBatch]:
             yield _decoded(line, f"line {number}")
             continue
         try:
-            value = json.loads(line)
+            value = _json.loads(line)
         except (ValueError, RecursionError) as error:
             reason = error.msg if isinstance(error, json.JSONDecodeError) else "unreadable"
             yield OTLPBatch(warnings=[f"line {number} is not JSON ({reason}); skipped"])
@@ -169,7 +170,7 @@ def _json_batches(stream: io.BufferedReader) -> Iterator[OTLPBatch]:
 
 def _whole_document(data: bytes) -> OTLPBatch:
     try:
-        value = json.loads(data)
+        value = _json.loads(data)
     except (ValueError, RecursionError):
         return _decoded(data, "document")  # perhaps truncated OTLP: the decoder salvages
     values = value if isinstance(value, list) else [value]
@@ -182,7 +183,7 @@ def _whole_document(data: bytes) -> OTLPBatch:
 
 def _is_json(line: bytes) -> bool:
     try:
-        json.loads(line)
+        _json.loads(line)
     except (ValueError, RecursionError):
         return False
     return True
