@@ -25,6 +25,7 @@ import os
 from collections.abc import Iterable
 from typing import Any
 
+from tracejudge.convert._gc import without_gc
 from tracejudge.convert._otlp import (
     MAX_INFLATED_BYTES,
     OTLPDecodeError,
@@ -123,6 +124,7 @@ def _result(records: list[SpanRecord], warnings: list[str]) -> TraceList:
     return TraceList(traces, warnings=warnings, spans_read=len(records))
 
 
+@without_gc
 def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None) -> TraceList:
     """Convert OpenTelemetry SDK spans (`ReadableSpan`s, finished or still running)
     into one MultiAgentTrace per trace id, in order of each trace's first span start.
@@ -158,6 +160,7 @@ def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None
     return _result(records, warnings)
 
 
+@without_gc
 def traces_from_records(
     spans: Iterable[SpanRecord],
     events: Iterable[tuple[str, str, EventRecord]] = (),
@@ -180,6 +183,7 @@ def traces_from_records(
 OTLPSource = bytes | bytearray | memoryview | str | os.PathLike[str]
 
 
+@without_gc
 def traces_from_otlp(
     source: OTLPSource,
     *,

@@ -1,0 +1,151 @@
+"""Inputs for `converter_throughput.py`: the recorded fixtures replicated with new trace ids.
+
+Every trace is a copy of one recorded fixture (tests/fixtures/*.jsonl, real instrumentation
+output: OpenLLMetry, OpenInference, the GenAI semconv, their events and legacy modes), with
+a fresh trace id. Lines hold the spans of 8 traces, each trace split over two lines, as a
+Collector's file exporter interleaves them; spans of one resource and scope share a
+`ResourceSpans` in a line. The recorded
+conversations are short (about 2 KB per span in OTLP/JSON, 1.5 KB in protobuf).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
+PER_LINE = 8
+
+Triple = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]  # (resource, scope, span)
+
+
+def templates() -> list[list[Triple]]:
+    """Each fixture's spans as (resource, scope, span) triples."""
+    found = []
+    shared: dict[str, dict[str, Any]] = {}  # one object per distinct resource or scope
+    for path in sorted(FIXTURES.glob("*.jsonl")):
+        spans: list[Triple] = []
+        for line in path.read_text().splitlines():
+            if not line.strip():
+                continue
+            for resource in json.loads(line).get("resourceSpans", []):
+                for scope in resource.get("scopeSpans", []):
+                    for span in scope.get("spans", []):
+                        pair = (resource.get("resource", {}), scope.get("scope", {}))
+                        r, s = (shared.setdefault(json.dumps(x, sort_keys=True), x) for x in pair)
+                        spans.append((r, s, span))
+        if spans:
+            found.append(spans)
+    return found
+
+
+def traces(spans: int) -> Iterator[list[Triple]]:
+    """Traces (lists of triples with fresh trace ids) holding about `spans` spans."""
+    found = templates()
+    made = number = 0
+    while made < spans:
+        template = found[number % len(found)]
+        number += 1
+        trace_id = f"{number:032x}"
+        yield [(r, s, {**span, "traceId": trace_id}) for r, s, span in template]
+        made += len(template)
+
+
+def _request(spans: list[Triple]) -> dict[str, Any]:
+    """One request: spans grouped by resource and scope, as an SDK's exporter batches them."""
+    resources: dict[int, tuple[dict[str, Any], dict[int, tuple[dict[str, Any], list[Any]]]]] = {}
+    for resource, scope, span in spans:
+        scopes = resources.setdefault(id(resource), (resource, {}))[1]
+        scopes.setdefault(id(scope), (scope, []))[1].append(span)
+    return {
+        "resourceSpans": [
+            {
+                "resource": resource,
+                "scopeSpans": [{"scope": s, "spans": found} for s, found in scopes.values()],
+            }
+            for resource, scopes in resources.values()
+        ]
+    }
+
+
+def requests(spans: int) -> Iterator[dict[str, Any]]:
+    """OTLP/JSON requests (as dicts), two per group of `PER_LINE` traces."""
+    group: list[list[Triple]] = []
+    for trace in traces(spans):
+        group.append(trace)
+        if len(group) == PER_LINE:
+            yield from _halves(group)
+            group = []
+    if group:
+        yield from _halves(group)
+
+
+def _halves(group: list[list[Triple]]) -> Iterator[dict[str, Any]]:
+    firsts: list[Triple] = []
+    seconds: list[Triple] = []
+    for trace in group:
+        half = len(trace) // 2
+        firsts += trace[:half]
+        seconds += trace[half:]
+    yield _request(firsts)
+    yield _request(seconds)
+
+
+def write_json(path: Path, spans: int) -> int:
+    """Write OTLP/JSON lines; return the file's size in bytes."""
+    with open(path, "w", encoding="utf-8") as out:
+        for request in requests(spans):
+            out.write(json.dumps(request, separators=(",", ":")))
+            out.write("\n")
+    return path.stat().st_size
+
+
+def _varint(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        byte, value = value & 0x7F, value >> 7
+        out.append(byte | 0x80 if value else byte)
+        if not value:
+            return bytes(out)
+
+
+def _field(number: int, payload: bytes) -> bytes:
+    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
+
+
+def _b64(hex_id: Any) -> Any:
+    return base64.b64encode(bytes.fromhex(hex_id)).decode() if isinstance(hex_id, str) else hex_id
+
+
+def write_protobuf(path: Path, spans: int) -> int:
+    """Write the same traces as protobuf: each trace's `ResourceSpans` (one per span, as
+    in the JSON lines) serialized once per template, the trace id patched per copy,
+    framed as field 1 of `ExportTraceServiceRequest`s of `PER_LINE` traces (requests
+    written one after the other are one request to protobuf). Return the size in bytes."""
+    from google.protobuf import json_format
+    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+
+    placeholder = b"\xfe\xed" * 8
+    encoded: list[tuple[int, bytes]] = []  # per template: (spans, bytes)
+    for template in templates():
+        pieces = []
+        for resource, scope, span in template:
+            span = {k: _b64(v) if k.endswith("Id") else v for k, v in span.items()}
+            span["traceId"] = base64.b64encode(placeholder).decode()
+            message = json_format.ParseDict(
+                {"resource": resource, "scopeSpans": [{"scope": scope, "spans": [span]}]},
+                ResourceSpans(),
+            )
+            pieces.append(_field(1, message.SerializeToString()))
+        encoded.append((len(template), b"".join(pieces)))
+    with open(path, "wb") as out:
+        made = number = 0
+        while made < spans:
+            count, data = encoded[number % len(encoded)]
+            number += 1
+            out.write(data.replace(placeholder, number.to_bytes(16, "big")))
+            made += count
+    return path.stat().st_size

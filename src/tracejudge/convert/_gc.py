@@ -1,0 +1,49 @@
+"""`gc_paused()`: the cyclic garbage collector held off while one conversion runs.
+
+A conversion allocates hundreds of thousands of objects (records, dicts, models) that all
+stay alive until it returns, and makes next to no reference cycles. Each allocation
+burst triggers the cyclic collector, whose full passes walk every live object and find
+nothing: on 20,000 spans that was a third of the converter's time, growing with the
+input. Reference counting still frees everything as usual while the collector waits;
+what little cyclic garbage there is is collected after the conversion.
+
+Only a call that found the collector enabled re-enables it, so a program that turned it
+off keeps it off, and concurrent conversions never leave it off.
+"""
+
+from __future__ import annotations
+
+import functools
+import gc
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import ParamSpec, TypeVar
+
+__all__ = ["gc_paused", "without_gc"]
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+@contextmanager
+def gc_paused() -> Iterator[None]:
+    """Disable the cyclic collector for the block, when it is enabled."""
+    if not gc.isenabled():
+        yield
+        return
+    gc.disable()
+    try:
+        yield
+    finally:
+        gc.enable()
+
+
+def without_gc(function: Callable[P, R]) -> Callable[P, R]:
+    """Run `function` inside `gc_paused()`."""
+
+    @functools.wraps(function)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        with gc_paused():
+            return function(*args, **kwargs)
+
+    return wrapper

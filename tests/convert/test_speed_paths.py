@@ -1,0 +1,147 @@
+"""The converter's fast paths give exactly what the plain paths give: msgspec decoding
+versus the standard library, `construct` versus pydantic's `model_construct` and
+validation, and the collector pause leaves `gc` as it found it."""
+
+from __future__ import annotations
+
+import gc
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tracejudge.convert import _json, traces_from_otlp
+from tracejudge.convert._construct import construct
+from tracejudge.models import (
+    LLMInput,
+    LLMInteraction,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolResponse,
+    TokenUsage,
+)
+
+from ._helpers import FIXTURES
+
+
+def _inputs() -> list[Path]:
+    found = [p for p in sorted(FIXTURES.rglob("*")) if p.suffix in (".jsonl", ".pb")]
+    return [p for p in found if "cassettes" not in p.parts and not p.name.endswith(".logs.pb")]
+
+
+def _converted(path: Path) -> tuple[list[str], list[str]]:
+    logs = path.with_name(path.name.replace(".pb", ".logs.pb"))
+    traces = traces_from_otlp(path, logs=logs if path.suffix == ".pb" and logs.exists() else None)
+    return [trace.to_json() for trace in traces], traces.warnings
+
+
+def test_msgspec_and_the_standard_library_convert_every_fixture_alike(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("msgspec")
+    assert _json.ACCELERATED
+    paths = _inputs()
+    assert len(paths) > 40
+    fast = {path: _converted(path) for path in paths}
+    monkeypatch.setattr(_json, "_decode", None)
+    for path in paths:
+        assert _converted(path) == fast[path], path.name
+
+
+_TEXTS: list[Any] = [
+    '{"a": 1, "a": 2}',
+    '{"big": 18446744073709551616, "neg": -9223372036854775809}',
+    "1e400",
+    "NaN",
+    '"\\ud800"',
+    "\ufeff{}",
+    b"\xef\xbb\xbf{}",
+    '{"a": 1} x',
+    "[1,]",
+    '{"a":"\\x41"}',
+    '"a\tb"',
+    "",
+    "  ",
+    b'{"a": "\xff"}',
+    '{"a": [1.5, -0.0, 1e-400, "\\u00e9"]}',
+    "[" * 5000 + "]" * 5000,
+    '{"ok": true, "n": null}',
+]
+
+
+@pytest.mark.parametrize("text", _TEXTS, ids=range(len(_TEXTS)))
+def test_loads_returns_and_raises_what_json_loads_does(text: Any) -> None:
+    def outcome(loads: Any) -> Any:
+        try:
+            return ("value", repr(loads(text)))
+        except (ValueError, RecursionError) as error:
+            return ("error", type(error).__name__, str(error))
+
+    assert outcome(_json.loads) == outcome(json.loads)
+
+
+_BUILT: list[tuple[type[Any], dict[str, Any]]] = [
+    (LLMToolCall, {"id": "call_1", "name": "search", "parameters": '{"q": "x"}'}),
+    (LLMToolResponse, {"id": "call_1", "response": "sunny", "name": None}),
+    (LLMToolResponse, {"id": "", "response": '"x"'}),
+    (LLMInput, {"role": "user", "type": "text", "content": "hi"}),
+    (
+        LLMInput,
+        {"role": "assistant", "type": "tool_call", "content": LLMToolCall(id="c", name="f")},
+    ),
+    (LLMOutput, {"type": "text", "content": "answer"}),
+    (TokenUsage, {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}),
+    (
+        LLMInteraction,
+        {
+            "input_messages": [LLMInput(role="user", type="text", content="q")],
+            "output_messages": [LLMOutput(type="text", content="a")],
+            "tools_available": None,
+            "model": "gpt-4o",
+            "usage": TokenUsage(input_tokens=1),
+            "start_time": 1.5,
+            "end_time": 2.5,
+            "span_id": "ab",
+        },
+    ),
+]
+
+
+@pytest.mark.parametrize(("model", "values"), _BUILT, ids=lambda v: getattr(v, "__name__", ""))
+def test_construct_builds_what_model_construct_and_validation_build(
+    model: type[Any], values: dict[str, Any]
+) -> None:
+    built = construct(model, **values)
+    generic = model.model_construct(**values)
+    validated = model(**values)
+    for other in (generic, validated):
+        assert type(built) is type(other)
+        assert built.__dict__ == other.__dict__
+        assert built.model_fields_set == other.model_fields_set
+        assert built.__pydantic_extra__ == other.__pydantic_extra__
+        assert built.__pydantic_private__ == other.__pydantic_private__
+        assert built.model_dump_json() == other.model_dump_json()
+        assert built == other
+
+
+def test_construct_hands_an_extra_value_to_model_construct() -> None:
+    built = construct(LLMToolCall, id="c", name="f", parameters="{}", kind="x")
+    assert built.__pydantic_extra__ == {"kind": "x"}
+    assert built == LLMToolCall.model_construct(id="c", name="f", parameters="{}", kind="x")
+
+
+def test_conversion_leaves_the_collector_as_it_found_it() -> None:
+    source = FIXTURES / "openllmetry.jsonl"
+    assert gc.isenabled()
+    assert traces_from_otlp(source)
+    assert gc.isenabled()
+    with pytest.raises(TypeError):
+        traces_from_otlp(12)  # type: ignore[arg-type]
+    assert gc.isenabled()
+    gc.disable()
+    try:
+        assert traces_from_otlp(source)
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
