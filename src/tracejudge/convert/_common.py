@@ -133,6 +133,8 @@ def load_json(value: Any, what: str, warnings: list[str]) -> Any:
 
 def as_str(value: Any) -> str | None:
     """A scalar as a string; None for None, containers and empty strings."""
+    if type(value) is str:  # the usual case, without the (slow) Mapping ABC check
+        return value or None
     if value is None or isinstance(value, (Mapping, list, tuple)):
         return None
     text = str(value)
@@ -243,9 +245,10 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """
     root: dict[str, Any] = {}
     start = prefix + "."
-    for key, value in attrs.items():
-        if not key.startswith(start):
-            continue
+    # Most spans hold few or none of the keys asked for: pick them out in one pass first.
+    keys = [key for key in attrs if key.startswith(start)]
+    for key in keys:
+        value = attrs[key]
         parts = key[len(start) :].split(".")
         node = root
         for part in parts[:-1]:

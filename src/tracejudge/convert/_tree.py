@@ -400,10 +400,11 @@ def _extract(span: SpanRecord, warnings: list[str]) -> Extraction | None:
 
 def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]) -> LLMInteraction:
     """One interaction from every record of the call (see `_merge`)."""
-    span, _ = call.primary
+    primary = call.primary
+    span = primary[0]
     what = _describe(span)
     extraction = _merge.merge(call)
-    errors = [error_text(record) for record, _ in [call.primary, *call.records]]
+    errors = [error_text(record) for record, _ in [primary, *call.records]]
     # Built without validation: every part is converter-made (see `_common`); the lists are
     # copied, as validation copied them, so that no extraction shares them.
     interaction = construct(
@@ -425,7 +426,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         response_id=next(
             (
                 found
-                for record, _ in [call.primary, *call.records]
+                for record, _ in [primary, *call.records]
                 if (found := _merge.response_id(record))
             ),
             None,
