@@ -398,9 +398,8 @@ def _targets(
     )
     if "score" in results:
         megabytes = results["score"]["peak_mib"] * 1.048576
-        print(
-            f"tracejudge score peak RSS {megabytes:.0f} MB (target < 300 MB): {mark(megabytes < 300)}"
-        )
+        verdict = mark(megabytes < 300)
+        print(f"tracejudge score peak RSS {megabytes:.0f} MB (target < 300 MB): {verdict}")
 
 
 if __name__ == "__main__":
