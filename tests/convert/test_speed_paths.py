@@ -118,6 +118,7 @@ def test_construct_builds_what_model_construct_and_validation_build(
     for other in (generic, validated):
         assert type(built) is type(other)
         assert built.__dict__ == other.__dict__
+        assert list(built.__dict__) == list(generic.__dict__)  # the fields' order too
         assert built.model_fields_set == other.model_fields_set
         assert built.__pydantic_extra__ == other.__pydantic_extra__
         assert built.__pydantic_private__ == other.__pydantic_private__
@@ -129,6 +130,14 @@ def test_construct_hands_an_extra_value_to_model_construct() -> None:
     built = construct(LLMToolCall, id="c", name="f", parameters="{}", kind="x")
     assert built.__pydantic_extra__ == {"kind": "x"}
     assert built == LLMToolCall.model_construct(id="c", name="f", parameters="{}", kind="x")
+
+
+def test_construct_leaves_a_missing_required_field_unset_as_model_construct_does() -> None:
+    built = construct(LLMToolCall, parameters="{}", name="f")
+    generic = LLMToolCall.model_construct(parameters="{}", name="f")
+    assert list(built.__dict__.items()) == list(generic.__dict__.items())
+    assert "id" not in built.__dict__
+    assert built.model_fields_set == generic.model_fields_set
 
 
 def test_conversion_leaves_the_collector_as_it_found_it() -> None:
