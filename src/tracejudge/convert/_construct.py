@@ -23,11 +23,9 @@ __all__ = ["construct"]
 M = TypeVar("M", bound=BaseModel)
 
 _IMMUTABLE = (type(None), str, int, float, bool, tuple, frozenset)
-# Per model class: a template of its fields in order (`_REQUIRED` for a required field), the
-# names of the required ones, and whether extras are allowed; None when the shortcut does
-# not apply. Copying the template and updating it keeps the fields' order (an update never
-# moves a key already present) and runs in C, where a loop over the fields did not.
-_Plan = tuple[dict[str, Any], frozenset[str], bool]
+# Per model class: its fields' (name, default) in order (`_REQUIRED` when required), and
+# whether extras are allowed; None when the shortcut does not apply.
+_Plan = tuple[tuple[tuple[str, Any], ...], bool]
 _plans: dict[type[BaseModel], _Plan | None] = {}
 _REQUIRED = object()
 _set = object.__setattr__
@@ -36,20 +34,19 @@ _set = object.__setattr__
 def _plan(cls: type[BaseModel]) -> _Plan | None:
     if cls.__pydantic_post_init__ or cls.__pydantic_root_model__:
         return None
-    template: dict[str, Any] = {}
+    fields = []
     for name, info in cls.model_fields.items():
         if info.alias not in (None, name) or info.validation_alias not in (None, name):
             return None
         if info.default_factory is not None:
             return None
         if info.is_required():
-            template[name] = _REQUIRED
+            fields.append((name, _REQUIRED))
         elif isinstance(info.default, _IMMUTABLE):
-            template[name] = info.default
+            fields.append((name, info.default))
         else:
             return None
-    required = frozenset(name for name, value in template.items() if value is _REQUIRED)
-    return template, required, cls.model_config.get("extra") == "allow"
+    return tuple(fields), cls.model_config.get("extra") == "allow"
 
 
 def construct(cls: type[M], **values: Any) -> M:
@@ -60,14 +57,17 @@ def construct(cls: type[M], **values: Any) -> M:
         plan = _plans[cls] = _plan(cls)
     if plan is None:
         return cls.model_construct(**values)
-    template, required, allows_extra = plan
-    if not values.keys() <= template.keys():  # an extra value: the generic path places it
+    fields, allows_extra = plan
+    data: dict[str, Any] = {}
+    given = 0
+    for name, default in fields:
+        if name in values:
+            data[name] = values[name]
+            given += 1
+        elif default is not _REQUIRED:
+            data[name] = default
+    if given != len(values):  # an extra value: the generic path places it
         return cls.model_construct(**values)
-    data = template.copy()
-    data.update(values)
-    if not required <= values.keys():  # a required field left out: it stays unset
-        for name in required - values.keys():
-            del data[name]
     instance = cls.__new__(cls)
     _set(instance, "__dict__", data)
     _set(instance, "__pydantic_fields_set__", set(values))
