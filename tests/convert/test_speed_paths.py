@@ -154,36 +154,3 @@ def test_conversion_leaves_the_collector_as_it_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
-
-
-def _deep(levels: int) -> dict[str, Any]:
-    schema: dict[str, Any] = {}
-    for _ in range(levels):
-        schema = {"a": schema}
-    return schema
-
-
-@pytest.mark.parametrize(
-    "definitions",
-    [
-        [{"type": "function", "function": {"name": "f", "description": "d", "parameters": {}}}],
-        [{"name": "g", "input_schema": {"type": "object", "é": [1, 2.5, None]}}],
-        [{"name": "h", "description": 7, "parameters": None}, {"type": "web_search"}],
-        [{"function": "not a dict", "name": "i"}],
-        [{"function": {"name": "j", "parameters": '{"kept": true}'}}],
-        [{"name": "k", "parameters": _deep(5000)}],  # too deep to encode: the same warning
-    ],
-)
-def test_converter_tool_definitions_match_the_validating_path(definitions: list[Any]) -> None:
-    from tracejudge.convert import _common
-    from tracejudge.models import tool_definitions
-
-    fast_warnings: list[str] = []
-    fast = _common.tools(definitions, fast_warnings, "span")
-    try:
-        plain, plain_warnings = tool_definitions(definitions), []
-    except Exception as exc:
-        plain, plain_warnings = None, [f"span: unreadable tool definitions ({exc}); skipped"]
-    assert fast_warnings == plain_warnings
-    assert [d.model_dump() for d in fast or []] == [d.model_dump() for d in plain or []]
-    assert [d.model_fields_set for d in fast or []] == [d.model_fields_set for d in plain or []]

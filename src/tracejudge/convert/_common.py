@@ -318,44 +318,10 @@ def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefin
     if not isinstance(definitions, (list, tuple)):
         return None
     try:
-        return _tool_definitions([d for d in definitions if isinstance(d, Mapping)])
+        return tool_definitions([d for d in definitions if isinstance(d, Mapping)])
     except Exception as exc:  # a malformed schema must not lose the interaction
         warnings.append(f"{what}: unreadable tool definitions ({exc}); skipped")
         return None
-
-
-def _tool_definitions(definitions: list[Any]) -> list[LLMToolDefinition] | None:
-    """`models.tool_definitions` for decoded JSON (plain dicts), built without validation.
-
-    The same tool list repeats on every call of an agent, and validating each definition
-    again cost as much as reading it. Values are made the field types here the way the
-    model's validators would; a schema `to_json_string` cannot encode takes the validating
-    path, so its error (and the warning it becomes) stays the same.
-    """
-    if not definitions:
-        return None
-    made = []
-    for tool in definitions:
-        function = tool.get("function")
-        if type(tool) is not dict or (function is not None and type(function) is not dict):
-            return tool_definitions(definitions)  # another Mapping: the general path
-        spec = function if function is not None else tool
-        name = spec.get("name") or tool.get("type") or "tool"
-        schema = spec.get("parameters", spec.get("input_schema", {}))
-        description = spec.get("description") or ""
-        try:
-            parameters = to_json_string(schema if schema is not None else {})
-        except ValueError:
-            return tool_definitions(definitions)
-        made.append(
-            construct(
-                LLMToolDefinition,
-                name=str(name),
-                description=description if isinstance(description, str) else str(description),
-                parameters=parameters,
-            )
-        )
-    return made
 
 
 def message_inputs(
