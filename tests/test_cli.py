@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 import tracejudge
-from tracejudge.cli import load_traces, main
+from tracejudge.cli import main
+from tracejudge.convert import traces_from_otlp
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -55,7 +56,7 @@ def test_score_reads_an_otlp_file_and_a_trace_json(tmp_path: Path, capsys) -> No
         "grounded_numbers",
         "final_answer",
     }
-    (trace,) = load_traces(otlp)
+    (trace,) = traces_from_otlp(otlp)
     as_json = tmp_path / "trace.json"
     as_json.write_text(trace.to_json())
     assert main(["score", str(as_json), "--check", "loops", "--max-tokens", "10"]) == 0

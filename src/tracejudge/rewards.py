@@ -465,7 +465,8 @@ async def _rubric(
     score_max: float,
     return_details: bool,
 ) -> float | RewardRubricRunResult:
-    _check_rubric(rubric, score_min, score_max)
+    # The rubric and score range were checked by the caller, once (for a batch, once for
+    # every item), before the configuration was resolved.
     if not isinstance(solution_str, str):
         raise TypeError(f"solution_str must be a string, got {type(solution_str).__name__}")
     provider, model = config[0], config[1]

@@ -10,8 +10,9 @@ One module per command (`demo`, `score`, `rubric`, `serve`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
-error, no judge for a criterion), 2 bad usage or input (one line on stderr naming
-the problem), 130 interrupted.
+error, a score below `--fail-under`), 2 bad usage or input, including a configuration
+problem such as no judge for a criterion (one line on stderr naming the problem), 130
+interrupted.
 """
 
 from __future__ import annotations
@@ -24,9 +25,8 @@ from collections.abc import Sequence
 
 from tracejudge.cli import demo, rubric, score, serve
 from tracejudge.cli._errors import UsageError
-from tracejudge.cli._inputs import load_traces
 
-__all__ = ["UsageError", "build_parser", "load_traces", "main"]
+__all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
