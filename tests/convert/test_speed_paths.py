@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from tracejudge.convert import _json, traces_from_otlp
-from tracejudge.convert._construct import construct
+from tracejudge.convert._construct import build, construct
 from tracejudge.models import (
     LLMInput,
     LLMInteraction,
@@ -124,6 +124,23 @@ def test_construct_builds_what_model_construct_and_validation_build(
         assert built.__pydantic_private__ == other.__pydantic_private__
         assert built.model_dump_json() == other.model_dump_json()
         assert built == other
+
+
+@pytest.mark.parametrize(
+    ("model", "values"),
+    [(m, v) for m, v in _BUILT if set(v) == set(m.model_fields)],
+    ids=lambda v: getattr(v, "__name__", ""),
+)
+def test_build_with_every_field_builds_what_construct_builds(
+    model: type[Any], values: dict[str, Any]
+) -> None:
+    ordered = {name: values[name] for name in model.model_fields}
+    built, constructed = build(model, dict(ordered)), construct(model, **ordered)
+    assert list(built.__dict__.items()) == list(constructed.__dict__.items())
+    assert built.model_fields_set == constructed.model_fields_set
+    assert built.__pydantic_extra__ == constructed.__pydantic_extra__
+    assert built.__pydantic_private__ is None
+    assert built.model_dump_json() == model(**values).model_dump_json()
 
 
 def test_construct_hands_an_extra_value_to_model_construct() -> None:

@@ -9,13 +9,13 @@ JSON strings, `None` values and index gaps are tolerated, `tool_call` and
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _json
-from tracejudge.convert._construct import construct
+from tracejudge.convert._construct import build
 from tracejudge.models import (
     LLMInput,
     LLMOutput,
@@ -227,33 +227,84 @@ def usage(
     if input_tokens is None and output_tokens is None and total is None:
         return None
     input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
-    return construct(
+    return build(
         TokenUsage,
-        input_tokens=input_tokens,
-        output_tokens=output_tokens,
-        total_tokens=total if total is not None else input_tokens + output_tokens,
+        {
+            "input_tokens": input_tokens,
+            "output_tokens": output_tokens,
+            "total_tokens": total if total is not None else input_tokens + output_tokens,
+        },
     )
 
 
 # --------------------------------------------------------------------------- flattened keys
 
 
-def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """`prefix.0.message.role = x` style keys as nested dicts keyed by path segment.
+#: The prefixes of indexed (flattened) attributes the convention modules read. One pass over
+#: a span's keys sorts them out for all of these at once (see `_FlatIndex`).
+FLATTENED_PREFIXES = (
+    semconv.GEN_AI_PROMPT,
+    semconv.GEN_AI_COMPLETION,
+    semconv.LLM_REQUEST_FUNCTIONS,
+    semconv.LLM_INPUT_MESSAGES,
+    semconv.LLM_OUTPUT_MESSAGES,
+    semconv.LLM_TOOLS,
+    "llm.prompts",
+    "llm.choices",
+)
+_STARTS = tuple(prefix + "." for prefix in FLATTENED_PREFIXES)
 
-    A key that is both a value and a parent of other keys keeps the first seen.
-    """
+
+class _FlatIndex:
+    """A span's flattened keys, sorted out by prefix in one pass over its attributes; each
+    prefix's tree is built when first asked for. The convention modules ask several
+    questions of the same attributes (`has_indexed`, then `unflatten` for each prefix);
+    scanning every key once per question was a large share of the converter's time."""
+
+    __slots__ = ("attrs", "keys", "trees")
+
+    def __init__(self, attrs: Mapping[str, Any]) -> None:
+        self.attrs = attrs
+        self.keys: dict[str, list[str]] = {}
+        self.trees: dict[str, dict[str, Any]] = {}
+        starts = _STARTS
+        for key in attrs:
+            if type(key) is str and key.startswith(starts):
+                for start in starts:
+                    if key.startswith(start):
+                        self.keys.setdefault(start, []).append(key)
+                        break
+
+    def tree(self, start: str) -> dict[str, Any]:
+        found = self.trees.get(start)
+        if found is None:
+            found = self.trees[start] = _tree_of(self.attrs, self.keys.get(start, ()), start)
+        return found
+
+
+# The index of the attributes read last: a span's attributes are read by several functions
+# in a row. One entry, replaced atomically, so threads converting at once only recompute.
+_last_index: _FlatIndex | None = None
+
+
+def _index(attrs: Mapping[str, Any]) -> _FlatIndex:
+    global _last_index
+    index = _last_index
+    if index is None or index.attrs is not attrs:
+        index = _last_index = _FlatIndex(attrs)
+    return index
+
+
+def _tree_of(attrs: Mapping[str, Any], keys: Iterable[str], start: str) -> dict[str, Any]:
     root: dict[str, Any] = {}
-    start = prefix + "."
-    # Most spans hold few or none of the keys asked for: pick them out in one pass first.
-    keys = [key for key in attrs if key.startswith(start)]
+    cut = len(start)
     for key in keys:
         value = attrs[key]
-        parts = key[len(start) :].split(".")
+        parts = key[cut:].split(".")
         node = root
         for part in parts[:-1]:
             child = node.setdefault(part, {})
-            if not isinstance(child, dict):
+            if type(child) is not dict:
                 break
             node = child
         else:
@@ -261,19 +312,36 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     return root
 
 
+def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
+    """`prefix.0.message.role = x` style keys as nested dicts keyed by path segment.
+
+    A key that is both a value and a parent of other keys keeps the first seen. The result
+    is shared by the callers that ask for the same attributes: read it, do not change it.
+    """
+    start = prefix + "."
+    if start in _STARTS:
+        return _index(attrs).tree(start)
+    return _tree_of(attrs, [key for key in attrs if key.startswith(start)], start)
+
+
 def indexed(node: Any) -> list[Any]:
     """The values under numeric keys, in index order (gaps skipped)."""
+    if type(node) is dict or isinstance(node, Mapping):
+        keys = [k for k in node if type(k) is str and k.isdigit()]
+        if len(keys) > 1:
+            keys.sort(key=int)
+        return [node[k] for k in keys]
     if isinstance(node, (list, tuple)):
         return list(node)
-    if not isinstance(node, Mapping):
-        return []
-    keys = sorted((k for k in node if isinstance(k, str) and k.isdigit()), key=int)
-    return [node[k] for k in keys]
+    return []
 
 
 def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
+    """Whether any key is `prefix.<digit>...`."""
     start = prefix + "."
-    return any(k.startswith(start) and k[len(start) : len(start) + 1].isdigit() for k in attrs)
+    at = len(start)
+    keys = _index(attrs).keys.get(start, ()) if start in _STARTS else attrs
+    return any(k.startswith(start) and k[at : at + 1].isdigit() for k in keys)
 
 
 # --------------------------------------------------------------------------- messages
@@ -285,20 +353,24 @@ def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
 
 
 def tool_call(call_id: Any, name: Any, arguments: Any) -> LLMToolCall:
-    return construct(
+    return build(
         LLMToolCall,
-        id=as_str(call_id) or "",
-        name=as_str(name) or "unknown",
-        parameters=to_json_string(arguments if arguments is not None else {}),
+        {
+            "id": as_str(call_id) or "",
+            "name": as_str(name) or "unknown",
+            "parameters": to_json_string(arguments if arguments is not None else {}),
+        },
     )
 
 
 def tool_response(call_id: Any, response: Any, name: Any = None) -> LLMToolResponse:
-    return construct(
+    return build(
         LLMToolResponse,
-        id=as_str(call_id) or "",
-        response=to_json_string(response if response is not None else ""),
-        name=as_str(name),
+        {
+            "id": as_str(call_id) or "",
+            "response": to_json_string(response if response is not None else ""),
+            "name": as_str(name),
+        },
     )
 
 
@@ -324,6 +396,48 @@ def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefin
         return None
 
 
+#: Tool definitions already read, by the raw attribute values they were read from (see
+#: `remembered_tools`); cleared when full.
+_TOOLS_REMEMBERED = 512
+_tool_fields: dict[Hashable, tuple[tuple[str, str, str], ...]] = {}
+
+
+def remembered_tools(
+    key: Hashable,
+    read: Callable[[list[str]], list[LLMToolDefinition] | None],
+    warnings: list[str],
+) -> list[LLMToolDefinition] | None:
+    """`read(warnings)`, remembered by `key`: the raw attribute values the definitions are
+    read from (None: not remembered). An agent offers the same tools on every call, and
+    reading them (parsing each JSON schema, validating the definitions, encoding the
+    schema back to a string) was a tenth of the converter's time. Same key, same values:
+    each call still gets definitions of its own. Reads that warn are not remembered."""
+    if key is not None:
+        known = _tool_fields.get(key)
+        if known is not None:
+            return [
+                build(LLMToolDefinition, {"name": n, "description": d, "parameters": p})
+                for n, d, p in known
+            ]
+    found: list[str] = []
+    definitions = read(found)
+    warnings.extend(found)
+    if key is not None and definitions is not None and not found:
+        if len(_tool_fields) >= _TOOLS_REMEMBERED:
+            _tool_fields.clear()
+        _tool_fields[key] = tuple((t.name, t.description, t.parameters) for t in definitions)
+    return definitions
+
+
+def hashable(value: Any) -> Hashable:
+    """`value` when it can be a dict key, else None."""
+    try:
+        hash(value)
+    except TypeError:
+        return None
+    return value
+
+
 def message_inputs(
     role: str,
     texts: Sequence[str],
@@ -338,11 +452,13 @@ def message_inputs(
     items: list[LLMInput] = []
     text = "\n".join(t for t in texts if t)
     if text or (not calls and not responses and role != "assistant"):
-        items.append(construct(LLMInput, role=role, type="text", content=text))
+        items.append(build(LLMInput, {"role": role, "type": "text", "content": text}))
     for call in calls:
-        items.append(construct(LLMInput, role=role or "assistant", type="tool_call", content=call))
+        item = {"role": role or "assistant", "type": "tool_call", "content": call}
+        items.append(build(LLMInput, item))
     for response in responses:
-        items.append(construct(LLMInput, role="tool", type="tool_response", content=response))
+        item = {"role": "tool", "type": "tool_response", "content": response}
+        items.append(build(LLMInput, item))
     return items
 
 
@@ -350,8 +466,8 @@ def message_outputs(texts: Sequence[str], calls: Sequence[LLMToolCall]) -> list[
     items: list[LLMOutput] = []
     text = "\n".join(t for t in texts if t)
     if text:
-        items.append(construct(LLMOutput, type="text", content=text))
-    items.extend(construct(LLMOutput, type="tool_call", content=call) for call in calls)
+        items.append(build(LLMOutput, {"type": "text", "content": text}))
+    items.extend(build(LLMOutput, {"type": "tool_call", "content": call}) for call in calls)
     return items
 
 

@@ -1,5 +1,7 @@
 """`construct(Model, **values)`: a model instance from values already of their fields' types,
-without validation: what `Model.model_construct(**values)` gives, in a fifth of the time.
+without validation: what `Model.model_construct(**values)` gives, in a fifth of the time;
+`build(Model, {every field: value})`, the same in half of `construct`'s time, for the
+messages the converter makes by the hundred thousand.
 
 The converter builds tens of thousands of messages from values it made itself (`as_str`,
 `to_json_string`, `as_int`); validating them again, or even `model_construct`'s generic
@@ -18,35 +20,48 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-__all__ = ["construct"]
+__all__ = ["build", "construct"]
 
 M = TypeVar("M", bound=BaseModel)
 
 _IMMUTABLE = (type(None), str, int, float, bool, tuple, frozenset)
-# Per model class: its fields' (name, default) in order (`_REQUIRED` when required), and
-# whether extras are allowed; None when the shortcut does not apply.
-_Plan = tuple[tuple[tuple[str, Any], ...], bool]
+
+
+class _Plan:
+    """How to build instances of one model class: a template of its fields in order (the
+    default of each optional one), the names of all fields, and of the required ones."""
+
+    __slots__ = ("template", "names", "required", "extra")
+
+    def __init__(self, template: dict[str, Any], required: frozenset[str], extra: bool) -> None:
+        self.template = template
+        self.names = frozenset(template)
+        self.required = required
+        self.extra: dict[str, Any] | None = {} if extra else None
+
+
 _plans: dict[type[BaseModel], _Plan | None] = {}
-_REQUIRED = object()
 _set = object.__setattr__
 
 
 def _plan(cls: type[BaseModel]) -> _Plan | None:
     if cls.__pydantic_post_init__ or cls.__pydantic_root_model__:
         return None
-    fields = []
+    template: dict[str, Any] = {}
+    required = set()
     for name, info in cls.model_fields.items():
         if info.alias not in (None, name) or info.validation_alias not in (None, name):
             return None
         if info.default_factory is not None:
             return None
         if info.is_required():
-            fields.append((name, _REQUIRED))
+            template[name] = None  # a place kept in field order; always given
+            required.add(name)
         elif isinstance(info.default, _IMMUTABLE):
-            fields.append((name, info.default))
+            template[name] = info.default
         else:
             return None
-    return tuple(fields), cls.model_config.get("extra") == "allow"
+    return _Plan(template, frozenset(required), cls.model_config.get("extra") == "allow")
 
 
 def construct(cls: type[M], **values: Any) -> M:
@@ -55,22 +70,32 @@ def construct(cls: type[M], **values: Any) -> M:
         plan = _plans[cls]
     except KeyError:
         plan = _plans[cls] = _plan(cls)
-    if plan is None:
+    # An extra value, or a required field left out: the generic path places them.
+    if plan is None or not plan.names >= values.keys() or not plan.required <= values.keys():
         return cls.model_construct(**values)
-    fields, allows_extra = plan
-    data: dict[str, Any] = {}
-    given = 0
-    for name, default in fields:
-        if name in values:
-            data[name] = values[name]
-            given += 1
-        elif default is not _REQUIRED:
-            data[name] = default
-    if given != len(values):  # an extra value: the generic path places it
-        return cls.model_construct(**values)
+    data = plan.template.copy()  # the fields in their order, as model_construct has them
+    data.update(values)
     instance = cls.__new__(cls)
     _set(instance, "__dict__", data)
     _set(instance, "__pydantic_fields_set__", set(values))
-    _set(instance, "__pydantic_extra__", {} if allows_extra else None)
+    _set(instance, "__pydantic_extra__", None if plan.extra is None else {})
     _set(instance, "__pydantic_private__", None)
     return instance
+
+
+def build(cls: type[M], data: dict[str, Any]) -> M:
+    """`construct(cls, **data)` where `data` holds every field of `cls`, in field order, and
+    nothing else (the caller guarantees it: the test suite checks each caller's models).
+    `data` becomes the instance's own: do not use it again."""
+    extra = _extras.get(cls)
+    if extra is None:
+        extra = _extras[cls] = cls.model_config.get("extra") == "allow"
+    instance = cls.__new__(cls)
+    _set(instance, "__dict__", data)
+    _set(instance, "__pydantic_fields_set__", set(data))
+    _set(instance, "__pydantic_extra__", {} if extra else None)
+    _set(instance, "__pydantic_private__", None)
+    return instance
+
+
+_extras: dict[type[BaseModel], bool] = {}

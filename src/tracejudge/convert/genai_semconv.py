@@ -36,11 +36,12 @@ from tracejudge.convert._common import (
     openai_message_inputs,
     openai_tool_call,
     parts_message,
+    remembered_tools,
     text_value,
     tools,
 )
 from tracejudge.convert._records import EventRecord, SpanRecord
-from tracejudge.models import LLMInput
+from tracejudge.models import LLMInput, LLMToolDefinition
 
 __all__ = ["extract", "has_content"]
 
@@ -154,9 +155,14 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, what: 
         )
 
     key = semconv.GEN_AI_TOOL_DEFINITIONS
-    if attrs.get(key) is not None:
-        definitions = load_json(attrs[key], f"{what} {key}", extraction.warnings)
-        extraction.tools = tools(definitions, extraction.warnings, what)
+    raw = attrs.get(key)
+    if raw is not None:
+
+        def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
+            return tools(load_json(raw, f"{what} {key}", warnings), warnings, what)
+
+        remembered = ("semconv", raw) if type(raw) is str else None
+        extraction.tools = remembered_tools(remembered, read, extraction.warnings)
 
 
 def _body(event: EventRecord, what: str, extraction: Extraction) -> Any:

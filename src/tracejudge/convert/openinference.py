@@ -25,10 +25,12 @@ from tracejudge.convert._common import (
     Extraction,
     as_str,
     finish_reasons,
+    hashable,
     indexed,
     load_json,
     openai_message,
     openai_message_inputs,
+    remembered_tools,
     text_value,
     tool_call,
     tools,
@@ -36,7 +38,7 @@ from tracejudge.convert._common import (
     usage,
 )
 from tracejudge.convert._records import SpanRecord
-from tracejudge.models import LLMInput
+from tracejudge.models import LLMInput, LLMToolDefinition
 
 __all__ = ["is_llm", "is_agent", "agent_name", "has_messages", "extract"]
 
@@ -116,15 +118,22 @@ def extract(span: SpanRecord) -> Extraction:
         if reason not in extraction.finish_reasons:
             extraction.finish_reasons.append(reason)
 
-    schemas = []
+    raw_schemas = []
     for entry in indexed(unflatten(attrs, semconv.LLM_TOOLS)):
         tool = entry.get(semconv.OI_TOOL) if isinstance(entry, Mapping) else None
-        raw_schema = tool.get(semconv.OI_JSON_SCHEMA) if isinstance(tool, Mapping) else None
-        schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", extraction.warnings)
-        if isinstance(schema, Mapping) and schema.get("type") in (None, "function"):
-            schemas.append(schema)  # built-in tools (web search ...) have no schema
-    if schemas:
-        extraction.tools = tools(schemas, extraction.warnings, what)
+        raw_schemas.append(tool.get(semconv.OI_JSON_SCHEMA) if isinstance(tool, Mapping) else None)
+    if raw_schemas:
+
+        def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
+            schemas = []
+            for raw_schema in raw_schemas:
+                schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", warnings)
+                if isinstance(schema, Mapping) and schema.get("type") in (None, "function"):
+                    schemas.append(schema)  # built-in tools (web search ...) have no schema
+            return tools(schemas, warnings, what) if schemas else None
+
+        remembered = hashable(("openinference", *raw_schemas))
+        extraction.tools = remembered_tools(remembered, read, extraction.warnings)
 
     extraction.call_aliases = _call_aliases(attrs.get(semconv.INPUT_VALUE))
     return extraction

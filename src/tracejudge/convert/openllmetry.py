@@ -26,16 +26,19 @@ from tracejudge.convert._common import (
     Extraction,
     finish_reason,
     has_indexed,
+    hashable,
     indexed,
     load_json,
     model_and_usage,
     openai_message,
     openai_message_inputs,
+    remembered_tools,
     tool_call,
     tools,
     unflatten,
 )
 from tracejudge.convert._records import SpanRecord
+from tracejudge.models import LLMToolDefinition
 
 __all__ = ["is_legacy", "extract_legacy", "unrecorded_server_tools"]
 
@@ -73,17 +76,25 @@ def extract_legacy(span: SpanRecord) -> Extraction:
         refused = [str(refusal)] if refusal else []
         extraction.add_choice(texts, calls, refusal=refused, finish=reason)
 
-    functions = []
-    for entry in indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS)):
-        if not isinstance(entry, Mapping):
-            continue
-        function = dict(entry)
-        if isinstance(function.get("parameters"), str):
-            where = f"{what} {semconv.LLM_REQUEST_FUNCTIONS} parameters"
-            function["parameters"] = load_json(function["parameters"], where, extraction.warnings)
-        functions.append(function)
-    if functions:
-        extraction.tools = tools(functions, extraction.warnings, what)
+    entries = [
+        e
+        for e in indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS))
+        if isinstance(e, Mapping)
+    ]
+    if entries:
+
+        def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
+            functions = []
+            for entry in entries:
+                function = dict(entry)
+                if isinstance(function.get("parameters"), str):
+                    where = f"{what} {semconv.LLM_REQUEST_FUNCTIONS} parameters"
+                    function["parameters"] = load_json(function["parameters"], where, warnings)
+                functions.append(function)
+            return tools(functions, warnings, what)
+
+        remembered = hashable(("openllmetry", *(tuple(e.items()) for e in entries)))
+        extraction.tools = remembered_tools(remembered, read, extraction.warnings)
     return extraction
 
 
