@@ -131,6 +131,11 @@ def load_json(value: Any, what: str, warnings: list[str]) -> Any:
     return value
 
 
+def is_mapping(value: Any) -> bool:
+    """`isinstance(value, Mapping)`, a third of its time for the dicts of parsed JSON."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def as_str(value: Any) -> str | None:
     """A scalar as a string; None for None, containers and empty strings."""
     if type(value) is str:  # the usual case, without the (slow) Mapping ABC check
@@ -253,6 +258,10 @@ FLATTENED_PREFIXES = (
     "llm.choices",
 )
 _STARTS = tuple(prefix + "." for prefix in FLATTENED_PREFIXES)
+# The prefixes differ in their first nine characters: a key's head names its prefix.
+_HEAD = 9
+_START_BY_HEAD = {start[:_HEAD]: start for start in _STARTS}
+assert len(_START_BY_HEAD) == len(_STARTS) and min(map(len, _STARTS)) >= _HEAD
 
 
 class _FlatIndex:
@@ -267,13 +276,11 @@ class _FlatIndex:
         self.attrs = attrs
         self.keys: dict[str, list[str]] = {}
         self.trees: dict[str, dict[str, Any]] = {}
-        starts = _STARTS
+        by_head = _START_BY_HEAD
         for key in attrs:
-            if type(key) is str and key.startswith(starts):
-                for start in starts:
-                    if key.startswith(start):
-                        self.keys.setdefault(start, []).append(key)
-                        break
+            start = by_head.get(key[:_HEAD])
+            if start is not None and key.startswith(start):
+                self.keys.setdefault(start, []).append(key)
 
     def tree(self, start: str) -> dict[str, Any]:
         found = self.trees.get(start)
@@ -326,7 +333,7 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
 
 def indexed(node: Any) -> list[Any]:
     """The values under numeric keys, in index order (gaps skipped)."""
-    if type(node) is dict or isinstance(node, Mapping):
+    if is_mapping(node):
         keys = [k for k in node if type(k) is str and k.isdigit()]
         if len(keys) > 1:
             keys.sort(key=int)
@@ -376,21 +383,21 @@ def tool_response(call_id: Any, response: Any, name: Any = None) -> LLMToolRespo
 
 def openai_tool_call(call: Any) -> LLMToolCall | None:
     """`{id, function: {name, arguments}}` or `{id, name, arguments}` -> LLMToolCall."""
-    if not isinstance(call, Mapping):
+    if not is_mapping(call):
         return None
     function = call.get("function")
-    spec = function if isinstance(function, Mapping) else call
+    spec = function if is_mapping(function) else call
     return tool_call(call.get("id") or call.get("call_id"), spec.get("name"), spec.get("arguments"))
 
 
 def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefinition] | None:
     """Tool definitions in any OpenAI/Anthropic/semconv shape; None when there are none."""
-    if isinstance(definitions, Mapping):
+    if is_mapping(definitions):
         definitions = [definitions]
     if not isinstance(definitions, (list, tuple)):
         return None
     try:
-        return tool_definitions([d for d in definitions if isinstance(d, Mapping)])
+        return tool_definitions([d for d in definitions if is_mapping(d)])
     except Exception as exc:  # a malformed schema must not lose the interaction
         warnings.append(f"{what}: unreadable tool definitions ({exc}); skipped")
         return None
@@ -477,7 +484,7 @@ def openai_message(message: Any) -> tuple[str, list[str], list[LLMToolCall], lis
     Reads `role`, `content` (string or parts), `tool_calls`, `function_call`, and for
     role `tool` the `tool_call_id` (or `id`, as log-record bodies have it).
     """
-    if not isinstance(message, Mapping):
+    if not is_mapping(message):
         return "user", [text_value(message)] if message is not None else [], [], []
     role = (as_str(message.get("role")) or "user").lower()
     content = message.get("content")
@@ -505,7 +512,7 @@ def parts_message(
     left out; with `apart` (for outputs) they go to `apart["reasoning"]` and refusal
     parts to `apart["refusal"]` instead of the texts.
     """
-    if not isinstance(message, Mapping):
+    if not is_mapping(message):
         warnings.append(f"{what}: a message is not an object; skipped")
         return "user", [], [], []
     parts = message.get("parts")
@@ -519,7 +526,7 @@ def parts_message(
         if isinstance(part, str):
             texts.append(part)
             continue
-        if not isinstance(part, Mapping):
+        if not is_mapping(part):
             continue
         kind = as_str(part.get("type")) or PART_TEXT
         if kind == PART_TOOL_CALL:
@@ -527,7 +534,7 @@ def parts_message(
         elif kind == PART_TOOL_RESPONSE:
             result = part["response"] if "response" in part else part.get("result")
             if isinstance(result, list) and all(
-                isinstance(block, Mapping) and block.get("type") == PART_TEXT for block in result
+                is_mapping(block) and block.get("type") == PART_TEXT for block in result
             ):
                 result = text_value(result)  # Anthropic text blocks: the result is their text
             responses.append(tool_response(part.get("id"), result, part.get("name")))

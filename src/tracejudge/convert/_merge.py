@@ -43,7 +43,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _json
-from tracejudge.convert._common import Extraction, as_str
+from tracejudge.convert._common import Extraction, as_str, is_mapping
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
@@ -64,13 +64,21 @@ class Call:
     records: list[tuple[SpanRecord, Extraction]] = field(default_factory=list)
     #: Same-scope nesting (an instrumentation that wrapped the client twice).
     doubled: list[tuple[SpanRecord, SpanRecord]] = field(default_factory=list)
+    #: The provider's response id each record names (by span id), read once.
+    response_ids: dict[str, str | None] = field(default_factory=dict)
+
+    _primary: tuple[SpanRecord, Extraction] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
 
     @property
     def primary(self) -> tuple[SpanRecord, Extraction]:
-        return max(
-            enumerate(self.records),
-            key=lambda item: (*_completeness(item[1][1]), item[1][0] is self.span, -item[0]),
-        )[1]
+        if self._primary is None:  # chosen once: records do not change after grouping
+            self._primary = max(
+                enumerate(self.records),
+                key=lambda item: (*_completeness(item[1][1]), item[1][0] is self.span, -item[0]),
+            )[1]
+        return self._primary
 
 
 def _completeness(extraction: Extraction) -> tuple[bool, bool, bool, bool]:
@@ -106,20 +114,20 @@ def response_id(span: SpanRecord) -> str | None:
 def _id_in(value: Any) -> str | None:
     """A response id in a raw response: OpenAI/Anthropic `{"id"}`, LangChain's
     `llm_output.id` or a generation message's `response_metadata.id`."""
-    if not isinstance(value, Mapping):
+    if not is_mapping(value):
         return None
     found = as_str(value.get("id"))
     if found:
         return found
     llm_output = value.get("llm_output")
-    if isinstance(llm_output, Mapping) and as_str(llm_output.get("id")):
+    if is_mapping(llm_output) and as_str(llm_output.get("id")):
         return as_str(llm_output.get("id"))
     for row in value.get("generations") or ():
         for generation in row if isinstance(row, list) else [row]:
-            message = generation.get("message") if isinstance(generation, Mapping) else None
-            kwargs = message.get("kwargs") if isinstance(message, Mapping) else None
-            metadata = kwargs.get("response_metadata") if isinstance(kwargs, Mapping) else None
-            if isinstance(metadata, Mapping) and as_str(metadata.get("id")):
+            message = generation.get("message") if is_mapping(generation) else None
+            kwargs = message.get("kwargs") if is_mapping(message) else None
+            metadata = kwargs.get("response_metadata") if is_mapping(kwargs) else None
+            if is_mapping(metadata) and as_str(metadata.get("id")):
                 return as_str(metadata.get("id"))
     return None
 
@@ -213,7 +221,11 @@ def group_calls(
     calls = []
     for group in members.values():
         outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
-        call = Call(span=outer.span, records=[(n.span, n.extraction) for n in group])
+        call = Call(
+            span=outer.span,
+            records=[(n.span, n.extraction) for n in group],
+            response_ids={n.span.span_id: n.response_id for n in group},
+        )
         call.doubled = [(a.span, b.span) for a, b in doubled if find(a.index) == find(outer.index)]
         calls.append(call)
     calls.sort(key=lambda call: next(i for i, (s, _) in enumerate(records) if s is call.span))

@@ -427,7 +427,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
             (
                 found
                 for record, _ in [primary, *call.records]
-                if (found := _merge.response_id(record))
+                if (found := call.response_ids.get(record.span_id))
             ),
             None,
         ),

@@ -29,6 +29,7 @@ from tracejudge.convert._common import (
     as_str,
     finish_reason,
     indexed,
+    is_mapping,
     load_json,
     message_inputs,
     model_and_usage,
@@ -89,9 +90,12 @@ def extract(span: SpanRecord) -> Extraction:
             sources.append(event.attributes)
             if isinstance(event.body, Mapping):
                 sources.append(event.body)
-    merged: dict[str, Any] = {}
-    for source in reversed(sources):
-        merged.update({k: v for k, v in source.items() if v is not None})
+    if len(sources) == 1:
+        merged: Mapping[str, Any] = span.attributes  # nothing to merge (the usual case)
+    else:
+        merged = {}
+        for source in reversed(sources):
+            merged.update({k: v for k, v in source.items() if v is not None})
     model_and_usage(merged, extraction)
 
     if any(merged.get(key) is not None for key in _CONTENT_KEYS):
@@ -105,7 +109,7 @@ def _message_list(value: Any, what: str, extraction: Extraction) -> list[Any]:
     parsed = load_json(value, what, extraction.warnings)
     if parsed is None:
         return []
-    if isinstance(parsed, Mapping):
+    if is_mapping(parsed):
         return [parsed]
     if isinstance(parsed, (list, tuple)):
         return list(parsed)
@@ -119,7 +123,7 @@ def _system_text(value: Any, what: str, extraction: Extraction) -> str:
         if not stripped.startswith(("[", "{", '"')):
             return value  # a plain-text system prompt, not a JSON part list
     parsed = load_json(value, what, extraction.warnings)
-    if isinstance(parsed, Mapping) and "parts" in parsed:
+    if is_mapping(parsed) and "parts" in parsed:
         parsed = parsed["parts"]
     return text_value(parsed) if parsed is not None else ""
 
@@ -144,7 +148,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, what: 
         apart: dict[str, list[str]] = {}
         _, texts, calls, _ = parts_message(message, what, extraction.warnings, apart)
         reason = None
-        if isinstance(message, Mapping):
+        if is_mapping(message):
             reason = finish_reason(message.get("finish_reason"))
         extraction.add_choice(
             texts,
@@ -181,14 +185,14 @@ def _from_message_events(events: list[EventRecord], extraction: Extraction, what
         if event.name in _ROLE_EVENTS:
             extraction.has_content = True
             body = _body(event, f"{what} event {event.name}", extraction)
-            message = dict(body) if isinstance(body, Mapping) else {"content": body}
+            message = dict(body) if is_mapping(body) else {"content": body}
             if not message.get("role"):
                 message["role"] = _ROLE_EVENTS[event.name]
             extraction.inputs.extend(openai_message_inputs(message))
         elif event.name == semconv.EVENT_CHOICE:
             extraction.has_content = True
             body = _body(event, f"{what} event {event.name}", extraction)
-            if not isinstance(body, Mapping):
+            if not is_mapping(body):
                 body = {"message": {"content": body}}
             index = as_int(body.get("index"))
             choices.append((index if index is not None else position, position, [body]))
@@ -208,7 +212,7 @@ def _from_message_events(events: list[EventRecord], extraction: Extraction, what
 
 
 def _add_choice(choice: Any, extraction: Extraction) -> None:
-    if not isinstance(choice, Mapping):
+    if not is_mapping(choice):
         choice = {"message": {"content": choice}}
     message = choice.get("message") if isinstance(choice.get("message"), Mapping) else choice
     _, texts, calls, _ = openai_message(dict(message, role="assistant"))

@@ -27,6 +27,7 @@ from tracejudge.convert._common import (
     finish_reasons,
     hashable,
     indexed,
+    is_mapping,
     load_json,
     openai_message,
     openai_message_inputs,
@@ -98,7 +99,7 @@ def extract(span: SpanRecord) -> Extraction:
         calls = []
         for raw_call in shaped["tool_calls"]:
             function = raw_call.get("function")
-            name = function.get("name") if isinstance(function, Mapping) else None
+            name = function.get("name") if is_mapping(function) else None
             if name in SERVER_TOOL_ITEMS:
                 call = tool_call(raw_call.get("id"), SERVER_TOOL_ITEMS[name], {})
                 extraction.server_tools.append(call)
@@ -120,15 +121,18 @@ def extract(span: SpanRecord) -> Extraction:
 
     raw_schemas = []
     for entry in indexed(unflatten(attrs, semconv.LLM_TOOLS)):
-        tool = entry.get(semconv.OI_TOOL) if isinstance(entry, Mapping) else None
-        raw_schemas.append(tool.get(semconv.OI_JSON_SCHEMA) if isinstance(tool, Mapping) else None)
+        tool = entry.get(semconv.OI_TOOL) if is_mapping(entry) else None
+        raw_schemas.append(tool.get(semconv.OI_JSON_SCHEMA) if is_mapping(tool) else None)
     if raw_schemas:
 
         def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
             schemas = []
             for raw_schema in raw_schemas:
                 schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", warnings)
-                if isinstance(schema, Mapping) and schema.get("type") in (None, "function"):
+                if is_mapping(schema) and schema.get("type") in (
+                    None,
+                    "function",
+                ):
                     schemas.append(schema)  # built-in tools (web search ...) have no schema
             return tools(schemas, warnings, what) if schemas else None
 
@@ -149,7 +153,7 @@ def _raw_response(value: Any) -> Mapping[str, Any]:
         parsed = _json.loads(value)
     except (ValueError, RecursionError):
         return {}
-    return parsed if isinstance(parsed, Mapping) else {}
+    return parsed if is_mapping(parsed) else {}
 
 
 def _refusal(raw: Mapping[str, Any]) -> str | None:
@@ -158,12 +162,12 @@ def _refusal(raw: Mapping[str, Any]) -> str | None:
     choices = raw.get("choices")
     if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
         message = choices[0].get("message")
-        if isinstance(message, Mapping):
+        if is_mapping(message):
             return as_str(message.get("refusal"))
     found = []
     for item in raw.get("output") or ():
-        for part in item.get("content") or () if isinstance(item, Mapping) else ():
-            if isinstance(part, Mapping) and part.get("type") == "refusal":
+        for part in item.get("content") or () if is_mapping(item) else ():
+            if is_mapping(part) and part.get("type") == "refusal":
                 found.append(as_str(part.get("refusal")) or "")
     return "\n".join(found) or None
 
@@ -171,15 +175,15 @@ def _refusal(raw: Mapping[str, Any]) -> str | None:
 def _legacy_completion(attrs: Mapping[str, Any], extraction: Extraction) -> None:
     """Legacy Completions: `llm.prompts.{i}.prompt.text`, `llm.choices.{i}.completion.text`."""
     for entry in indexed(unflatten(attrs, _PROMPTS)):
-        prompt = entry.get("prompt") if isinstance(entry, Mapping) else None
-        if isinstance(prompt, Mapping) and prompt.get("text") is not None:
+        prompt = entry.get("prompt") if is_mapping(entry) else None
+        if is_mapping(prompt) and prompt.get("text") is not None:
             extraction.has_content = True
             extraction.inputs.append(
                 LLMInput(role="user", type="text", content=text_value(prompt["text"]))
             )
     for entry in indexed(unflatten(attrs, _CHOICES)):
-        completion = entry.get("completion") if isinstance(entry, Mapping) else None
-        if isinstance(completion, Mapping) and completion.get("text") is not None:
+        completion = entry.get("completion") if is_mapping(entry) else None
+        if is_mapping(completion) and completion.get("text") is not None:
             extraction.has_content = True
             extraction.add_choice([text_value(completion["text"])], [])
 
@@ -190,22 +194,22 @@ def _requested_model(attrs: Mapping[str, Any]) -> str | None:
         parsed = _json.loads(params) if isinstance(params, str) else params
     except (ValueError, RecursionError):
         return None
-    return as_str(parsed.get("model")) if isinstance(parsed, Mapping) else None
+    return as_str(parsed.get("model")) if is_mapping(parsed) else None
 
 
 def _openai_shape(entry: Any) -> dict[str, Any]:
     """`{message: {role, content, contents, tool_calls: {j: {tool_call: …}}}}` -> OpenAI dict
     (plus `reasoning`: the texts of reasoning contents, kept out of the content)."""
-    message = entry.get(semconv.OI_MESSAGE) if isinstance(entry, Mapping) else None
-    if not isinstance(message, Mapping):
+    message = entry.get(semconv.OI_MESSAGE) if is_mapping(entry) else None
+    if not is_mapping(message):
         return {"role": "user", "content": None, "tool_calls": [], "reasoning": []}
     shaped = dict(message)
     reasoning: list[str] = []
     if shaped.get("content") is None and "contents" in message:
         parts = []
         for item in indexed(message.get("contents")):
-            part = item.get(semconv.OI_MESSAGE_CONTENT) if isinstance(item, Mapping) else None
-            if not isinstance(part, Mapping):
+            part = item.get(semconv.OI_MESSAGE_CONTENT) if is_mapping(item) else None
+            if not is_mapping(part):
                 continue
             if part.get("type") in REASONING_PARTS:
                 reasoning.append(text_value(part.get("text")))
@@ -214,8 +218,8 @@ def _openai_shape(entry: Any) -> dict[str, Any]:
         shaped["content"] = parts
     calls = []
     for item in indexed(message.get("tool_calls")):
-        call = item.get(semconv.OI_TOOL_CALL) if isinstance(item, Mapping) else None
-        if isinstance(call, Mapping):
+        call = item.get(semconv.OI_TOOL_CALL) if is_mapping(item) else None
+        if is_mapping(call):
             calls.append(call)
     name = message.get(_FUNCTION_CALL_NAME)
     if name is not None:  # legacy `function_call` of Chat Completions
@@ -237,10 +241,10 @@ def _call_aliases(raw_request: Any) -> dict[str, str]:
         request = _json.loads(raw_request)
     except (ValueError, RecursionError):
         return {}
-    items = request.get("input") if isinstance(request, Mapping) else None
+    items = request.get("input") if is_mapping(request) else None
     aliases: dict[str, str] = {}
     for item in items if isinstance(items, list) else []:
-        if isinstance(item, Mapping) and item.get("type") == _FUNCTION_CALL_ITEM:
+        if is_mapping(item) and item.get("type") == _FUNCTION_CALL_ITEM:
             item_id, call_id = as_str(item.get("id")), as_str(item.get("call_id"))
             if item_id and call_id and item_id != call_id:
                 aliases[item_id] = call_id

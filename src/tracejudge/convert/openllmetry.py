@@ -15,7 +15,6 @@ attributes `gen_ai.prompt.{i}.role|content|tool_call_id|tool_calls.{j}.*`,
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
@@ -28,6 +27,7 @@ from tracejudge.convert._common import (
     has_indexed,
     hashable,
     indexed,
+    is_mapping,
     load_json,
     model_and_usage,
     openai_message,
@@ -71,16 +71,12 @@ def extract_legacy(span: SpanRecord) -> Extraction:
     for entry in indexed(unflatten(attrs, semconv.GEN_AI_COMPLETION)):
         message = _message(entry, role="assistant")
         _, texts, calls, _ = openai_message(message)
-        reason = finish_reason(entry.get("finish_reason")) if isinstance(entry, Mapping) else None
+        reason = finish_reason(entry.get("finish_reason")) if is_mapping(entry) else None
         refusal = message.get("refusal")
         refused = [str(refusal)] if refusal else []
         extraction.add_choice(texts, calls, refusal=refused, finish=reason)
 
-    entries = [
-        e
-        for e in indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS))
-        if isinstance(e, Mapping)
-    ]
+    entries = [e for e in indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS)) if is_mapping(e)]
     if entries:
 
         def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
@@ -99,7 +95,7 @@ def extract_legacy(span: SpanRecord) -> Extraction:
 
 
 def _message(entry: Any, role: str | None = None) -> dict[str, Any]:
-    if not isinstance(entry, Mapping):
+    if not is_mapping(entry):
         return {"role": role or "user", "content": entry}
     message = dict(entry)
     if role and not message.get("role"):
@@ -116,7 +112,7 @@ def _content(value: Any) -> Any:
             parts = _json.loads(value)
         except (ValueError, RecursionError):
             return value
-        if isinstance(parts, list) and all(isinstance(p, Mapping) and "type" in p for p in parts):
+        if isinstance(parts, list) and all(is_mapping(p) and "type" in p for p in parts):
             return parts
     return value
 
