@@ -144,10 +144,11 @@ def _adopt_covered_siblings(
     for span in spans:
         children.setdefault(span.parent_id, []).append(span)
     new_parent: dict[str, str] = {}
+    by_id = {span.span_id: span for span in spans}
     for span_id, (_, name) in identities.items():
         if span_id in children:
             continue
-        span = next(s for s in spans if s.span_id == span_id)
+        span = by_id[span_id]
         if span.parent_id is None:
             continue
         for sibling in children.get(span.parent_id, []):

@@ -218,18 +218,24 @@ def group_calls(
     members: dict[int, list[_Node]] = {}
     for node in nodes:
         members.setdefault(find(node.index), []).append(node)
-    calls = []
-    for group in members.values():
-        outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
+    doubled_in: dict[int, list[tuple[SpanRecord, SpanRecord]]] = {}
+    for inner, outer_node in doubled:
+        doubled_in.setdefault(find(inner.index), []).append((inner.span, outer_node.span))
+    placed = []
+    for root, group in members.items():
+        if len(group) == 1:
+            outer = group[0]  # the usual case: a call recorded once
+        else:
+            outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
         call = Call(
             span=outer.span,
             records=[(n.span, n.extraction) for n in group],
+            doubled=doubled_in.get(root, []),
             response_ids={n.span.span_id: n.response_id for n in group},
         )
-        call.doubled = [(a.span, b.span) for a, b in doubled if find(a.index) == find(outer.index)]
-        calls.append(call)
-    calls.sort(key=lambda call: next(i for i, (s, _) in enumerate(records) if s is call.span))
-    return calls
+        placed.append((outer.index, call))
+    placed.sort(key=lambda item: item[0])  # in the order of their outermost records
+    return [call for _, call in placed]
 
 
 def _depth_in(

@@ -106,9 +106,11 @@ def extract(span: SpanRecord) -> Extraction:
         else:
             extraction = genai_semconv.extract(span)
         openllmetry.unrecorded_server_tools(span, extraction)
-    extraction.inputs = smolagents.map_roles(
-        extraction.inputs, _describe(span), extraction.warnings
-    )
+    known = smolagents.KNOWN_ROLES
+    if not all(item.role in known for item in extraction.inputs):
+        extraction.inputs = smolagents.map_roles(
+            extraction.inputs, _describe(span), extraction.warnings
+        )
     return extraction
 
 
