@@ -171,3 +171,28 @@ def test_conversion_leaves_the_collector_as_it_found_it() -> None:
         assert not gc.isenabled()
     finally:
         gc.enable()
+
+
+_RAW_RESPONSES = [
+    '{"id": "c1", "choices": [{"message": {"role": "assistant", "refusal": null}}]}',
+    '{"id": "c1", "choices": [{"message": {"role": "assistant", "refusal": "I cannot"}}]}',
+    '{"id": "c1", "choices": [{"message": {"refusal": ""}}]}',
+    '{"object": "response", "output": [{"content": [{"type": "output_text"}]}]}',
+    '{"object" : "response", "output": [{"content": [{"type": "refusal", "refusal": "no"}]}]}',
+    '{"output": [{"content": [{"type": "refusal",\n "refusal":\n"no"}]}]}',
+    '{"choices": [{"message": {"content": "say \\"refusal\\": x"}}]}',
+    '{"choices": [{"message": {"refusal": nul',
+]
+
+
+@pytest.mark.parametrize("raw", _RAW_RESPONSES, ids=range(len(_RAW_RESPONSES)))
+def test_openinference_reads_the_raw_response_only_when_it_matters(raw: str) -> None:
+    from tracejudge.convert import openinference
+
+    try:
+        parsed = json.loads(raw)
+    except ValueError:
+        parsed = {}
+    read = openinference._raw_response(raw)
+    assert openinference._refusal(read) == openinference._refusal(parsed)
+    assert (read.get("object") == "response") == (parsed.get("object") == "response")

@@ -258,10 +258,22 @@ FLATTENED_PREFIXES = (
     "llm.choices",
 )
 _STARTS = tuple(prefix + "." for prefix in FLATTENED_PREFIXES)
-# The prefixes differ in their first nine characters: a key's head names its prefix.
-_HEAD = 9
-_START_BY_HEAD = {start[:_HEAD]: start for start in _STARTS}
-assert len(_START_BY_HEAD) == len(_STARTS) and min(map(len, _STARTS)) >= _HEAD
+
+# Where each attribute key seen lies: (its flattened prefix, the path below it split at the
+# dots), or None for a key of no such prefix. Instrumentations write the same keys on every
+# span, so a key is split once instead of on every span; cleared when full (hostile input
+# may make up keys without end).
+_Path = tuple[str, tuple[str, ...], str]  # prefix + ".", the parents' segments, the leaf
+_paths: dict[str, _Path | None] = {}
+_PATHS_REMEMBERED = 20_000
+
+
+def _path_of(key: str) -> _Path | None:
+    for start in _STARTS:
+        if key.startswith(start):
+            *parents, leaf = key[len(start) :].split(".")
+            return start, tuple(parents), leaf
+    return None
 
 
 class _FlatIndex:
@@ -274,18 +286,25 @@ class _FlatIndex:
 
     def __init__(self, attrs: Mapping[str, Any]) -> None:
         self.attrs = attrs
-        self.keys: dict[str, list[str]] = {}
+        self.keys: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}
         self.trees: dict[str, dict[str, Any]] = {}
-        by_head = _START_BY_HEAD
+        paths = _paths
         for key in attrs:
-            start = by_head.get(key[:_HEAD])
-            if start is not None and key.startswith(start):
-                self.keys.setdefault(start, []).append(key)
+            try:
+                path = paths[key]
+            except KeyError:
+                path = _path_of(key)
+                if len(paths) >= _PATHS_REMEMBERED:
+                    paths.clear()
+                paths[key] = path
+            if path is not None:
+                start, parents, leaf = path
+                self.keys.setdefault(start, []).append((key, parents, leaf))
 
     def tree(self, start: str) -> dict[str, Any]:
         found = self.trees.get(start)
         if found is None:
-            found = self.trees[start] = _tree_of(self.attrs, self.keys.get(start, ()), start)
+            found = self.trees[start] = _tree_of(self.attrs, self.keys.get(start, ()))
         return found
 
 
@@ -302,20 +321,19 @@ def _index(attrs: Mapping[str, Any]) -> _FlatIndex:
     return index
 
 
-def _tree_of(attrs: Mapping[str, Any], keys: Iterable[str], start: str) -> dict[str, Any]:
+def _tree_of(
+    attrs: Mapping[str, Any], keys: Iterable[tuple[str, tuple[str, ...], str]]
+) -> dict[str, Any]:
     root: dict[str, Any] = {}
-    cut = len(start)
-    for key in keys:
-        value = attrs[key]
-        parts = key[cut:].split(".")
+    for key, parents, leaf in keys:
         node = root
-        for part in parts[:-1]:
+        for part in parents:
             child = node.setdefault(part, {})
             if type(child) is not dict:
                 break
             node = child
         else:
-            node.setdefault(parts[-1], value)
+            node.setdefault(leaf, attrs[key])
     return root
 
 
@@ -328,7 +346,12 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     start = prefix + "."
     if start in _STARTS:
         return _index(attrs).tree(start)
-    return _tree_of(attrs, [key for key in attrs if key.startswith(start)], start)
+    found = []
+    for key in attrs:
+        if key.startswith(start):
+            *parents, leaf = key[len(start) :].split(".")
+            found.append((key, tuple(parents), leaf))
+    return _tree_of(attrs, found)
 
 
 def indexed(node: Any) -> list[Any]:
@@ -343,12 +366,19 @@ def indexed(node: Any) -> list[Any]:
     return []
 
 
+def has_flattened(attrs: Mapping[str, Any], prefix: str) -> bool:
+    """Whether any key starts with `prefix.` (one of `FLATTENED_PREFIXES`)."""
+    return prefix + "." in _index(attrs).keys
+
+
 def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
     """Whether any key is `prefix.<digit>...`."""
     start = prefix + "."
+    if start in _STARTS:
+        found = _index(attrs).keys.get(start, ())
+        return any((parents[0] if parents else leaf)[:1].isdigit() for _, parents, leaf in found)
     at = len(start)
-    keys = _index(attrs).keys.get(start, ()) if start in _STARTS else attrs
-    return any(k.startswith(start) and k[at : at + 1].isdigit() for k in keys)
+    return any(k.startswith(start) and k[at : at + 1].isdigit() for k in attrs)
 
 
 # --------------------------------------------------------------------------- messages

@@ -14,6 +14,7 @@ the raw request in `input.value`. Agents are spans of kind AGENT.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -25,6 +26,7 @@ from tracejudge.convert._common import (
     Extraction,
     as_str,
     finish_reasons,
+    has_flattened,
     hashable,
     indexed,
     is_mapping,
@@ -51,6 +53,9 @@ _PROMPTS = "llm.prompts"
 _CHOICES = "llm.choices"
 # Raw response JSON bigger than this is not parsed (it only adds the refusal).
 _MAX_RAW_CHARS = 2_000_000
+# What makes the raw response worth parsing: a refusal that is not null, or the Responses
+# API's object type. (In JSON text, `"refusal"` followed by a colon can only be a key.)
+_RAW_NEEDED = re.compile(r'"refusal"\s*:\s*[^n\s]|"object"\s*:\s*"response"')
 
 
 def is_llm(span: SpanRecord) -> bool:
@@ -67,13 +72,9 @@ def agent_name(span: SpanRecord) -> str:
 
 
 def has_messages(span: SpanRecord) -> bool:
-    prefixes = (
-        semconv.LLM_INPUT_MESSAGES + ".",
-        semconv.LLM_OUTPUT_MESSAGES + ".",
-        _PROMPTS + ".",
-        _CHOICES + ".",
-    )
-    return any(key.startswith(prefixes) for key in span.attributes)
+    attrs = span.attributes
+    prefixes = (semconv.LLM_INPUT_MESSAGES, semconv.LLM_OUTPUT_MESSAGES, _PROMPTS, _CHOICES)
+    return any(has_flattened(attrs, prefix) for prefix in prefixes)
 
 
 def extract(span: SpanRecord) -> Extraction:
@@ -144,10 +145,12 @@ def extract(span: SpanRecord) -> Extraction:
 
 
 def _raw_response(value: Any) -> Mapping[str, Any]:
-    """The raw response JSON (`output.value`) as a dict; empty when absent or unreadable."""
+    """The raw response JSON (`output.value`) as a dict, when it says something the
+    flattened attributes do not (a refusal, or that it is a Responses API response);
+    empty when it does not, or is absent or unreadable."""
     if not isinstance(value, str) or len(value) > _MAX_RAW_CHARS:
         return {}
-    if not value.lstrip().startswith("{"):
+    if not value.lstrip().startswith("{") or not _RAW_NEEDED.search(value):
         return {}
     try:
         parsed = _json.loads(value)
