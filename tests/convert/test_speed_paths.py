@@ -196,3 +196,21 @@ def test_openinference_reads_the_raw_response_only_when_it_matters(raw: str) -> 
     read = openinference._raw_response(raw)
     assert openinference._refusal(read) == openinference._refusal(parsed)
     assert (read.get("object") == "response") == (parsed.get("object") == "response")
+
+
+def test_converted_interactions_are_built_as_model_construct_builds_them() -> None:
+    traces = traces_from_otlp(FIXTURES / "openllmetry.jsonl")
+    interactions = [
+        i
+        for trace in traces
+        for a in trace.agent_instance_by_id.values()
+        for i in a.llm_interactions
+    ]
+    assert interactions
+    for interaction in interactions:
+        values = {name: getattr(interaction, name) for name in interaction.model_fields_set}
+        generic = LLMInteraction.model_construct(**values)
+        assert list(interaction.__dict__) == list(generic.__dict__)
+        assert interaction.model_fields_set == generic.model_fields_set
+        assert "tool_results" not in interaction.model_fields_set  # no tool span supplied any
+        assert interaction == LLMInteraction.model_validate(interaction.model_dump())

@@ -83,16 +83,17 @@ def construct(cls: type[M], **values: Any) -> M:
     return instance
 
 
-def build(cls: type[M], data: dict[str, Any]) -> M:
+def build(cls: type[M], data: dict[str, Any], given: frozenset[str] | None = None) -> M:
     """`construct(cls, **data)` where `data` holds every field of `cls`, in field order, and
     nothing else (the caller guarantees it: the test suite checks each caller's models).
+    `given` names the fields counted as set (`model_fields_set`), when not all of them.
     `data` becomes the instance's own: do not use it again."""
     extra = _extras.get(cls)
     if extra is None:
         extra = _extras[cls] = cls.model_config.get("extra") == "allow"
     instance = cls.__new__(cls)
     _set(instance, "__dict__", data)
-    _set(instance, "__pydantic_fields_set__", set(data))
+    _set(instance, "__pydantic_fields_set__", set(data if given is None else given))
     _set(instance, "__pydantic_extra__", {} if extra else None)
     _set(instance, "__pydantic_private__", None)
     return instance

@@ -30,7 +30,7 @@ from tracejudge.convert import (
     smolagents,
 )
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
-from tracejudge.convert._construct import construct
+from tracejudge.convert._construct import build
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.models import (
     AgentInstance,
@@ -58,6 +58,9 @@ _LLM_OPERATIONS = frozenset(
     }
 )
 _LEGACY_REQUEST_TYPES = frozenset({"chat", "completion"})
+#: The fields of a converted interaction counted as set (`tool_results` is set later, when
+#: a tool span supplies results).
+_INTERACTION_GIVEN = frozenset(LLMInteraction.model_fields) - {"tool_results"}
 
 
 @dataclass
@@ -407,32 +410,34 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     what = _describe(span)
     extraction = _merge.merge(call)
     errors = [error_text(record) for record, _ in [primary, *call.records]]
+    response_id = None
+    for record, _ in [primary, *call.records]:
+        response_id = call.response_ids.get(record.span_id)
+        if response_id:
+            break
     # Built without validation: every part is converter-made (see `_common`); the lists are
     # copied, as validation copied them, so that no extraction shares them.
-    interaction = construct(
+    interaction = build(
         LLMInteraction,
-        input_messages=list(extraction.inputs),
-        output_messages=list(extraction.outputs),
-        tools_available=list(extraction.tools) if extraction.tools is not None else None,
-        model=extraction.model,
-        usage=extraction.usage,
-        start_time=span.start,
-        end_time=span.end,
-        error=next((e for e in errors if e is not None), None),
-        finish_reason=extraction.finish_reasons[0] if extraction.finish_reasons else None,
-        refusal=extraction.refusal,
-        alternatives=[list(choice) for choice in extraction.alternatives] or None,
-        reasoning="\n\n".join(extraction.reasoning) or None,
-        server_tool_calls=list(extraction.server_tools) or None,
-        span_id=span.span_id,
-        response_id=next(
-            (
-                found
-                for record, _ in [primary, *call.records]
-                if (found := call.response_ids.get(record.span_id))
-            ),
-            None,
-        ),
+        {
+            "input_messages": list(extraction.inputs),
+            "output_messages": list(extraction.outputs),
+            "tools_available": list(extraction.tools) if extraction.tools is not None else None,
+            "model": extraction.model,
+            "usage": extraction.usage,
+            "start_time": span.start,
+            "end_time": span.end,
+            "error": next((e for e in errors if e is not None), None),
+            "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
+            "refusal": extraction.refusal,
+            "alternatives": [list(choice) for choice in extraction.alternatives] or None,
+            "reasoning": "\n\n".join(extraction.reasoning) or None,
+            "server_tool_calls": list(extraction.server_tools) or None,
+            "tool_results": None,
+            "span_id": span.span_id,
+            "response_id": response_id or None,
+        },
+        _INTERACTION_GIVEN,
     )
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
@@ -541,17 +546,20 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
                 interactions.append(item)
     names: dict[str, str] = {}
     for interaction in interactions:
-        contents = [m.content for m in interaction.input_messages]
-        contents += [m.content for m in interaction.output_messages]
-        for content in contents:
-            if isinstance(content, LLMToolCall):
-                content.id = aliases.get(content.id, content.id)
-                names.setdefault(content.id, content.name)
+        for messages in (interaction.input_messages, interaction.output_messages):
+            for message in messages:
+                content = message.content
+                if isinstance(content, LLMToolCall):
+                    if content.id in aliases:  # (assigning a model's field is not cheap)
+                        content.id = aliases[content.id]
+                    names.setdefault(content.id, content.name)
     for interaction in interactions:
         for message in interaction.input_messages:
             content = message.content
             if isinstance(content, LLMToolResponse) and content.name is None:
-                content.name = names.get(content.id)
+                name = names.get(content.id)
+                if name is not None:
+                    content.name = name
 
 
 def _pair_results(
