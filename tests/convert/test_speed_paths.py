@@ -141,6 +141,7 @@ def test_build_with_every_field_builds_what_construct_builds(
     assert built.__pydantic_extra__ == constructed.__pydantic_extra__
     assert built.__pydantic_private__ is None
     assert built.model_dump_json() == model(**values).model_dump_json()
+    assert model.__new__ is object.__new__  # what `build` makes its instances with
 
 
 def test_construct_hands_an_extra_value_to_model_construct() -> None:

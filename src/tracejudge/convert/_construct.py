@@ -75,11 +75,11 @@ def construct(cls: type[M], **values: Any) -> M:
         return cls.model_construct(**values)
     data = plan.template.copy()  # the fields in their order, as model_construct has them
     data.update(values)
-    instance = cls.__new__(cls)
+    instance = _new(cls)
     _set(instance, "__dict__", data)
-    _set(instance, "__pydantic_fields_set__", set(values))
-    _set(instance, "__pydantic_extra__", None if plan.extra is None else {})
-    _set(instance, "__pydantic_private__", None)
+    _set_fields_set(instance, set(values))
+    _set_extra(instance, None if plan.extra is None else {})
+    _set_private(instance, None)
     return instance
 
 
@@ -91,12 +91,18 @@ def build(cls: type[M], data: dict[str, Any], given: frozenset[str] | None = Non
     extra = _extras.get(cls)
     if extra is None:
         extra = _extras[cls] = cls.model_config.get("extra") == "allow"
-    instance = cls.__new__(cls)
+    # pydantic keeps these in slots of BaseModel: their descriptors set them directly, in
+    # half the time `object.__setattr__` takes to find them (models here define no __new__).
+    instance = _new(cls)
     _set(instance, "__dict__", data)
-    _set(instance, "__pydantic_fields_set__", set(data if given is None else given))
-    _set(instance, "__pydantic_extra__", {} if extra else None)
-    _set(instance, "__pydantic_private__", None)
+    _set_fields_set(instance, set(data if given is None else given))
+    _set_extra(instance, {} if extra else None)
+    _set_private(instance, None)
     return instance
 
 
+_new = object.__new__
+_set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
+_set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
+_set_private = BaseModel.__dict__["__pydantic_private__"].__set__
 _extras: dict[type[BaseModel], bool] = {}
