@@ -162,28 +162,44 @@ class _Broken(Exception):
 # Where spans lie in an ExportTraceServiceRequest: field 1 (ResourceSpans), then its
 # field 2 (ScopeSpans), then its field 2 (Span). Everything else is skipped unread.
 _SPAN_PATH = (1, 2, 2)
+#: A ResourceSpans or ScopeSpans up to this size is read into memory and parsed with one
+#: call (the fast path); a larger one is walked field by field, one span in memory.
+_WHOLE_BYTES = 8 * 1024 * 1024
 
 
 class _ProtobufReader:
-    """Reads the spans of a protobuf ExportTraceServiceRequest from a stream, one span in
-    memory at a time. A span that does not parse is skipped (its length is known); a
-    framing that breaks ends the reading with what was read before it."""
+    """Reads the spans of a protobuf ExportTraceServiceRequest from a stream.
 
-    def __init__(self, stream: io.BufferedReader, span_type: Any, scope_type: Any) -> None:
+    Each ResourceSpans (or, in a very large one, each ScopeSpans) is parsed with one call
+    when it parses cleanly. When it does not, or holds a field its schema does not know,
+    it is walked field by field instead, one span in memory at a time: a span that does
+    not parse is skipped (its length is known); a framing that breaks ends the reading
+    with what was read before it. Both ways read the same spans. (They differ only where
+    protobuf itself has a say: in a ScopeSpans that parses cleanly its `scope` applies to
+    all of its spans, as protobuf reads it; walked, a span takes the scope before it.)
+    """
+
+    def __init__(
+        self, stream: io.BufferedReader, types: tuple[Any, Any, Any, Any], unknown: Any
+    ) -> None:
         self.stream = stream
-        self.span_type = span_type
-        self.scope_type = scope_type
-        self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
+        self.unknown_fields = unknown  # google.protobuf's UnknownFieldSet
+        # ResourceSpans, ScopeSpans, Span, InstrumentationScope
+        self.resource_type, self.scopes_type, self.span_type, self.scope_type = types
         self.offset = 0
-        self.spans: list[tuple[Any, str | None]] = []
+        self.spans: list[SpanRecord] = []
         self.broken = 0
         self.resources = 0
+        self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
 
     def varint(self) -> int | None:
         """The next varint; None at a clean end of the stream."""
+        byte = self.stream.read(1)
+        if byte and byte[0] < 0x80:  # the usual one-byte varint
+            self.offset += 1
+            return byte[0]
         shift = result = 0
-        while shift < 64:
-            byte = self.stream.read(1)
+        while True:
             if not byte:
                 if shift:
                     raise _Broken("it ends inside a field's header")
@@ -193,7 +209,9 @@ class _ProtobufReader:
             if not byte[0] & 0x80:
                 return result
             shift += 7
-        raise _Broken("a field's header is not a varint")
+            if shift >= 64:
+                raise _Broken("a field's header is not a varint")
+            byte = self.stream.read(1)
 
     def skip(self, length: int) -> None:
         while length > 0:
@@ -239,15 +257,49 @@ class _ProtobufReader:
             self.skip(size)
         elif depth < len(_SPAN_PATH) - 1:
             self.resources += depth == 0
-            if depth == 1:
-                self.scope = None
-            self.message(depth + 1, size)
+            if size > _WHOLE_BYTES:
+                self.walk(depth, size)
+                return
+            payload = self.stream.read(size)
+            if len(payload) == size and self.whole(depth, payload):
+                self.offset += size
+                return
+            outer, self.stream = self.stream, io.BytesIO(payload)
+            try:
+                self.walk(depth, size)
+            finally:
+                self.stream = outer
         else:
             span = self.parse(self.span_type, size)
             if span is None:
                 self.broken += 1
             else:
-                self.spans.append((span, self.scope))
+                self.spans.append(_pb_span(span, self.scope))
+
+    def whole(self, depth: int, payload: bytes) -> bool:
+        """Take the spans of a ResourceSpans (depth 0) or ScopeSpans (depth 1) when it
+        parses whole with no unknown field (groups, which the walk rejects, would be
+        one); False, having taken none, when it does not."""
+        message = (self.resource_type if depth == 0 else self.scopes_type)()
+        try:
+            message.ParseFromString(payload)
+        except Exception:  # DecodeError and friends: the walk finds what reads
+            return False
+        scopes = message.scope_spans if depth == 0 else (message,)
+        unknown = self.unknown_fields
+        if unknown(message) or (depth == 0 and any(unknown(s) for s in scopes)):
+            return False
+        spans = self.spans
+        for scope_spans in scopes:
+            scope = scope_spans.scope.name or None
+            spans.extend([_pb_span(span, scope) for span in scope_spans.spans])
+        return True
+
+    def walk(self, depth: int, size: int) -> None:
+        """The next `size` bytes, a ResourceSpans or ScopeSpans, read field by field."""
+        if depth == 1:
+            self.scope = None
+        self.message(depth + 1, size)
 
     def parse(self, message_type: Any, size: int) -> Any | None:
         """The next `size` bytes as a `message_type`, or None when they do not parse."""
@@ -268,7 +320,14 @@ def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> l
     _proto("opentelemetry.proto.collector.trace.v1.trace_service_pb2")  # the request's schema
     trace_pb2 = _proto("opentelemetry.proto.trace.v1.trace_pb2")
     common_pb2 = _proto("opentelemetry.proto.common.v1.common_pb2")
-    reader = _ProtobufReader(stream, trace_pb2.Span, common_pb2.InstrumentationScope)
+    types = (
+        trace_pb2.ResourceSpans,
+        trace_pb2.ScopeSpans,
+        trace_pb2.Span,
+        common_pb2.InstrumentationScope,
+    )
+    unknown = _proto("google.protobuf.unknown_fields").UnknownFieldSet
+    reader = _ProtobufReader(stream, types, unknown)
     try:
         reader.message(0, None)
     except _Broken as problem:
@@ -290,7 +349,7 @@ def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> l
             warnings.append(
                 f"OTLP protobuf input is corrupt: {reader.broken} spans do not parse; skipped"
             )
-    return [_pb_span(span, warnings, scope) for span, scope in reader.spans]
+    return reader.spans
 
 
 def _decode_protobuf_logs(data: bytes, warnings: list[str]) -> list[PlacedEvent]:
@@ -331,34 +390,42 @@ def _pb_value(value: Any) -> Any:
 
 
 def _pb_attributes(key_values: Any) -> dict[str, Any]:
-    return {kv.key: _pb_value(kv.value) for kv in key_values}
+    attributes = {}
+    for kv in key_values:
+        value = kv.value
+        # Most values are non-empty strings: one access tells (the kinds are a oneof).
+        text = value.string_value
+        attributes[kv.key] = text if text else _pb_value(value)
+    return attributes
 
 
 def _seconds(nanos: int) -> float | None:
     return nanos / 1e9 if nanos > 0 else None
 
 
-def _pb_span(span: Any, warnings: list[str], scope: str | None = None) -> SpanRecord:
+def _pb_span(span: Any, scope: str | None = None) -> SpanRecord:
+    status = span.status
+    events = span.events
     return SpanRecord(
-        trace_id=span.trace_id.hex(),
-        span_id=span.span_id.hex(),
-        parent_id=span.parent_span_id.hex() or None,
-        name=span.name,
-        start_ns=span.start_time_unix_nano or None,
-        end_ns=span.end_time_unix_nano or None,
-        status=_STATUS_BY_CODE.get(span.status.code, STATUS_UNSET),
-        status_message=span.status.message or None,
-        kind=_KIND_NAMES.get(span.kind),
-        attributes=_pb_attributes(span.attributes),
-        events=[
+        span.trace_id.hex(),
+        span.span_id.hex(),
+        span.parent_span_id.hex() or None,
+        span.name,
+        span.start_time_unix_nano or None,
+        span.end_time_unix_nano or None,
+        _STATUS_BY_CODE.get(status.code, STATUS_UNSET),
+        status.message or None,
+        _KIND_NAMES.get(span.kind),
+        _pb_attributes(span.attributes),
+        [
             EventRecord(
-                name=event.name,
-                time=_seconds(event.time_unix_nano),
-                attributes=_pb_attributes(event.attributes),
+                event.name, _seconds(event.time_unix_nano), _pb_attributes(event.attributes)
             )
-            for event in span.events
-        ],
-        scope=scope,
+            for event in events
+        ]
+        if events
+        else [],
+        scope,
     )
 
 
