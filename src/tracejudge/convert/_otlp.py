@@ -32,6 +32,11 @@ from tracejudge.convert._records import (
 )
 from tracejudge.convert._source import Opener, OTLPDecodeError, inflating
 
+try:  # the `speed` extra: OTLP/JSON lines of the usual shape decoded into Structs
+    from tracejudge.convert import _otlp_structs as _structs
+except ImportError:  # pragma: no cover - without msgspec, every line is read as plain JSON
+    _structs = None  # type: ignore[assignment]
+
 __all__ = ["MAX_INFLATED_BYTES", "OTLPDecodeError", "decode", "decode_logs", "decode_stream"]
 
 PlacedEvent = tuple[str, str, EventRecord]
@@ -437,13 +442,18 @@ def _decode_json(
 ) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
     """OTLP/JSON held whole in memory: one document, or one per line."""
     documents: list[tuple[str, Any]] = []
-    try:
-        whole = _json.loads(text)
-    except (ValueError, RecursionError):
-        whole = None
-        documents = list(_line_documents(enumerate(text.splitlines(), start=1), warnings))
+    typed = _typed(text)
+    if typed is not None:
+        whole: Any = typed
+        documents = [("document", typed)]
     else:
-        documents = list(_whole_documents(whole))
+        try:
+            whole = _json.loads(text)
+        except (ValueError, RecursionError):
+            whole = None
+            documents = list(_line_documents(enumerate(text.splitlines(), start=1), warnings))
+        else:
+            documents = list(_whole_documents(whole))
     spans, events, otlp_documents = _read_documents(documents, warnings)
     if otlp_documents == 0:
         if whole is None:
@@ -463,7 +473,7 @@ def _decode_json_stream(
     own (the Collector's file exporter writes one request per line); else read whole."""
     first_line = stream.readline()
     try:
-        first = _json.loads(first_line)
+        first = _typed(first_line) or _json.loads(first_line)
     except (ValueError, RecursionError):
         data = first_line + stream.read()
         try:
@@ -508,6 +518,10 @@ def _line_documents(
     for number, line in lines:
         if not line.strip():
             continue
+        typed = _typed(line)
+        if typed is not None:
+            yield (f"line {number}", typed)
+            continue
         try:
             yield (f"line {number}", _json.loads(line))
         except (ValueError, RecursionError) as exc:
@@ -527,6 +541,10 @@ def _read_documents(
     events: list[PlacedEvent] = []
     otlp_documents = 0
     for where, document in documents:
+        if _structs is not None and type(document) is _structs.Request:
+            otlp_documents += 1
+            _typed_spans(document, where, warnings, spans)
+            continue
         if not _is_mapping(document):
             warnings.append(f"OTLP/JSON {where} is not an object; skipped")
             continue
@@ -665,7 +683,10 @@ def _json_value(value: Any) -> Any:
     kvlist = _get(value, "kvlistValue", "kvlist_value")
     if kvlist is not None:
         return _json_attributes(_get(kvlist, "values"))
-    raw = _get(value, "bytesValue", "bytes_value")
+    return _json_bytes(_get(value, "bytesValue", "bytes_value"))
+
+
+def _json_bytes(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             return base64.b64decode(raw)
@@ -760,3 +781,105 @@ def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
         body=_json_value(body) if body is not None else None,
     )
     return trace_id, span_id, event
+
+
+# --------------------------------------------------------------------------- JSON, typed
+# The usual OTLP/JSON line decoded into `_otlp_structs` Structs (with msgspec) is read
+# here, as the plain path above reads the same line decoded into dicts, with the same
+# result: the Structs hold only the shape whose reading is the same.
+
+
+def _typed(data: str | bytes) -> Any:
+    """`data` as an `_otlp_structs.Request`, or None (no msgspec, or another shape)."""
+    return _structs.decode(data) if _structs is not None else None
+
+
+def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[SpanRecord]) -> None:
+    for resource in request.resourceSpans:
+        for scope_spans in resource.scopeSpans:
+            scope = scope_spans.scope
+            name = scope.name if scope is not None else None
+            scope_name = name if isinstance(name, str) and name else None
+            for raw in scope_spans.spans:
+                try:
+                    span = _typed_span(raw, where, warnings, scope_name)
+                except RecursionError:  # values nested deeper than Python recurses
+                    warnings.append(
+                        f"OTLP/JSON {where}: a span or log record nested too deeply; skipped"
+                    )
+                    continue
+                if span is not None:
+                    spans.append(span)
+
+
+def _typed_span(raw: Any, where: str, warnings: list[str], scope: str | None) -> SpanRecord | None:
+    trace_id = _json_id(raw.traceId, 16)
+    span_id = _json_id(raw.spanId, 8)
+    if trace_id is None or span_id is None:
+        warnings.append(f"OTLP/JSON {where}: a span without trace or span id; skipped")
+        return None
+    status = raw.status
+    if status is None:
+        status_name, message = STATUS_UNSET, None
+    else:
+        status_name = _json_enum(status.code, _STATUS_BY_CODE, "STATUS_CODE_") or STATUS_UNSET
+        message = status.message
+    kind = raw.kind
+    name = raw.name
+    return SpanRecord(
+        trace_id,
+        span_id,
+        _json_id(raw.parentSpanId, 8),
+        name if type(name) is str else str(name or ""),
+        _json_nanos(raw.startTimeUnixNano),
+        _json_nanos(raw.endTimeUnixNano),
+        status_name,
+        message if isinstance(message, str) and message else None,
+        _KIND_NAMES.get(kind) if type(kind) is int else _json_enum(kind, _KIND_NAMES, "SPAN_KIND_"),
+        _typed_attributes(raw.attributes),
+        [
+            EventRecord(
+                str(event.name or ""),
+                _seconds(_json_int(event.timeUnixNano)),
+                _typed_attributes(event.attributes),
+            )
+            for event in raw.events
+        ],
+        scope,
+    )
+
+
+def _typed_attributes(key_values: list[Any]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {}
+    unset = _structs.UNSET
+    for key_value in key_values:
+        key = key_value.key
+        if type(key) is str:
+            value = key_value.value
+            if value is not None:
+                text = value.stringValue
+                if text is not unset:
+                    attributes[key] = text
+                    continue
+            attributes[key] = _typed_value(value)
+    return attributes
+
+
+def _typed_value(value: Any) -> Any:
+    """`_json_value` of an `_otlp_structs.AnyValue` (or None)."""
+    if value is None:
+        return None
+    unset = _structs.UNSET
+    if value.stringValue is not unset:
+        return value.stringValue
+    if value.boolValue is not unset:
+        return value.boolValue
+    if value.intValue is not unset:
+        return _json_int(value.intValue)
+    if value.doubleValue is not unset:
+        return value.doubleValue
+    if value.arrayValue is not None:
+        return [_json_value(v) for v in _list(_get(value.arrayValue, "values"))]
+    if value.kvlistValue is not None:
+        return _json_attributes(_get(value.kvlistValue, "values"))
+    return _json_bytes(value.bytesValue)
