@@ -639,6 +639,13 @@ def _json_id(value: Any, size: int) -> str | None:
 
 
 def _json_int(value: Any) -> int:
+    if type(value) is str:  # as OTLP/JSON writes 64-bit integers
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            return 0
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):

@@ -6,7 +6,8 @@ lists where the schema has them. A request with a snake_case key (as protobuf's
 `json_format` may write), log records, or a value of another type fails to decode, and
 is read as plain JSON instead, with the same result. Fields the converter does not read
 are not declared (msgspec skips them); values whose type the converter checks itself
-are `Any`. Importing this module needs msgspec (the `speed` extra).
+are `Any`. The Structs are not tracked by the cyclic collector (`gc=False`): decoded
+JSON holds no cycles. Importing this module needs msgspec (the `speed` extra).
 """
 
 from __future__ import annotations
@@ -22,8 +23,9 @@ __all__ = ["UNSET", "AnyValue", "Request", "decode"]
 Refused = Annotated[int, msgspec.Meta(ge=1, le=0)]
 
 
-class AnyValue(Struct):
+class AnyValue(Struct, forbid_unknown_fields=True, gc=False):
     # UNSET where the key is absent: a present null is a value (the plain path's `in`).
+    # Any other key (a snake_case one) fails: the plain path reads it.
     stringValue: Any = UNSET
     boolValue: Any = UNSET
     intValue: Any = UNSET
@@ -31,33 +33,26 @@ class AnyValue(Struct):
     arrayValue: Any = None
     kvlistValue: Any = None
     bytesValue: Any = None
-    string_value: Refused = 0
-    bool_value: Refused = 0
-    int_value: Refused = 0
-    double_value: Refused = 0
-    array_value: Refused = 0
-    kvlist_value: Refused = 0
-    bytes_value: Refused = 0
 
 
-class KeyValue(Struct):
+class KeyValue(Struct, forbid_unknown_fields=True, gc=False):
     key: Any = None
     value: AnyValue | None = None
 
 
-class Event(Struct):
+class Event(Struct, gc=False):
     name: Any = None
     timeUnixNano: Any = None
     attributes: list[KeyValue] = []
     time_unix_nano: Refused = 0
 
 
-class Status(Struct):
+class Status(Struct, gc=False):
     code: Any = None
     message: Any = None
 
 
-class Span(Struct):
+class Span(Struct, gc=False):
     traceId: Any = None
     spanId: Any = None
     parentSpanId: Any = None
@@ -75,21 +70,21 @@ class Span(Struct):
     end_time_unix_nano: Refused = 0
 
 
-class Scope(Struct):
+class Scope(Struct, gc=False):
     name: Any = None
 
 
-class ScopeSpans(Struct):
+class ScopeSpans(Struct, gc=False):
     scope: Scope | None = None
     spans: list[Span] = []
 
 
-class ResourceSpans(Struct):
+class ResourceSpans(Struct, gc=False):
     scopeSpans: list[ScopeSpans] = []
     scope_spans: Refused = 0
 
 
-class Request(Struct):
+class Request(Struct, gc=False):
     resourceSpans: list[ResourceSpans]
     resource_spans: Refused = 0
     resourceLogs: Refused = 0
