@@ -4,6 +4,7 @@ and give the same warnings, on intact and on broken input."""
 
 from __future__ import annotations
 
+import io
 import random
 from pathlib import Path
 
@@ -11,6 +12,7 @@ import pytest
 
 from tracejudge.convert import _otlp
 from tracejudge.convert._otlp import OTLPDecodeError, decode
+from tracejudge.convert.stream import read_otlp_batches
 
 from ._helpers import FIXTURES
 
@@ -88,3 +90,17 @@ def test_a_scope_after_its_spans_names_them_all_as_protobuf_reads_it() -> None:
     spans, _, warnings = decode(data)
     assert [(s.name, s.scope) for s in spans] == [("a", "lib"), ("b", "lib")]
     assert warnings == []
+
+
+@pytest.mark.parametrize("extra", [0, 1])
+def test_streamed_pieces_that_start_like_json_are_read_as_decode_reads_them(extra: int) -> None:
+    # a ResourceSpans 123 bytes long is framed as "\n{": `decode` tries it as JSON first
+    span = Span(trace_id=b"\xff" * 16, span_id=b"\xfe" * 8, name="a").SerializeToString()
+    payload = _field(2, _field(2, span))
+    payload = _field(1, b"n" * (123 - len(payload) - 2 + extra)) + payload
+    request = _field(1, payload)
+    assert request.startswith(b"\n{") == (extra == 0)
+    (batch,) = read_otlp_batches(io.BytesIO(request))
+    spans, _, warnings = decode(request)
+    assert [s.name for s in batch.spans] == [s.name for s in spans] == ["a"]
+    assert batch.spans == spans and batch.warnings == warnings

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import importlib
 import io
 import json
@@ -37,7 +38,14 @@ try:  # the `speed` extra: OTLP/JSON lines of the usual shape decoded into Struc
 except ImportError:  # pragma: no cover - without msgspec, every line is read as plain JSON
     _structs = None  # type: ignore[assignment]
 
-__all__ = ["MAX_INFLATED_BYTES", "OTLPDecodeError", "decode", "decode_logs", "decode_stream"]
+__all__ = [
+    "MAX_INFLATED_BYTES",
+    "OTLPDecodeError",
+    "decode",
+    "decode_logs",
+    "decode_protobuf",
+    "decode_stream",
+]
 
 PlacedEvent = tuple[str, str, EventRecord]
 
@@ -185,7 +193,7 @@ class _ProtobufReader:
     """
 
     def __init__(
-        self, stream: io.BufferedReader, types: tuple[Any, Any, Any, Any], unknown: Any
+        self, stream: io.BufferedReader | io.BytesIO, types: tuple[Any, Any, Any, Any], unknown: Any
     ) -> None:
         self.stream = stream
         self.unknown_fields = unknown  # google.protobuf's UnknownFieldSet
@@ -321,7 +329,9 @@ class _ProtobufReader:
         return message
 
 
-def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> list[SpanRecord]:
+@functools.cache
+def _protobuf_types() -> tuple[tuple[Any, Any, Any, Any], Any]:
+    """(ResourceSpans, ScopeSpans, Span, InstrumentationScope), and UnknownFieldSet."""
     _proto("opentelemetry.proto.collector.trace.v1.trace_service_pb2")  # the request's schema
     trace_pb2 = _proto("opentelemetry.proto.trace.v1.trace_pb2")
     common_pb2 = _proto("opentelemetry.proto.common.v1.common_pb2")
@@ -331,7 +341,21 @@ def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> l
         trace_pb2.Span,
         common_pb2.InstrumentationScope,
     )
-    unknown = _proto("google.protobuf.unknown_fields").UnknownFieldSet
+    return types, _proto("google.protobuf.unknown_fields").UnknownFieldSet
+
+
+def decode_protobuf(data: bytes) -> tuple[list[SpanRecord], list[str]]:
+    """(spans, warnings) of a protobuf ExportTraceServiceRequest, not compressed: what
+    `decode` gives for it, unless it could be read as OTLP/JSON (starts, after bytes
+    that read as whitespace, with "{" or "[") or is blank, which `decode` tries first."""
+    warnings: list[str] = []
+    return _decode_protobuf_stream(io.BytesIO(data), warnings), warnings
+
+
+def _decode_protobuf_stream(
+    stream: io.BufferedReader | io.BytesIO, warnings: list[str]
+) -> list[SpanRecord]:
+    types, unknown = _protobuf_types()
     reader = _ProtobufReader(stream, types, unknown)
     try:
         reader.message(0, None)
