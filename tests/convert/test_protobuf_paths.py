@@ -48,7 +48,10 @@ def _broken(rng: random.Random, data: bytes) -> bytes:
     return bytes(changed)
 
 
-def test_parsed_whole_or_walked_every_fixture_reads_alike(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("whole_bytes", [0, 2000])
+def test_parsed_whole_or_walked_every_fixture_reads_alike(
+    monkeypatch: pytest.MonkeyPatch, whole_bytes: int
+) -> None:
     rng = random.Random(13)
     inputs = []
     for path in _fixtures():
@@ -57,7 +60,8 @@ def test_parsed_whole_or_walked_every_fixture_reads_alike(monkeypatch: pytest.Mo
     assert len(inputs) > 300
     whole = [_decoded(data) for data in inputs]
     assert any(not isinstance(found, str) and found[2] for found in whole)  # some warn
-    monkeypatch.setattr(_otlp, "_WHOLE_BYTES", 0)  # every ResourceSpans walked
+    # 0: every ResourceSpans walked; 2000: large ones walked, their ScopeSpans parsed whole
+    monkeypatch.setattr(_otlp, "_WHOLE_BYTES", whole_bytes)
     for data, expected in zip(inputs, whole, strict=True):
         assert _decoded(data) == expected
 
