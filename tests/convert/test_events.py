@@ -26,7 +26,7 @@ from tests.convert._helpers import (
     set_attr,
 )
 from tracejudge import semconv
-from tracejudge.convert import traces_from_otlp, traces_from_spans
+from tracejudge.convert import _otlp, traces_from_otlp, traces_from_spans
 from tracejudge.convert._otlp import decode
 
 
@@ -133,5 +133,7 @@ def test_missing_protobuf_support_says_what_to_install(monkeypatch: pytest.Monke
     monkeypatch.setitem(
         sys.modules, "opentelemetry.proto.collector.trace.v1.trace_service_pb2", None
     )
+    # the types are looked up once per process: look them up again, as a fresh one would
+    monkeypatch.setattr(_otlp, "_protobuf_types", _otlp._protobuf_types.__wrapped__)
     with pytest.raises(ImportError, match="pip install opentelemetry-proto"):
         traces_from_otlp(fixture("openllmetry", ".pb"))

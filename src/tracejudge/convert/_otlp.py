@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import functools
 import importlib
 import io
 import json
@@ -32,7 +33,19 @@ from tracejudge.convert._records import (
 )
 from tracejudge.convert._source import Opener, OTLPDecodeError, inflating
 
-__all__ = ["MAX_INFLATED_BYTES", "OTLPDecodeError", "decode", "decode_logs", "decode_stream"]
+try:  # the `speed` extra: OTLP/JSON lines of the usual shape decoded into Structs
+    from tracejudge.convert import _otlp_structs as _structs
+except ImportError:  # pragma: no cover - without msgspec, every line is read as plain JSON
+    _structs = None  # type: ignore[assignment]
+
+__all__ = [
+    "MAX_INFLATED_BYTES",
+    "OTLPDecodeError",
+    "decode",
+    "decode_logs",
+    "decode_protobuf",
+    "decode_stream",
+]
 
 PlacedEvent = tuple[str, str, EventRecord]
 
@@ -162,28 +175,44 @@ class _Broken(Exception):
 # Where spans lie in an ExportTraceServiceRequest: field 1 (ResourceSpans), then its
 # field 2 (ScopeSpans), then its field 2 (Span). Everything else is skipped unread.
 _SPAN_PATH = (1, 2, 2)
+#: A ResourceSpans or ScopeSpans up to this size is read into memory and parsed with one
+#: call (the fast path); a larger one is walked field by field, one span in memory.
+_WHOLE_BYTES = 8 * 1024 * 1024
 
 
 class _ProtobufReader:
-    """Reads the spans of a protobuf ExportTraceServiceRequest from a stream, one span in
-    memory at a time. A span that does not parse is skipped (its length is known); a
-    framing that breaks ends the reading with what was read before it."""
+    """Reads the spans of a protobuf ExportTraceServiceRequest from a stream.
 
-    def __init__(self, stream: io.BufferedReader, span_type: Any, scope_type: Any) -> None:
+    Each ResourceSpans (or, in a very large one, each ScopeSpans) is parsed with one call
+    when it parses cleanly. When it does not, or holds a field its schema does not know,
+    it is walked field by field instead, one span in memory at a time: a span that does
+    not parse is skipped (its length is known); a framing that breaks ends the reading
+    with what was read before it. Both ways read the same spans. (They differ only where
+    protobuf itself has a say: in a ScopeSpans that parses cleanly its `scope` applies to
+    all of its spans, as protobuf reads it; walked, a span takes the scope before it.)
+    """
+
+    def __init__(
+        self, stream: io.BufferedReader | io.BytesIO, types: tuple[Any, Any, Any, Any], unknown: Any
+    ) -> None:
         self.stream = stream
-        self.span_type = span_type
-        self.scope_type = scope_type
-        self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
+        self.unknown_fields = unknown  # google.protobuf's UnknownFieldSet
+        # ResourceSpans, ScopeSpans, Span, InstrumentationScope
+        self.resource_type, self.scopes_type, self.span_type, self.scope_type = types
         self.offset = 0
-        self.spans: list[tuple[Any, str | None]] = []
+        self.spans: list[SpanRecord] = []
         self.broken = 0
         self.resources = 0
+        self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
 
     def varint(self) -> int | None:
         """The next varint; None at a clean end of the stream."""
+        byte = self.stream.read(1)
+        if byte and byte[0] < 0x80:  # the usual one-byte varint
+            self.offset += 1
+            return byte[0]
         shift = result = 0
-        while shift < 64:
-            byte = self.stream.read(1)
+        while True:
             if not byte:
                 if shift:
                     raise _Broken("it ends inside a field's header")
@@ -193,7 +222,9 @@ class _ProtobufReader:
             if not byte[0] & 0x80:
                 return result
             shift += 7
-        raise _Broken("a field's header is not a varint")
+            if shift >= 64:
+                raise _Broken("a field's header is not a varint")
+            byte = self.stream.read(1)
 
     def skip(self, length: int) -> None:
         while length > 0:
@@ -239,15 +270,49 @@ class _ProtobufReader:
             self.skip(size)
         elif depth < len(_SPAN_PATH) - 1:
             self.resources += depth == 0
-            if depth == 1:
-                self.scope = None
-            self.message(depth + 1, size)
+            if size > _WHOLE_BYTES:
+                self.walk(depth, size)
+                return
+            payload = self.stream.read(size)
+            if len(payload) == size and self.whole(depth, payload):
+                self.offset += size
+                return
+            outer, self.stream = self.stream, io.BytesIO(payload)
+            try:
+                self.walk(depth, size)
+            finally:
+                self.stream = outer
         else:
             span = self.parse(self.span_type, size)
             if span is None:
                 self.broken += 1
             else:
-                self.spans.append((span, self.scope))
+                self.spans.append(_pb_span(span, self.scope))
+
+    def whole(self, depth: int, payload: bytes) -> bool:
+        """Take the spans of a ResourceSpans (depth 0) or ScopeSpans (depth 1) when it
+        parses whole with no unknown field (groups, which the walk rejects, would be
+        one); False, having taken none, when it does not."""
+        message = (self.resource_type if depth == 0 else self.scopes_type)()
+        try:
+            message.ParseFromString(payload)
+        except Exception:  # DecodeError and friends: the walk finds what reads
+            return False
+        scopes = message.scope_spans if depth == 0 else (message,)
+        unknown = self.unknown_fields
+        if unknown(message) or (depth == 0 and any(unknown(s) for s in scopes)):
+            return False
+        spans = self.spans
+        for scope_spans in scopes:
+            scope = scope_spans.scope.name or None
+            spans.extend([_pb_span(span, scope) for span in scope_spans.spans])
+        return True
+
+    def walk(self, depth: int, size: int) -> None:
+        """The next `size` bytes, a ResourceSpans or ScopeSpans, read field by field."""
+        if depth == 1:
+            self.scope = None
+        self.message(depth + 1, size)
 
     def parse(self, message_type: Any, size: int) -> Any | None:
         """The next `size` bytes as a `message_type`, or None when they do not parse."""
@@ -264,11 +329,34 @@ class _ProtobufReader:
         return message
 
 
-def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> list[SpanRecord]:
+@functools.cache
+def _protobuf_types() -> tuple[tuple[Any, Any, Any, Any], Any]:
+    """(ResourceSpans, ScopeSpans, Span, InstrumentationScope), and UnknownFieldSet."""
     _proto("opentelemetry.proto.collector.trace.v1.trace_service_pb2")  # the request's schema
     trace_pb2 = _proto("opentelemetry.proto.trace.v1.trace_pb2")
     common_pb2 = _proto("opentelemetry.proto.common.v1.common_pb2")
-    reader = _ProtobufReader(stream, trace_pb2.Span, common_pb2.InstrumentationScope)
+    types = (
+        trace_pb2.ResourceSpans,
+        trace_pb2.ScopeSpans,
+        trace_pb2.Span,
+        common_pb2.InstrumentationScope,
+    )
+    return types, _proto("google.protobuf.unknown_fields").UnknownFieldSet
+
+
+def decode_protobuf(data: bytes) -> tuple[list[SpanRecord], list[str]]:
+    """(spans, warnings) of a protobuf ExportTraceServiceRequest, not compressed: what
+    `decode` gives for it, unless it could be read as OTLP/JSON (starts, after bytes
+    that read as whitespace, with "{" or "[") or is blank, which `decode` tries first."""
+    warnings: list[str] = []
+    return _decode_protobuf_stream(io.BytesIO(data), warnings), warnings
+
+
+def _decode_protobuf_stream(
+    stream: io.BufferedReader | io.BytesIO, warnings: list[str]
+) -> list[SpanRecord]:
+    types, unknown = _protobuf_types()
+    reader = _ProtobufReader(stream, types, unknown)
     try:
         reader.message(0, None)
     except _Broken as problem:
@@ -290,7 +378,7 @@ def _decode_protobuf_stream(stream: io.BufferedReader, warnings: list[str]) -> l
             warnings.append(
                 f"OTLP protobuf input is corrupt: {reader.broken} spans do not parse; skipped"
             )
-    return [_pb_span(span, warnings, scope) for span, scope in reader.spans]
+    return reader.spans
 
 
 def _decode_protobuf_logs(data: bytes, warnings: list[str]) -> list[PlacedEvent]:
@@ -331,34 +419,42 @@ def _pb_value(value: Any) -> Any:
 
 
 def _pb_attributes(key_values: Any) -> dict[str, Any]:
-    return {kv.key: _pb_value(kv.value) for kv in key_values}
+    attributes = {}
+    for kv in key_values:
+        value = kv.value
+        # Most values are non-empty strings: one access tells (the kinds are a oneof).
+        text = value.string_value
+        attributes[kv.key] = text if text else _pb_value(value)
+    return attributes
 
 
 def _seconds(nanos: int) -> float | None:
     return nanos / 1e9 if nanos > 0 else None
 
 
-def _pb_span(span: Any, warnings: list[str], scope: str | None = None) -> SpanRecord:
+def _pb_span(span: Any, scope: str | None = None) -> SpanRecord:
+    status = span.status
+    events = span.events
     return SpanRecord(
-        trace_id=span.trace_id.hex(),
-        span_id=span.span_id.hex(),
-        parent_id=span.parent_span_id.hex() or None,
-        name=span.name,
-        start_ns=span.start_time_unix_nano or None,
-        end_ns=span.end_time_unix_nano or None,
-        status=_STATUS_BY_CODE.get(span.status.code, STATUS_UNSET),
-        status_message=span.status.message or None,
-        kind=_KIND_NAMES.get(span.kind),
-        attributes=_pb_attributes(span.attributes),
-        events=[
+        span.trace_id.hex(),
+        span.span_id.hex(),
+        span.parent_span_id.hex() or None,
+        span.name,
+        span.start_time_unix_nano or None,
+        span.end_time_unix_nano or None,
+        _STATUS_BY_CODE.get(status.code, STATUS_UNSET),
+        status.message or None,
+        _KIND_NAMES.get(span.kind),
+        _pb_attributes(span.attributes),
+        [
             EventRecord(
-                name=event.name,
-                time=_seconds(event.time_unix_nano),
-                attributes=_pb_attributes(event.attributes),
+                event.name, _seconds(event.time_unix_nano), _pb_attributes(event.attributes)
             )
-            for event in span.events
-        ],
-        scope=scope,
+            for event in events
+        ]
+        if events
+        else [],
+        scope,
     )
 
 
@@ -370,13 +466,18 @@ def _decode_json(
 ) -> tuple[list[SpanRecord], list[PlacedEvent], list[str]]:
     """OTLP/JSON held whole in memory: one document, or one per line."""
     documents: list[tuple[str, Any]] = []
-    try:
-        whole = _json.loads(text)
-    except (ValueError, RecursionError):
-        whole = None
-        documents = list(_line_documents(enumerate(text.splitlines(), start=1), warnings))
+    typed = _typed(text)
+    if typed is not None:
+        whole: Any = typed
+        documents = [("document", typed)]
     else:
-        documents = list(_whole_documents(whole))
+        try:
+            whole = _json.loads(text)
+        except (ValueError, RecursionError):
+            whole = None
+            documents = list(_line_documents(enumerate(text.splitlines(), start=1), warnings))
+        else:
+            documents = list(_whole_documents(whole))
     spans, events, otlp_documents = _read_documents(documents, warnings)
     if otlp_documents == 0:
         if whole is None:
@@ -396,7 +497,7 @@ def _decode_json_stream(
     own (the Collector's file exporter writes one request per line); else read whole."""
     first_line = stream.readline()
     try:
-        first = _json.loads(first_line)
+        first = _typed(first_line) or _json.loads(first_line)
     except (ValueError, RecursionError):
         data = first_line + stream.read()
         try:
@@ -441,6 +542,10 @@ def _line_documents(
     for number, line in lines:
         if not line.strip():
             continue
+        typed = _typed(line)
+        if typed is not None:
+            yield (f"line {number}", typed)
+            continue
         try:
             yield (f"line {number}", _json.loads(line))
         except (ValueError, RecursionError) as exc:
@@ -460,6 +565,10 @@ def _read_documents(
     events: list[PlacedEvent] = []
     otlp_documents = 0
     for where, document in documents:
+        if _structs is not None and type(document) is _structs.Request:
+            otlp_documents += 1
+            _typed_spans(document, where, warnings, spans)
+            continue
         if not _is_mapping(document):
             warnings.append(f"OTLP/JSON {where} is not an object; skipped")
             continue
@@ -554,6 +663,13 @@ def _json_id(value: Any, size: int) -> str | None:
 
 
 def _json_int(value: Any) -> int:
+    if type(value) is str:  # as OTLP/JSON writes 64-bit integers
+        try:
+            return int(value)
+        except (ValueError, OverflowError):
+            return 0
+    if type(value) is int:
+        return value
     if isinstance(value, bool):
         return 0
     if isinstance(value, int):
@@ -598,7 +714,10 @@ def _json_value(value: Any) -> Any:
     kvlist = _get(value, "kvlistValue", "kvlist_value")
     if kvlist is not None:
         return _json_attributes(_get(kvlist, "values"))
-    raw = _get(value, "bytesValue", "bytes_value")
+    return _json_bytes(_get(value, "bytesValue", "bytes_value"))
+
+
+def _json_bytes(raw: Any) -> Any:
     if isinstance(raw, str):
         try:
             return base64.b64decode(raw)
@@ -693,3 +812,105 @@ def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
         body=_json_value(body) if body is not None else None,
     )
     return trace_id, span_id, event
+
+
+# --------------------------------------------------------------------------- JSON, typed
+# The usual OTLP/JSON line decoded into `_otlp_structs` Structs (with msgspec) is read
+# here, as the plain path above reads the same line decoded into dicts, with the same
+# result: the Structs hold only the shape whose reading is the same.
+
+
+def _typed(data: str | bytes) -> Any:
+    """`data` as an `_otlp_structs.Request`, or None (no msgspec, or another shape)."""
+    return _structs.decode(data) if _structs is not None else None
+
+
+def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[SpanRecord]) -> None:
+    for resource in request.resourceSpans:
+        for scope_spans in resource.scopeSpans:
+            scope = scope_spans.scope
+            name = scope.name if scope is not None else None
+            scope_name = name if isinstance(name, str) and name else None
+            for raw in scope_spans.spans:
+                try:
+                    span = _typed_span(raw, where, warnings, scope_name)
+                except RecursionError:  # values nested deeper than Python recurses
+                    warnings.append(
+                        f"OTLP/JSON {where}: a span or log record nested too deeply; skipped"
+                    )
+                    continue
+                if span is not None:
+                    spans.append(span)
+
+
+def _typed_span(raw: Any, where: str, warnings: list[str], scope: str | None) -> SpanRecord | None:
+    trace_id = _json_id(raw.traceId, 16)
+    span_id = _json_id(raw.spanId, 8)
+    if trace_id is None or span_id is None:
+        warnings.append(f"OTLP/JSON {where}: a span without trace or span id; skipped")
+        return None
+    status = raw.status
+    if status is None:
+        status_name, message = STATUS_UNSET, None
+    else:
+        status_name = _json_enum(status.code, _STATUS_BY_CODE, "STATUS_CODE_") or STATUS_UNSET
+        message = status.message
+    kind = raw.kind
+    name = raw.name
+    return SpanRecord(
+        trace_id,
+        span_id,
+        _json_id(raw.parentSpanId, 8),
+        name if type(name) is str else str(name or ""),
+        _json_nanos(raw.startTimeUnixNano),
+        _json_nanos(raw.endTimeUnixNano),
+        status_name,
+        message if isinstance(message, str) and message else None,
+        _KIND_NAMES.get(kind) if type(kind) is int else _json_enum(kind, _KIND_NAMES, "SPAN_KIND_"),
+        _typed_attributes(raw.attributes),
+        [
+            EventRecord(
+                str(event.name or ""),
+                _seconds(_json_int(event.timeUnixNano)),
+                _typed_attributes(event.attributes),
+            )
+            for event in raw.events
+        ],
+        scope,
+    )
+
+
+def _typed_attributes(key_values: list[Any]) -> dict[str, Any]:
+    attributes: dict[str, Any] = {}
+    unset = _structs.UNSET
+    for key_value in key_values:
+        key = key_value.key
+        if type(key) is str:
+            value = key_value.value
+            if value is not None:
+                text = value.stringValue
+                if text is not unset:
+                    attributes[key] = text
+                    continue
+            attributes[key] = _typed_value(value)
+    return attributes
+
+
+def _typed_value(value: Any) -> Any:
+    """`_json_value` of an `_otlp_structs.AnyValue` (or None)."""
+    if value is None:
+        return None
+    unset = _structs.UNSET
+    if value.stringValue is not unset:
+        return value.stringValue
+    if value.boolValue is not unset:
+        return value.boolValue
+    if value.intValue is not unset:
+        return _json_int(value.intValue)
+    if value.doubleValue is not unset:
+        return value.doubleValue
+    if value.arrayValue is not None:
+        return [_json_value(v) for v in _list(_get(value.arrayValue, "values"))]
+    if value.kvlistValue is not None:
+        return _json_attributes(_get(value.kvlistValue, "values"))
+    return _json_bytes(value.bytesValue)

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any
 
 from tracejudge.convert import _json
-from tracejudge.convert._otlp import OTLPDecodeError, decode
+from tracejudge.convert._otlp import OTLPDecodeError, decode, decode_protobuf
 from tracejudge.convert._records import EventRecord, SpanRecord
 
 __all__ = ["OTLPBatch", "read_otlp_batches"]
@@ -39,6 +39,8 @@ __all__ = ["OTLPBatch", "read_otlp_batches"]
 _PIECE_BYTES = 8 * 1024 * 1024
 #: Spans per batch when one ScopeSpans is split span by span.
 _SPANS_PER_BATCH = 2000
+# A piece `decode` would first try as OTLP/JSON, or find blank (protobuf bytes may read so).
+_JSON_OR_BLANK = re.compile(rb"[ \t\r\n]*(?:[{\[]|\Z)")
 _OTLP_LINE = re.compile(rb'^\s*\{\s*"(?:resourceSpans|resource_spans|resourceLogs|resource_logs)"')
 
 
@@ -255,7 +257,10 @@ def _large_scope(stream: _Limited) -> Iterator[OTLPBatch]:
 
 def _pb_batch(request: bytes) -> OTLPBatch:
     try:
-        spans, events, warnings = decode(request)
+        if _JSON_OR_BLANK.match(request):
+            spans, events, warnings = decode(request)
+        else:  # what `decode` does with it, without its detection
+            (spans, warnings), events = decode_protobuf(request), []
     except OTLPDecodeError as error:
         return OTLPBatch(warnings=[str(error)])
     return OTLPBatch(spans=spans, events=events, warnings=warnings)
