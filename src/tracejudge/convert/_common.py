@@ -225,15 +225,9 @@ def usage(
     total_keys: Sequence[str],
 ) -> TokenUsage | None:
     """Token usage from the first present key of each kind; None when none is present."""
-
-    def first(keys: Sequence[str]) -> int | None:
-        for key in keys:
-            number = as_int(attrs.get(key))
-            if number is not None:
-                return number
-        return None
-
-    input_tokens, output_tokens, total = first(input_keys), first(output_keys), first(total_keys)
+    input_tokens = _first_int(attrs, input_keys)
+    output_tokens = _first_int(attrs, output_keys)
+    total = _first_int(attrs, total_keys)
     if input_tokens is None and output_tokens is None and total is None:
         return None
     input_tokens, output_tokens = input_tokens or 0, output_tokens or 0
@@ -245,6 +239,16 @@ def usage(
             "total_tokens": total if total is not None else input_tokens + output_tokens,
         },
     )
+
+
+def _first_int(attrs: Mapping[str, Any], keys: Sequence[str]) -> int | None:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            number = value if type(value) is int else as_int(value)
+            if number is not None:
+                return number
+    return None
 
 
 # --------------------------------------------------------------------------- flattened keys
