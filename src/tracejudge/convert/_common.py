@@ -498,7 +498,7 @@ def message_inputs(
     text), as in `models.interactions_from_messages`; an empty assistant message is dropped.
     """
     items: list[LLMInput] = []
-    text = "\n".join(t for t in texts if t)
+    text = _joined(texts)
     if text or (not calls and not responses and role != "assistant"):
         items.append(build(LLMInput, {"role": role, "type": "text", "content": text}))
     for call in calls:
@@ -510,9 +510,16 @@ def message_inputs(
     return items
 
 
+def _joined(texts: Sequence[str]) -> str:
+    """The non-empty texts, a line apart."""
+    if len(texts) == 1:  # the usual case, without the generator
+        return texts[0] or ""
+    return "\n".join(t for t in texts if t)
+
+
 def message_outputs(texts: Sequence[str], calls: Sequence[LLMToolCall]) -> list[LLMOutput]:
     items: list[LLMOutput] = []
-    text = "\n".join(t for t in texts if t)
+    text = _joined(texts)
     if text:
         items.append(build(LLMOutput, {"type": "text", "content": text}))
     items.extend(build(LLMOutput, {"type": "tool_call", "content": call}) for call in calls)
@@ -529,10 +536,13 @@ def openai_message(message: Any) -> tuple[str, list[str], list[LLMToolCall], lis
         return "user", [text_value(message)] if message is not None else [], [], []
     role = (as_str(message.get("role")) or "user").lower()
     content = message.get("content")
-    calls = [c for c in (openai_tool_call(x) for x in indexed(message.get("tool_calls"))) if c]
-    function_call = openai_tool_call(message.get("function_call"))
-    if function_call is not None:
-        calls.append(function_call)
+    raw_calls = message.get("tool_calls")
+    calls = [c for c in map(openai_tool_call, indexed(raw_calls)) if c] if raw_calls else []
+    raw_function_call = message.get("function_call")
+    if raw_function_call is not None:
+        function_call = openai_tool_call(raw_function_call)
+        if function_call is not None:
+            calls.append(function_call)
     if role in ("tool", "function"):
         call_id = message.get("tool_call_id") or message.get("id")
         response = tool_response(call_id, text_value(content), message.get("name"))
@@ -570,7 +580,9 @@ def parts_message(
         if not is_mapping(part):
             continue
         kind = as_str(part.get("type")) or PART_TEXT
-        if kind == PART_TOOL_CALL:
+        if kind == PART_TEXT:  # the usual part first
+            texts.append(text_value(part.get("content", part.get("text"))))
+        elif kind == PART_TOOL_CALL:
             calls.append(tool_call(part.get("id"), part.get("name"), part.get("arguments")))
         elif kind == PART_TOOL_RESPONSE:
             result = part["response"] if "response" in part else part.get("result")
