@@ -215,3 +215,24 @@ def test_converted_interactions_are_built_as_model_construct_builds_them() -> No
         assert interaction.model_fields_set == generic.model_fields_set
         assert "tool_results" not in interaction.model_fields_set  # no tool span supplied any
         assert interaction == LLMInteraction.model_validate(interaction.model_dump())
+
+
+def test_converted_agent_instances_are_built_as_validation_builds_them() -> None:
+    from tracejudge.models import AgentInstance
+
+    traces = traces_from_otlp(FIXTURES / "openinference.jsonl")
+    agents = [agent for trace in traces for agent in trace.agent_instance_by_id.values()]
+    assert agents
+    for agent in agents:
+        validated = AgentInstance(
+            id=agent.id, name=agent.name, interactions=agent.interactions, span_id=agent.span_id
+        )
+        assert list(agent.__dict__) == list(validated.__dict__)
+        assert agent.model_fields_set >= validated.model_fields_set
+        assert agent.model_fields_set - validated.model_fields_set <= {"output", "handoff"}
+        assert (
+            agent.model_dump_json()
+            == validated.model_copy(
+                update={"output": agent.output, "handoff": agent.handoff}
+            ).model_dump_json()
+        )

@@ -61,6 +61,8 @@ _LEGACY_REQUEST_TYPES = frozenset({"chat", "completion"})
 #: The fields of a converted interaction counted as set (`tool_results` is set later, when
 #: a tool span supplies results).
 _INTERACTION_GIVEN = frozenset(LLMInteraction.model_fields) - {"tool_results"}
+#: The fields of a converted agent instance counted as set (the others are set later).
+_AGENT_GIVEN = frozenset({"id", "name", "interactions", "span_id"})
 
 
 @dataclass
@@ -305,11 +307,18 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
         agent = by_agent_id[stack.pop()]
         if agent.id in instances:
             continue
-        instances[agent.id] = AgentInstance(
-            id=agent.id,
-            name=agent.name,
-            interactions=[item for _, item in agent.items],
-            span_id=agent.span.span_id if agent.span is not None else None,
+        instances[agent.id] = build(
+            AgentInstance,
+            {
+                "id": agent.id,
+                "name": agent.name,
+                "interactions": [item for _, item in agent.items],
+                "output": None,
+                "handoff": None,
+                "span_id": agent.span.span_id if agent.span is not None else None,
+                "evaluations": None,
+            },
+            _AGENT_GIVEN,
         )
         stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
     _record_handoffs(spans, agents, root, parent_of_agent, placement, instances)
@@ -407,7 +416,6 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     """One interaction from every record of the call (see `_merge`)."""
     primary = call.primary
     span = primary[0]
-    what = _describe(span)
     extraction = _merge.merge(call)
     errors = [error_text(record) for record, _ in [primary, *call.records]]
     response_id = None
@@ -442,16 +450,18 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
-        warnings.append(f"{what}: no message content recorded (content capture off?)")
+        warnings.append(f"{_describe(span)}: no message content recorded (content capture off?)")
     if span.running:
-        warnings.append(f"{what}: still running; its answer is not recorded yet")
+        warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
     elif (
         extraction.has_content
         and FINISH_TOOL_CALLS in extraction.finish_reasons
         and not interaction.tool_calls
         and not extraction.server_tools
     ):
-        warnings.append(f"{what}: finished for tool calls, but no tool call was recorded")
+        warnings.append(
+            f"{_describe(span)}: finished for tool calls, but no tool call was recorded"
+        )
     elif _missing.output_missing(extraction) and interaction.error is None:
         warnings.append(_missing.no_output_warning(span))
     return interaction
@@ -565,9 +575,10 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
 def _pair_results(
     inputs: list[LLMInput], carried: list[LLMToolCall], aliases: dict[str, str]
 ) -> None:
-    calls = [m.content for m in inputs if isinstance(m.content, LLMToolCall)]
-    call_ids = {call.id for call in calls}
     answered = {m.content.id for m in inputs if isinstance(m.content, LLMToolResponse)}
+    if not answered:
+        return  # only results are paired (and changed): none here
+    call_ids = {m.content.id for m in inputs if isinstance(m.content, LLMToolCall)}
     pending = [call for call in carried if call.id not in call_ids]
     for message in inputs:
         content = message.content
