@@ -17,14 +17,15 @@ in-memory transport, so the time is the client's and the tracing's, without netw
                  when it cannot be installed)
 
 An agent is CALLS_PER_AGENT completions. The arms take turns (a block of AGENTS agents
-each, in a rotating order) for ROUNDS rounds, so a slow spell of a shared machine
-falls on all of them; the figure is the median time per call over every agent. Time is
-the arm process's CPU time by default: nothing in an arm waits (the transport is in
-memory), so on an idle machine it equals the wall clock, and on a busy shared one it
-leaves out the time an arm stood waiting for a core, which otherwise swamps differences
-of a few percent. `--clock wall` measures the wall clock instead.
+each, about a tenth of a second, in a rotating order) for ROUNDS rounds, so that a slow
+spell of a shared machine falls on all of them alike; the figure is the median time per
+call over every agent. Time is each arm process's CPU time by default: nothing in an arm
+waits (the transport is in memory), so on an idle machine it equals the wall clock, and on
+a busy one it leaves out the time an arm stood waiting for a core (though not the slowdown
+other processes cause by sharing caches and cores, so figures from a loaded machine still
+scatter by several percent). `--clock wall` measures the wall clock instead.
 
-    python benchmarks/tracing_overhead.py [--rounds 5] [--agents 100] [--calls-per-agent 5]
+    python benchmarks/tracing_overhead.py [--rounds 25] [--agents 20] [--calls-per-agent 5]
                                           [--clock cpu|wall]
 
 Targets: tracejudge at most 10% over OpenLLMetry alone; tracejudge cheaper than composo.
@@ -112,8 +113,8 @@ def start_workers(calls: int, clock: str) -> dict[str, Worker]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--agents", type=int, default=100, help="agents per arm per round")
+    parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--agents", type=int, default=20, help="agents per arm per round")
     parser.add_argument("--calls-per-agent", type=int, default=5)
     parser.add_argument(
         "--clock", choices=("cpu", "wall"), default="cpu", help="each arm's CPU time, or wall"
