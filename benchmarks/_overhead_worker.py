@@ -1,13 +1,16 @@
 """One arm of benchmarks/tracing_overhead.py, in a process of its own.
 
-    python _overhead_worker.py ARM CALLS_PER_AGENT
+    python _overhead_worker.py ARM CALLS_PER_AGENT [cpu|wall]
 
-ARM is none, openllmetry, tracejudge, openinference or composo. The worker sets up that
-arm's tracing (instrumentation is once per process), warms up, prints "ready", then for
-each line "N" on stdin runs N agents of CALLS_PER_AGENT chat completions each and prints
-one JSON list: the seconds per LLM call of each agent. The openai client talks to an
+ARM is none, openllmetry, tracejudge, tracejudge-noread, openinference or composo. The
+worker sets up that arm's tracing (instrumentation is once per process), warms up, prints
+"ready", then for each line "N" on stdin runs N agents of CALLS_PER_AGENT chat completions
+each and prints one JSON list: the seconds per LLM call of each agent, by the process's CPU
+time (`cpu`, the default) or by the wall clock (`wall`). The openai client talks to an
 in-memory transport (`httpx2.MockTransport`: openai 3.x is built on httpx2), so the
-figures hold the client's and the tracing's work and no network.
+figures hold the client's and the tracing's work and no network; nothing waits, so on an
+idle machine the two clocks agree, and on a shared one the CPU time leaves out the time the
+process spent waiting for a core.
 
 It imports only openai, httpx2, OpenTelemetry and the arm's own package, so the
 published `composo` SDK's virtualenv can run it too.
@@ -106,6 +109,19 @@ def setup(arm: str, client: OpenAI, calls: int):
 
         OpenAIInstrumentor().instrument(tracer_provider=_plain_provider())
         return completions
+    if arm == "tracejudge-noread":  # the tracing alone: what the spans cost, no conversion
+        from tracejudge import AgentTracer, ComposoTracer, Instruments
+
+        ComposoTracer.init(instruments=Instruments.OPENAI)
+
+        def agent_spans() -> None:
+            with AgentTracer(name="agent") as tracer:
+                completions()
+            found = len(tracer.spans)
+            if found != calls + 1:
+                raise AssertionError(f"tracejudge captured {found} spans for {calls} calls")
+
+        return agent_spans
     if arm == "tracejudge":
         from tracejudge import AgentTracer, ComposoTracer, Instruments
 
@@ -144,6 +160,7 @@ def setup(arm: str, client: OpenAI, calls: int):
 
 def main() -> None:
     arm, calls = sys.argv[1], int(sys.argv[2])
+    clock = time.perf_counter if sys.argv[3:4] == ["wall"] else time.process_time
     agent = setup(arm, _client(), calls)
     for _ in range(50):  # imports, connection pools and caches warm
         agent()
@@ -153,9 +170,9 @@ def main() -> None:
             break
         per_call = []
         for _ in range(int(line)):
-            start = time.perf_counter()
+            start = clock()
             agent()
-            per_call.append((time.perf_counter() - start) / calls)
+            per_call.append((clock() - start) / calls)
         print(json.dumps(per_call), flush=True)
 
 

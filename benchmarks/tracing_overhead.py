@@ -8,16 +8,25 @@ in-memory transport, so the time is the client's and the tracing's, without netw
 - openllmetry    OpenLLMetry (opentelemetry-instrumentation-openai) alone, spans dropped
 - tracejudge     ComposoTracer.init + one AgentTracer per agent + `tracer.trace` read;
                  built on OpenLLMetry, so this is the arm it is held against
+- tracejudge-noread
+                 the same without reading `tracer.trace`: the tracing alone (agent span,
+                 capture), so that the converter's share of the tracejudge arm shows
 - openinference  OpenInference (openinference-instrumentation-openai) alone
 - composo        the published `composo` SDK's ComposoTracer + AgentTracer + `.trace`
                  (built on OpenInference), in its own virtualenv (skipped, saying why,
                  when it cannot be installed)
 
 An agent is CALLS_PER_AGENT completions. The arms take turns (a block of AGENTS agents
-each, in a rotating order) for ROUNDS rounds, so a slow spell of a shared machine
-falls on all of them; the figure is the median time per call over every agent.
+each, about a tenth of a second, in a rotating order) for ROUNDS rounds, so that a slow
+spell of a shared machine falls on all of them alike; the figure is the median time per
+call over every agent. Time is each arm process's CPU time by default: nothing in an arm
+waits (the transport is in memory), so on an idle machine it equals the wall clock, and on
+a busy one it leaves out the time an arm stood waiting for a core (though not the slowdown
+other processes cause by sharing caches and cores, so figures from a loaded machine still
+scatter by several percent). `--clock wall` measures the wall clock instead.
 
-    python benchmarks/tracing_overhead.py [--rounds 5] [--agents 100] [--calls-per-agent 5]
+    python benchmarks/tracing_overhead.py [--rounds 25] [--agents 20] [--calls-per-agent 5]
+                                          [--clock cpu|wall]
 
 Targets: tracejudge at most 10% over OpenLLMetry alone; tracejudge cheaper than composo.
 """
@@ -37,17 +46,19 @@ import _composo
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_overhead_worker.py"
-ARMS = ("none", "openllmetry", "tracejudge", "openinference", "composo")
+ARMS = ("none", "openllmetry", "tracejudge", "tracejudge-noread", "openinference", "composo")
 
 
 class Worker:
     """One arm's process: `block(n)` runs n agents there and returns seconds per call."""
 
-    def __init__(self, arm: str, python: Path, env: dict[str, str] | None, calls: int) -> None:
+    def __init__(
+        self, arm: str, python: Path, env: dict[str, str] | None, calls: int, clock: str
+    ) -> None:
         self.arm = arm
         self.log = tempfile.TemporaryFile()  # noqa: SIM115 - closed in stop()
         self.process = subprocess.Popen(
-            [str(python), str(WORKER), arm, str(calls)],
+            [str(python), str(WORKER), arm, str(calls), clock],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=self.log,
@@ -84,7 +95,7 @@ class Worker:
         self.log.close()
 
 
-def start_workers(calls: int) -> dict[str, Worker]:
+def start_workers(calls: int, clock: str) -> dict[str, Worker]:
     workers: dict[str, Worker] = {}
     for arm in ARMS:
         if arm == "composo":
@@ -92,9 +103,9 @@ def start_workers(calls: int) -> dict[str, Worker]:
             if python is None:
                 print(f"composo: skipped ({why})")
                 continue
-            workers[arm] = Worker(arm, python, _composo.clean_env(), calls)
+            workers[arm] = Worker(arm, python, _composo.clean_env(), calls, clock)
         else:
-            workers[arm] = Worker(arm, Path(sys.executable), None, calls)
+            workers[arm] = Worker(arm, Path(sys.executable), None, calls, clock)
     for worker in workers.values():
         worker.ready()
     return workers
@@ -102,12 +113,15 @@ def start_workers(calls: int) -> dict[str, Worker]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--agents", type=int, default=100, help="agents per arm per round")
+    parser.add_argument("--rounds", type=int, default=25)
+    parser.add_argument("--agents", type=int, default=20, help="agents per arm per round")
     parser.add_argument("--calls-per-agent", type=int, default=5)
+    parser.add_argument(
+        "--clock", choices=("cpu", "wall"), default="cpu", help="each arm's CPU time, or wall"
+    )
     args = parser.parse_args()
     started = time.perf_counter()
-    workers = start_workers(args.calls_per_agent)
+    workers = start_workers(args.calls_per_agent, args.clock)
     times: dict[str, list[float]] = {arm: [] for arm in workers}
     order = list(workers)
     try:
@@ -123,8 +137,8 @@ def main() -> int:
     calls = args.rounds * args.agents * args.calls_per_agent
     print(
         f"{calls} chat completions per arm ({args.rounds} interleaved rounds of "
-        f"{args.agents} agents x {args.calls_per_agent} calls), median per call, "
-        f"{time.perf_counter() - started:.0f} s in all"
+        f"{args.agents} agents x {args.calls_per_agent} calls), median {args.clock} time per "
+        f"call, {time.perf_counter() - started:.0f} s in all"
     )
     for arm in workers:
         line = f"{arm}: {ms[arm]:.3f} ms per call, {ms[arm] / ms['none']:.2f}x no tracing"
@@ -136,6 +150,11 @@ def main() -> int:
     print(
         f"tracejudge over OpenLLMetry alone: {100 * over:+.1f}% "
         f"({ms['tracejudge'] / ms['openllmetry']:.3f}x; target at most +10%): {verdict}"
+    )
+    alone = ms["tracejudge-noread"] / ms["openllmetry"] - 1
+    print(
+        f"tracejudge without reading tracer.trace over OpenLLMetry alone: {100 * alone:+.1f}% "
+        f"(reading the trace adds {ms['tracejudge'] - ms['tracejudge-noread']:.3f} ms per call)"
     )
     if "composo" in ms:
         ratio = ms["tracejudge"] / ms["composo"]

@@ -421,6 +421,30 @@ def test_instrumented_clients_follow_the_provider_of_a_new_init(
     assert names == ["invoke_agent moved", "openai.chat"]
 
 
+def test_agent_spans_go_to_the_provider_of_each_init(
+    isolated_tracing: None, no_otlp_env: None
+) -> None:
+    # AgentTracer keeps the tracer it got from the provider in use: a new init's provider
+    # must still receive the next agent, also when it is the previous provider again.
+    exporters: dict[str, InMemorySpanExporter] = {}
+    providers: dict[str, TracerProvider] = {}
+    for name in ("first", "second"):
+        providers[name], exporters[name] = TracerProvider(), InMemorySpanExporter()
+        providers[name].add_span_processor(SimpleSpanProcessor(exporters[name]))
+    for run, name in enumerate(("first", "second", "first")):
+        ComposoTracer.reset()
+        ComposoTracer.init(tracer_provider=providers[name])
+        with AgentTracer(name=f"run{run}") as tracer:
+            pass
+        assert [span.name for span in tracer.spans] == [f"invoke_agent run{run}"]
+
+    def names(exporter: InMemorySpanExporter) -> list[str]:
+        return [span.name for span in exporter.get_finished_spans()]
+
+    assert names(exporters["first"]) == ["invoke_agent run0", "invoke_agent run2"]
+    assert names(exporters["second"]) == ["invoke_agent run1"]
+
+
 def test_reset_leaves_instrumented_clients_recording_into_the_last_provider(
     isolated_tracing: None,
     tracing: TracerProvider,

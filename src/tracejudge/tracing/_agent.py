@@ -29,6 +29,19 @@ F = TypeVar("F", bound=Callable[..., Any])
 _active: contextvars.ContextVar[AgentTracer | None] = contextvars.ContextVar(
     "tracejudge_active_agent", default=None
 )
+# The agents' tracer and the provider it came from. Asking the SDK provider again on every
+# agent costs more than starting the span (it builds a scope and goes through `warnings`
+# each time), and hands back the same tracer anyway.
+_tracer_of: tuple[otel_trace.TracerProvider, otel_trace.Tracer] | None = None
+
+
+def _agent_tracer(provider: otel_trace.TracerProvider) -> otel_trace.Tracer:
+    global _tracer_of
+    cached = _tracer_of
+    if cached is None or cached[0] is not provider:
+        cached = (provider, provider.get_tracer(_SCOPE))
+        _tracer_of = cached
+    return cached[1]
 
 
 class AgentTracer:
@@ -97,7 +110,7 @@ class AgentTracer:
         self._entered = True
         setup = current_setup()
         provider = setup.provider if setup is not None else otel_trace.get_tracer_provider()
-        span = provider.get_tracer(_SCOPE).start_span(
+        span = _agent_tracer(provider).start_span(
             f"{semconv.INVOKE_AGENT_SPAN_PREFIX} {self.name}",
             kind=SpanKind.INTERNAL,
             attributes={

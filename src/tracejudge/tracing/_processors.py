@@ -84,11 +84,14 @@ class SpanCapture:
         limit: The cap in force when the first span was dropped (None while none was).
     """
 
-    __slots__ = ("_lock", "_parents", "_spans", "closed", "dropped", "limit")
+    __slots__ = ("_keys", "_lock", "_parents", "_spans", "closed", "dropped", "limit")
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._spans: list[ReadableSpan] = []
+        # The (trace id, span id) of each span in `_spans` that has a context, so that the
+        # processor can forget them on close without reading every span again.
+        self._keys: list[_SpanKey] = []
         # Spans kept beneath a dropped span -> their nearest kept ancestor.
         self._parents: dict[_SpanKey, SpanContext] = {}
         self.closed = False
@@ -102,11 +105,21 @@ class SpanCapture:
 
     def append(self, span: ReadableSpan, parent: SpanContext | None = None) -> None:
         """Keep `span`; `parent`, when given, stands in for its own parent (which was dropped)."""
+        self._add(span, _key(span), parent)
+
+    def _add(self, span: ReadableSpan, key: _SpanKey | None, parent: SpanContext | None) -> None:
+        # `append` with the span's key already read (the processor's hot path has it).
         with self._lock:
             self._spans.append(span)
-            key = _key(span)
-            if parent is not None and key is not None:
-                self._parents[key] = parent
+            if key is not None:
+                self._keys.append(key)
+                if parent is not None:
+                    self._parents[key] = parent
+
+    def keys(self) -> list[_SpanKey]:
+        """The (trace id, span id) of the captured spans, in start order."""
+        with self._lock:
+            return list(self._keys)
 
     def kept(self) -> list[ReadableSpan]:
         """The captured spans as the SDK holds them, in start order."""
@@ -225,7 +238,7 @@ class CaptureSpanProcessor(SpanProcessor):
                 return
             if limit is None or capture.kept_count < limit or _is_agent_span(span):
                 self._capture_by_span[key] = capture
-                capture.append(span, anchor)
+                capture._add(span, key, anchor)
                 return
             self._dropped[key] = _Dropped(capture, anchor if anchor is not None else parent)
             capture.dropped += 1
@@ -256,7 +269,7 @@ class CaptureSpanProcessor(SpanProcessor):
         """Start capturing beneath `span`, a root agent's span; returns the new capture."""
         key = _key(span)
         capture = SpanCapture()
-        capture.append(span)
+        capture._add(span, key, None)
         if key is not None:
             with self._lock:
                 self._capture_by_span[key] = capture
@@ -266,9 +279,8 @@ class CaptureSpanProcessor(SpanProcessor):
         """Stop capturing for `capture` and forget its spans here (the capture keeps them)."""
         with self._lock:
             capture.closed = True
-            for span in capture.kept():
-                key = _key(span)
-                if key is not None and self._capture_by_span.get(key) is capture:
+            for key in capture.keys():
+                if self._capture_by_span.get(key) is capture:
                     del self._capture_by_span[key]
             if self._dropped:
                 for key in [k for k, d in self._dropped.items() if d.capture is capture]:
