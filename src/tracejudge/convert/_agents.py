@@ -65,15 +65,28 @@ def _strip_suffix(name: str) -> str:
     return name
 
 
+_AGENT_SPAN_START = semconv.INVOKE_AGENT_SPAN_PREFIX + " "
+
+
 def identity(span: SpanRecord) -> Identity | None:
     """(declared agent id or None, agent name) when the span itself is an agent run."""
     attrs = span.attributes
-    agent_id = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
-    declared_name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
     prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     traceloop_kind = attrs.get(semconv.TRACELOOP_SPAN_KIND)
-    named_like_agent = span.name == prefix or span.name.startswith(prefix + " ")
+    named_like_agent = span.name.startswith(prefix) and (
+        span.name == prefix or span.name.startswith(_AGENT_SPAN_START)
+    )
+    if (
+        operation is not None
+        and operation != semconv.OPERATION_INVOKE_AGENT
+        and traceloop_kind is None
+        and not attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
+        and attrs.get(semconv.CREWAI_CREW_AGENTS) is None
+    ):
+        return None  # a model call, a tool run ...: the usual span, decided at once
+    agent_id = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
+    declared_name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
     if traceloop_kind == semconv.TRACELOOP_KIND_TASK:
         return None  # a step (CrewAI task, LangChain runnable) of the agent it runs in
     if traceloop_kind == semconv.TRACELOOP_KIND_WORKFLOW:

@@ -149,16 +149,16 @@ def _describe(span: SpanRecord) -> str:
 def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[MultiAgentTrace]:
     """One MultiAgentTrace per trace id holding an agent or model call, ordered by first
     span start. `warnings` (about the input as a whole) are copied into every trace."""
-    by_key: dict[tuple[str, str], SpanRecord] = {}
+    by_trace: dict[str, dict[str, SpanRecord]] = {}
     for record in records:
-        key = (record.trace_id, record.span_id)
-        previous = by_key.get(key)
+        spans = by_trace.get(record.trace_id)
+        if spans is None:
+            spans = by_trace[record.trace_id] = {}
+        previous = spans.get(record.span_id)
         # The same span seen twice (running, then ended): keep the ended copy.
-        if previous is None or (previous.running and not record.running):
-            by_key[key] = record
-    groups: dict[str, list[SpanRecord]] = {}
-    for record in by_key.values():
-        groups.setdefault(record.trace_id, []).append(record)
+        if previous is None or (previous.end_ns is None and record.end_ns is not None):
+            spans[record.span_id] = record
+    groups = {trace_id: list(spans.values()) for trace_id, spans in by_trace.items()}
 
     def first_start(item: tuple[int, list[SpanRecord]]) -> tuple[bool, int, int]:
         starts = [s.start_ns for s in item[1] if s.start_ns is not None]
