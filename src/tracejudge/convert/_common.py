@@ -9,7 +9,7 @@ JSON strings, `None` values and index gaps are tolerated, `tool_call` and
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Hashable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -286,19 +286,18 @@ def _path_of(key: str) -> _Path | None:
 
 
 class _FlatIndex:
-    """A span's flattened keys, sorted out by prefix in one pass over its attributes; each
-    prefix's tree is built when first asked for. The convention modules ask several
-    questions of the same attributes (`has_indexed`, then `unflatten` for each prefix);
-    scanning every key once per question was a large share of the converter's time."""
+    """A span's flattened keys as nested dicts, one per prefix, made in one pass over its
+    attributes. The convention modules ask several questions of the same attributes
+    (`has_indexed`, then `unflatten` for each prefix); scanning every key once per question
+    was a large share of the converter's time."""
 
-    __slots__ = ("attrs", "keys", "trees")
+    __slots__ = ("attrs", "trees")
 
     def __init__(self, attrs: Mapping[str, Any]) -> None:
         self.attrs = attrs
-        self.keys: dict[str, list[tuple[str, tuple[str, ...], str]]] = {}
         self.trees: dict[str, dict[str, Any]] = {}
         paths = _paths
-        for key in attrs:
+        for key, value in attrs.items():
             try:
                 path = paths[key]
             except KeyError:
@@ -306,15 +305,13 @@ class _FlatIndex:
                 if len(paths) >= _PATHS_REMEMBERED:
                     paths.clear()
                 paths[key] = path
-            if path is not None:
-                start, parents, leaf = path
-                self.keys.setdefault(start, []).append((key, parents, leaf))
-
-    def tree(self, start: str) -> dict[str, Any]:
-        found = self.trees.get(start)
-        if found is None:
-            found = self.trees[start] = _tree_of(self.attrs, self.keys.get(start, ()))
-        return found
+            if path is None:
+                continue
+            start, parents, leaf = path
+            node = self.trees.get(start)
+            if node is None:
+                node = self.trees[start] = {}
+            _place(node, parents, leaf, value)
 
 
 # The index of the attributes read last: a span's attributes are read by several functions
@@ -330,20 +327,16 @@ def _index(attrs: Mapping[str, Any]) -> _FlatIndex:
     return index
 
 
-def _tree_of(
-    attrs: Mapping[str, Any], keys: Iterable[tuple[str, tuple[str, ...], str]]
-) -> dict[str, Any]:
-    root: dict[str, Any] = {}
-    for key, parents, leaf in keys:
-        node = root
-        for part in parents:
-            child = node.setdefault(part, {})
-            if type(child) is not dict:
-                break
-            node = child
-        else:
-            node.setdefault(leaf, attrs[key])
-    return root
+def _place(root: dict[str, Any], parents: tuple[str, ...], leaf: str, value: Any) -> None:
+    """Put `value` at `parents`/`leaf` under `root`; the first value seen at a place stays
+    (and a value where a parent dict would go stops the path)."""
+    node = root
+    for part in parents:
+        child = node.setdefault(part, {})
+        if type(child) is not dict:
+            return
+        node = child
+    node.setdefault(leaf, value)
 
 
 def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
@@ -354,13 +347,16 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     """
     start = prefix + "."
     if start in _STARTS:
-        return _index(attrs).tree(start)
-    found = []
-    for key in attrs:
+        return _index(attrs).trees.get(start, _EMPTY)
+    root: dict[str, Any] = {}
+    for key, value in attrs.items():
         if key.startswith(start):
             *parents, leaf = key[len(start) :].split(".")
-            found.append((key, tuple(parents), leaf))
-    return _tree_of(attrs, found)
+            _place(root, tuple(parents), leaf, value)
+    return root
+
+
+_EMPTY: dict[str, Any] = {}  # (callers only read what `unflatten` returns)
 
 
 def indexed(node: Any) -> list[Any]:
@@ -379,15 +375,14 @@ def indexed(node: Any) -> list[Any]:
 
 def has_flattened(attrs: Mapping[str, Any], prefix: str) -> bool:
     """Whether any key starts with `prefix.` (one of `FLATTENED_PREFIXES`)."""
-    return prefix + "." in _index(attrs).keys
+    return prefix + "." in _index(attrs).trees
 
 
 def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
     """Whether any key is `prefix.<digit>...`."""
     start = prefix + "."
-    if start in _STARTS:
-        found = _index(attrs).keys.get(start, ())
-        return any((parents[0] if parents else leaf)[:1].isdigit() for _, parents, leaf in found)
+    if start in _STARTS:  # a tree's keys are its paths' first segments
+        return any(key[:1].isdigit() for key in _index(attrs).trees.get(start, _EMPTY))
     at = len(start)
     return any(k.startswith(start) and k[at : at + 1].isdigit() for k in attrs)
 
