@@ -146,15 +146,9 @@ def _describe(span: SpanRecord) -> str:
     return f"span {span.name!r} ({span.span_id})"
 
 
-def build_traces(
-    records: Iterable[SpanRecord], warnings: list[str], *, consume: bool = False
-) -> list[MultiAgentTrace]:
+def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[MultiAgentTrace]:
     """One MultiAgentTrace per trace id holding an agent or model call, ordered by first
-    span start. `warnings` (about the input as a whole) are copied into every trace.
-
-    With `consume`, `records` (a list the caller owns) is emptied once read and each trace's
-    records are let go once it is built, so that a large input's records are freed while
-    its traces are made (less memory at the peak, and the freed memory is reused)."""
+    span start. `warnings` (about the input as a whole) are copied into every trace."""
     by_trace: dict[str, dict[str, SpanRecord]] = {}
     for record in records:
         spans = by_trace.get(record.trace_id)
@@ -164,20 +158,14 @@ def build_traces(
         # The same span seen twice (running, then ended): keep the ended copy.
         if previous is None or (previous.end_ns is None and record.end_ns is not None):
             spans[record.span_id] = record
-    if consume and isinstance(records, list):
-        records.clear()
-    groups = [list(spans.values()) for spans in by_trace.values()]
-    del by_trace
+    groups = {trace_id: list(spans.values()) for trace_id, spans in by_trace.items()}
 
-    def first_start(index: int) -> tuple[bool, int, int]:
-        starts = [s.start_ns for s in groups[index] if s.start_ns is not None]
-        return (not starts, min(starts) if starts else 0, index)
+    def first_start(item: tuple[int, list[SpanRecord]]) -> tuple[bool, int, int]:
+        starts = [s.start_ns for s in item[1] if s.start_ns is not None]
+        return (not starts, min(starts) if starts else 0, item[0])
 
     traces: list[MultiAgentTrace] = []
-    for index in sorted(range(len(groups)), key=first_start):
-        spans = groups[index]
-        if consume:
-            groups[index] = []  # this trace's records go once it is built
+    for _, spans in sorted(enumerate(groups.values()), key=first_start):
         try:
             trace = _build_trace(spans, list(warnings))
         except Exception:  # a safety net: one broken trace must not lose the others
