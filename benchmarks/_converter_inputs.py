@@ -121,31 +121,62 @@ def _b64(hex_id: Any) -> Any:
 
 
 def write_protobuf(path: Path, spans: int) -> int:
-    """Write the same traces as protobuf: each trace's `ResourceSpans` (one per span, as
-    in the JSON lines) serialized once per template, the trace id patched per copy,
-    framed as field 1 of `ExportTraceServiceRequest`s of `PER_LINE` traces (requests
-    written one after the other are one request to protobuf). Return the size in bytes."""
+    """Write the same traces as protobuf, in the same requests as the JSON lines (spans of
+    one resource and scope share a `ResourceSpans`): each template span serialized once,
+    the trace id patched per copy; the requests written one after the other (which
+    protobuf reads as one request). Return the size in bytes."""
     from google.protobuf import json_format
-    from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans
+    from opentelemetry.proto.common.v1.common_pb2 import InstrumentationScope
+    from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+    from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
     placeholder = b"\xfe\xed" * 8
-    encoded: list[tuple[int, bytes]] = []  # per template: (spans, bytes)
+    encoded: dict[int, bytes] = {}  # id of a resource or scope dict -> its message
+
+    def message(value: dict[str, Any], kind: Any) -> bytes:
+        if id(value) not in encoded:
+            encoded[id(value)] = json_format.ParseDict(value, kind()).SerializeToString()
+        return encoded[id(value)]
+
+    found = []  # per template: (resource, scope, span bytes with the placeholder trace id)
     for template in templates():
-        pieces = []
+        triples = []
         for resource, scope, span in template:
             span = {k: _b64(v) if k.endswith("Id") else v for k, v in span.items()}
             span["traceId"] = base64.b64encode(placeholder).decode()
-            message = json_format.ParseDict(
-                {"resource": resource, "scopeSpans": [{"scope": scope, "spans": [span]}]},
-                ResourceSpans(),
+            span_bytes = json_format.ParseDict(span, Span()).SerializeToString()
+            message(resource, Resource), message(scope, InstrumentationScope)
+            triples.append((resource, scope, span_bytes))
+        found.append(triples)
+
+    def request(batch: dict[str, Any]) -> bytes:
+        return b"".join(
+            _field(
+                1,
+                _field(1, encoded[id(resources["resource"])])
+                + b"".join(
+                    _field(
+                        2,
+                        _field(1, encoded[id(scopes["scope"])])
+                        + b"".join(_field(2, span) for span in scopes["spans"]),
+                    )
+                    for scopes in resources["scopeSpans"]
+                ),
             )
-            pieces.append(_field(1, message.SerializeToString()))
-        encoded.append((len(template), b"".join(pieces)))
+            for resources in batch["resourceSpans"]
+        )
+
     with open(path, "wb") as out:
+        group: list[list[Any]] = []
         made = number = 0
         while made < spans:
-            count, data = encoded[number % len(encoded)]
-            number += 1
-            out.write(data.replace(placeholder, number.to_bytes(16, "big")))
-            made += count
+            template = found[number % len(found)]
+            number += 1  # the trace id, as `traces` gives it
+            trace_id = number.to_bytes(16, "big")
+            group.append([(r, s, b.replace(placeholder, trace_id)) for r, s, b in template])
+            made += len(template)
+            if len(group) == PER_LINE or made >= spans:
+                for half in _halves(group):
+                    out.write(request(half))
+                group = []
     return path.stat().st_size
