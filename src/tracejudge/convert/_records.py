@@ -182,6 +182,9 @@ def attach_events(
     spans: Iterable[SpanRecord], events: Iterable[tuple[str, str, EventRecord]]
 ) -> int:
     """Append log-record events to their spans; returns how many found no span."""
+    events = list(events)
+    if not events:
+        return 0
     by_id = {(s.trace_id, s.span_id): s for s in spans}
     unplaced = 0
     for trace_id, span_id, event in events:
