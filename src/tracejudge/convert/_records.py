@@ -103,13 +103,24 @@ def _plain(value: Any) -> Any:
     return value
 
 
+_SCALARS = frozenset({str, int, float, bool})
+
+
 def _attributes(value: Any) -> dict[str, Any]:
     if not value:
         return {}
-    try:
-        return {str(k): _plain(v) for k, v in dict(value).items()}
-    except (TypeError, ValueError):
-        return {}
+    # `items()` of the SDK's read-only view is its dict's own (a copy with `dict()` goes
+    # key by key); most values are scalars, kept as they are without `_plain`'s checks.
+    items = value.items() if isinstance(value, Mapping) else None
+    if items is None:
+        try:
+            items = dict(value).items()
+        except (TypeError, ValueError):
+            return {}
+    scalars = _SCALARS
+    return {
+        k if type(k) is str else str(k): v if type(v) in scalars else _plain(v) for k, v in items
+    }
 
 
 def span_record(span: Any) -> SpanRecord:
