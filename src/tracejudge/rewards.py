@@ -52,6 +52,7 @@ from tracejudge.errors import (
 
 if TYPE_CHECKING:
     from tracejudge.evaluation.service import EvaluationService
+    from tracejudge.models import EvaluationResponse
 
 __all__ = [
     "BatchItem",
@@ -440,7 +441,7 @@ async def aevaluate_rubric(
     """`evaluate_rubric` for async code: the same arguments, result and errors, awaited
     on the caller's event loop."""
     _check_rubric(rubric, score_min, score_max)
-    return await _rubric(
+    score, result = await _rubric(
         rubric,
         solution_str,
         _configuration(model_info, timeout),
@@ -449,8 +450,12 @@ async def aevaluate_rubric(
         metadata=metadata,
         score_min=score_min,
         score_max=score_max,
-        return_details=return_details,
     )
+    if not return_details:
+        return score
+    payload = result.model_dump(mode="json")
+    payload["applicable"] = result.score is not None
+    return {"score": score, "explanation": result.explanation, "raw_payload": payload}
 
 
 async def _rubric(
@@ -463,8 +468,8 @@ async def _rubric(
     metadata: Mapping[str, Any] | None,
     score_min: float,
     score_max: float,
-    return_details: bool,
-) -> float | RewardRubricRunResult:
+) -> tuple[float, EvaluationResponse]:
+    """The scaled score, and the judge's answer it was made from."""
     # The rubric and score range were checked by the caller, once (for a batch, once for
     # every item), before the configuration was resolved.
     if not isinstance(solution_str, str):
@@ -489,12 +494,7 @@ async def _rubric(
         failure = ModelNotFoundError if error.status_code == 404 else ProviderRequestError
         raise failure(provider, model, str(error)) from error
     fraction = 0.0 if result.score is None else result.score
-    score = score_min + fraction * (score_max - score_min)
-    if not return_details:
-        return score
-    payload = result.model_dump(mode="json")
-    payload["applicable"] = result.score is not None
-    return {"score": score, "explanation": result.explanation, "raw_payload": payload}
+    return score_min + fraction * (score_max - score_min), result
 
 
 def _check_rubric(rubric: Any, score_min: float, score_max: float) -> None:
@@ -576,11 +576,15 @@ def _failure(error: BaseException) -> BatchResult:
     return BatchResult(error=str(error) or type(error).__name__, error_type=type(error).__name__)
 
 
-def _combined(results: Sequence[RewardRubricRunResult]) -> BatchResult:
-    scores = tuple(r["score"] for r in results)
-    mean = statistics.fmean(scores)
-    std = statistics.pstdev(scores) if len(scores) > 1 else 0.0
-    return BatchResult(score=mean, scores=scores, std=std, explanation=results[-1]["explanation"])
+def _combined(scores: Sequence[float], explanation: str) -> BatchResult:
+    if len(scores) == 1:  # no repeats: nothing to average
+        return BatchResult(score=scores[0], scores=(scores[0],), std=0.0, explanation=explanation)
+    return BatchResult(
+        score=statistics.fmean(scores),
+        scores=tuple(scores),
+        std=statistics.pstdev(scores),
+        explanation=explanation,
+    )
 
 
 OnResult = Callable[[int, BatchResult], None]
@@ -650,9 +654,10 @@ async def aevaluate_rubric_batch(
 
     async def one(index: int) -> BatchResult:
         item = _item(listed[index])
-        judged = []
+        scores: list[float] = []
+        explanation = ""
         for _ in range(repeats):
-            result = await _rubric(
+            score, result = await _rubric(
                 rubric,
                 item.solution_str,
                 config,
@@ -661,10 +666,10 @@ async def aevaluate_rubric_batch(
                 metadata=item.metadata,
                 score_min=score_min,
                 score_max=score_max,
-                return_details=True,
             )
-            judged.append(typing.cast(RewardRubricRunResult, result))
-        return _combined(judged)
+            scores.append(score)
+            explanation = result.explanation
+        return _combined(scores, explanation)
 
     return await _bounded(one, len(listed), concurrency, on_result)
 

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import random
+
 import pytest
 
 from tests.judges.helpers import binary, graded
-from tracejudge.judges import DATA_END, DATA_START, JudgeRequest
+from tracejudge.judges import DATA_END, DATA_START, JudgeRequest, _prompt
 from tracejudge.judges._prompt import escape_data
 from tracejudge.testing import ScriptedLLMServer
 
@@ -47,6 +49,20 @@ def test_escape_data_defuses_every_delimiter_lookalike() -> None:
     lowered = escaped.lower().replace(" ", "")
     assert "<<<trace_data" not in lowered and "trace_data>>>" not in lowered
     assert escape_data("plain text, no delimiters") == "plain text, no delimiters"
+
+
+def test_escape_data_skipping_text_without_angle_runs_changes_nothing() -> None:
+    # escape_data only runs its patterns on text holding "<<<" or ">>>"; on any text its
+    # answer must be what the two patterns alone give.
+    def patterns_only(text: str) -> str:
+        text = _prompt._START_RE.sub(r"<<\\<\1\2", text)
+        return _prompt._END_RE.sub(r"\1\2>>\\>", text)
+
+    pieces = ["<<<", ">>>", "<<", ">>", "trace_data", "TRACE_DATA", "Trace_Data", " ", "\n", "x"]
+    generator = random.Random(13)
+    for _ in range(2000):
+        text = "".join(generator.choice(pieces) for _ in range(generator.randint(0, 12)))
+        assert escape_data(text) == patterns_only(text), text
 
 
 @pytest.mark.parametrize(

@@ -62,10 +62,15 @@ class _Counted(httpx.AsyncByteStream):
             yield chunk
 
     async def aclose(self) -> None:
-        if self._open:
-            self._open = False
-            self._counts[self._index] -= 1
-        await self._stream.aclose()  # type: ignore[attr-defined]
+        try:
+            await self._stream.aclose()  # type: ignore[attr-defined]
+        finally:
+            # Counted off only once its connection is back in the pool: closing yields to
+            # the event loop, and a request sent to this pool meanwhile would queue there
+            # behind a busy connection (httpcore's queue is slow) while others sit idle.
+            if self._open:
+                self._open = False
+                self._counts[self._index] -= 1
 
 
 def pooled_transport(

@@ -49,9 +49,12 @@ def validate_criteria(
             '"Reward accurate and helpful responses", a list of them, or a check'
         )
     # Any collection of criteria counts as a list (a tuple, a generator); a check object
-    # is one criterion even if it happens to be iterable.
-    as_list = isinstance(criteria, Iterable) and not isinstance(
-        criteria, (str, bytes, Mapping, TraceCheck)
+    # is one criterion even if it happens to be iterable. A plain list or tuple is
+    # answered first: the TraceCheck test (a runtime Protocol) is slow, and this runs
+    # once per judged item.
+    as_list = type(criteria) in (list, tuple) or (
+        isinstance(criteria, Iterable)
+        and not isinstance(criteria, (str, bytes, Mapping, TraceCheck))
     )
     items: list[Any] = list(criteria) if as_list else [criteria]  # type: ignore[call-overload]
     if not items:

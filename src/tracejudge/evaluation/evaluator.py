@@ -83,7 +83,11 @@ def require_llm_interactions(trace: MultiAgentTrace) -> None:
 
 async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
     """Like `asyncio.gather`, but the first failure cancels the rest (no orphaned calls)."""
-    tasks = [asyncio.ensure_future(aw) for aw in aws]
+    listed = list(aws)
+    if len(listed) == 1:
+        # The common case (one criterion): awaited in place, without a task of its own.
+        return [await listed[0]]
+    tasks = [asyncio.ensure_future(aw) for aw in listed]
     try:
         return list(await asyncio.gather(*tasks))
     except BaseException:
@@ -93,13 +97,18 @@ async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
         raise
 
 
-def _score_response(verdict: Verdict, judge: Judge) -> ScoreResponse:
+R = TypeVar("R", bound=ScoreResponse)
+
+
+def _score_response(verdict: Verdict, judge: Judge, model: type[R], **fields: Any) -> R:
+    """The verdict as a `model` (ScoreResponse or a subclass, with its other `fields`)."""
     try:
-        return ScoreResponse(
+        return model(
             score=verdict.score,
             explanation=verdict.explanation,
             cleaned_explanation=verdict.cleaned_explanation,
             usage=verdict.usage,
+            **fields,
         )
     except ValidationError as exc:
         raise MalformedError(
@@ -233,11 +242,12 @@ class Evaluator:
 
             raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
 
-    async def _ask(self, request: JudgeRequest) -> ScoreResponse:
+    async def _ask(self, request: JudgeRequest, model: type[R], **fields: Any) -> R:
+        """The judge's verdict on `request` as a `model` (with its other `fields`)."""
         assert self.judge is not None  # require_judge ran before any call
         async with self._limit():
             verdict = await self.judge.judge(request)
-        return _score_response(verdict, self.judge)
+        return _score_response(verdict, self.judge, model, **fields)
 
     # ------------------------------------------------------------------ conversations
 
@@ -276,8 +286,7 @@ class Evaluator:
         request = JudgeRequest.of(
             criterion, rendered.content, target=rendered.target, clean_explanation=clean_explanation
         )
-        result = await self._ask(request)
-        return EvaluationResponse.model_validate({**result.model_dump(), "criterion": criterion})
+        return await self._ask(request, EvaluationResponse, criterion=criterion)
 
     # ------------------------------------------------------------------ traces
 
@@ -316,4 +325,5 @@ class Evaluator:
         rendered = renders.get(agent.id)
         if rendered is None:
             rendered = renders[agent.id] = render_agent(trace, agent.id)
-        return await self._ask(JudgeRequest.of(criterion, rendered.content, target=rendered.target))
+        request = JudgeRequest.of(criterion, rendered.content, target=rendered.target)
+        return await self._ask(request, ScoreResponse)

@@ -145,6 +145,8 @@ class HTTPJudge:
         self.name = name
         # Never a key in the URL kept (it shows in errors, repr and httpx's log lines).
         self.base_url, url_key = split_credentials(base_url)
+        # Parsed once: it is part of every cache key.
+        self._endpoint_identity = endpoint_identity(self.base_url)
         self.api_key = api_key or url_key or None
         self.key_env = key_env
         self.timeout = float(timeout)
@@ -267,7 +269,7 @@ class HTTPJudge:
     def _cache_parameters(self, request: JudgeRequest) -> dict[str, Any]:
         return {
             # Two servers may serve the same model name with different weights.
-            "endpoint": endpoint_identity(self.base_url),
+            "endpoint": self._endpoint_identity,
             "kind": request.kind.value,
             "clean_explanation": request.clean_explanation,
             "temperature": self.temperature,

@@ -31,8 +31,14 @@ _END_RE = re.compile(r"(trace_data)(\s*)>>>", re.IGNORECASE)
 
 def escape_data(content: str) -> str:
     """The content with every occurrence of the data delimiters defused."""
-    content = _START_RE.sub(r"<<\\<\1\2", content)
-    return _END_RE.sub(r"\1\2>>\\>", content)
+    # Each look-alike holds "<<<" or ">>>": without them there is nothing to defuse, and
+    # a substring test is far cheaper than the case-blind patterns (the end pattern has
+    # no literal prefix to search for, so it is tried at every character).
+    if "<<<" in content:
+        content = _START_RE.sub(r"<<\\<\1\2", content)
+    if ">>>" in content:
+        content = _END_RE.sub(r"\1\2>>\\>", content)
+    return content
 
 
 _KIND_LABEL = {
