@@ -236,3 +236,45 @@ def test_converted_agent_instances_are_built_as_validation_builds_them() -> None
                 update={"output": agent.output, "handoff": agent.handoff}
             ).model_dump_json()
         )
+
+
+def _reference_unflatten(attrs: dict[str, Any], prefix: str) -> dict[str, Any]:
+    """`unflatten` as it was written before the one-pass index (the behaviour to keep)."""
+    root: dict[str, Any] = {}
+    start = prefix + "."
+    for key, value in attrs.items():
+        if not key.startswith(start):
+            continue
+        parts = key[len(start) :].split(".")
+        node = root
+        for part in parts[:-1]:
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                break
+            node = child
+        else:
+            node.setdefault(parts[-1], value)
+    return root
+
+
+_FLATTENED: list[dict[str, Any]] = [
+    {"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message.content": "a"},
+    {"llm.input_messages.0": None, "llm.input_messages.0.message.role": "user"},
+    {"llm.input_messages.0.message": "text", "llm.input_messages.0.message.role": "user"},
+    {"llm.input_messages.0.message.role": "user", "llm.input_messages.0.message": "late"},
+    {"llm.input_messages.1.message.role": "a", "llm.input_messages.1.message.role.x": 1},
+    {"llm.input_messages.": 1, "llm.input_messages..": 2, "llm.input_messages.0..x": 3},
+    {"gen_ai.prompt.0.role": "user", "gen_ai.prompt.0.content": "q", "other.key": 1},
+    {"llm.tools.0.tool.json_schema": "{}", "llm.tools.10.tool.json_schema": "[]"},
+]
+
+
+@pytest.mark.parametrize("attrs", _FLATTENED, ids=range(len(_FLATTENED)))
+def test_the_one_pass_index_unflattens_as_the_plain_walk_does(attrs: dict[str, Any]) -> None:
+    from tracejudge.convert._common import FLATTENED_PREFIXES, has_indexed, unflatten
+
+    for prefix in FLATTENED_PREFIXES:
+        expected = _reference_unflatten(attrs, prefix)
+        assert unflatten(dict(attrs), prefix) == expected, prefix
+        digit_first = any(k[:1].isdigit() for k in expected)
+        assert has_indexed(dict(attrs), prefix) == digit_first, prefix

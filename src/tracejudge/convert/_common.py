@@ -285,6 +285,9 @@ def _path_of(key: str) -> _Path | None:
     return None
 
 
+_MISSING: Any = object()
+
+
 class _FlatIndex:
     """A span's flattened keys as nested dicts, one per prefix, made in one pass over its
     attributes. The convention modules ask several questions of the same attributes
@@ -311,7 +314,16 @@ class _FlatIndex:
             node = self.trees.get(start)
             if node is None:
                 node = self.trees[start] = {}
-            _place(node, parents, leaf, value)
+            for part in parents:  # `_place`, inlined: this runs for every flattened key
+                child = node.get(part, _MISSING)
+                if child is _MISSING:
+                    child = node[part] = {}
+                elif type(child) is not dict:
+                    break
+                node = child
+            else:
+                if leaf not in node:
+                    node[leaf] = value
 
 
 # The index of the attributes read last: a span's attributes are read by several functions
