@@ -22,6 +22,7 @@ import uvicorn
 
 from tracejudge.evaluation import TraceCheck
 from tracejudge.judges import Judge
+from tracejudge.server._listen import listen
 from tracejudge.server.app import create_app
 from tracejudge.server.config import ServerConfig, is_loopback
 
@@ -71,10 +72,7 @@ class BackgroundServer:
         return self.app.state.judge_label  # type: ignore[no-any-return]
 
     def start(self) -> BackgroundServer:
-        family = socket.AF_INET6 if ":" in self.config.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((self.config.host, self.config.port))
+        sock = listen(self.config.host, self.config.port)
         self._socket = sock
         self.port = sock.getsockname()[1]
         server = uvicorn.Server(

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import dataclasses
-import socket
 import sys
 from collections.abc import Sequence
 from typing import TextIO
 
 from tracejudge.errors import ConfigurationError
+from tracejudge.server._listen import listen
 from tracejudge.server.config import ServerConfig, is_loopback, parse_config
 from tracejudge.server.store import describe_store
 
@@ -80,7 +80,7 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     # Listen before saying where: a port in use is one line and status 2, not a claim
     # that the server runs followed by uvicorn's own failure.
     try:
-        listening = _listen(config.host, config.port)
+        listening = listen(config.host, config.port)
     except OSError as exc:
         print(
             f"tracejudge serve: cannot listen on {config.host}:{config.port}: "
@@ -102,19 +102,3 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     )
     server.run(sockets=[listening])
     return 0
-
-
-def _listen(host: str, port: int) -> socket.socket:
-    """A listening TCP socket on `host`:`port` (IPv4 or IPv6, as the host resolves)."""
-    family, _, _, _, address = socket.getaddrinfo(
-        host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
-    )[0]
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(address)
-        sock.listen(2048)
-    except OSError:
-        sock.close()
-        raise
-    return sock
