@@ -278,3 +278,22 @@ def test_the_one_pass_index_unflattens_as_the_plain_walk_does(attrs: dict[str, A
         assert unflatten(dict(attrs), prefix) == expected, prefix
         digit_first = any(k[:1].isdigit() for k in expected)
         assert has_indexed(dict(attrs), prefix) == digit_first, prefix
+
+
+def test_a_conversion_leaves_what_it_made_in_the_oldest_generation() -> None:
+    assert gc.isenabled() and not gc.get_freeze_count()
+    traces = traces_from_otlp(FIXTURES / "openllmetry.jsonl")
+    interaction = traces[0].root.llm_interactions[0]
+    oldest = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert id(traces) in oldest and id(interaction) in oldest
+    assert gc.isenabled()
+
+
+def test_a_programs_frozen_objects_stay_frozen_through_a_conversion() -> None:
+    gc.freeze()
+    try:
+        frozen = gc.get_freeze_count()
+        assert frozen and traces_from_otlp(FIXTURES / "openllmetry.jsonl")
+        assert gc.get_freeze_count() == frozen  # nothing thawed, nothing added
+    finally:
+        gc.unfreeze()
