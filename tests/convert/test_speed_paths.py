@@ -280,7 +280,19 @@ def test_the_one_pass_index_unflattens_as_the_plain_walk_does(attrs: dict[str, A
         assert has_indexed(dict(attrs), prefix) == digit_first, prefix
 
 
-def test_a_conversion_leaves_what_it_made_in_the_oldest_generation() -> None:
+def test_a_small_conversion_leaves_the_generations_alone() -> None:
+    assert gc.isenabled() and not gc.get_freeze_count()
+    traces = traces_from_otlp(FIXTURES / "openllmetry.jsonl")
+    oldest = {id(obj) for obj in gc.get_objects(generation=2)}
+    assert id(traces) not in oldest and id(traces[0].root.llm_interactions[0]) not in oldest
+
+
+def test_a_large_conversion_leaves_what_it_made_in_the_oldest_generation(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracejudge.convert import _gc
+
+    monkeypatch.setattr(_gc, "LARGE", 0)  # this fixture's conversion counts as large
     assert gc.isenabled() and not gc.get_freeze_count()
     traces = traces_from_otlp(FIXTURES / "openllmetry.jsonl")
     interaction = traces[0].root.llm_interactions[0]
@@ -289,7 +301,12 @@ def test_a_conversion_leaves_what_it_made_in_the_oldest_generation() -> None:
     assert gc.isenabled()
 
 
-def test_a_programs_frozen_objects_stay_frozen_through_a_conversion() -> None:
+def test_a_programs_frozen_objects_stay_frozen_through_a_conversion(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracejudge.convert import _gc
+
+    monkeypatch.setattr(_gc, "LARGE", 0)
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()

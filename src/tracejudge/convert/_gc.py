@@ -10,12 +10,15 @@ what little cyclic garbage there is is collected after the conversion.
 Only a call that found the collector enabled re-enables it, so a program that turned it
 off keeps it off, and concurrent conversions never leave it off.
 
-When it re-enables the collector, the objects made meanwhile go straight to the oldest
-generation (`gc.freeze()` then `gc.unfreeze()`: two list splices). Left young, they were
-all walked by the first collection after the pause and again as they aged, finding nothing:
-on 20,000 spans that first collection took a fifth as long as the conversion itself, and
-a program that reads many small traces (`AgentTracer.trace`) paid it again and again. A
-program that froze objects of its own keeps them frozen: then nothing is moved.
+After a large conversion (`LARGE` young objects or more), the objects made meanwhile go
+straight to the oldest generation when the collector comes back (`gc.freeze()` then
+`gc.unfreeze()`: two list splices). Left young, they were all walked by the first
+collection after the pause and again as they aged, finding nothing: on 20,000 spans that
+first collection took a fifth as long as the conversion itself. Small conversions leave
+the generations alone: whatever else is young then (a program's cyclic garbage among it)
+would wait for a full collection, which a loop of small conversions (`tracejudge score`,
+one trace at a time) would feel as memory that grows. A program that froze objects of its
+own keeps them frozen: then nothing is moved.
 """
 
 from __future__ import annotations
@@ -26,7 +29,11 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import ParamSpec, TypeVar
 
-__all__ = ["gc_paused", "without_gc"]
+__all__ = ["LARGE", "gc_paused", "without_gc"]
+
+#: Young objects (`gc.get_count()[0]`) from which a conversion's objects are moved to the
+#: oldest generation instead of being walked (about 2,000 spans' worth).
+LARGE = 100_000
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -34,8 +41,8 @@ R = TypeVar("R")
 
 @contextmanager
 def gc_paused() -> Iterator[None]:
-    """Disable the cyclic collector for the block, when it is enabled; the objects made in
-    it then go to the oldest generation (unless the program froze objects of its own)."""
+    """Disable the cyclic collector for the block, when it is enabled; after a large block
+    the objects made in it go to the oldest generation (see the module's docstring)."""
     if not gc.isenabled():
         yield
         return
@@ -43,7 +50,8 @@ def gc_paused() -> Iterator[None]:
     try:
         yield
     finally:
-        if not gc.get_freeze_count():  # (unfreezing would thaw a program's own frozen objects)
+        # (Unfreezing would thaw a program's own frozen objects: then nothing is moved.)
+        if gc.get_count()[0] >= LARGE and not gc.get_freeze_count():
             gc.freeze()
             gc.unfreeze()
         gc.enable()
