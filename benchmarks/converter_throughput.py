@@ -22,15 +22,15 @@ Every figure runs in a fresh child process (the SDK floor shares the conversion'
 building the spans takes longer than either); peak memory is its VmHWM. Ratios compare
 figures of one run (absolute times vary on a shared machine).
 
-    python benchmarks/converter_throughput.py                 # 10k, 100k: about 3 min
+    python benchmarks/converter_throughput.py                 # 10k, 100k: under 2 min
     python benchmarks/converter_throughput.py --quick         # 2k, 20k, 200k spans
     python benchmarks/converter_throughput.py --full          # also 1M spans streamed
     python benchmarks/converter_throughput.py --full --score  # and `tracejudge score` on 1M
 
-The default run stays under 5 minutes on a 2-core machine: it measures linearity from 10k
-to 100k spans and prints what 1M would take at the 100k rate; `--full` measures the 1M-span
-streamed run (a 1.95 GB file, about 7 minutes), `--score` the issue's `tracejudge score`
-figure on the largest file (on 1M spans, another 7 minutes).
+The default run measures linearity from 10k to 100k spans and prints what 1M would take
+at the 100k rate; `--full` measures the 1M-span streamed run (a 1.95 GB file; under 4
+minutes in all on a 2-core machine), `--score` the issue's `tracejudge score` figure on
+the largest file (on 1M spans, several minutes more).
 
 Prints one line per figure, then the targets, met or not.
 """
