@@ -314,3 +314,17 @@ def test_a_programs_frozen_objects_stay_frozen_through_a_conversion(
         assert gc.get_freeze_count() == frozen  # nothing thawed, nothing added
     finally:
         gc.unfreeze()
+
+
+def test_attributes_changed_in_place_between_conversions_are_read_again() -> None:
+    from tracejudge.convert import traces_from_records
+    from tracejudge.convert._otlp import decode
+
+    spans, _, _ = decode((FIXTURES / "openinference.jsonl").read_bytes())
+    key = "llm.input_messages.1.message.content"
+    span = next(s for s in spans if key in s.attributes)  # converted alone: read last
+    before = traces_from_records([span])
+    span.attributes[key] = "a question changed in place"
+    after = traces_from_records([span])
+    assert "a question changed in place" not in before[0].to_json()
+    assert "a question changed in place" in after[0].to_json()

@@ -327,7 +327,9 @@ class _FlatIndex:
 
 
 # The index of the attributes read last: a span's attributes are read by several functions
-# in a row. One entry, replaced atomically, so threads converting at once only recompute.
+# in a row. One entry, replaced atomically, so threads converting at once only recompute;
+# forgotten at the start and end of every conversion (`forget_index`), so that attributes
+# changed in place between two conversions are read again.
 _last_index: _FlatIndex | None = None
 
 
@@ -337,6 +339,12 @@ def _index(attrs: Mapping[str, Any]) -> _FlatIndex:
     if index is None or index.attrs is not attrs:
         index = _last_index = _FlatIndex(attrs)
     return index
+
+
+def forget_index() -> None:
+    """Drop the remembered index (and with it the last span's attributes)."""
+    global _last_index
+    _last_index = None
 
 
 def _place(root: dict[str, Any], parents: tuple[str, ...], leaf: str, value: Any) -> None:

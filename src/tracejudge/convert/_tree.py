@@ -29,7 +29,7 @@ from tracejudge.convert import (
     openllmetry,
     smolagents,
 )
-from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
+from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str, forget_index
 from tracejudge.convert._construct import build
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.models import (
@@ -165,6 +165,7 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
         return (not starts, min(starts) if starts else 0, item[0])
 
     traces: list[MultiAgentTrace] = []
+    forget_index()  # attributes may have changed in place since a conversion before
     for _, spans in sorted(enumerate(groups.values()), key=first_start):
         try:
             trace = _build_trace(spans, list(warnings))
@@ -173,6 +174,7 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
             continue
         if trace is not None:
             traces.append(trace)
+    forget_index()
     return traces
 
 
