@@ -16,6 +16,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from tracejudge._protowire import length_delimited
+
 FIXTURES = Path(__file__).resolve().parent.parent / "tests" / "fixtures"
 PER_LINE = 8
 
@@ -103,19 +105,6 @@ def write_json(path: Path, spans: int) -> int:
     return path.stat().st_size
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte, value = value & 0x7F, value >> 7
-        out.append(byte | 0x80 if value else byte)
-        if not value:
-            return bytes(out)
-
-
-def _field(number: int, payload: bytes) -> bytes:
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload
-
-
 def _b64(hex_id: Any) -> Any:
     return base64.b64encode(bytes.fromhex(hex_id)).decode() if isinstance(hex_id, str) else hex_id
 
@@ -151,14 +140,14 @@ def write_protobuf(path: Path, spans: int) -> int:
 
     def request(batch: dict[str, Any]) -> bytes:
         return b"".join(
-            _field(
+            length_delimited(
                 1,
-                _field(1, encoded[id(resources["resource"])])
+                length_delimited(1, encoded[id(resources["resource"])])
                 + b"".join(
-                    _field(
+                    length_delimited(
                         2,
-                        _field(1, encoded[id(scopes["scope"])])
-                        + b"".join(_field(2, span) for span in scopes["spans"]),
+                        length_delimited(1, encoded[id(scopes["scope"])])
+                        + b"".join(length_delimited(2, span) for span in scopes["spans"]),
                     )
                     for scopes in resources["scopeSpans"]
                 ),

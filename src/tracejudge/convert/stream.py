@@ -29,6 +29,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from tracejudge._protowire import length_delimited
 from tracejudge.convert import _json
 from tracejudge.convert._otlp import OTLPDecodeError, decode, decode_protobuf
 from tracejudge.convert._records import EventRecord, SpanRecord
@@ -219,7 +220,7 @@ def _protobuf_batches(stream: io.BufferedReader) -> Iterator[OTLPBatch]:
             continue
         seen_any = True
         if payload_size <= _PIECE_BYTES:
-            yield _pb_batch(_wrap(1, stream.read(payload_size)))
+            yield _pb_batch(length_delimited(1, stream.read(payload_size)))
         else:
             yield from _large_resource(_Limited(stream, payload_size))
     if not seen_any:
@@ -232,7 +233,7 @@ def _large_resource(stream: _Limited) -> Iterator[OTLPBatch]:
         if number != 2:
             _skip(stream, size)  # the resource's attributes: the converter reads none
         elif size <= _PIECE_BYTES:
-            yield _pb_batch(_wrap(1, _wrap(2, stream.read(size))))
+            yield _pb_batch(length_delimited(1, length_delimited(2, stream.read(size))))
         else:
             yield from _large_scope(_Limited(stream, size))
 
@@ -243,16 +244,16 @@ def _large_scope(stream: _Limited) -> Iterator[OTLPBatch]:
     spans: list[bytes] = []
     for number, size in _field_headers(stream):
         if number == 1:
-            scope = _wrap(1, stream.read(size))
+            scope = length_delimited(1, stream.read(size))
         elif number == 2:
-            spans.append(_wrap(2, stream.read(size)))
+            spans.append(length_delimited(2, stream.read(size)))
             if len(spans) >= _SPANS_PER_BATCH:
-                yield _pb_batch(_wrap(1, _wrap(2, scope + b"".join(spans))))
+                yield _pb_batch(length_delimited(1, length_delimited(2, scope + b"".join(spans))))
                 spans = []
         else:
             _skip(stream, size)
     if spans:
-        yield _pb_batch(_wrap(1, _wrap(2, scope + b"".join(spans))))
+        yield _pb_batch(length_delimited(1, length_delimited(2, scope + b"".join(spans))))
 
 
 def _pb_batch(request: bytes) -> OTLPBatch:
@@ -320,20 +321,3 @@ def _skip(stream: Any, size: int) -> None:
         if not chunk:
             return
         size -= len(chunk)
-
-
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
-def _wrap(number: int, payload: bytes) -> bytes:
-    """`payload` as length-delimited field `number`."""
-    return _varint(number << 3 | 2) + _varint(len(payload)) + payload

@@ -30,6 +30,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from tracejudge import semconv
+from tracejudge._protowire import length_delimited, varint
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import BodyTooLargeError
 from tracejudge.server.store import SpanBatch
@@ -260,24 +261,12 @@ def split_protobuf(body: bytes) -> Split:
 # --------------------------------------------------------------------------- answers
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        byte = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(byte | 0x80)
-        else:
-            out.append(byte)
-            return bytes(out)
-
-
 def _status(code: int, message: str, protobuf: bool) -> bytes:
     """A `google.rpc.Status` (code, message), encoded by hand: two fields are all it has."""
     if not protobuf:
         return json.dumps({"code": code, "message": message}).encode()
     text = message.encode()
-    return b"\x08" + _varint(code) + b"\x12" + _varint(len(text)) + text
+    return b"\x08" + varint(code) + length_delimited(2, text)
 
 
 #: gRPC codes for the HTTP statuses the intake answers with.
