@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from google.rpc import status_pb2
 
 from tests.server.harness import API_KEY, ServerProcess, server_env, wait_for
 from tracejudge import checks, criteria
@@ -108,6 +109,9 @@ def test_json_gzip_and_partial_success(server: ServerProcess) -> None:
             headers={"Content-Type": "application/x-protobuf"},
         )
         assert bad.status_code == 400 and bad.headers["content-type"] == "application/x-protobuf"
+        answer = status_pb2.Status()
+        answer.ParseFromString(bad.content)  # the google.rpc.Status OTLP/HTTP answers with
+        assert answer.code == 3 and answer.message  # INVALID_ARGUMENT, and why
         wrong = http.post("/v1/traces", content=b"x", headers={"Content-Type": "text/plain"})
         assert wrong.status_code == 415
         truncated = http.post("/v1/traces", content=body[:20], headers=headers)
