@@ -16,6 +16,7 @@ compares the two for every model the converter builds this way.
 
 from __future__ import annotations
 
+from collections.abc import Set as AbstractSet
 from typing import Any, TypeVar
 
 from pydantic import BaseModel
@@ -31,17 +32,15 @@ class _Plan:
     """How to build instances of one model class: a template of its fields in order (the
     default of each optional one), the names of all fields, and of the required ones."""
 
-    __slots__ = ("template", "names", "required", "extra")
+    __slots__ = ("template", "names", "required")
 
-    def __init__(self, template: dict[str, Any], required: frozenset[str], extra: bool) -> None:
+    def __init__(self, template: dict[str, Any], required: frozenset[str]) -> None:
         self.template = template
         self.names = frozenset(template)
         self.required = required
-        self.extra: dict[str, Any] | None = {} if extra else None
 
 
 _plans: dict[type[BaseModel], _Plan | None] = {}
-_set = object.__setattr__
 
 
 def _plan(cls: type[BaseModel]) -> _Plan | None:
@@ -61,7 +60,7 @@ def _plan(cls: type[BaseModel]) -> _Plan | None:
             template[name] = info.default
         else:
             return None
-    return _Plan(template, frozenset(required), cls.model_config.get("extra") == "allow")
+    return _Plan(template, frozenset(required))
 
 
 def construct(cls: type[M], **values: Any) -> M:
@@ -75,15 +74,10 @@ def construct(cls: type[M], **values: Any) -> M:
         return cls.model_construct(**values)
     data = plan.template.copy()  # the fields in their order, as model_construct has them
     data.update(values)
-    instance = _new(cls)
-    _set(instance, "__dict__", data)
-    _set_fields_set(instance, set(values))
-    _set_extra(instance, None if plan.extra is None else {})
-    _set_private(instance, None)
-    return instance
+    return build(cls, data, values.keys())
 
 
-def build(cls: type[M], data: dict[str, Any], given: frozenset[str] | None = None) -> M:
+def build(cls: type[M], data: dict[str, Any], given: AbstractSet[str] | None = None) -> M:
     """`construct(cls, **data)` where `data` holds every field of `cls`, in field order, and
     nothing else (the caller guarantees it: the test suite checks each caller's models).
     `given` names the fields counted as set (`model_fields_set`), when not all of them.
@@ -102,6 +96,7 @@ def build(cls: type[M], data: dict[str, Any], given: frozenset[str] | None = Non
 
 
 _new = object.__new__
+_set = object.__setattr__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
