@@ -311,19 +311,10 @@ class _FlatIndex:
             if path is None:
                 continue
             start, parents, leaf = path
-            node = self.trees.get(start)
-            if node is None:
-                node = self.trees[start] = {}
-            for part in parents:  # `_place`, inlined: this runs for every flattened key
-                child = node.get(part, _MISSING)
-                if child is _MISSING:
-                    child = node[part] = {}
-                elif type(child) is not dict:
-                    break
-                node = child
-            else:
-                if leaf not in node:
-                    node[leaf] = value
+            tree = self.trees.get(start)
+            if tree is None:
+                tree = self.trees[start] = {}
+            _place(tree, parents, leaf, value)
 
 
 # The index of the attributes read last: a span's attributes are read by several functions
@@ -352,11 +343,14 @@ def _place(root: dict[str, Any], parents: tuple[str, ...], leaf: str, value: Any
     (and a value where a parent dict would go stops the path)."""
     node = root
     for part in parents:
-        child = node.setdefault(part, {})
-        if type(child) is not dict:
+        child = node.get(part, _MISSING)  # (not setdefault: no new dict for a known part)
+        if child is _MISSING:
+            child = node[part] = {}
+        elif type(child) is not dict:
             return
         node = child
-    node.setdefault(leaf, value)
+    if leaf not in node:
+        node[leaf] = value
 
 
 def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
