@@ -16,6 +16,7 @@ from typing import Any
 from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._construct import build
+from tracejudge.convert._json import is_mapping
 from tracejudge.models import (
     LLMInput,
     LLMOutput,
@@ -129,16 +130,6 @@ def load_json(value: Any, what: str, warnings: list[str]) -> Any:
             warnings.append(f"{what}: not readable JSON ({type(exc).__name__}); skipped")
             return None
     return value
-
-
-_PLAIN = frozenset({str, int, float, bool, type(None), list, tuple})
-
-
-def is_mapping(value: Any) -> bool:
-    """`isinstance(value, Mapping)` in a fraction of its time for the values of parsed JSON
-    (the ABC check costs several times a type lookup)."""
-    kind = type(value)
-    return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))
 
 
 def as_str(value: Any) -> str | None:

@@ -15,10 +15,10 @@ quote its error messages do not change.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["ACCELERATED", "loads"]
+__all__ = ["ACCELERATED", "is_mapping", "loads"]
 
 _decode: Callable[[Any], Any] | None
 try:
@@ -42,3 +42,13 @@ def loads(data: str | bytes | bytearray) -> Any:
         except _Rejected:
             pass  # decided by the standard library: its value or its error message
     return json.loads(data)
+
+
+_PLAIN = frozenset({str, int, float, bool, type(None), list, tuple})
+
+
+def is_mapping(value: Any) -> bool:
+    """`isinstance(value, Mapping)` in a fraction of its time for the values of parsed JSON
+    (the ABC check costs several times a type lookup)."""
+    kind = type(value)
+    return kind is dict or (kind not in _PLAIN and isinstance(value, Mapping))

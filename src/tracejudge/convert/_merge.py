@@ -43,7 +43,8 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _json
-from tracejudge.convert._common import Extraction, as_str, is_mapping
+from tracejudge.convert._common import Extraction, as_str
+from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 

@@ -569,7 +569,7 @@ def _read_documents(
             otlp_documents += 1
             _typed_spans(document, where, warnings, spans)
             continue
-        if not _is_mapping(document):
+        if not _json.is_mapping(document):
             warnings.append(f"OTLP/JSON {where} is not an object; skipped")
             continue
         resource_spans = _get(document, "resourceSpans", "resource_spans")
@@ -619,13 +619,8 @@ def _salvage_json_spans(text: str, warnings: list[str]) -> list[SpanRecord]:
     return spans
 
 
-def _is_mapping(value: Any) -> bool:
-    # Parsed JSON holds plain dicts: `type() is dict` spares the slow ABC check for them.
-    return type(value) is dict or isinstance(value, Mapping)
-
-
 def _get(mapping: Any, *keys: str) -> Any:
-    if not _is_mapping(mapping):
+    if not _json.is_mapping(mapping):
         return None
     for key in keys:
         if key in mapping:
@@ -689,7 +684,7 @@ def _json_nanos(value: Any) -> int | None:
 
 def _json_value(value: Any) -> Any:
     """An OTLP/JSON AnyValue (camelCase or snake_case keys) as a plain value."""
-    if not _is_mapping(value):
+    if not _json.is_mapping(value):
         return value
     # The scalar kinds, first present key wins (written out: this runs for every attribute).
     if "stringValue" in value:
@@ -759,7 +754,7 @@ def _json_ids(raw: Mapping[str, Any]) -> tuple[str | None, str | None]:
 
 
 def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
-    if not _is_mapping(raw):
+    if not _json.is_mapping(raw):
         return None
     trace_id, span_id = _json_ids(raw)
     if trace_id is None or span_id is None:
@@ -769,7 +764,7 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
     status_name = _json_enum(_get(status, "code"), _STATUS_BY_CODE, "STATUS_CODE_")
     events = []
     for event in _list(_get(raw, "events")):
-        if _is_mapping(event):
+        if _json.is_mapping(event):
             events.append(
                 EventRecord(
                     name=str(_get(event, "name") or ""),
@@ -794,7 +789,7 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
 
 
 def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
-    if not _is_mapping(raw):
+    if not _json.is_mapping(raw):
         return None
     trace_id, span_id = _json_ids(raw)
     if trace_id is None or span_id is None:

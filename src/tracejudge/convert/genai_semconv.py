@@ -29,7 +29,6 @@ from tracejudge.convert._common import (
     as_str,
     finish_reason,
     indexed,
-    is_mapping,
     load_json,
     message_inputs,
     model_and_usage,
@@ -41,6 +40,7 @@ from tracejudge.convert._common import (
     text_value,
     tools,
 )
+from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import EventRecord, SpanRecord
 from tracejudge.models import LLMInput, LLMToolDefinition
 

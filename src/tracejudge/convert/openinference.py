@@ -29,7 +29,6 @@ from tracejudge.convert._common import (
     has_flattened,
     hashable,
     indexed,
-    is_mapping,
     load_json,
     openai_message,
     openai_message_inputs,
@@ -40,6 +39,7 @@ from tracejudge.convert._common import (
     unflatten,
     usage,
 )
+from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMToolDefinition
 

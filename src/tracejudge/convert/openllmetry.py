@@ -27,7 +27,6 @@ from tracejudge.convert._common import (
     has_indexed,
     hashable,
     indexed,
-    is_mapping,
     load_json,
     model_and_usage,
     openai_message,
@@ -37,6 +36,7 @@ from tracejudge.convert._common import (
     tools,
     unflatten,
 )
+from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMToolDefinition
 
