@@ -328,3 +328,12 @@ def test_attributes_changed_in_place_between_conversions_are_read_again() -> Non
     after = traces_from_records([span])
     assert "a question changed in place" not in before[0].to_json()
     assert "a question changed in place" in after[0].to_json()
+
+
+def test_a_prefix_outside_the_index_is_refused_by_name() -> None:
+    from tracejudge.convert._common import has_indexed, unflatten
+
+    with pytest.raises(ValueError, match="'llm.other' is not one of FLATTENED_PREFIXES"):
+        unflatten({"llm.other.0": "x"}, "llm.other")
+    with pytest.raises(ValueError, match="FLATTENED_PREFIXES"):
+        has_indexed({}, "gen_ai.other")

@@ -344,24 +344,26 @@ def _place(root: dict[str, Any], parents: tuple[str, ...], leaf: str, value: Any
         node[leaf] = value
 
 
+def _tree_under(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
+    """The nested form of the keys under `prefix` (one of `FLATTENED_PREFIXES`), or None
+    when the attributes hold none."""
+    start = prefix + "."
+    if start not in _KNOWN_STARTS:
+        raise ValueError(f"{prefix!r} is not one of FLATTENED_PREFIXES; add it there")
+    return _index(attrs).trees.get(start)
+
+
+_KNOWN_STARTS = frozenset(_STARTS)
+
+
 def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """`prefix.0.message.role = x` style keys as nested dicts keyed by path segment.
+    """`prefix.0.message.role = x` style keys as nested dicts keyed by path segment
+    (`prefix`: one of `FLATTENED_PREFIXES`).
 
     A key that is both a value and a parent of other keys keeps the first seen. The result
     is shared by the callers that ask for the same attributes: read it, do not change it.
     """
-    start = prefix + "."
-    if start in _STARTS:
-        return _index(attrs).trees.get(start, _EMPTY)
-    root: dict[str, Any] = {}
-    for key, value in attrs.items():
-        if key.startswith(start):
-            *parents, leaf = key[len(start) :].split(".")
-            _place(root, tuple(parents), leaf, value)
-    return root
-
-
-_EMPTY: dict[str, Any] = {}  # (callers only read what `unflatten` returns)
+    return _tree_under(attrs, prefix) or {}
 
 
 def indexed(node: Any) -> list[Any]:
@@ -380,16 +382,13 @@ def indexed(node: Any) -> list[Any]:
 
 def has_flattened(attrs: Mapping[str, Any], prefix: str) -> bool:
     """Whether any key starts with `prefix.` (one of `FLATTENED_PREFIXES`)."""
-    return prefix + "." in _index(attrs).trees
+    return _tree_under(attrs, prefix) is not None
 
 
 def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
-    """Whether any key is `prefix.<digit>...`."""
-    start = prefix + "."
-    if start in _STARTS:  # a tree's keys are its paths' first segments
-        return any(key[:1].isdigit() for key in _index(attrs).trees.get(start, _EMPTY))
-    at = len(start)
-    return any(k.startswith(start) and k[at : at + 1].isdigit() for k in attrs)
+    """Whether any key is `prefix.<digit>...` (one of `FLATTENED_PREFIXES`)."""
+    tree = _tree_under(attrs, prefix) or {}
+    return any(key[:1].isdigit() for key in tree)  # a tree's keys: its paths' first segments
 
 
 # --------------------------------------------------------------------------- messages

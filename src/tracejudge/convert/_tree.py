@@ -156,7 +156,7 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
             spans = by_trace[record.trace_id] = {}
         previous = spans.get(record.span_id)
         # The same span seen twice (running, then ended): keep the ended copy.
-        if previous is None or (previous.end_ns is None and record.end_ns is not None):
+        if previous is None or (previous.running and not record.running):
             spans[record.span_id] = record
     groups = {trace_id: list(spans.values()) for trace_id, spans in by_trace.items()}
 

@@ -130,11 +130,9 @@ def extract(span: SpanRecord) -> Extraction:
             schemas = []
             for raw_schema in raw_schemas:
                 schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", warnings)
-                if is_mapping(schema) and schema.get("type") in (
-                    None,
-                    "function",
-                ):
-                    schemas.append(schema)  # built-in tools (web search ...) have no schema
+                # Built-in tools (web search ...) have no function schema: left out.
+                if is_mapping(schema) and schema.get("type") in (None, "function"):
+                    schemas.append(schema)
             return tools(schemas, warnings, what) if schemas else None
 
         remembered = hashable(("openinference", *raw_schemas))
