@@ -74,17 +74,7 @@ def identity(span: SpanRecord) -> Identity | None:
     prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     traceloop_kind = attrs.get(semconv.TRACELOOP_SPAN_KIND)
-    named_like_agent = span.name.startswith(prefix) and (
-        span.name == prefix or span.name.startswith(_AGENT_SPAN_START)
-    )
-    if (
-        operation is not None
-        and operation != semconv.OPERATION_INVOKE_AGENT
-        and traceloop_kind is None
-        and not attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
-        and attrs.get(semconv.CREWAI_CREW_AGENTS) is None
-    ):
-        return None  # a model call, a tool run ...: the usual span, decided at once
+    named_like_agent = span.name == prefix or span.name.startswith(_AGENT_SPAN_START)
     agent_id = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
     declared_name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
     if traceloop_kind == semconv.TRACELOOP_KIND_TASK:

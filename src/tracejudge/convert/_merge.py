@@ -74,9 +74,7 @@ class Call:
 
     @property
     def primary(self) -> tuple[SpanRecord, Extraction]:
-        if self._primary is None and len(self.records) == 1:
-            self._primary = self.records[0]  # the usual case: a call recorded once
-        elif self._primary is None:  # chosen once: records do not change after grouping
+        if self._primary is None:  # chosen once: records do not change after grouping
             self._primary = max(
                 enumerate(self.records),
                 key=lambda item: (*_completeness(item[1][1]), item[1][0] is self.span, -item[0]),
