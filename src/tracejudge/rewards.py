@@ -577,13 +577,10 @@ def _failure(error: BaseException) -> BatchResult:
 
 
 def _combined(scores: Sequence[float], explanation: str) -> BatchResult:
-    if len(scores) == 1:  # no repeats: nothing to average
-        return BatchResult(score=scores[0], scores=(scores[0],), std=0.0, explanation=explanation)
+    """One item's result: the mean of its repeats' scores and their spread."""
+    std = statistics.pstdev(scores) if len(scores) > 1 else 0.0
     return BatchResult(
-        score=statistics.fmean(scores),
-        scores=tuple(scores),
-        std=statistics.pstdev(scores),
-        explanation=explanation,
+        score=statistics.fmean(scores), scores=tuple(scores), std=std, explanation=explanation
     )
 
 
