@@ -436,25 +436,27 @@ def _pb_span(span: Any, scope: str | None = None) -> SpanRecord:
     status = span.status
     events = span.events
     return SpanRecord(
-        span.trace_id.hex(),
-        span.span_id.hex(),
-        span.parent_span_id.hex() or None,
-        span.name,
-        span.start_time_unix_nano or None,
-        span.end_time_unix_nano or None,
-        _STATUS_BY_CODE.get(status.code, STATUS_UNSET),
-        status.message or None,
-        _KIND_NAMES.get(span.kind),
-        _pb_attributes(span.attributes),
-        [
+        trace_id=span.trace_id.hex(),
+        span_id=span.span_id.hex(),
+        parent_id=span.parent_span_id.hex() or None,
+        name=span.name,
+        start_ns=span.start_time_unix_nano or None,
+        end_ns=span.end_time_unix_nano or None,
+        status=_STATUS_BY_CODE.get(status.code, STATUS_UNSET),
+        status_message=status.message or None,
+        kind=_KIND_NAMES.get(span.kind),
+        attributes=_pb_attributes(span.attributes),
+        events=[
             EventRecord(
-                event.name, _seconds(event.time_unix_nano), _pb_attributes(event.attributes)
+                name=event.name,
+                time=_seconds(event.time_unix_nano),
+                attributes=_pb_attributes(event.attributes),
             )
             for event in events
         ]
         if events
         else [],
-        scope,
+        scope=scope,
     )
 
 
@@ -853,25 +855,27 @@ def _typed_span(raw: Any, where: str, warnings: list[str], scope: str | None) ->
     kind = raw.kind
     name = raw.name
     return SpanRecord(
-        trace_id,
-        span_id,
-        _json_id(raw.parentSpanId, 8),
-        name if type(name) is str else str(name or ""),
-        _json_nanos(raw.startTimeUnixNano),
-        _json_nanos(raw.endTimeUnixNano),
-        status_name,
-        message if isinstance(message, str) and message else None,
-        _KIND_NAMES.get(kind) if type(kind) is int else _json_enum(kind, _KIND_NAMES, "SPAN_KIND_"),
-        _typed_attributes(raw.attributes),
-        [
+        trace_id=trace_id,
+        span_id=span_id,
+        parent_id=_json_id(raw.parentSpanId, 8),
+        name=name if type(name) is str else str(name or ""),
+        start_ns=_json_nanos(raw.startTimeUnixNano),
+        end_ns=_json_nanos(raw.endTimeUnixNano),
+        status=status_name,
+        status_message=message if isinstance(message, str) and message else None,
+        kind=_KIND_NAMES.get(kind)
+        if type(kind) is int
+        else _json_enum(kind, _KIND_NAMES, "SPAN_KIND_"),
+        attributes=_typed_attributes(raw.attributes),
+        events=[
             EventRecord(
-                str(event.name or ""),
-                _seconds(_json_int(event.timeUnixNano)),
-                _typed_attributes(event.attributes),
+                name=str(event.name or ""),
+                time=_seconds(_json_int(event.timeUnixNano)),
+                attributes=_typed_attributes(event.attributes),
             )
             for event in raw.events
         ],
-        scope,
+        scope=scope,
     )
 
 
