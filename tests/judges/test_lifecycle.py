@@ -39,11 +39,14 @@ def test_connections_of_finished_event_loops_are_closed(server: ScriptedLLMServe
         del judge
 
 
+@pytest.mark.parametrize("concurrency", [8, 64], ids=["one pool", "sharded pools"])
 def test_a_loop_closed_without_shutdown_leaves_no_open_connection(
-    server: ScriptedLLMServer,
+    server: ScriptedLLMServer, concurrency: int
 ) -> None:
     server.default = graded(7)
-    judge = OpenAICompatibleJudge("m", base_url=server.base_url, cache=False)
+    judge = OpenAICompatibleJudge(
+        "m", base_url=server.base_url, cache=False, max_concurrency=concurrency
+    )
     with no_resource_warnings():
         loop = asyncio.new_event_loop()
         loop.run_until_complete(judge.judge(REQUEST))

@@ -168,18 +168,22 @@ def _close_abandoned(client: httpx.AsyncClient) -> None:
     """Close the sockets of a client whose event loop was closed before it.
 
     No public API closes an asyncio transport once its loop is closed (closing schedules a
-    callback on that loop), so this follows httpx's pool down to each transport and runs
+    callback on that loop), so this follows httpx's pools (a sharded transport has several)
+    down to each socket transport and runs
     the transport's final step itself. Whatever it cannot find (another transport, another
     httpcore version) is left to the garbage collector, which warns about it.
     """
-    pool = getattr(getattr(client, "_transport", None), "_pool", None)
-    for connection in list(getattr(pool, "connections", None) or ()):
+    transport = getattr(client, "_transport", None)
+    pools = [getattr(t, "_pool", None) for t in getattr(transport, "_transports", [transport])]
+    connections = [c for pool in pools for c in getattr(pool, "connections", None) or ()]
+    for connection in connections:
         stream = getattr(getattr(connection, "_connection", None), "_network_stream", None)
+        stream = getattr(stream, "wrapped", stream)  # our liveness check's wrapper
         stream = getattr(stream, "_stream", None)
         stream = getattr(stream, "transport_stream", stream)  # TLS wraps the socket stream
-        transport = getattr(stream, "_transport", None)
-        connection_lost = getattr(transport, "_call_connection_lost", None)
-        if connection_lost is None or getattr(transport, "_sock", None) is None:
+        socket_transport = getattr(stream, "_transport", None)
+        connection_lost = getattr(socket_transport, "_call_connection_lost", None)
+        if connection_lost is None or getattr(socket_transport, "_sock", None) is None:
             continue  # not an asyncio socket transport, or already closed
         try:
             connection_lost(None)

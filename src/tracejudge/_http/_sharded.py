@@ -16,6 +16,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from tracejudge._http._liveness import with_cheap_liveness
+
 __all__ = ["SHARD_SIZE", "ShardedTransport", "pooled_transport"]
 
 #: The most connections one httpx pool holds before another pool is added.
@@ -77,11 +79,13 @@ def pooled_transport(
     max_connections: int, *, verify: ssl.SSLContext | bool = True
 ) -> httpx.AsyncBaseTransport:
     """One httpx transport for up to `max_connections` connections (all kept alive):
-    a plain pool up to SHARD_SIZE, else a ShardedTransport of pools of at most that."""
+    a plain pool up to SHARD_SIZE, else a ShardedTransport of pools of at most that; each
+    pool's connections answer liveness checks cheaply (see `_liveness`)."""
     shards = max(1, -(-max_connections // SHARD_SIZE))
     size = -(-max_connections // shards)
     limits = httpx.Limits(max_connections=size, max_keepalive_connections=size)
     pools: list[httpx.AsyncBaseTransport] = [
-        httpx.AsyncHTTPTransport(verify=verify, limits=limits) for _ in range(shards)
+        with_cheap_liveness(httpx.AsyncHTTPTransport(verify=verify, limits=limits))
+        for _ in range(shards)
     ]
     return pools[0] if shards == 1 else ShardedTransport(pools)
