@@ -17,6 +17,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from tracejudge import _env
 from tracejudge.errors import MissingDependencyError
+from tracejudge.tracing import _openllmetry_hook
 from tracejudge.tracing._export import otlp_processor
 from tracejudge.tracing._processors import (
     DEFAULT_MAX_SPANS_PER_TRACE,
@@ -210,6 +211,8 @@ def _instrument(instrument: Instruments, cls: type) -> None:
         )
     else:
         instrumentor.instrument(tracer_provider=_instrumentation_provider)
+        if instrument is Instruments.OPENAI:
+            _openllmetry_hook.install()  # no event loop per call (see the module)
     if getattr(instrumentor, "is_instrumented_by_opentelemetry", True):
         _instrumented.add(instrument)
     else:
