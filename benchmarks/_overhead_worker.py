@@ -104,6 +104,15 @@ def setup(arm: str, client: OpenAI, calls: int):
 
         OpenAIInstrumentor().instrument(tracer_provider=_plain_provider())
         return completions
+    if arm == "openllmetry-loopfree":  # what tracejudge's hook alone changes (see below)
+        from opentelemetry.instrumentation.openai import OpenAIInstrumentor
+
+        from tracejudge.tracing import _openllmetry_hook
+
+        OpenAIInstrumentor().instrument(tracer_provider=_plain_provider())
+        if not _openllmetry_hook.install():
+            raise AssertionError("the loop-free request hook did not install")
+        return completions
     if arm == "openinference":
         from openinference.instrumentation.openai import OpenAIInstrumentor
 

@@ -6,6 +6,10 @@ in-memory transport, so the time is the client's and the tracing's, without netw
 
 - none           no tracing at all (the floor)
 - openllmetry    OpenLLMetry (opentelemetry-instrumentation-openai) alone, spans dropped
+- openllmetry-loopfree
+                 OpenLLMetry with the request hook tracejudge installs (its chat request
+                 recorded in one step, not on a new event loop per call: see
+                 tracejudge/tracing/_openllmetry_hook.py), so that the layer's own cost shows
 - tracejudge     ComposoTracer.init + one AgentTracer per agent + `tracer.trace` read;
                  built on OpenLLMetry, so this is the arm it is held against
 - tracejudge-noread
@@ -46,7 +50,15 @@ import _composo
 
 HERE = Path(__file__).resolve().parent
 WORKER = HERE / "_overhead_worker.py"
-ARMS = ("none", "openllmetry", "tracejudge", "tracejudge-noread", "openinference", "composo")
+ARMS = (
+    "none",
+    "openllmetry",
+    "openllmetry-loopfree",
+    "tracejudge",
+    "tracejudge-noread",
+    "openinference",
+    "composo",
+)
 
 
 class Worker:
@@ -155,6 +167,12 @@ def main() -> int:
     print(
         f"tracejudge without reading tracer.trace over OpenLLMetry alone: {100 * alone:+.1f}% "
         f"(reading the trace adds {ms['tracejudge'] - ms['tracejudge-noread']:.3f} ms per call)"
+    )
+    layer = ms["tracejudge"] / ms["openllmetry-loopfree"] - 1
+    print(
+        f"tracejudge over OpenLLMetry with the same loop-free hook: {100 * layer:+.1f}% "
+        f"(the hook saves {ms['openllmetry'] - ms['openllmetry-loopfree']:.3f} ms per call; "
+        "the layer and the trace read cost the rest)"
     )
     if "composo" in ms:
         ratio = ms["tracejudge"] / ms["composo"]
