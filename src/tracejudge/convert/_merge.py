@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from tracejudge import semconv
@@ -154,27 +155,17 @@ def group_calls(
     `llm_ancestor(span)` is the span id of the nearest model-call span above `span` with
     no agent span in between, or None.
     """
-    nodes = [_Node(span, ex, response_id(span), i) for i, (span, ex) in enumerate(records)]
+    ids = [response_id(span) for span, _ in records]
+    if _apart(records, ids, llm_ancestor):  # the usual case: every call recorded once
+        return [
+            _single_call(span, ex, found) for (span, ex), found in zip(records, ids, strict=True)
+        ]
+    nodes = [
+        _Node(span, ex, found, i)
+        for i, ((span, ex), found) in enumerate(zip(records, ids, strict=True))
+    ]
     by_id = {node.span.span_id: node for node in nodes}
-    parent = list(range(len(nodes)))
-    scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def union(a: int, b: int, *, forced: bool = False) -> bool:
-        ra, rb = find(a), find(b)
-        if ra == rb:
-            return True
-        if not forced and scopes[ra] & scopes[rb]:
-            return False  # one instrumentation records each call once
-        keep, gone = min(ra, rb), max(ra, rb)
-        parent[gone] = keep
-        scopes[keep] |= scopes[gone]
-        return True
+    groups = _Groups(nodes)
 
     doubled: list[tuple[_Node, _Node]] = []
     # Rule 1: nested.
@@ -186,7 +177,7 @@ def group_calls(
         if node.response_id and above.response_id and node.response_id != above.response_id:
             continue
         same_scope = node.span.scope is not None and node.span.scope == above.span.scope
-        union(node.index, above.index, forced=True)
+        groups.union(node.index, above.index, forced=True)
         if same_scope:
             doubled.append((node, above))
 
@@ -199,7 +190,7 @@ def group_calls(
         for i, first in enumerate(group):
             for second in group[i + 1 :]:
                 if _overlap(first.span, second.span, any_overlap=True):
-                    union(first.index, second.index)
+                    groups.union(first.index, second.index)
 
     # Rule 3: siblings of compatible models that overlap in time.
     siblings: dict[str | None, list[_Node]] = {}
@@ -214,8 +205,11 @@ def group_calls(
                 if (second.span.start_ns or 0) > (first.span.end_ns or second.span.start_ns or 0):
                     break  # sorted by start: no later sibling overlaps `first`
                 if _same_by_model_and_time(first, second):
-                    union(first.index, second.index)
+                    groups.union(first.index, second.index)
 
+    if not groups.merged:
+        return [_single_call(node.span, node.extraction, node.response_id) for node in nodes]
+    find = groups.find
     members: dict[int, list[_Node]] = {}
     for node in nodes:
         members.setdefault(find(node.index), []).append(node)
@@ -225,9 +219,12 @@ def group_calls(
     placed = []
     for root, group in members.items():
         if len(group) == 1:
-            outer = group[0]  # the usual case: a call recorded once
-        else:
-            outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
+            outer = group[0]
+            placed.append(
+                (outer.index, _single_call(outer.span, outer.extraction, outer.response_id))
+            )
+            continue
+        outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
         call = Call(
             span=outer.span,
             records=[(n.span, n.extraction) for n in group],
@@ -237,6 +234,85 @@ def group_calls(
         placed.append((outer.index, call))
     placed.sort(key=lambda item: item[0])  # in the order of their outermost records
     return [call for _, call in placed]
+
+
+def _apart(
+    records: Sequence[tuple[SpanRecord, Extraction]],
+    ids: list[str | None],
+    llm_ancestor: Callable[[SpanRecord], str | None],
+) -> bool:
+    """Whether no rule can match two of the records (it may say no when none does): none
+    is nested in another, no response id comes twice, and no sibling starts before the
+    one started before it ended."""
+    span_ids = {span.span_id for span, _ in records}
+    if any(llm_ancestor(span) in span_ids for span, _ in records):
+        return False
+    named = [found for found in ids if found]
+    if len(set(named)) != len(named):
+        return False
+    siblings: dict[str | None, list[SpanRecord]] = {}
+    for span, _ in records:
+        siblings.setdefault(span.parent_id, []).append(span)
+    if len(siblings) == len(records):
+        return True
+    for group in siblings.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=_start_or_zero)  # (stable: rule 3's order)
+        for first, second in pairwise(group):
+            if (second.start_ns or 0) <= (first.end_ns or second.start_ns or 0):
+                return False  # rule 3 would compare them
+    return True
+
+
+def _start_or_zero(span: SpanRecord) -> int:
+    return span.start_ns or 0
+
+
+def _single_call(span: SpanRecord, extraction: Extraction, found: str | None) -> Call:
+    """The call of a span that no other span records."""
+    call = Call(span=span, records=[(span, extraction)], response_ids={span.span_id: found})
+    call._primary = call.records[0]
+    return call
+
+
+class _Groups:
+    """Union-find over the nodes' indexes; a group never holds two records of one
+    instrumentation scope unless forced (nested spans)."""
+
+    __slots__ = ("nodes", "parent", "scopes", "merged")
+
+    def __init__(self, nodes: list[_Node]) -> None:
+        self.nodes = nodes
+        self.parent = list(range(len(nodes)))
+        self.scopes: dict[int, set[str]] = {}  # a group's scopes, by its root, once merged
+        self.merged = False
+
+    def find(self, i: int) -> int:
+        parent = self.parent
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def _scopes(self, root: int) -> set[str]:
+        found = self.scopes.get(root)
+        if found is None:
+            scope = self.nodes[root].span.scope
+            found = self.scopes[root] = {scope} if scope else set()
+        return found
+
+    def union(self, a: int, b: int, *, forced: bool = False) -> bool:
+        ra, rb = self.find(a), self.find(b)
+        if ra == rb:
+            return True
+        if not forced and self._scopes(ra) & self._scopes(rb):
+            return False  # one instrumentation records each call once
+        keep, gone = min(ra, rb), max(ra, rb)
+        self.parent[gone] = keep
+        self._scopes(keep).update(self._scopes(gone))
+        self.merged = True
+        return True
 
 
 def _depth_in(
