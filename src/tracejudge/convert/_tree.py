@@ -213,13 +213,14 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
 def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
     """The spans by start time, those without one last, ties in input order (the sort is
     stable): the order `_sort_key` gives with each span's input position as `seq`."""
-    if all(span.start_ns is not None for span in spans):  # the usual case: a plain sort
+    try:  # the usual case, every start known: a plain sort (checking first cost as much)
         return sorted(spans, key=_start_ns)
-    return sorted(spans, key=lambda span: _sort_key(span, 0))
+    except TypeError:  # a None was compared (with two spans or more, every key is compared)
+        return sorted(spans, key=lambda span: _sort_key(span, 0))
 
 
-def _start_ns(span: SpanRecord) -> int:
-    return span.start_ns  # type: ignore[return-value]  # (`_in_start_order` checked)
+def _start_ns(span: SpanRecord) -> int | None:
+    return span.start_ns
 
 
 def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
@@ -606,30 +607,31 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
     result id is filled in, a different one makes the call id an alias to rewrite.
     Finally, results without a tool name take the name of their call.
     """
-    # Each interaction's input tool calls and results, in order: most input messages are
-    # text, and the conversation repeats in every later input, so the passes below look
-    # at these short lists instead of every message again.
-    tool_inputs: list[list[LLMToolCall | LLMToolResponse]] = []
-    tool_outputs: list[list[LLMToolCall]] = []
+    # Each interaction's input tool calls and results and its output tool calls, in order,
+    # for the interactions that have any: most messages are text, and the conversation
+    # repeats in every later input, so the passes below look at these short lists instead
+    # of every message again. (Contents are text or tool items: not text is a tool item.)
+    joined: list[tuple[list[LLMToolCall | LLMToolResponse], list[LLMToolCall]]] = []
     for agent in agents:
         carried: list[LLMToolCall] = []  # the calls the agent's previous answer made
         for _, item in agent.items:
-            if isinstance(item, LLMInteraction):
-                inputs = item.input_messages
-                tools = [c for m in inputs if not isinstance(c := m.content, str)]
-                if tools:
-                    _pair_results(inputs, tools, carried, aliases)
-                carried = item.tool_calls
-                tool_inputs.append(tools)
-                tool_outputs.append(carried)
+            if isinstance(item, str):
+                continue  # a child agent's id
+            inputs = item.input_messages
+            tools = [c for m in inputs if not isinstance(c := m.content, str)]
+            if tools:
+                _pair_results(inputs, tools, carried, aliases)
+            carried = [c for m in item.output_messages if not isinstance(c := m.content, str)]
+            if tools or carried:
+                joined.append((tools, carried))  # type: ignore[arg-type]
     names: dict[str, str] = {}
-    for tools, calls in zip(tool_inputs, tool_outputs, strict=True):
+    for tools, calls in joined:
         for content in (*tools, *calls):
             if isinstance(content, LLMToolCall):
                 if content.id in aliases:  # (assigning a model's field is not cheap)
                     content.id = aliases[content.id]
                 names.setdefault(content.id, content.name)
-    for tools in tool_inputs:
+    for tools, _ in joined:
         for content in tools:
             if isinstance(content, LLMToolResponse) and content.name is None:
                 name = names.get(content.id)
@@ -652,24 +654,40 @@ def _pair_results(
     pending = [call for call in carried if call.id not in call_ids]
     for message in inputs:
         content = message.content
-        if isinstance(content, LLMToolCall):
+        if isinstance(content, str):
+            if message.role == "user":
+                pending.clear()  # a new user turn: earlier calls went unanswered
+        elif isinstance(content, LLMToolCall):
             pending.append(content)
-        elif isinstance(content, LLMToolResponse):
-            match = next((c for c in pending if content.id and c.id == content.id), None)
-            if match is not None:
-                pending.remove(match)
+        else:  # a result
+            if content.id and _take_call(pending, content.id):
                 continue
             if content.id and content.id in call_ids:
                 continue
-            candidate = next(
-                (c for c in pending if c.id not in answered and c.id not in aliases), None
-            )
+            candidate = _take_unanswered(pending, answered, aliases)
             if candidate is None:
                 continue
-            pending.remove(candidate)
             if not content.id:
                 content.id = candidate.id
             elif candidate.id:
                 aliases[candidate.id] = content.id
-        elif message.role == "user":
-            pending.clear()  # a new user turn: earlier calls went unanswered
+
+
+def _take_call(pending: list[LLMToolCall], call_id: str) -> bool:
+    """Remove the first pending call with this id; whether there was one."""
+    for position, call in enumerate(pending):
+        if call.id == call_id:
+            del pending[position]
+            return True
+    return False
+
+
+def _take_unanswered(
+    pending: list[LLMToolCall], answered: set[str], aliases: dict[str, str]
+) -> LLMToolCall | None:
+    """Remove and return the first pending call that no result answers by id."""
+    for position, call in enumerate(pending):
+        if call.id not in answered and call.id not in aliases:
+            del pending[position]
+            return call
+    return None
