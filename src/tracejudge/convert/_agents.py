@@ -50,12 +50,13 @@ class Layout:
     the input is not changed); `identities` maps each agent span's id to its identity;
     `output_spans` lists, per agent span, the spans whose recorded output is that agent's
     (itself first, then the twins folded into it); LangGraph node agents have none, since
-    a node's output is a state update, not an answer.
+    a node's output is a state update, not an answer. `by_id` maps span ids to `spans`.
     """
 
     spans: list[SpanRecord]
     identities: dict[str, Identity] = field(default_factory=dict)
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
+    by_id: dict[str, SpanRecord] = field(default_factory=dict)
 
 
 def _strip_suffix(name: str) -> str:
@@ -156,20 +157,26 @@ def layout(spans: list[SpanRecord]) -> Layout:
             identities[span.span_id] = found
             output_spans[span.span_id] = [span]
 
-    spans = _adopt_covered_siblings(spans, identities, nodes)
-    by_id = {span.span_id: span for span in spans}
+    adopted = _adopt_covered_siblings(spans, by_id, identities, nodes)
+    if adopted is not spans:
+        spans = adopted
+        by_id = {span.span_id: span for span in spans}
     _fold_twins(spans, by_id, identities, output_spans)
-    return Layout(spans=spans, identities=identities, output_spans=output_spans)
+    return Layout(spans=spans, identities=identities, output_spans=output_spans, by_id=by_id)
 
 
 def _adopt_covered_siblings(
-    spans: list[SpanRecord], identities: dict[str, Identity], nodes: dict[str, str]
+    spans: list[SpanRecord],
+    by_id: dict[str, SpanRecord],
+    identities: dict[str, Identity],
+    nodes: dict[str, str],
 ) -> list[SpanRecord]:
+    """`spans`, or (when a childless agent span covers a sibling subtree of its name) a
+    new list with the adopted subtrees' roots re-parented (see the module's docstring)."""
     children: dict[str | None, list[SpanRecord]] = {}
     for span in spans:
         children.setdefault(span.parent_id, []).append(span)
     new_parent: dict[str, str] = {}
-    by_id = {span.span_id: span for span in spans}
     for span_id, (_, name) in identities.items():
         if span_id in children:
             continue

@@ -227,15 +227,18 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     layout = _agents.layout(_in_start_order(spans))
     spans = layout.spans
     seq = {span.span_id: i for i, span in enumerate(spans)}
-    by_id = {span.span_id: span for span in spans}
+    by_id = layout.by_id
 
     agents: dict[str, _Agent] = {}
     llm_spans: list[SpanRecord] = []
     readable: list[tuple[SpanRecord, Extraction]] = []
     unreadable: list[str] = []  # warnings, given after those about agents
     used_ids: set[str] = set()
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
+    with_events: list[SpanRecord] = []  # (where evaluation events may be)
     identities = layout.identities
-    for span in spans:
+    for span in spans:  # one pass sorts out every kind of span the tree uses
         identity = identities.get(span.span_id)
         if identity is not None:
             declared, name = identity
@@ -248,14 +251,22 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
                 agent_id = f"{agent_id}#{span.span_id}"
             used_ids.add(agent_id)
             agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
-            continue
-        reader = _reader(span)
-        if reader is not None:
-            llm_spans.append(span)
-            # Read now, while the span's attributes are the ones indexed (see `_reader`).
-            extraction = _extract(span, reader, unreadable)
-            if extraction is not None:
-                readable.append((span, extraction))
+        else:
+            reader = _reader(span)
+            if reader is not None:
+                llm_spans.append(span)
+                # Read now, while the span's attributes are the ones indexed (see `_reader`).
+                extraction = _extract(span, reader, unreadable)
+                if extraction is not None:
+                    readable.append((span, extraction))
+        run = _tools.tool_run(span)
+        if run is not None:
+            tool_runs.append((span, run))
+        found = _handoffs.handoff(span)
+        if found is not None:
+            handoffs.append((span, found))
+        if span.events:
+            with_events.append(span)
     if not agents and not llm_spans:
         return None
     llm_ids = {span.span_id for span in llm_spans}
@@ -348,7 +359,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     for agent in all_agents:
         agent.items.sort(key=_first)
     _join_tool_ids(all_agents, aliases)
-    _supply_tool_results(spans, agents, root, placement)
+    _supply_tool_results(tool_runs, agents, root, placement)
 
     by_agent_id = {agent.id: agent for agent in all_agents}
     instances: dict[str, AgentInstance] = {}
@@ -371,7 +382,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             _AGENT_GIVEN,
         )
         stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
-    _record_handoffs(spans, agents, root, parent_of_agent, placement, instances)
+    _record_handoffs(handoffs, agents, root, parent_of_agent, placement, instances)
     recorded = {}
     for span_id, agent in agents.items():
         for record in layout.output_spans.get(span_id, []):
@@ -385,7 +396,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             if text is not None:
                 recorded[agent.id] = text
     _answers.fill_answers(instances, root.id, recorded)
-    _place_evaluations(spans, agents, root, instances, placement, warnings)
+    _place_evaluations(with_events, agents, root, instances, placement, warnings)
     # Built without validation: the converter guarantees what `MultiAgentTrace` checks
     # (the root is an instance, each key is its instance's id, every child id is an
     # instance: `instances` holds the tree walked from the root; no cycle: cut above).
@@ -408,9 +419,9 @@ def _place_evaluations(
     placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
     warnings: list[str],
 ) -> None:
-    """Put every evaluation event of the trace on the agent it judges (see `_evaluations`):
-    the instance the event names, else the agent whose span carries it, else the nearest
-    agent above that span."""
+    """Put every evaluation event of `spans` (the trace's spans that have events, in start
+    order) on the agent it judges (see `_evaluations`): the instance the event names, else
+    the agent whose span carries it, else the nearest agent above that span."""
     for span in spans:
         for event in span.events:
             if not _evaluations.is_evaluation(event):
@@ -491,7 +502,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         {
             "input_messages": list(extraction.inputs),
             "output_messages": list(extraction.outputs),
-            "tools_available": list(extraction.tools) if extraction.tools is not None else None,
+            "tools_available": None if extraction.tools is None else list(extraction.tools),
             "model": extraction.model,
             "usage": extraction.usage,
             "start_time": start_ns / 1e9 if start_ns is not None else None,  # span.start
@@ -499,9 +510,14 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
             "error": error,
             "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
             "refusal": extraction.refusal,
-            "alternatives": [list(choice) for choice in extraction.alternatives] or None,
-            "reasoning": "\n\n".join(extraction.reasoning) or None,
-            "server_tool_calls": list(extraction.server_tools) or None,
+            # (most calls have none of these three: no empty list or string made for them)
+            "alternatives": [list(choice) for choice in extraction.alternatives]
+            if extraction.alternatives
+            else None,
+            "reasoning": "\n\n".join(extraction.reasoning) or None
+            if extraction.reasoning
+            else None,
+            "server_tool_calls": list(extraction.server_tools) if extraction.server_tools else None,
             "tool_results": None,
             "span_id": span.span_id,
             "response_id": response_id or None,
@@ -529,37 +545,38 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
 
 
 def _supply_tool_results(
-    spans: list[SpanRecord],
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]],
     agents: dict[str, _Agent],
     root: _Agent,
     placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
 ) -> None:
-    """Complete each agent's tool results from its tool spans (see `_tools`)."""
+    """Complete each agent's tool results from its tool spans (see `_tools`), given with
+    their runs in start order."""
     runs: dict[int, list[_tools.ToolRun]] = {}
-    for span in spans:
-        run = _tools.tool_run(span)
-        if run is not None:
-            agent_span_id = placement(span)[0]
-            owner = agents[agent_span_id] if agent_span_id is not None else root
-            runs.setdefault(id(owner), []).append(run)
+    for span, run in tool_runs:
+        agent_span_id = placement(span)[0]
+        owner = agents[agent_span_id] if agent_span_id is not None else root
+        runs.setdefault(id(owner), []).append(run)
+    if not runs:
+        return
     for owner in [root, *agents.values()]:
-        interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
-        _tools.supply_results(interactions, runs.get(id(owner), []))
+        owned = runs.get(id(owner))
+        if owned:  # (`supply_results` does nothing without runs)
+            interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
+            _tools.supply_results(interactions, owned)
 
 
 def _record_handoffs(
-    spans: list[SpanRecord],
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]],
     agents: dict[str, _Agent],
     root: _Agent,
     parent_of_agent: dict[str, str | None],
     placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
     instances: dict[str, AgentInstance],
 ) -> None:
-    """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`)."""
-    for span in spans:
-        found = _handoffs.handoff(span)
-        if found is None:
-            continue
+    """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`), given
+    with what each records, in start order."""
+    for span, found in handoffs:
         agent_span_id = placement(span)[0]
         owner = agents[agent_span_id] if agent_span_id is not None else root
         if found.from_agent and owner.name != found.from_agent:
