@@ -173,6 +173,9 @@ def _adopt_covered_siblings(
 ) -> list[SpanRecord]:
     """`spans`, or (when a childless agent span covers a sibling subtree of its name) a
     new list with the adopted subtrees' roots re-parented (see the module's docstring)."""
+    parents = {span.parent_id for span in spans}
+    if all(span_id in parents for span_id in identities):
+        return spans  # the usual case: no agent span is childless
     children: dict[str | None, list[SpanRecord]] = {}
     for span in spans:
         children.setdefault(span.parent_id, []).append(span)
@@ -224,9 +227,8 @@ def _fold_twins(
     for span_id, parent in parent_agent.items():
         if parent is not None:
             agent_children.setdefault(parent, []).append(span_id)
-    for span in spans:  # outermost first: spans are in start order
-        span_id = span.span_id
-        parent = parent_agent.get(span_id)
+    for span_id in list(parent_agent):  # outermost first: in the spans' start order
+        parent = parent_agent[span_id]
         if parent is None or parent not in identities or span_id not in identities:
             continue
         if identities[parent][1] == identities[span_id][1] and agent_children[parent] == [span_id]:

@@ -668,6 +668,10 @@ def _pair_results(
     if not answered:
         return  # only results are paired (and changed): none here
     call_ids = {c.id for c in tools if isinstance(c, LLMToolCall)}
+    if answered <= call_ids and all(answered):
+        # The usual case: every result has the id of a call in this input, so each is
+        # matched or skipped below, and nothing changes.
+        return
     pending = [call for call in carried if call.id not in call_ids]
     for message in inputs:
         content = message.content
