@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import (
@@ -210,6 +211,16 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
     return traces
 
 
+def _may_be_tool_or_handoff(attrs: dict[str, Any]) -> bool:
+    """Whether `_tools.tool_run` or `_handoffs.handoff` may find something in the span: the
+    operations and span kinds they read (compared with ==: a value may be unhashable)."""
+    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    if operation == _tools.OPERATION or operation == _handoffs.OPERATION:
+        return True
+    kind = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
+    return kind == _tools.OPENINFERENCE_KIND or kind == _handoffs.OPENINFERENCE_KIND
+
+
 def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
     """The spans by start time, those without one last, ties in input order (the sort is
     stable): the order `_sort_key` gives with each span's input position as `seq`."""
@@ -259,12 +270,13 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
                 extraction = _extract(span, reader, unreadable)
                 if extraction is not None:
                     readable.append((span, extraction))
-        run = _tools.tool_run(span)
-        if run is not None:
-            tool_runs.append((span, run))
-        found = _handoffs.handoff(span)
-        if found is not None:
-            handoffs.append((span, found))
+        if _may_be_tool_or_handoff(span.attributes):  # (two calls a span: 1% of the time)
+            run = _tools.tool_run(span)
+            if run is not None:
+                tool_runs.append((span, run))
+            found = _handoffs.handoff(span)
+            if found is not None:
+                handoffs.append((span, found))
         if span.events:
             with_events.append(span)
     if not agents and not llm_spans:
