@@ -191,15 +191,17 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
         # The same span seen twice (running, then ended): keep the ended copy.
         if previous is None or (previous.running and not record.running):
             spans[record.span_id] = record
-    groups = {trace_id: list(spans.values()) for trace_id, spans in by_trace.items()}
+    # Each trace's spans in start order: its first span's start is the trace's (unknown
+    # only when every start is: those sort last).
+    groups = [_in_start_order(list(spans.values())) for spans in by_trace.values()]
 
     def first_start(item: tuple[int, list[SpanRecord]]) -> tuple[bool, int, int]:
-        starts = [s.start_ns for s in item[1] if s.start_ns is not None]
-        return (not starts, min(starts) if starts else 0, item[0])
+        start = item[1][0].start_ns
+        return (start is None, start or 0, item[0])
 
     traces: list[MultiAgentTrace] = []
     forget_index()  # attributes may have changed in place since a conversion before
-    for _, spans in sorted(enumerate(groups.values()), key=first_start):
+    for _, spans in sorted(enumerate(groups), key=first_start):
         try:
             trace = _build_trace(spans, list(warnings))
         except Exception:  # a safety net: one broken trace must not lose the others
@@ -235,7 +237,9 @@ def _start_ns(span: SpanRecord) -> int | None:
 
 
 def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
-    layout = _agents.layout(_in_start_order(spans))
+    """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
+    when it holds no agent and no model call."""
+    layout = _agents.layout(spans)
     spans = layout.spans
     seq = {span.span_id: i for i, span in enumerate(spans)}
     by_id = layout.by_id
