@@ -37,28 +37,18 @@ _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
 def recorded_output(span: SpanRecord) -> str | None:
     """The answer the span's own attributes record, or None."""
     attrs = span.attributes
-    for key, parse in _OUTPUT_ATTRIBUTES:
-        value = attrs.get(key)
-        if value is None:  # (most: no call made for them)
-            continue
-        if key == semconv.GEN_AI_OUTPUT_MESSAGES:
-            text = _output_messages_text(value)
-        else:
-            text = _answer_text(value, parse=parse)
+    for key in (semconv.PYDANTIC_AI_FINAL_RESULT, semconv.CREWAI_CREW_RESULT):
+        text = _answer_text(attrs.get(key), parse=False)
+        if text:
+            return text
+    text = _output_messages_text(attrs.get(semconv.GEN_AI_OUTPUT_MESSAGES))
+    if text:
+        return text
+    for key in (semconv.OUTPUT_VALUE, semconv.TRACELOOP_ENTITY_OUTPUT, semconv.GEN_AI_TASK_OUTPUT):
+        text = _answer_text(attrs.get(key), parse=True)
         if text:
             return text
     return None
-
-
-#: Where a span records its answer, first found first; whether the value is parsed JSON.
-_OUTPUT_ATTRIBUTES = (
-    (semconv.PYDANTIC_AI_FINAL_RESULT, False),
-    (semconv.CREWAI_CREW_RESULT, False),
-    (semconv.GEN_AI_OUTPUT_MESSAGES, True),
-    (semconv.OUTPUT_VALUE, True),
-    (semconv.TRACELOOP_ENTITY_OUTPUT, True),
-    (semconv.GEN_AI_TASK_OUTPUT, True),
-)
 
 
 def _output_messages_text(value: Any) -> str | None:

@@ -157,15 +157,28 @@ def group_calls(
     """
     ids = [response_id(span) for span, _ in records]
     if _apart(records, ids, llm_ancestor):  # the usual case: every call recorded once
-        return [
-            _single_call(span, ex, found) for (span, ex), found in zip(records, ids, strict=True)
-        ]
-    nodes = [
-        _Node(span, ex, found, i)
-        for i, ((span, ex), found) in enumerate(zip(records, ids, strict=True))
-    ]
+        return [_single_call(span, ex, ids[i]) for i, (span, ex) in enumerate(records)]
+    nodes = [_Node(span, ex, ids[i], i) for i, (span, ex) in enumerate(records)]
     by_id = {node.span.span_id: node for node in nodes}
-    groups = _Groups(nodes)
+    parent = list(range(len(nodes)))
+    scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def union(a: int, b: int, *, forced: bool = False) -> bool:
+        ra, rb = find(a), find(b)
+        if ra == rb:
+            return True
+        if not forced and scopes[ra] & scopes[rb]:
+            return False  # one instrumentation records each call once
+        keep, gone = min(ra, rb), max(ra, rb)
+        parent[gone] = keep
+        scopes[keep] |= scopes[gone]
+        return True
 
     doubled: list[tuple[_Node, _Node]] = []
     # Rule 1: nested.
@@ -177,7 +190,7 @@ def group_calls(
         if node.response_id and above.response_id and node.response_id != above.response_id:
             continue
         same_scope = node.span.scope is not None and node.span.scope == above.span.scope
-        groups.union(node.index, above.index, forced=True)
+        union(node.index, above.index, forced=True)
         if same_scope:
             doubled.append((node, above))
 
@@ -190,7 +203,7 @@ def group_calls(
         for i, first in enumerate(group):
             for second in group[i + 1 :]:
                 if _overlap(first.span, second.span, any_overlap=True):
-                    groups.union(first.index, second.index)
+                    union(first.index, second.index)
 
     # Rule 3: siblings of compatible models that overlap in time.
     siblings: dict[str | None, list[_Node]] = {}
@@ -205,11 +218,8 @@ def group_calls(
                 if (second.span.start_ns or 0) > (first.span.end_ns or second.span.start_ns or 0):
                     break  # sorted by start: no later sibling overlaps `first`
                 if _same_by_model_and_time(first, second):
-                    groups.union(first.index, second.index)
+                    union(first.index, second.index)
 
-    if not groups.merged:
-        return [_single_call(node.span, node.extraction, node.response_id) for node in nodes]
-    find = groups.find
     members: dict[int, list[_Node]] = {}
     for node in nodes:
         members.setdefault(find(node.index), []).append(node)
@@ -219,12 +229,9 @@ def group_calls(
     placed = []
     for root, group in members.items():
         if len(group) == 1:
-            outer = group[0]
-            placed.append(
-                (outer.index, _single_call(outer.span, outer.extraction, outer.response_id))
-            )
-            continue
-        outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
+            outer = group[0]  # the usual case: a call recorded once
+        else:
+            outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
         call = Call(
             span=outer.span,
             records=[(n.span, n.extraction) for n in group],
@@ -274,45 +281,6 @@ def _single_call(span: SpanRecord, extraction: Extraction, found: str | None) ->
     call = Call(span=span, records=[(span, extraction)], response_ids={span.span_id: found})
     call._primary = call.records[0]
     return call
-
-
-class _Groups:
-    """Union-find over the nodes' indexes; a group never holds two records of one
-    instrumentation scope unless forced (nested spans)."""
-
-    __slots__ = ("nodes", "parent", "scopes", "merged")
-
-    def __init__(self, nodes: list[_Node]) -> None:
-        self.nodes = nodes
-        self.parent = list(range(len(nodes)))
-        self.scopes: dict[int, set[str]] = {}  # a group's scopes, by its root, once merged
-        self.merged = False
-
-    def find(self, i: int) -> int:
-        parent = self.parent
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def _scopes(self, root: int) -> set[str]:
-        found = self.scopes.get(root)
-        if found is None:
-            scope = self.nodes[root].span.scope
-            found = self.scopes[root] = {scope} if scope else set()
-        return found
-
-    def union(self, a: int, b: int, *, forced: bool = False) -> bool:
-        ra, rb = self.find(a), self.find(b)
-        if ra == rb:
-            return True
-        if not forced and self._scopes(ra) & self._scopes(rb):
-            return False  # one instrumentation records each call once
-        keep, gone = min(ra, rb), max(ra, rb)
-        self.parent[gone] = keep
-        self._scopes(keep).update(self._scopes(gone))
-        self.merged = True
-        return True
 
 
 def _depth_in(

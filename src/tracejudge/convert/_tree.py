@@ -102,18 +102,18 @@ def _reader(span: SpanRecord) -> int | None:
     if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
         return None  # another OpenInference kind: chain, tool, retriever, embedding ...
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    request_type = attrs.get(semconv.LLM_REQUEST_TYPE) if operation is None else None
     if operation is not None:
         if as_str(operation) not in _LLM_OPERATIONS:
             return None
-    else:
-        request_type = attrs.get(semconv.LLM_REQUEST_TYPE)
-        # OpenLLMetry before 0.55: chat, completion, embedding ...
-        if request_type is not None and as_str(request_type) not in _LEGACY_REQUEST_TYPES:
+    elif request_type is not None:  # OpenLLMetry before 0.55: chat, completion, embedding ...
+        if as_str(request_type) not in _LEGACY_REQUEST_TYPES:
             return None
-        if request_type is None:  # no kind recorded: a model call if it holds messages
-            if genai_semconv.has_content(span):
-                return _SEMCONV
-            return _LEGACY if openllmetry.is_legacy(span) else None
+    elif genai_semconv.has_content(span):  # no kind recorded: a call if it holds messages
+        return _SEMCONV
+    else:
+        return _LEGACY if openllmetry.is_legacy(span) else None
+    # A model call by its kind: OpenLLMetry's older attributes only where there is no other
     if genai_semconv.has_content(span):
         return _SEMCONV
     return _LEGACY if openllmetry.is_legacy(span) else _SEMCONV
@@ -526,13 +526,11 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
             "error": error,
             "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
             "refusal": extraction.refusal,
-            # (most calls have none of these three: no empty list or string made for them)
+            # (most calls have neither: no empty list made for them)
             "alternatives": [list(choice) for choice in extraction.alternatives]
             if extraction.alternatives
             else None,
-            "reasoning": "\n\n".join(extraction.reasoning) or None
-            if extraction.reasoning
-            else None,
+            "reasoning": "\n\n".join(extraction.reasoning) or None,
             "server_tool_calls": list(extraction.server_tools) if extraction.server_tools else None,
             "tool_results": None,
             "span_id": span.span_id,
