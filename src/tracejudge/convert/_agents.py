@@ -50,12 +50,13 @@ class Layout:
     the input is not changed); `identities` maps each agent span's id to its identity;
     `output_spans` lists, per agent span, the spans whose recorded output is that agent's
     (itself first, then the twins folded into it); LangGraph node agents have none, since
-    a node's output is a state update, not an answer.
+    a node's output is a state update, not an answer. `by_id` maps span ids to `spans`.
     """
 
     spans: list[SpanRecord]
     identities: dict[str, Identity] = field(default_factory=dict)
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
+    by_id: dict[str, SpanRecord] = field(default_factory=dict)
 
 
 def _strip_suffix(name: str) -> str:
@@ -70,34 +71,38 @@ _AGENT_SPAN_START = semconv.INVOKE_AGENT_SPAN_PREFIX + " "
 
 def identity(span: SpanRecord) -> Identity | None:
     """(declared agent id or None, agent name) when the span itself is an agent run."""
+    # Asked of every span, most of which are not agents: each attribute is read only when
+    # the one before it leaves the question open.
     attrs = span.attributes
-    prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     traceloop_kind = attrs.get(semconv.TRACELOOP_SPAN_KIND)
-    named_like_agent = span.name == prefix or span.name.startswith(_AGENT_SPAN_START)
-    agent_id = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
-    declared_name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
     if traceloop_kind == semconv.TRACELOOP_KIND_TASK:
         return None  # a step (CrewAI task, LangChain runnable) of the agent it runs in
     if traceloop_kind == semconv.TRACELOOP_KIND_WORKFLOW:
         name = (
-            declared_name
+            as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
             or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
             or as_str(attrs.get(semconv.TRACELOOP_WORKFLOW_NAME))
             or span.name
         )
-        return agent_id, name
-    if operation == semconv.OPERATION_INVOKE_AGENT or (operation is None and named_like_agent):
-        name = declared_name
-        if name is None and named_like_agent:
+        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
+    prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
+    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    if operation == semconv.OPERATION_INVOKE_AGENT or (
+        operation is None and (span.name == prefix or span.name.startswith(_AGENT_SPAN_START))
+    ):
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
+        if name is None and (span.name == prefix or span.name.startswith(_AGENT_SPAN_START)):
             name = span.name[len(prefix) :].strip() or None
         name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
-        return agent_id, name or "agent"
+        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name or "agent"
     if attrs.get(semconv.CREWAI_CREW_AGENTS) is not None and span.name.endswith(_KICKOFF):
-        return agent_id, declared_name or _CREW  # OpenInference's CrewAI crew run (a CHAIN)
+        # OpenInference's CrewAI crew run (a CHAIN)
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)) or _CREW
+        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
     if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_AGENT:
-        name = declared_name or as_str(attrs.get(semconv.AGENT_NAME))
-        return agent_id, name or _strip_suffix(span.name) or "agent"
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)) or as_str(attrs.get(semconv.AGENT_NAME))
+        name = name or _strip_suffix(span.name) or "agent"
+        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
     return None
 
 
@@ -112,6 +117,24 @@ def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRe
         chain.append(parent)
         parent_id = parent.parent_id
     return chain
+
+
+def _agent_above(
+    span: SpanRecord, by_id: dict[str, SpanRecord], identities: dict[str, Identity]
+) -> str | None:
+    """The span id of the span's nearest agent ancestor in the input, or None (the first
+    agent of `_parent_chain`, found without walking on above it)."""
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    while parent_id and parent_id not in seen:
+        if parent_id in identities:
+            return parent_id if parent_id in by_id else None
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return None
+        seen.add(parent_id)
+        parent_id = parent.parent_id
+    return None
 
 
 def layout(spans: list[SpanRecord]) -> Layout:
@@ -134,20 +157,29 @@ def layout(spans: list[SpanRecord]) -> Layout:
             identities[span.span_id] = found
             output_spans[span.span_id] = [span]
 
-    spans = _adopt_covered_siblings(spans, identities, nodes)
-    by_id = {span.span_id: span for span in spans}
+    adopted = _adopt_covered_siblings(spans, by_id, identities, nodes)
+    if adopted is not spans:
+        spans = adopted
+        by_id = {span.span_id: span for span in spans}
     _fold_twins(spans, by_id, identities, output_spans)
-    return Layout(spans=spans, identities=identities, output_spans=output_spans)
+    return Layout(spans=spans, identities=identities, output_spans=output_spans, by_id=by_id)
 
 
 def _adopt_covered_siblings(
-    spans: list[SpanRecord], identities: dict[str, Identity], nodes: dict[str, str]
+    spans: list[SpanRecord],
+    by_id: dict[str, SpanRecord],
+    identities: dict[str, Identity],
+    nodes: dict[str, str],
 ) -> list[SpanRecord]:
+    """`spans`, or (when a childless agent span covers a sibling subtree of its name) a
+    new list with the adopted subtrees' roots re-parented (see the module's docstring)."""
+    parents = {span.parent_id for span in spans}
+    if all(span_id in parents for span_id in identities):
+        return spans  # the usual case: no agent span is childless
     children: dict[str | None, list[SpanRecord]] = {}
     for span in spans:
         children.setdefault(span.parent_id, []).append(span)
     new_parent: dict[str, str] = {}
-    by_id = {span.span_id: span for span in spans}
     for span_id, (_, name) in identities.items():
         if span_id in children:
             continue
@@ -186,20 +218,17 @@ def _fold_twins(
     identities: dict[str, Identity],
     output_spans: dict[str, list[SpanRecord]],
 ) -> None:
-    parent_agent: dict[str, str | None] = {}
-    for span in spans:
-        if span.span_id in identities:
-            ancestors = _parent_chain(span, by_id)
-            parent_agent[span.span_id] = next(
-                (p.span_id for p in ancestors if p.span_id in identities), None
-            )
+    parent_agent: dict[str, str | None] = {
+        span.span_id: _agent_above(span, by_id, identities)
+        for span in spans
+        if span.span_id in identities
+    }
     agent_children: dict[str, list[str]] = {}
     for span_id, parent in parent_agent.items():
         if parent is not None:
             agent_children.setdefault(parent, []).append(span_id)
-    for span in spans:  # outermost first: spans are in start order
-        span_id = span.span_id
-        parent = parent_agent.get(span_id)
+    for span_id in list(parent_agent):  # outermost first: in the spans' start order
+        parent = parent_agent[span_id]
         if parent is None or parent not in identities or span_id not in identities:
             continue
         if identities[parent][1] == identities[span_id][1] and agent_children[parent] == [span_id]:

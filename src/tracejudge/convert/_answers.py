@@ -80,6 +80,8 @@ def _loads(text: str) -> Any:
 def _answer_text(value: Any, *, parse: bool) -> str | None:
     """Text out of a recorded output: a plain string, or JSON holding messages or an
     output field; None for structures that hold no answer."""
+    if value is None:  # most keys asked about (and `isinstance` against an ABC is slow)
+        return None
     if isinstance(value, str) and parse:
         value = _loads(value)
     if isinstance(value, str):
@@ -130,7 +132,7 @@ def tool_answer(agent: AgentInstance, *, failed: bool) -> str | None:
     if failed or agent.handoff is not None or not agent.interactions:
         return None
     last = agent.interactions[-1]
-    if isinstance(last, str) or last.output_text.strip() or not last.tool_calls:
+    if isinstance(last, str) or not last.tool_calls or last.output_text.strip():
         return None
     results = {result.id: result.response for result in last.tool_results or []}
     if not all(call.id in results for call in last.tool_calls):
@@ -144,26 +146,30 @@ def fill_answers(
     """Set `output` on every agent that recorded one, and on every agent without a model
     call of its own from its last child that answered (children first)."""
     done: set[str] = set()
+    path: set[str] = set()  # the agents being visited: a cycle stops here
 
-    def visit(agent_id: str, path: frozenset[str]) -> None:
+    def visit(agent_id: str) -> None:
         agent = instances.get(agent_id)
         if agent is None or agent_id in done or agent_id in path:
             return
-        for child in agent.child_ids:
-            visit(child, path | {agent_id})
+        children = agent.child_ids
+        path.add(agent_id)
+        for child in children:
+            visit(child)
+        path.discard(agent_id)
         done.add(agent_id)
         if agent_id in recorded:
             agent.output = recorded[agent_id]
             return
-        if agent.llm_interactions:
-            return
-        for child in reversed(agent.child_ids):
+        if len(children) < len(agent.interactions):
+            return  # a model call of its own (an item that is not a child id)
+        for child in reversed(children):
             child_agent = instances.get(child)
             answer = child_agent.final_output if child_agent is not None else None
             if answer and not is_routing_decision(answer):
                 agent.output = answer
                 return
 
-    visit(root_id, frozenset())
+    visit(root_id)
     for agent_id in instances:
-        visit(agent_id, frozenset())
+        visit(agent_id)

@@ -23,7 +23,7 @@ from tracejudge import semconv
 from tracejudge.convert._common import as_str
 from tracejudge.convert._records import SpanRecord
 
-__all__ = ["Handoff", "handoff"]
+__all__ = ["OPENINFERENCE_KIND", "OPERATION", "Handoff", "handoff"]
 
 #: What OpenLLMetry writes for an agent it did not know.
 _UNKNOWN = "unknown"
@@ -42,17 +42,23 @@ def _known(name: str | None) -> str | None:
     return name if name and name != _UNKNOWN else None
 
 
+#: A hand-off span's `gen_ai.operation.name`, or else its OpenInference span kind:
+#: `handoff` reads no other span.
+OPERATION = semconv.OPERATION_HANDOFF
+OPENINFERENCE_KIND = semconv.OPENINFERENCE_KIND_TOOL
+
+
 def handoff(span: SpanRecord) -> Handoff | None:
     """The hand-off a span records, or None when it is not a hand-off span."""
     attrs = span.attributes
-    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_HANDOFF:
+    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == OPERATION:
         return Handoff(
             from_agent=_known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_FROM_AGENT))),
             to_agent=_known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_TO_AGENT))),
             start_ns=span.start_ns,
         )
     if (
-        attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_TOOL
+        attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_KIND
         and attrs.get(semconv.TOOL_NAME) is None
         and span.name.startswith(semconv.OPENINFERENCE_HANDOFF_PREFIX)
     ):

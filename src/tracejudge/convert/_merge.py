@@ -39,6 +39,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import pairwise
 from typing import Any
 
 from tracejudge import semconv
@@ -154,7 +155,10 @@ def group_calls(
     `llm_ancestor(span)` is the span id of the nearest model-call span above `span` with
     no agent span in between, or None.
     """
-    nodes = [_Node(span, ex, response_id(span), i) for i, (span, ex) in enumerate(records)]
+    ids = [response_id(span) for span, _ in records]
+    if _apart(records, ids, llm_ancestor):  # the usual case: every call recorded once
+        return [_single_call(span, ex, ids[i]) for i, (span, ex) in enumerate(records)]
+    nodes = [_Node(span, ex, ids[i], i) for i, (span, ex) in enumerate(records)]
     by_id = {node.span.span_id: node for node in nodes}
     parent = list(range(len(nodes)))
     scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
@@ -237,6 +241,46 @@ def group_calls(
         placed.append((outer.index, call))
     placed.sort(key=lambda item: item[0])  # in the order of their outermost records
     return [call for _, call in placed]
+
+
+def _apart(
+    records: Sequence[tuple[SpanRecord, Extraction]],
+    ids: list[str | None],
+    llm_ancestor: Callable[[SpanRecord], str | None],
+) -> bool:
+    """Whether no rule can match two of the records (it may say no when none does): none
+    is nested in another, no response id comes twice, and no sibling starts before the
+    one started before it ended."""
+    span_ids = {span.span_id for span, _ in records}
+    if any(llm_ancestor(span) in span_ids for span, _ in records):
+        return False
+    named = [found for found in ids if found]
+    if len(set(named)) != len(named):
+        return False
+    siblings: dict[str | None, list[SpanRecord]] = {}
+    for span, _ in records:
+        siblings.setdefault(span.parent_id, []).append(span)
+    if len(siblings) == len(records):
+        return True
+    for group in siblings.values():
+        if len(group) < 2:
+            continue
+        group.sort(key=_start_or_zero)  # (stable: rule 3's order)
+        for first, second in pairwise(group):
+            if (second.start_ns or 0) <= (first.end_ns or second.start_ns or 0):
+                return False  # rule 3 would compare them
+    return True
+
+
+def _start_or_zero(span: SpanRecord) -> int:
+    return span.start_ns or 0
+
+
+def _single_call(span: SpanRecord, extraction: Extraction, found: str | None) -> Call:
+    """The call of a span that no other span records."""
+    call = Call(span=span, records=[(span, extraction)], response_ids={span.span_id: found})
+    call._primary = call.records[0]
+    return call
 
 
 def _depth_in(

@@ -27,7 +27,7 @@ from tracejudge.convert._common import as_str
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMInteraction, LLMToolCall, LLMToolResponse, to_json_string
 
-__all__ = ["ToolRun", "tool_run", "supply_results"]
+__all__ = ["OPENINFERENCE_KIND", "OPERATION", "ToolRun", "tool_run", "supply_results"]
 
 _MAX_JSON_CHARS = 2_000_000  # larger results are kept as recorded
 
@@ -42,14 +42,20 @@ class ToolRun:
     used: bool = False
 
 
+#: A tool span's `gen_ai.operation.name`, or else its OpenInference span kind: `tool_run`
+#: reads no other span.
+OPERATION = semconv.OPERATION_EXECUTE_TOOL
+OPENINFERENCE_KIND = semconv.OPENINFERENCE_KIND_TOOL
+
+
 def tool_run(span: SpanRecord) -> ToolRun | None:
     """The tool run a span records, or None when it is not a tool span with a tool name."""
     attrs = span.attributes
-    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_EXECUTE_TOOL:
+    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == OPERATION:
         name = as_str(attrs.get(semconv.GEN_AI_TOOL_NAME))
         result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT)
         call_id = as_str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID))
-    elif attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_TOOL:
+    elif attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_KIND:
         name = as_str(attrs.get(semconv.TOOL_NAME))
         result = attrs.get(semconv.OUTPUT_VALUE)
         call_id = as_str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID))

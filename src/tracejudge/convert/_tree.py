@@ -14,6 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from operator import itemgetter
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import (
@@ -70,8 +72,8 @@ class _Agent:
     id: str
     name: str
     span: SpanRecord | None
-    # (sort key, interaction or child agent id)
-    items: list[tuple[tuple[bool, int, int], LLMInteraction | str]] = field(default_factory=list)
+    # (position of its span in start order, interaction or child agent id)
+    items: list[tuple[int, LLMInteraction | str]] = field(default_factory=list)
 
 
 # --------------------------------------------------------------------------- classification
@@ -83,36 +85,64 @@ def agent_identity(span: SpanRecord) -> tuple[str | None, str] | None:
     return _agents.identity(span)
 
 
-def is_llm_span(span: SpanRecord) -> bool:
-    """Whether the span records one call to a model, in any convention we read."""
+# What reads a model-call span (see `_reader`).
+_OPENINFERENCE, _LEGACY, _SEMCONV = 1, 2, 3
+
+
+def _reader(span: SpanRecord) -> int | None:
+    """Which convention module reads the span: `_OPENINFERENCE`, `_LEGACY` (OpenLLMetry
+    before 0.55) or `_SEMCONV`, or None when it records no model call. Each predicate is
+    asked at most once: the ones that look at flattened keys index the span's attributes
+    anew whenever another span was indexed in between."""
     attrs = span.attributes
     if openinference.is_llm(span):
-        return True
+        if openinference.has_messages(span) or not genai_semconv.has_content(span):
+            return _OPENINFERENCE
+        return _SEMCONV
     if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
-        return False  # another OpenInference kind: chain, tool, retriever, embedding ...
+        return None  # another OpenInference kind: chain, tool, retriever, embedding ...
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    request_type = attrs.get(semconv.LLM_REQUEST_TYPE) if operation is None else None
     if operation is not None:
-        return as_str(operation) in _LLM_OPERATIONS
-    request_type = attrs.get(semconv.LLM_REQUEST_TYPE)
-    if request_type is not None:  # OpenLLMetry before 0.55: chat, completion, embedding ...
-        return as_str(request_type) in _LEGACY_REQUEST_TYPES
-    return genai_semconv.has_content(span) or openllmetry.is_legacy(span)
+        if as_str(operation) not in _LLM_OPERATIONS:
+            return None
+    elif request_type is not None:  # OpenLLMetry before 0.55: chat, completion, embedding ...
+        if as_str(request_type) not in _LEGACY_REQUEST_TYPES:
+            return None
+    elif genai_semconv.has_content(span):  # no kind recorded: a call if it holds messages
+        return _SEMCONV
+    else:
+        return _LEGACY if openllmetry.is_legacy(span) else None
+    # A model call by its kind: OpenLLMetry's older attributes only where there is no other
+    if genai_semconv.has_content(span):
+        return _SEMCONV
+    return _LEGACY if openllmetry.is_legacy(span) else _SEMCONV
+
+
+def is_llm_span(span: SpanRecord) -> bool:
+    """Whether the span records one call to a model, in any convention we read."""
+    return _reader(span) is not None
 
 
 def extract(span: SpanRecord) -> Extraction:
     """Read one LLM span with the module of the convention it follows."""
-    if openinference.is_llm(span) and (
-        openinference.has_messages(span) or not genai_semconv.has_content(span)
-    ):
+    reader = _reader(span)
+    if reader is None:  # not a model call: read as what it looks most like
+        legacy = not genai_semconv.has_content(span) and openllmetry.is_legacy(span)
+        reader = _LEGACY if legacy else _SEMCONV
+    return _read(span, reader)
+
+
+def _read(span: SpanRecord, reader: int) -> Extraction:
+    if reader == _OPENINFERENCE:
         extraction = openinference.extract(span)
     else:
-        if not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
+        if reader == _LEGACY:
             extraction = openllmetry.extract_legacy(span)
         else:
             extraction = genai_semconv.extract(span)
         openllmetry.unrecorded_server_tools(span, extraction)
-    known = smolagents.KNOWN_ROLES
-    if not all(item.role in known for item in extraction.inputs):
+    if not {item.role for item in extraction.inputs} <= smolagents.KNOWN_ROLES:
         extraction.inputs = smolagents.map_roles(
             extraction.inputs, _describe(span), extraction.warnings
         )
@@ -142,6 +172,9 @@ def _sort_key(span: SpanRecord | None, seq: int) -> tuple[bool, int, int]:
     return (start is None, start if start is not None else 0, seq)
 
 
+_first = itemgetter(0)
+
+
 def _describe(span: SpanRecord) -> str:
     return f"span {span.name!r} ({span.span_id})"
 
@@ -158,15 +191,17 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
         # The same span seen twice (running, then ended): keep the ended copy.
         if previous is None or (previous.running and not record.running):
             spans[record.span_id] = record
-    groups = {trace_id: list(spans.values()) for trace_id, spans in by_trace.items()}
+    # Each trace's spans in start order: its first span's start is the trace's (unknown
+    # only when every start is: those sort last).
+    groups = [_in_start_order(list(spans.values())) for spans in by_trace.values()]
 
     def first_start(item: tuple[int, list[SpanRecord]]) -> tuple[bool, int, int]:
-        starts = [s.start_ns for s in item[1] if s.start_ns is not None]
-        return (not starts, min(starts) if starts else 0, item[0])
+        start = item[1][0].start_ns
+        return (start is None, start or 0, item[0])
 
     traces: list[MultiAgentTrace] = []
     forget_index()  # attributes may have changed in place since a conversion before
-    for _, spans in sorted(enumerate(groups.values()), key=first_start):
+    for _, spans in sorted(enumerate(groups), key=first_start):
         try:
             trace = _build_trace(spans, list(warnings))
         except Exception:  # a safety net: one broken trace must not lose the others
@@ -178,19 +213,48 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
     return traces
 
 
+def _may_be_tool_or_handoff(attrs: dict[str, Any]) -> bool:
+    """Whether `_tools.tool_run` or `_handoffs.handoff` may find something in the span: the
+    operations and span kinds they read (compared with ==: a value may be unhashable)."""
+    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+    if operation == _tools.OPERATION or operation == _handoffs.OPERATION:
+        return True
+    kind = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
+    return kind == _tools.OPENINFERENCE_KIND or kind == _handoffs.OPENINFERENCE_KIND
+
+
+def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
+    """The spans by start time, those without one last, ties in input order (the sort is
+    stable): the order `_sort_key` gives with each span's input position as `seq`."""
+    try:  # the usual case, every start known: a plain sort (checking first cost as much)
+        return sorted(spans, key=_start_ns)
+    except TypeError:  # a None was compared (with two spans or more, every key is compared)
+        return sorted(spans, key=lambda span: _sort_key(span, 0))
+
+
+def _start_ns(span: SpanRecord) -> int | None:
+    return span.start_ns
+
+
 def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
-    ordered = sorted(enumerate(spans), key=lambda item: _sort_key(item[1], item[0]))
-    spans = [span for _, span in ordered]
+    """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
+    when it holds no agent and no model call."""
     layout = _agents.layout(spans)
     spans = layout.spans
     seq = {span.span_id: i for i, span in enumerate(spans)}
-    by_id = {span.span_id: span for span in spans}
+    by_id = layout.by_id
 
     agents: dict[str, _Agent] = {}
     llm_spans: list[SpanRecord] = []
+    readable: list[tuple[SpanRecord, Extraction]] = []
+    unreadable: list[str] = []  # warnings, given after those about agents
     used_ids: set[str] = set()
-    for span in spans:
-        identity = layout.identities.get(span.span_id)
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
+    with_events: list[SpanRecord] = []  # (where evaluation events may be)
+    identities = layout.identities
+    for span in spans:  # one pass sorts out every kind of span the tree uses
+        identity = identities.get(span.span_id)
         if identity is not None:
             declared, name = identity
             agent_id = declared or span.span_id
@@ -202,8 +266,23 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
                 agent_id = f"{agent_id}#{span.span_id}"
             used_ids.add(agent_id)
             agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
-        elif is_llm_span(span):
-            llm_spans.append(span)
+        else:
+            reader = _reader(span)
+            if reader is not None:
+                llm_spans.append(span)
+                # Read now, while the span's attributes are the ones indexed (see `_reader`).
+                extraction = _extract(span, reader, unreadable)
+                if extraction is not None:
+                    readable.append((span, extraction))
+        if _may_be_tool_or_handoff(span.attributes):  # (two calls a span: 1% of the time)
+            run = _tools.tool_run(span)
+            if run is not None:
+                tool_runs.append((span, run))
+            found = _handoffs.handoff(span)
+            if found is not None:
+                handoffs.append((span, found))
+        if span.events:
+            with_events.append(span)
     if not agents and not llm_spans:
         return None
     llm_ids = {span.span_id for span in llm_spans}
@@ -237,11 +316,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     loose: list[SpanRecord] = []  # model calls outside every agent
     orphan_calls: list[SpanRecord] = []  # model calls whose parent span is missing
     places = {span.span_id: placement(span) for span in llm_spans}
-    readable = []
-    for span in llm_spans:
-        extraction = _extract(span, warnings)
-        if extraction is not None:
-            readable.append((span, extraction))
+    warnings.extend(unreadable)
     placed: list[tuple[_merge.Call, str | None]] = []
     for call in _merge.group_calls(readable, lambda span: places[span.span_id][1]):
         agent_span_id, _, broken = places[call.span.span_id]
@@ -278,7 +353,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
                     f"{_describe(by_id[span_id])}: its parent span is missing; "
                     "attached to the root agent"
                 )
-            root.items.append((_sort_key(by_id[span_id], seq[span_id]), agents[span_id].id))
+            root.items.append((seq[span_id], agents[span_id].id))
     if orphan_calls and implicit_root is None:
         warnings.append(
             f"{len(orphan_calls)} model-call spans whose parent span is missing; "
@@ -288,19 +363,19 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     for span_id, parent in parent_of_agent.items():
         if parent is not None:
             child = agents[span_id]
-            agents[parent].items.append((_sort_key(child.span, seq[span_id]), child.id))
+            agents[parent].items.append((seq[span_id], child.id))
 
     aliases: dict[str, str] = {}
     for call, agent_span_id in placed:
         interaction = _interaction(call, warnings, aliases)
         owner = agents[agent_span_id] if agent_span_id is not None else root
-        owner.items.append((_sort_key(call.span, seq[call.span.span_id]), interaction))
+        owner.items.append((seq[call.span.span_id], interaction))
 
     all_agents = ([implicit_root] if implicit_root else []) + list(agents.values())
     for agent in all_agents:
-        agent.items.sort(key=lambda item: item[0])
+        agent.items.sort(key=_first)
     _join_tool_ids(all_agents, aliases)
-    _supply_tool_results(spans, agents, root, placement)
+    _supply_tool_results(tool_runs, agents, root, placement)
 
     by_agent_id = {agent.id: agent for agent in all_agents}
     instances: dict[str, AgentInstance] = {}
@@ -323,7 +398,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             _AGENT_GIVEN,
         )
         stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
-    _record_handoffs(spans, agents, root, parent_of_agent, placement, instances)
+    _record_handoffs(handoffs, agents, root, parent_of_agent, placement, instances)
     recorded = {}
     for span_id, agent in agents.items():
         for record in layout.output_spans.get(span_id, []):
@@ -337,12 +412,18 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
             if text is not None:
                 recorded[agent.id] = text
     _answers.fill_answers(instances, root.id, recorded)
-    _place_evaluations(spans, agents, root, instances, placement, warnings)
-    return MultiAgentTrace(
-        root_agent_instance_id=root.id,
-        agent_instance_by_id=instances,
-        warnings=warnings,
-        trace_id=spans[0].trace_id if spans else None,
+    _place_evaluations(with_events, agents, root, instances, placement, warnings)
+    # Built without validation: the converter guarantees what `MultiAgentTrace` checks
+    # (the root is an instance, each key is its instance's id, every child id is an
+    # instance: `instances` holds the tree walked from the root; no cycle: cut above).
+    return build(
+        MultiAgentTrace,
+        {
+            "root_agent_instance_id": root.id,
+            "agent_instance_by_id": instances,
+            "warnings": warnings,
+            "trace_id": spans[0].trace_id if spans else None,
+        },
     )
 
 
@@ -354,9 +435,9 @@ def _place_evaluations(
     placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
     warnings: list[str],
 ) -> None:
-    """Put every evaluation event of the trace on the agent it judges (see `_evaluations`):
-    the instance the event names, else the agent whose span carries it, else the nearest
-    agent above that span."""
+    """Put every evaluation event of `spans` (the trace's spans that have events, in start
+    order) on the agent it judges (see `_evaluations`): the instance the event names, else
+    the agent whose span carries it, else the nearest agent above that span."""
     for span in spans:
         for event in span.events:
             if not _evaluations.is_evaluation(event):
@@ -405,10 +486,10 @@ def _break_cycles(
         )
 
 
-def _extract(span: SpanRecord, warnings: list[str]) -> Extraction | None:
+def _extract(span: SpanRecord, reader: int, warnings: list[str]) -> Extraction | None:
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        return extract(span)
+        return _read(span, reader)
     except Exception as exc:  # attribute data is untrusted: report, never raise
         warnings.append(f"{_describe(span)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None
@@ -419,12 +500,17 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     primary = call.primary
     span = primary[0]
     extraction = _merge.merge(call)
-    errors = [error_text(record) for record, _ in [primary, *call.records]]
-    response_id = None
-    for record, _ in [primary, *call.records]:
-        response_id = call.response_ids.get(record.span_id)
-        if response_id:
-            break
+    if len(call.records) == 1:  # the usual case: one record, the primary
+        response_id = call.response_ids.get(span.span_id)
+        error = error_text(span) if span.status == STATUS_ERROR else None
+    else:
+        records = [span, *(record for record, _ in call.records)]
+        # (`error_text` gives text exactly for the failed spans)
+        error = next((error_text(r) for r in records if r.status == STATUS_ERROR), None)
+        response_id = next(
+            (found for r in records if (found := call.response_ids.get(r.span_id))), None
+        )
+    start_ns, end_ns = span.start_ns, span.end_ns
     # Built without validation: every part is converter-made (see `_common`); the lists are
     # copied, as validation copied them, so that no extraction shares them.
     interaction = build(
@@ -432,17 +518,20 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         {
             "input_messages": list(extraction.inputs),
             "output_messages": list(extraction.outputs),
-            "tools_available": list(extraction.tools) if extraction.tools is not None else None,
+            "tools_available": None if extraction.tools is None else list(extraction.tools),
             "model": extraction.model,
             "usage": extraction.usage,
-            "start_time": span.start,
-            "end_time": span.end,
-            "error": next((e for e in errors if e is not None), None),
+            "start_time": start_ns / 1e9 if start_ns is not None else None,  # span.start
+            "end_time": end_ns / 1e9 if end_ns is not None else None,
+            "error": error,
             "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
             "refusal": extraction.refusal,
-            "alternatives": [list(choice) for choice in extraction.alternatives] or None,
+            # (most calls have neither: no empty list made for them)
+            "alternatives": [list(choice) for choice in extraction.alternatives]
+            if extraction.alternatives
+            else None,
             "reasoning": "\n\n".join(extraction.reasoning) or None,
-            "server_tool_calls": list(extraction.server_tools) or None,
+            "server_tool_calls": list(extraction.server_tools) if extraction.server_tools else None,
             "tool_results": None,
             "span_id": span.span_id,
             "response_id": response_id or None,
@@ -453,7 +542,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
         warnings.append(f"{_describe(span)}: no message content recorded (content capture off?)")
-    if span.running:
+    if end_ns is None:  # running
         warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
     elif (
         extraction.has_content
@@ -464,43 +553,44 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         warnings.append(
             f"{_describe(span)}: finished for tool calls, but no tool call was recorded"
         )
-    elif _missing.output_missing(extraction) and interaction.error is None:
+    elif error is None and _missing.output_missing(extraction):
         warnings.append(_missing.no_output_warning(span))
     return interaction
 
 
 def _supply_tool_results(
-    spans: list[SpanRecord],
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]],
     agents: dict[str, _Agent],
     root: _Agent,
     placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
 ) -> None:
-    """Complete each agent's tool results from its tool spans (see `_tools`)."""
+    """Complete each agent's tool results from its tool spans (see `_tools`), given with
+    their runs in start order."""
     runs: dict[int, list[_tools.ToolRun]] = {}
-    for span in spans:
-        run = _tools.tool_run(span)
-        if run is not None:
-            agent_span_id = placement(span)[0]
-            owner = agents[agent_span_id] if agent_span_id is not None else root
-            runs.setdefault(id(owner), []).append(run)
+    for span, run in tool_runs:
+        agent_span_id = placement(span)[0]
+        owner = agents[agent_span_id] if agent_span_id is not None else root
+        runs.setdefault(id(owner), []).append(run)
+    if not runs:
+        return
     for owner in [root, *agents.values()]:
-        interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
-        _tools.supply_results(interactions, runs.get(id(owner), []))
+        owned = runs.get(id(owner))
+        if owned:  # (`supply_results` does nothing without runs)
+            interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
+            _tools.supply_results(interactions, owned)
 
 
 def _record_handoffs(
-    spans: list[SpanRecord],
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]],
     agents: dict[str, _Agent],
     root: _Agent,
     parent_of_agent: dict[str, str | None],
     placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
     instances: dict[str, AgentInstance],
 ) -> None:
-    """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`)."""
-    for span in spans:
-        found = _handoffs.handoff(span)
-        if found is None:
-            continue
+    """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`), given
+    with what each records, in start order."""
+    for span, found in handoffs:
         agent_span_id = placement(span)[0]
         owner = agents[agent_span_id] if agent_span_id is not None else root
         if found.from_agent and owner.name != found.from_agent:
@@ -548,26 +638,32 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
     result id is filled in, a different one makes the call id an alias to rewrite.
     Finally, results without a tool name take the name of their call.
     """
-    interactions: list[LLMInteraction] = []
+    # Each interaction's input tool calls and results and its output tool calls, in order,
+    # for the interactions that have any: most messages are text, and the conversation
+    # repeats in every later input, so the passes below look at these short lists instead
+    # of every message again. (Contents are text or tool items: not text is a tool item.)
+    joined: list[tuple[list[LLMToolCall | LLMToolResponse], list[LLMToolCall]]] = []
     for agent in agents:
         carried: list[LLMToolCall] = []  # the calls the agent's previous answer made
         for _, item in agent.items:
-            if isinstance(item, LLMInteraction):
-                _pair_results(item.input_messages, carried, aliases)
-                carried = item.tool_calls
-                interactions.append(item)
+            if isinstance(item, str):
+                continue  # a child agent's id
+            inputs = item.input_messages
+            tools = [c for m in inputs if not isinstance(c := m.content, str)]
+            if tools:
+                _pair_results(inputs, tools, carried, aliases)
+            carried = [c for m in item.output_messages if not isinstance(c := m.content, str)]
+            if tools or carried:
+                joined.append((tools, carried))  # type: ignore[arg-type]
     names: dict[str, str] = {}
-    for interaction in interactions:
-        for messages in (interaction.input_messages, interaction.output_messages):
-            for message in messages:
-                content = message.content
-                if isinstance(content, LLMToolCall):
-                    if content.id in aliases:  # (assigning a model's field is not cheap)
-                        content.id = aliases[content.id]
-                    names.setdefault(content.id, content.name)
-    for interaction in interactions:
-        for message in interaction.input_messages:
-            content = message.content
+    for tools, calls in joined:
+        for content in (*tools, *calls):
+            if isinstance(content, LLMToolCall):
+                if content.id in aliases:  # (assigning a model's field is not cheap)
+                    content.id = aliases[content.id]
+                names.setdefault(content.id, content.name)
+    for tools, _ in joined:
+        for content in tools:
             if isinstance(content, LLMToolResponse) and content.name is None:
                 name = names.get(content.id)
                 if name is not None:
@@ -575,33 +671,58 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
 
 
 def _pair_results(
-    inputs: list[LLMInput], carried: list[LLMToolCall], aliases: dict[str, str]
+    inputs: list[LLMInput],
+    tools: list[LLMToolCall | LLMToolResponse],
+    carried: list[LLMToolCall],
+    aliases: dict[str, str],
 ) -> None:
-    answered = {m.content.id for m in inputs if isinstance(m.content, LLMToolResponse)}
+    """Pair the results in `inputs` (whose tool calls and results are `tools`) with the
+    calls before them (see `_join_tool_ids`)."""
+    answered = {c.id for c in tools if isinstance(c, LLMToolResponse)}
     if not answered:
         return  # only results are paired (and changed): none here
-    call_ids = {m.content.id for m in inputs if isinstance(m.content, LLMToolCall)}
+    call_ids = {c.id for c in tools if isinstance(c, LLMToolCall)}
+    if answered <= call_ids and all(answered):
+        # The usual case: every result has the id of a call in this input, so each is
+        # matched or skipped below, and nothing changes.
+        return
     pending = [call for call in carried if call.id not in call_ids]
     for message in inputs:
         content = message.content
-        if isinstance(content, LLMToolCall):
+        if isinstance(content, str):
+            if message.role == "user":
+                pending.clear()  # a new user turn: earlier calls went unanswered
+        elif isinstance(content, LLMToolCall):
             pending.append(content)
-        elif isinstance(content, LLMToolResponse):
-            match = next((c for c in pending if content.id and c.id == content.id), None)
-            if match is not None:
-                pending.remove(match)
+        else:  # a result
+            if content.id and _take_call(pending, content.id):
                 continue
             if content.id and content.id in call_ids:
                 continue
-            candidate = next(
-                (c for c in pending if c.id not in answered and c.id not in aliases), None
-            )
+            candidate = _take_unanswered(pending, answered, aliases)
             if candidate is None:
                 continue
-            pending.remove(candidate)
             if not content.id:
                 content.id = candidate.id
             elif candidate.id:
                 aliases[candidate.id] = content.id
-        elif message.role == "user":
-            pending.clear()  # a new user turn: earlier calls went unanswered
+
+
+def _take_call(pending: list[LLMToolCall], call_id: str) -> bool:
+    """Remove the first pending call with this id; whether there was one."""
+    for position, call in enumerate(pending):
+        if call.id == call_id:
+            del pending[position]
+            return True
+    return False
+
+
+def _take_unanswered(
+    pending: list[LLMToolCall], answered: set[str], aliases: dict[str, str]
+) -> LLMToolCall | None:
+    """Remove and return the first pending call that no result answers by id."""
+    for position, call in enumerate(pending):
+        if call.id not in answered and call.id not in aliases:
+            del pending[position]
+            return call
+    return None

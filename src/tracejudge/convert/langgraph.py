@@ -32,6 +32,8 @@ _LANGGRAPH_INTEGRATION = "langgraph"
 
 def _metadata(span: SpanRecord) -> Mapping[str, Any] | None:
     raw = span.attributes.get(semconv.OPENINFERENCE_METADATA)
+    if raw is None:  # most spans (and `isinstance` against an ABC is slow to say no)
+        return None
     if isinstance(raw, Mapping):
         return raw
     if not isinstance(raw, str) or semconv.LANGGRAPH_NODE not in raw and "langgraph" not in raw:
