@@ -82,13 +82,15 @@ def build(cls: type[M], data: dict[str, Any], given: AbstractSet[str] | None = N
     nothing else (the caller guarantees it: the test suite checks each caller's models).
     `given` names the fields counted as set (`model_fields_set`), when not all of them.
     `data` becomes the instance's own: do not use it again."""
-    extra = _extras.get(cls)
-    if extra is None:
+    try:
+        extra = _extras[cls]
+    except KeyError:
         extra = _extras[cls] = cls.model_config.get("extra") == "allow"
-    # pydantic keeps these in slots of BaseModel: their descriptors set them directly, in
-    # half the time `object.__setattr__` takes to find them (models here define no __new__).
+    # pydantic keeps these (and `__dict__`) in slots of BaseModel: their descriptors set them
+    # directly, in half the time `object.__setattr__` takes to find them (models here
+    # define no __new__).
     instance = _new(cls)
-    _set(instance, "__dict__", data)
+    _set_dict(instance, data)
     _set_fields_set(instance, set(data if given is None else given))
     _set_extra(instance, {} if extra else None)
     _set_private(instance, None)
@@ -96,7 +98,7 @@ def build(cls: type[M], data: dict[str, Any], given: AbstractSet[str] | None = N
 
 
 _new = object.__new__
-_set = object.__setattr__
+_set_dict = BaseModel.__dict__["__dict__"].__set__
 _set_fields_set = BaseModel.__dict__["__pydantic_fields_set__"].__set__
 _set_extra = BaseModel.__dict__["__pydantic_extra__"].__set__
 _set_private = BaseModel.__dict__["__pydantic_private__"].__set__
