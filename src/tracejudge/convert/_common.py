@@ -189,8 +189,10 @@ def finish_reason(value: Any) -> str | None:
 
 
 def finish_reasons(value: Any) -> list[str]:
-    items = value if isinstance(value, (list, tuple)) else [value]
-    return [r for r in (finish_reason(v) for v in items) if r]
+    if value is None:  # (asked of every span, and of several keys in turn)
+        return []
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    return [reason for reason in map(finish_reason, items) if reason]
 
 
 def model_and_usage(attrs: Mapping[str, Any], extraction: Extraction) -> None:
