@@ -15,7 +15,7 @@ the raw request in `input.value`. Agents are spans of kind AGENT.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracejudge import semconv
@@ -28,7 +28,6 @@ from tracejudge.convert._common import (
     finish_reasons,
     hashable,
     load_json,
-    message_inputs,
     openai_tool_call,
     remembered_tools,
     text_value,
@@ -37,10 +36,11 @@ from tracejudge.convert._common import (
     tools,
     usage,
 )
+from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._oi_keys import Record, in_order
 from tracejudge.convert._records import SpanRecord
-from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, LLMToolResponse
+from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, TokenUsage
 
 __all__ = ["is_llm", "is_agent", "agent_name", "has_messages", "extract"]
 
@@ -48,6 +48,8 @@ _FUNCTION_CALL_ITEM = "function_call"
 _RESPONSES_SPAN = "Response"
 _FUNCTION_CALL_NAME = "function_call_name"
 _FUNCTION_CALL_ARGUMENTS = "function_call_arguments_json"
+_CALLS = "tool_calls"  # a message record's calls and content parts, by index (`_oi_keys`)
+_PARTS = "contents"
 _FIRST_INPUT = f"{semconv.LLM_INPUT_MESSAGES}.0.message.role"
 # The sections of messages (all but the tools).
 _MESSAGE_STARTS = tuple(
@@ -83,26 +85,24 @@ def has_messages(span: SpanRecord) -> bool:
 def extract(span: SpanRecord) -> Extraction:
     """Everything the span says about its model call, in wire form."""
     attrs = span.attributes
-    what = f"span {span.name!r} ({span.span_id})"
     inputs, outputs, tool_records, prompts, choices = _oi_keys.records(attrs)
     extraction = Extraction(has_content=has_messages(span))
     extraction.model = as_str(attrs.get(semconv.LLM_MODEL_NAME)) or _requested_model(attrs)
-    extraction.usage = usage(
-        attrs,
-        (semconv.LLM_TOKEN_COUNT_PROMPT,),
-        (semconv.LLM_TOKEN_COUNT_COMPLETION,),
-        (semconv.LLM_TOKEN_COUNT_TOTAL,),
-    )
-    reasons = finish_reasons(attrs.get(semconv.LLM_FINISH_REASON))
+    extraction.usage = _usage(attrs)
+    reason = attrs.get(semconv.LLM_FINISH_REASON)
+    reasons = finish_reasons(reason) if reason is not None else []
     responses_span = span.name == _RESPONSES_SPAN
     raw = _raw_response(attrs.get(semconv.OUTPUT_VALUE), responses_span)
     responses_api = responses_span or raw.get("object") == "response"
 
     for record in inputs:
-        role, texts, calls, responses, _ = _message(record)
-        extraction.inputs.extend(message_inputs(role, texts, calls, responses))
+        _add_input(record, extraction.inputs)
     for record in outputs:
-        _, texts, calls, _, reasoning = _message(record, extraction.server_tools)
+        role, content, calls, reasoning = _message(record, extraction.server_tools)
+        if role in _TOOL_ROLES:  # a tool result is not an answer
+            texts, calls = [], []
+        else:
+            texts = [text_value(content)] if content is not None else []
         extraction.add_choice(
             texts,
             calls,
@@ -120,6 +120,7 @@ def extract(span: SpanRecord) -> Extraction:
     if raw_schemas:
 
         def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
+            what = f"span {span.name!r} ({span.span_id})"
             schemas = []
             for raw_schema in raw_schemas:
                 schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", warnings)
@@ -135,23 +136,23 @@ def extract(span: SpanRecord) -> Extraction:
     return extraction
 
 
-_Message = tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse], list[str]]
+_TOOL_ROLES = ("tool", "function")
 
 
-def _message(record: Record, builtin: list[LLMToolCall] | None = None) -> _Message:
-    """One message -> (role, texts, tool calls, tool results, reasoning texts), read as
-    `openai_message` reads an OpenAI message: a `tool` (or `function`) message is its
-    result alone. With `builtin`, calls of built-in tools (named after their item type,
-    `web_search_call` ...) go there instead of the tool calls."""
+def _message(
+    record: Record, builtin: list[LLMToolCall] | None = None
+) -> tuple[str, Any, list[LLMToolCall], Sequence[str]]:
+    """One message -> (role, content, tool calls, reasoning texts), read as `openai_message`
+    reads an OpenAI message. The content is a string, OpenAI content parts (from
+    `contents`, without the reasoning parts) or None. With `builtin`, calls of built-in tools
+    (named after their item type, `web_search_call` ...) go there instead of the tool calls."""
     role = (as_str(record.get("role")) or "user").lower()
     content = record.get("content")
-    reasoning: list[str] = []
-    if content is None:
-        parts = record.get("contents")
-        if parts is not None:  # Responses API: text (and reasoning) in `contents`
-            content, reasoning = _contents(in_order(parts))
+    reasoning: Sequence[str] = ()
+    if content is None and _PARTS in record:  # Responses API: text and reasoning
+        content, reasoning = _contents(in_order(record[_PARTS]))
     calls = []
-    raw_calls = record.get("tool_calls")
+    raw_calls = record.get(_CALLS)
     for call in in_order(raw_calls) if raw_calls else ():
         name = call.get("name")
         if builtin is not None and call.get("builtin", True) and name in SERVER_TOOL_ITEMS:
@@ -166,11 +167,26 @@ def _message(record: Record, builtin: list[LLMToolCall] | None = None) -> _Messa
         function_call = openai_tool_call(record["function_call"])
         if function_call is not None:
             calls.append(function_call)
-    if role in ("tool", "function"):
+    return role, content, calls, reasoning
+
+
+def _add_input(record: Record, inputs: list[LLMInput]) -> None:
+    """One input message's items, as `message_inputs` makes them: its text, then its tool
+    calls; a `tool` (or `function`) message is its result alone."""
+    role, content, calls, _ = _message(record)
+    if role in _TOOL_ROLES:
         call_id = record.get("tool_call_id") or record.get("id")
         response = tool_response(call_id, text_value(content), record.get("name"))
-        return "tool", [], [], [response], reasoning
-    return role, [text_value(content)] if content is not None else [], calls, [], reasoning
+        inputs.append(
+            build(LLMInput, {"role": "tool", "type": "tool_response", "content": response})
+        )
+        return
+    text = "" if content is None else text_value(content)
+    # An empty message still counts, but for an assistant's (see `message_inputs`).
+    if text or (not calls and role != "assistant"):
+        inputs.append(build(LLMInput, {"role": role, "type": "text", "content": text}))
+    for call in calls:
+        inputs.append(build(LLMInput, {"role": role, "type": "tool_call", "content": call}))
 
 
 def _contents(parts: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -186,6 +202,22 @@ def _contents(parts: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[s
     return content, reasoning
 
 
+def _usage(attrs: Mapping[str, Any]) -> TokenUsage | None:
+    prompt = attrs.get(semconv.LLM_TOKEN_COUNT_PROMPT)
+    completion = attrs.get(semconv.LLM_TOKEN_COUNT_COMPLETION)
+    total = attrs.get(semconv.LLM_TOKEN_COUNT_TOTAL)
+    if type(prompt) is int and type(completion) is int and type(total) is int:
+        # All three recorded, as integers: half the time of the general reading.
+        data = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": total}
+        return build(TokenUsage, data)
+    return usage(
+        attrs,
+        (semconv.LLM_TOKEN_COUNT_PROMPT,),
+        (semconv.LLM_TOKEN_COUNT_COMPLETION,),
+        (semconv.LLM_TOKEN_COUNT_TOTAL,),
+    )
+
+
 def _raw_response(value: Any, responses_span: bool = False) -> Mapping[str, Any]:
     """The raw response JSON (`output.value`) as a dict, when it says something the
     flattened attributes and the span (`responses_span`: named as a Responses API call)
@@ -193,10 +225,10 @@ def _raw_response(value: Any, responses_span: bool = False) -> Mapping[str, Any]
     or is absent or unreadable."""
     if not isinstance(value, str) or len(value) > _MAX_RAW_CHARS:
         return {}
-    if responses_span and '"refusal"' not in value and "\\u" not in value:
+    if responses_span and '"refusal"' not in value and "\\u00" not in value:
         # Only a refusal would be news, and JSON without the string "refusal" (unescaped;
-        # without \u escapes no other spelling decodes to it) has none: parsing it anyway
-        # was a tenth of an OpenInference span's time.
+        # without \u00XX escapes no other spelling decodes to it) has none: parsing it
+        # anyway was a tenth of an OpenInference span's time.
         return {}
     if not value.lstrip().startswith("{") or not _RAW_NEEDED.search(value):
         return {}
