@@ -58,9 +58,14 @@ def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
     under `tool_calls` and its content parts under `contents`, each a dict by index (absent
     when the message has none). Read from the nested form, a call may also have a
     `call_id`, and `builtin: False` marks a call without a function (whose `name` then
-    cannot be a built-in tool's item type).
+    cannot be a built-in tool's item type), as well as a legacy `function_call` object,
+    which comes last.
     """
     found: list[dict[int, Record]] = [{}, {}, {}, {}, {}]
+    # The highest index of each section so far: records are made in index order (and then
+    # need no sorting, a tenth of the pass's time) unless one comes below it.
+    tops = [-1, -1, -1, -1, -1]
+    in_index_order = True
     shapes = _shapes
     for key, value in attrs.items():
         try:
@@ -76,6 +81,10 @@ def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
         record = items.get(index)
         if record is None:
             record = items[index] = {}
+            if index > tops[section]:
+                tops[section] = index
+            else:
+                in_index_order = False
         if group is None:
             record[field] = value
             continue
@@ -88,6 +97,8 @@ def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
             members[position] = {field: value}
         else:
             member[field] = value
+    if in_index_order:
+        return [list(items.values()) for items in found]
     return [in_order(items) if items else [] for items in found]
 
 
@@ -185,15 +196,11 @@ def _message_from_tree(entry: Any) -> Record:
     calls: dict[int, Record] = {}
     for item in indexed(message.get(_CALLS)):
         call = item.get(semconv.OI_TOOL_CALL) if is_mapping(item) else None
-        if not is_mapping(call):
-            continue
-        fields = {"id": call.get("id"), "call_id": call.get("call_id")}
-        function = call.get("function")
-        if is_mapping(function):
-            fields.update(name=function.get("name"), arguments=function.get("arguments"))
-        else:  # the call's own name and arguments, never a built-in tool's item type
-            fields.update(name=call.get("name"), arguments=call.get("arguments"), builtin=False)
-        calls[len(calls)] = fields
+        if is_mapping(call):
+            calls[len(calls)] = _call_from_tree(call)
+    legacy_call = message.get("function_call")  # (a `function_call_name` comes first)
+    if message.get("function_call_name") is None and is_mapping(legacy_call):
+        calls[len(calls)] = {**_call_from_tree(legacy_call), "builtin": False}
     if calls:
         record[_CALLS] = calls
     if _PARTS in message:
@@ -204,3 +211,13 @@ def _message_from_tree(entry: Any) -> Record:
                 parts[len(parts)] = {"type": part.get("type"), "text": part.get("text")}
         record[_PARTS] = parts
     return record
+
+
+def _call_from_tree(call: Mapping[str, Any]) -> Record:
+    fields = {"id": call.get("id"), "call_id": call.get("call_id")}
+    function = call.get("function")
+    if is_mapping(function):
+        fields.update(name=function.get("name"), arguments=function.get("arguments"))
+    else:  # the call's own name and arguments, never a built-in tool's item type
+        fields.update(name=call.get("name"), arguments=call.get("arguments"), builtin=False)
+    return fields

@@ -28,7 +28,6 @@ from tracejudge.convert._common import (
     finish_reasons,
     hashable,
     load_json,
-    openai_tool_call,
     remembered_tools,
     text_value,
     tool_call,
@@ -146,14 +145,23 @@ def _message(
     reads an OpenAI message. The content is a string, OpenAI content parts (from
     `contents`, without the reasoning parts) or None. With `builtin`, calls of built-in tools
     (named after their item type, `web_search_call` ...) go there instead of the tool calls."""
-    role = (as_str(record.get("role")) or "user").lower()
+    role = record.get("role")  # (as_str only where not a string: its call was a tenth of this)
+    role = ((role if type(role) is str else as_str(role)) or "user").lower()
     content = record.get("content")
     reasoning: Sequence[str] = ()
     if content is None and _PARTS in record:  # Responses API: text and reasoning
         content, reasoning = _contents(in_order(record[_PARTS]))
+    if _CALLS in record or _FUNCTION_CALL_NAME in record:
+        calls = _calls(record, builtin)
+    else:  # the usual message: no call to read
+        calls = []
+    return role, content, calls, reasoning
+
+
+def _calls(record: Record, builtin: list[LLMToolCall] | None) -> list[LLMToolCall]:
+    """A message's tool calls, then its legacy `function_call` (see `_message`)."""
     calls = []
-    raw_calls = record.get(_CALLS)
-    for call in in_order(raw_calls) if raw_calls else ():
+    for call in in_order(record.get(_CALLS) or {}):
         name = call.get("name")
         if builtin is not None and call.get("builtin", True) and name in SERVER_TOOL_ITEMS:
             builtin.append(tool_call(call.get("id"), SERVER_TOOL_ITEMS[name], {}))
@@ -163,11 +171,7 @@ def _message(
     name = record.get(_FUNCTION_CALL_NAME)
     if name is not None:  # legacy `function_call` of Chat Completions
         calls.append(tool_call(None, name, record.get(_FUNCTION_CALL_ARGUMENTS)))
-    elif record.get("function_call") is not None:  # (only read from the nested form)
-        function_call = openai_tool_call(record["function_call"])
-        if function_call is not None:
-            calls.append(function_call)
-    return role, content, calls, reasoning
+    return calls
 
 
 def _add_input(record: Record, inputs: list[LLMInput]) -> None:
@@ -181,7 +185,7 @@ def _add_input(record: Record, inputs: list[LLMInput]) -> None:
             build(LLMInput, {"role": "tool", "type": "tool_response", "content": response})
         )
         return
-    text = "" if content is None else text_value(content)
+    text = content if type(content) is str else "" if content is None else text_value(content)
     # An empty message still counts, but for an assistant's (see `message_inputs`).
     if text or (not calls and role != "assistant"):
         inputs.append(build(LLMInput, {"role": role, "type": "text", "content": text}))
