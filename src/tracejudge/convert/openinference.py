@@ -15,33 +15,31 @@ the raw request in `input.value`. Agents are spans of kind AGENT.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _json
+from tracejudge.convert import _json, _oi_keys
 from tracejudge.convert._common import (
     REASONING_PARTS,
     SERVER_TOOL_ITEMS,
     Extraction,
     as_str,
     finish_reasons,
-    has_flattened,
     hashable,
-    indexed,
     load_json,
-    openai_message,
-    openai_message_inputs,
     remembered_tools,
     text_value,
     tool_call,
+    tool_response,
     tools,
-    unflatten,
     usage,
 )
+from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
+from tracejudge.convert._oi_keys import Record, in_order
 from tracejudge.convert._records import SpanRecord
-from tracejudge.models import LLMInput, LLMToolDefinition
+from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, TokenUsage
 
 __all__ = ["is_llm", "is_agent", "agent_name", "has_messages", "extract"]
 
@@ -49,8 +47,13 @@ _FUNCTION_CALL_ITEM = "function_call"
 _RESPONSES_SPAN = "Response"
 _FUNCTION_CALL_NAME = "function_call_name"
 _FUNCTION_CALL_ARGUMENTS = "function_call_arguments_json"
-_PROMPTS = "llm.prompts"
-_CHOICES = "llm.choices"
+_CALLS = "tool_calls"  # a message record's calls and content parts, by index (`_oi_keys`)
+_PARTS = "contents"
+_FIRST_INPUT = f"{semconv.LLM_INPUT_MESSAGES}.0.message.role"
+# The sections of messages (all but the tools).
+_MESSAGE_STARTS = tuple(
+    section + "." for section in _oi_keys.SECTIONS if section != semconv.LLM_TOOLS
+)
 # Raw response JSON bigger than this is not parsed (it only adds the refusal).
 _MAX_RAW_CHARS = 2_000_000
 # What makes the raw response worth parsing: a refusal that is not null, or the Responses
@@ -73,60 +76,50 @@ def agent_name(span: SpanRecord) -> str:
 
 def has_messages(span: SpanRecord) -> bool:
     attrs = span.attributes
-    prefixes = (semconv.LLM_INPUT_MESSAGES, semconv.LLM_OUTPUT_MESSAGES, _PROMPTS, _CHOICES)
-    return any(has_flattened(attrs, prefix) for prefix in prefixes)
+    if _FIRST_INPUT in attrs:  # the usual case, without a look at every key
+        return True
+    return any(key.startswith(_MESSAGE_STARTS) for key in attrs)
 
 
 def extract(span: SpanRecord) -> Extraction:
     """Everything the span says about its model call, in wire form."""
     attrs = span.attributes
-    what = f"span {span.name!r} ({span.span_id})"
+    inputs, outputs, tool_records, prompts, choices = _oi_keys.records(attrs)
     extraction = Extraction(has_content=has_messages(span))
     extraction.model = as_str(attrs.get(semconv.LLM_MODEL_NAME)) or _requested_model(attrs)
-    extraction.usage = usage(
-        attrs,
-        (semconv.LLM_TOKEN_COUNT_PROMPT,),
-        (semconv.LLM_TOKEN_COUNT_COMPLETION,),
-        (semconv.LLM_TOKEN_COUNT_TOTAL,),
-    )
-    reasons = finish_reasons(attrs.get(semconv.LLM_FINISH_REASON))
-    raw = _raw_response(attrs.get(semconv.OUTPUT_VALUE))
-    responses_api = span.name == _RESPONSES_SPAN or raw.get("object") == "response"
+    extraction.usage = _usage(attrs)
+    reason = attrs.get(semconv.LLM_FINISH_REASON)
+    reasons = finish_reasons(reason) if reason is not None else []
+    responses_span = span.name == _RESPONSES_SPAN
+    raw = _raw_response(attrs.get(semconv.OUTPUT_VALUE), responses_span)
+    responses_api = responses_span or raw.get("object") == "response"
 
-    for entry in indexed(unflatten(attrs, semconv.LLM_INPUT_MESSAGES)):
-        extraction.inputs.extend(openai_message_inputs(_openai_shape(entry)))
-    for entry in indexed(unflatten(attrs, semconv.LLM_OUTPUT_MESSAGES)):
-        shaped = _openai_shape(entry)
-        calls = []
-        for raw_call in shaped["tool_calls"]:
-            function = raw_call.get("function")
-            name = function.get("name") if is_mapping(function) else None
-            if name in SERVER_TOOL_ITEMS:
-                call = tool_call(raw_call.get("id"), SERVER_TOOL_ITEMS[name], {})
-                extraction.server_tools.append(call)
-            else:
-                calls.append(raw_call)
-        _, texts, tool_calls, _ = openai_message(dict(shaped, tool_calls=calls))
+    for record in inputs:
+        _add_input(record, extraction.inputs)
+    for record in outputs:
+        role, content, calls, reasoning = _message(record, extraction.server_tools)
+        if role in _TOOL_ROLES:  # a tool result is not an answer
+            texts, calls = [], []
+        else:
+            texts = [text_value(content)] if content is not None else []
         extraction.add_choice(
             texts,
-            tool_calls,
-            reasoning=shaped["reasoning"],
+            calls,
+            reasoning=reasoning,
             finish=reasons[0] if reasons and not extraction.finish_reasons else None,
             same_choice=responses_api,
         )
-    _legacy_completion(attrs, extraction)
+    _legacy_completion(prompts, choices, extraction)
     extraction.refusal = _refusal(raw)
     for reason in reasons:
         if reason not in extraction.finish_reasons:
             extraction.finish_reasons.append(reason)
 
-    raw_schemas = []
-    for entry in indexed(unflatten(attrs, semconv.LLM_TOOLS)):
-        tool = entry.get(semconv.OI_TOOL) if is_mapping(entry) else None
-        raw_schemas.append(tool.get(semconv.OI_JSON_SCHEMA) if is_mapping(tool) else None)
+    raw_schemas = [record.get(semconv.OI_JSON_SCHEMA) for record in tool_records]
     if raw_schemas:
 
         def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
+            what = f"span {span.name!r} ({span.span_id})"
             schemas = []
             for raw_schema in raw_schemas:
                 schema = load_json(raw_schema, f"{what} {semconv.LLM_TOOLS}", warnings)
@@ -142,11 +135,104 @@ def extract(span: SpanRecord) -> Extraction:
     return extraction
 
 
-def _raw_response(value: Any) -> Mapping[str, Any]:
+_TOOL_ROLES = ("tool", "function")
+
+
+def _message(
+    record: Record, builtin: list[LLMToolCall] | None = None
+) -> tuple[str, Any, list[LLMToolCall], Sequence[str]]:
+    """One message -> (role, content, tool calls, reasoning texts), read as `openai_message`
+    reads an OpenAI message. The content is a string, OpenAI content parts (from
+    `contents`, without the reasoning parts) or None. With `builtin`, calls of built-in tools
+    (named after their item type, `web_search_call` ...) go there instead of the tool calls."""
+    role = record.get("role")  # (as_str only where not a string: its call was a tenth of this)
+    role = ((role if type(role) is str else as_str(role)) or "user").lower()
+    content = record.get("content")
+    reasoning: Sequence[str] = ()
+    if content is None and _PARTS in record:  # Responses API: text and reasoning
+        content, reasoning = _contents(in_order(record[_PARTS]))
+    if _CALLS in record or _FUNCTION_CALL_NAME in record:
+        calls = _calls(record, builtin)
+    else:  # the usual message: no call to read
+        calls = []
+    return role, content, calls, reasoning
+
+
+def _calls(record: Record, builtin: list[LLMToolCall] | None) -> list[LLMToolCall]:
+    """A message's tool calls, then its legacy `function_call` (see `_message`)."""
+    calls = []
+    for call in in_order(record.get(_CALLS) or {}):
+        name = call.get("name")
+        if builtin is not None and call.get("builtin", True) and name in SERVER_TOOL_ITEMS:
+            builtin.append(tool_call(call.get("id"), SERVER_TOOL_ITEMS[name], {}))
+        else:
+            call_id = call.get("id") or call.get("call_id")
+            calls.append(tool_call(call_id, name, call.get("arguments")))
+    name = record.get(_FUNCTION_CALL_NAME)
+    if name is not None:  # legacy `function_call` of Chat Completions
+        calls.append(tool_call(None, name, record.get(_FUNCTION_CALL_ARGUMENTS)))
+    return calls
+
+
+def _add_input(record: Record, inputs: list[LLMInput]) -> None:
+    """One input message's items, as `message_inputs` makes them: its text, then its tool
+    calls; a `tool` (or `function`) message is its result alone."""
+    role, content, calls, _ = _message(record)
+    if role in _TOOL_ROLES:
+        call_id = record.get("tool_call_id") or record.get("id")
+        response = tool_response(call_id, text_value(content), record.get("name"))
+        inputs.append(
+            build(LLMInput, {"role": "tool", "type": "tool_response", "content": response})
+        )
+        return
+    text = content if type(content) is str else "" if content is None else text_value(content)
+    # An empty message still counts, but for an assistant's (see `message_inputs`).
+    if text or (not calls and role != "assistant"):
+        inputs.append(build(LLMInput, {"role": role, "type": "text", "content": text}))
+    for call in calls:
+        inputs.append(build(LLMInput, {"role": role, "type": "tool_call", "content": call}))
+
+
+def _contents(parts: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+    """Content parts as OpenAI content parts, and the texts of the reasoning parts apart."""
+    content = []
+    reasoning = []
+    for part in parts:
+        kind = part.get("type")
+        if kind in REASONING_PARTS:
+            reasoning.append(text_value(part.get("text")))
+        else:
+            content.append({"type": kind or "text", "text": part.get("text")})
+    return content, reasoning
+
+
+def _usage(attrs: Mapping[str, Any]) -> TokenUsage | None:
+    prompt = attrs.get(semconv.LLM_TOKEN_COUNT_PROMPT)
+    completion = attrs.get(semconv.LLM_TOKEN_COUNT_COMPLETION)
+    total = attrs.get(semconv.LLM_TOKEN_COUNT_TOTAL)
+    if type(prompt) is int and type(completion) is int and type(total) is int:
+        # All three recorded, as integers: half the time of the general reading.
+        data = {"input_tokens": prompt, "output_tokens": completion, "total_tokens": total}
+        return build(TokenUsage, data)
+    return usage(
+        attrs,
+        (semconv.LLM_TOKEN_COUNT_PROMPT,),
+        (semconv.LLM_TOKEN_COUNT_COMPLETION,),
+        (semconv.LLM_TOKEN_COUNT_TOTAL,),
+    )
+
+
+def _raw_response(value: Any, responses_span: bool = False) -> Mapping[str, Any]:
     """The raw response JSON (`output.value`) as a dict, when it says something the
-    flattened attributes do not (a refusal, or that it is a Responses API response);
-    empty when it does not, or is absent or unreadable."""
+    flattened attributes and the span (`responses_span`: named as a Responses API call)
+    do not: a refusal, or that it is a Responses API response; empty when it does not,
+    or is absent or unreadable."""
     if not isinstance(value, str) or len(value) > _MAX_RAW_CHARS:
+        return {}
+    if responses_span and '"refusal"' not in value and "\\u00" not in value:
+        # Only a refusal would be news, and JSON without the string "refusal" (unescaped;
+        # without \u00XX escapes no other spelling decodes to it) has none: parsing it
+        # anyway was a tenth of an OpenInference span's time.
         return {}
     if not value.lstrip().startswith("{") or not _RAW_NEEDED.search(value):
         return {}
@@ -173,20 +259,20 @@ def _refusal(raw: Mapping[str, Any]) -> str | None:
     return "\n".join(found) or None
 
 
-def _legacy_completion(attrs: Mapping[str, Any], extraction: Extraction) -> None:
+def _legacy_completion(
+    prompts: list[Record], choices: list[Record], extraction: Extraction
+) -> None:
     """Legacy Completions: `llm.prompts.{i}.prompt.text`, `llm.choices.{i}.completion.text`."""
-    for entry in indexed(unflatten(attrs, _PROMPTS)):
-        prompt = entry.get("prompt") if is_mapping(entry) else None
-        if is_mapping(prompt) and prompt.get("text") is not None:
+    for record in prompts:
+        text = record.get("text")
+        if text is not None:
             extraction.has_content = True
-            extraction.inputs.append(
-                LLMInput(role="user", type="text", content=text_value(prompt["text"]))
-            )
-    for entry in indexed(unflatten(attrs, _CHOICES)):
-        completion = entry.get("completion") if is_mapping(entry) else None
-        if is_mapping(completion) and completion.get("text") is not None:
+            extraction.inputs.append(LLMInput(role="user", type="text", content=text_value(text)))
+    for record in choices:
+        text = record.get("text")
+        if text is not None:
             extraction.has_content = True
-            extraction.add_choice([text_value(completion["text"])], [])
+            extraction.add_choice([text_value(text)], [])
 
 
 def _requested_model(attrs: Mapping[str, Any]) -> str | None:
@@ -196,39 +282,6 @@ def _requested_model(attrs: Mapping[str, Any]) -> str | None:
     except (ValueError, RecursionError):
         return None
     return as_str(parsed.get("model")) if is_mapping(parsed) else None
-
-
-def _openai_shape(entry: Any) -> dict[str, Any]:
-    """`{message: {role, content, contents, tool_calls: {j: {tool_call: …}}}}` -> OpenAI dict
-    (plus `reasoning`: the texts of reasoning contents, kept out of the content)."""
-    message = entry.get(semconv.OI_MESSAGE) if is_mapping(entry) else None
-    if not is_mapping(message):
-        return {"role": "user", "content": None, "tool_calls": [], "reasoning": []}
-    shaped = dict(message)
-    reasoning: list[str] = []
-    if shaped.get("content") is None and "contents" in message:
-        parts = []
-        for item in indexed(message.get("contents")):
-            part = item.get(semconv.OI_MESSAGE_CONTENT) if is_mapping(item) else None
-            if not is_mapping(part):
-                continue
-            if part.get("type") in REASONING_PARTS:
-                reasoning.append(text_value(part.get("text")))
-            else:
-                parts.append({"type": part.get("type") or "text", "text": part.get("text")})
-        shaped["content"] = parts
-    calls = []
-    for item in indexed(message.get("tool_calls")):
-        call = item.get(semconv.OI_TOOL_CALL) if is_mapping(item) else None
-        if is_mapping(call):
-            calls.append(call)
-    name = message.get(_FUNCTION_CALL_NAME)
-    if name is not None:  # legacy `function_call` of Chat Completions
-        arguments = message.get(_FUNCTION_CALL_ARGUMENTS)
-        shaped["function_call"] = {"name": name, "arguments": arguments}
-    shaped["tool_calls"] = calls
-    shaped["reasoning"] = reasoning
-    return shaped
 
 
 def _call_aliases(raw_request: Any) -> dict[str, str]:
