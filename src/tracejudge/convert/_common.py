@@ -101,10 +101,11 @@ class Extraction:
             self.alternatives.append(outputs)
         else:
             self.outputs.extend(outputs)
-            refused = "\n".join(t for t in refusal if t)
+            refused = "\n".join(t for t in refusal if t) if refusal else ""
             if refused:
                 self.refusal = f"{self.refusal}\n{refused}" if self.refusal else refused
-            self.reasoning.extend(t for t in reasoning if t)
+            if reasoning:  # (rare: the generators cost more than the rest when empty)
+                self.reasoning.extend(t for t in reasoning if t)
         self._choices = max(self._choices, 1) if same_choice else self._choices + 1
         if finish and finish not in self.finish_reasons:
             self.finish_reasons.append(finish)
@@ -523,7 +524,8 @@ def message_outputs(texts: Sequence[str], calls: Sequence[LLMToolCall]) -> list[
     text = _joined(texts)
     if text:
         items.append(build(LLMOutput, {"type": "text", "content": text}))
-    items.extend(build(LLMOutput, {"type": "tool_call", "content": call}) for call in calls)
+    for call in calls:
+        items.append(build(LLMOutput, {"type": "tool_call", "content": call}))
     return items
 
 
