@@ -102,19 +102,22 @@ def has_indexed_keys(attrs: dict[str, Any]) -> bool:
     return any(_shape(key) is not None for key in keys)
 
 
-def read(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], ...] | None:
+def read(attrs: dict[str, Any]) -> tuple[dict[int, dict[str, Any]], ...] | None:
     """The messages of the prompt, of the completion and the request's functions, each a
-    list of field dicts in index order (gaps skipped); a message's `tool_calls` (when it
-    has any) a list of field dicts too. None when some key is irregular (see above)."""
+    dict of field dicts by index (in no order: `sorted` gives the index order); a
+    message's `tool_calls` (when it has any) a list of field dicts in index order. None
+    when some key is irregular (see above)."""
     groups: tuple[dict[int, dict[str, Any]], ...] = ({}, {}, {})
     with_calls: list[dict[str, Any]] = []
-    shapes = _shapes
-    for key, value in attrs.items():
-        shape = shapes.get(key, _UNSEEN)
+    get = _shapes.get
+    for key in attrs:
+        shape = get(key, _UNSEEN)
+        if shape is None:  # most keys: the value is not even looked up
+            continue
         if shape is _UNSEEN:
             shape = _shape(key)
-        if shape is None:
-            continue
+            if shape is None:
+                continue
         if shape is _IRREGULAR:
             return None
         group, index, field, call, call_field = shape
@@ -123,7 +126,7 @@ def read(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], ...] | None:
         if entry is None:
             entry = entries[index] = {}
         if call < 0:
-            entry[field] = value
+            entry[field] = attrs[key]
             continue
         calls = entry.get(TOOL_CALLS)
         if calls is None:
@@ -132,15 +135,8 @@ def read(attrs: dict[str, Any]) -> tuple[list[dict[str, Any]], ...] | None:
         fields = calls.get(call)
         if fields is None:
             fields = calls[call] = {}
-        fields[call_field] = value
+        fields[call_field] = attrs[key]
     for entry in with_calls:
-        entry[TOOL_CALLS] = _in_order(entry[TOOL_CALLS])
-    prompts, completions, functions = groups
-    return _in_order(prompts), _in_order(completions), _in_order(functions)
-
-
-def _in_order(entries: dict[int, dict[str, Any]]) -> list[dict[str, Any]]:
-    order = list(entries)
-    if len(order) > 1:
-        order.sort()
-    return [entries[i] for i in order]
+        calls = entry[TOOL_CALLS]
+        entry[TOOL_CALLS] = [calls[j] for j in sorted(calls)]
+    return groups

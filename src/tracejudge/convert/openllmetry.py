@@ -72,9 +72,11 @@ def extract_legacy(span: SpanRecord) -> Extraction:
             attrs, semconv.GEN_AI_COMPLETION
         )
 
-    for entry in prompts:
-        extraction.inputs.extend(_input_items(_message(entry)))
-    for entry in completions:
+    # (Indices in order with `sorted`: in one pass, not a list of entries made first.)
+    for index in sorted(prompts):
+        extraction.inputs.extend(_input_items(_message(prompts[index])))
+    for index in sorted(completions):
+        entry = completions[index]
         message = _message(entry, role="assistant")
         _, texts, calls, _ = openai_message(message)
         reason = finish_reason(entry.get("finish_reason")) if is_mapping(entry) else None
@@ -82,7 +84,7 @@ def extract_legacy(span: SpanRecord) -> Extraction:
         refused = [str(refusal)] if refusal else []
         extraction.add_choice(texts, calls, refusal=refused, finish=reason)
 
-    entries = [e for e in functions if is_mapping(e)]
+    entries = [functions[i] for i in sorted(functions) if is_mapping(functions[i])]
     if entries:
 
         def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
@@ -101,16 +103,20 @@ def extract_legacy(span: SpanRecord) -> Extraction:
     return extraction
 
 
-def _from_tree(attrs: dict[str, Any]) -> tuple[list[Any], ...]:
+def _from_tree(attrs: dict[str, Any]) -> tuple[dict[int, Any], ...]:
     """What `_legacy_keys.read` gives, read through the generic nested-dict index (for keys
     of a shape that only it reads right); each message's fields a dict of its own."""
 
-    def messages(prefix: str) -> list[Any]:
+    def messages(prefix: str) -> dict[int, Any]:
         entries = indexed(unflatten(attrs, prefix))
-        return [_owned(entry) if is_mapping(entry) else entry for entry in entries]
+        return {i: _owned(e) if is_mapping(e) else e for i, e in enumerate(entries)}
 
     functions = indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS))
-    return messages(semconv.GEN_AI_PROMPT), messages(semconv.GEN_AI_COMPLETION), functions
+    return (
+        messages(semconv.GEN_AI_PROMPT),
+        messages(semconv.GEN_AI_COMPLETION),
+        dict(enumerate(functions)),
+    )
 
 
 def _owned(entry: Any) -> dict[str, Any]:
