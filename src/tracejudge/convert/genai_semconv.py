@@ -121,7 +121,7 @@ def _merged(span: SpanRecord) -> Mapping[str, Any]:
             if isinstance(event.body, Mapping):
                 sources.append(event.body)
     if len(sources) == 1:
-        return span.attributes  # nothing to merge (the usual case)
+        return span.attributes  # no inference details event: nothing to merge
     merged: dict[str, Any] = {}
     for source in reversed(sources):
         merged.update({k: v for k, v in source.items() if v is not None})
@@ -226,7 +226,7 @@ def _usual_parts(
     """What `parts_message` gives for a message of the usual shape: a dict whose parts
     are text (string content), tool call and tool result (not a block list) dicts, of a
     role other than `tool` or with a tool result in it. None for any other message, for
-    the generic reading. (Its checks of every part were a tenth of a semconv span's cost.)
+    the generic reading. (Measured: 5% of the instructions of a semconv span with messages.)
     """
     if type(message) is not dict:
         return None

@@ -138,7 +138,7 @@ def _message(entry: Any, role: str | None = None) -> Any:
 
 def _input_items(message: dict[str, Any]) -> list[LLMInput]:
     """A prompt message's items: what `openai_message_inputs` gives for it, without the
-    tuple of lists in between (which cost a tenth of a legacy span's conversion)."""
+    tuple of lists in between (measured: 4% of a legacy span's instructions)."""
     role = (as_str(message.get("role")) or "user").lower()
     content = message.get("content")
     raw_calls = message.get(TOOL_CALLS)  # a list (see `_owned`), or None
