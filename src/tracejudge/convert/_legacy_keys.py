@@ -1,0 +1,142 @@
+"""OpenLLMetry's pre-0.55 indexed keys: whether a span has them, and its messages read
+from them in one pass.
+
+OpenLLMetry 0.54 and earlier write `gen_ai.prompt.{i}.<field>`,
+`gen_ai.prompt.{i}.tool_calls.{j}.<field>`, the same under `gen_ai.completion`, and
+`llm.request.functions.{i}.<field>`. Read through the generic nested-dict index
+(`_common.unflatten`), a legacy span's keys cost a fifth of its conversion; these
+"regular" shapes are read here straight into one dict per message instead, with what
+`unflatten` then `indexed` give for them. Any other key below these prefixes that
+starts with a digit (a leading zero, a deeper path, a value where a parent goes) makes
+`read` answer None, and the caller reads the span the generic way.
+
+What each key is (`_shape`) is worked out once per key string: instrumentations write
+the same keys on every span.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tracejudge import semconv
+
+__all__ = ["PROMPTS", "COMPLETIONS", "FUNCTIONS", "TOOL_CALLS", "has_indexed_keys", "read"]
+
+#: The groups of `read`'s answer, in its order.
+PROMPTS, COMPLETIONS, FUNCTIONS = 0, 1, 2
+#: The field of a message that holds its tool calls (`{i}.tool_calls.{j}.<field>`).
+TOOL_CALLS = "tool_calls"
+
+_STARTS = (
+    (semconv.GEN_AI_PROMPT + ".", PROMPTS),
+    (semconv.GEN_AI_COMPLETION + ".", COMPLETIONS),
+    (semconv.LLM_REQUEST_FUNCTIONS + ".", FUNCTIONS),
+)
+
+# A key's shape: None when it is no legacy indexed key (no legacy prefix, or a first
+# segment that does not start with a digit: `has_indexed` and `indexed` ignore those);
+# _IRREGULAR for one that only the generic reading gets right; else
+# (group, index, field, tool call index or -1, tool call field).
+_Shape = tuple[int, int, str, int, str]
+_IRREGULAR: Any = ("irregular",)
+_UNSEEN: Any = ("unseen",)
+_shapes: dict[str, _Shape | None] = {}
+# The keys known to be no legacy key, and the ones known to be one, as sets: a span's
+# whole key view is compared with them at C speed (`has_indexed_keys`).
+_plain: set[str] = set()
+_legacy: set[str] = set()
+# Cleared when full: hostile input may make up keys without end.
+_REMEMBERED = 20_000
+
+
+def _index(segment: str) -> int | None:
+    """A list index as OpenLLMetry writes one (ASCII digits, no leading zero), else None."""
+    if segment.isdigit() and segment.isascii() and (segment == "0" or segment[0] != "0"):
+        return int(segment)
+    return None
+
+
+def _shape_of(key: str) -> _Shape | None:
+    found = next((item for item in _STARTS if key.startswith(item[0])), None)
+    if found is None:
+        return None
+    start, group = found
+    segments = key[len(start) :].split(".")
+    if not segments[0][:1].isdigit():
+        return None
+    index = _index(segments[0])
+    if index is None:
+        return _IRREGULAR
+    if len(segments) == 2 and segments[1] and segments[1] != TOOL_CALLS:
+        return (group, index, segments[1], -1, "")
+    if len(segments) == 4 and group != FUNCTIONS and segments[1] == TOOL_CALLS:
+        call = _index(segments[2])
+        if call is not None and segments[3]:
+            return (group, index, TOOL_CALLS, call, segments[3])
+    return _IRREGULAR
+
+
+def _shape(key: str) -> _Shape | None:
+    try:
+        return _shapes[key]
+    except KeyError:
+        pass
+    shape = _shape_of(key)
+    if len(_shapes) >= _REMEMBERED:
+        _shapes.clear()
+        _plain.clear()
+        _legacy.clear()
+    _shapes[key] = shape
+    (_plain if shape is None else _legacy).add(key)
+    return shape
+
+
+def has_indexed_keys(attrs: dict[str, Any]) -> bool:
+    """Whether any key is `gen_ai.prompt.<digit>…`, `gen_ai.completion.<digit>…` or
+    `llm.request.functions.<digit>…` (what `_common.has_indexed` answers for the three)."""
+    keys = attrs.keys()
+    if keys <= _plain:  # every key seen before, none a legacy key: most spans
+        return False
+    if not keys.isdisjoint(_legacy):
+        return True
+    return any(_shape(key) is not None for key in keys)
+
+
+def read(attrs: dict[str, Any]) -> tuple[dict[int, dict[str, Any]], ...] | None:
+    """The messages of the prompt, of the completion and the request's functions, each a
+    dict of field dicts by index (in no order: `sorted` gives the index order); a
+    message's `tool_calls` (when it has any) a list of field dicts in index order. None
+    when some key is irregular (see above)."""
+    groups: tuple[dict[int, dict[str, Any]], ...] = ({}, {}, {})
+    with_calls: list[dict[str, Any]] = []
+    get = _shapes.get
+    for key in attrs:
+        shape = get(key, _UNSEEN)
+        if shape is None:  # most keys: the value is not even looked up
+            continue
+        if shape is _UNSEEN:
+            shape = _shape(key)
+            if shape is None:
+                continue
+        if shape is _IRREGULAR:
+            return None
+        group, index, field, call, call_field = shape
+        entries = groups[group]
+        entry = entries.get(index)
+        if entry is None:
+            entry = entries[index] = {}
+        if call < 0:
+            entry[field] = attrs[key]
+            continue
+        calls = entry.get(TOOL_CALLS)
+        if calls is None:
+            calls = entry[TOOL_CALLS] = {}
+            with_calls.append(entry)
+        fields = calls.get(call)
+        if fields is None:
+            fields = calls[call] = {}
+        fields[call_field] = attrs[key]
+    for entry in with_calls:
+        calls = entry[TOOL_CALLS]
+        entry[TOOL_CALLS] = [calls[j] for j in sorted(calls)]
+    return groups
