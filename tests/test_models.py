@@ -7,6 +7,7 @@ import importlib.util
 import json
 import sys
 import types
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +29,7 @@ from tracejudge.models import (
     RewardRequest,
     TokenUsage,
     TraceRewardRequest,
+    to_json_string,
 )
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
@@ -190,6 +192,32 @@ def test_tool_arguments_responses_and_schemas_travel_as_json_strings() -> None:
     definition = LLMToolDefinition(name="f", description=None, parameters={"type": "object"})
     assert (definition.description, definition.parameters) == ("", '{"type": "object"}')
     assert definition.schema_dict() == {"type": "object"}
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"city": "Paris", "days": [1, 2.5, None, True], "note": 'é\n"q"'},
+        [1, {"nan": float("nan"), "inf": float("inf")}],
+        {1: "int key", None: 2, 2.5: 3, False: 4},
+        (1, ("a", {"b": {}})),
+        {"big": 10**30, "when": date(2020, 1, 2)},  # not JSON: `str` of it, as json.dumps does
+        12,
+    ],
+)
+def test_json_strings_are_what_json_dumps_gives(value: Any) -> None:
+    assert to_json_string(value) == json.dumps(value, ensure_ascii=False, default=str)
+
+
+def test_a_cycle_becomes_its_text_and_a_very_deep_value_an_error() -> None:
+    cycle: dict[str, Any] = {}
+    cycle["self"] = cycle
+    assert to_json_string(cycle) == "{'self': {...}}"
+    deep: list[Any] = []
+    for _ in range(5000):
+        deep = [deep]
+    with pytest.raises(ValueError, match="nested deeper"):
+        to_json_string(deep)
 
 
 def test_message_contents_keep_their_kind() -> None:
