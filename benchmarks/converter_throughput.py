@@ -19,8 +19,10 @@ GenAI-semconv output of real runs) replicated with fresh trace ids (see
   file: time and peak RSS (target under 300 MB).
 
 Every figure runs in a fresh child process (the SDK floor shares the conversion's, as
-building the spans takes longer than either); peak memory is its VmHWM. Ratios compare
-figures of one run (absolute times vary on a shared machine).
+building the spans takes longer than either); peak memory is its VmHWM. The floors and
+the whole-file conversions run `--repeat` times (default 2), taking turns, and the fastest
+run of each counts, as timeit counts its best. Ratios compare figures of one run
+(absolute times vary on a shared machine).
 
     python benchmarks/converter_throughput.py                 # 10k, 100k: under 2 min
     python benchmarks/converter_throughput.py --quick         # 2k, 20k, 200k spans
@@ -303,6 +305,19 @@ def run_score(path: Path, directory: str) -> dict[str, Any]:
     return {"seconds": seconds, "peak_mib": peak, "exit": done.returncode, "lines": count}
 
 
+def _interleaved(
+    tasks: list[tuple[str, str]], path: Path, repeat: int
+) -> dict[tuple[str, str], dict[str, Any]]:
+    """Each (task, decoder) run `repeat` times, the tasks taking turns, and the fastest run
+    of each kept (as timeit keeps its best: a slower run is the machine's doing, and the
+    floors and conversions are treated alike)."""
+    runs: dict[tuple[str, str], list[dict[str, Any]]] = {task: [] for task in tasks}
+    for _ in range(repeat):
+        for task, decoder in tasks:
+            runs[(task, decoder)].append(run_child(task, path, decoder))
+    return {task: min(figures, key=lambda f: f["seconds"]) for task, figures in runs.items()}
+
+
 # --------------------------------------------------------------------------- the run
 
 
@@ -323,6 +338,14 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="10k, 100k, 1M spans")
     parser.add_argument(
         "--score", action="store_true", help="also time `tracejudge score` on the largest file"
+    )
+    parser.add_argument(
+        "--repeat",
+        type=int,
+        default=2,
+        metavar="N",
+        help="runs of each floor and whole conversion, taking turns; the fastest is kept "
+        "(default 2)",
     )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     options = parser.parse_args()
@@ -346,14 +369,20 @@ def main() -> None:
             json_path = Path(directory) / f"spans-{size}.jsonl"
             megabytes = inputs.write_json(json_path, size) / 2**20
             print(f"# {size:,} spans: OTLP/JSON {megabytes:,.0f} MiB")
-            floors = {d: run_child("floor_json", json_path, d) for d in decoders}
+            whole_size = size in sizes[:WHOLE]
+            json_runs = _interleaved(
+                [("floor_json", d) for d in decoders] + ([("whole", "json")] if whole_size else []),
+                json_path,
+                options.repeat,
+            )
+            floors = {d: json_runs[("floor_json", d)] for d in decoders}
             for decoder, figure in floors.items():
                 results[f"floor_json_{decoder}_{size}"] = figure
                 print(_line(f"floor json ({decoder})", figure))
             stream = results[f"stream_{size}"] = run_child("stream", json_path)
             print(_line("stream json", stream, floors["json"]))
-            if size in sizes[:WHOLE]:
-                whole = results[f"json_{size}"] = run_child("whole", json_path)
+            if whole_size:
+                whole = results[f"json_{size}"] = json_runs[("whole", "json")]
                 print(_line("traces_from_otlp json", whole, floors["json"]))
                 sdk = results[f"sdk_{size}"] = run_child("sdk", json_path)
                 sdk_floor = sdk["floor"]
@@ -361,11 +390,16 @@ def main() -> None:
                 print(_line("traces_from_spans sdk", sdk, sdk_floor))
                 pb_path = Path(directory) / f"spans-{size}.pb"
                 inputs.write_protobuf(pb_path, size)
-                pb_floors = {d: run_child("floor_protobuf", pb_path, d) for d in decoders}
+                pb_runs = _interleaved(
+                    [("floor_protobuf", d) for d in decoders] + [("whole", "json")],
+                    pb_path,
+                    options.repeat,
+                )
+                pb_floors = {d: pb_runs[("floor_protobuf", d)] for d in decoders}
                 for decoder, figure in pb_floors.items():
                     results[f"floor_protobuf_{decoder}_{size}"] = figure
                     print(_line(f"floor protobuf ({decoder})", figure))
-                pb = results[f"protobuf_{size}"] = run_child("whole", pb_path)
+                pb = results[f"protobuf_{size}"] = pb_runs[("whole", "json")]
                 print(_line("traces_from_otlp protobuf", pb, pb_floors["json"]))
                 pb_path.unlink()
             if options.score and size == sizes[-1]:
