@@ -11,8 +11,9 @@ from typing import Any
 
 import pytest
 
-from tracejudge.convert import _json, traces_from_otlp
+from tracejudge.convert import _json, _otlp, traces_from_otlp, traces_from_records
 from tracejudge.convert._construct import build, construct
+from tracejudge.convert._tree import build_traces
 from tracejudge.models import (
     LLMInput,
     LLMInteraction,
@@ -337,3 +338,15 @@ def test_a_prefix_outside_the_index_is_refused_by_name() -> None:
         unflatten({"llm.other.0": "x"}, "llm.other")
     with pytest.raises(ValueError, match="FLATTENED_PREFIXES"):
         has_indexed({}, "gen_ai.other")
+
+
+def test_releasing_records_as_traces_are_built_changes_no_trace() -> None:
+    path = FIXTURES / "openinference.jsonl"
+    kept, _, _ = _otlp.decode_stream(lambda: open(path, "rb"))
+    released = list(kept)
+    expected = [t.model_dump_json() for t in build_traces(kept, [])]
+    assert [t.model_dump_json() for t in build_traces(released, [], release=True)] == expected
+    assert released == [] and len(kept) > 0  # emptied only where asked
+    # The public entry points release only lists of their own, never the caller's.
+    traces_from_records(kept)
+    assert len(kept) > 0

@@ -117,11 +117,13 @@ class TraceList(list[MultiAgentTrace]):
 
 
 def _result(records: list[SpanRecord], warnings: list[str]) -> TraceList:
-    traces = build_traces(records, warnings)
+    """The traces of `records`, a list of the caller's own that this empties."""
+    count = len(records)
+    traces = build_traces(records, warnings, release=True)
     if not any(trace.has_llm_interactions for trace in traces):
-        what = "no spans" if not records else f"{len(records)} spans but no model call"
+        what = "no spans" if not count else f"{count} spans but no model call"
         warnings = [*warnings, f"{_NO_CALLS}the input holds {what}"]
-    return TraceList(traces, warnings=warnings, spans_read=len(records))
+    return TraceList(traces, warnings=warnings, spans_read=count)
 
 
 @without_gc

@@ -179,9 +179,16 @@ def _describe(span: SpanRecord) -> str:
     return f"span {span.name!r} ({span.span_id})"
 
 
-def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[MultiAgentTrace]:
+def build_traces(
+    records: Iterable[SpanRecord], warnings: list[str], *, release: bool = False
+) -> list[MultiAgentTrace]:
     """One MultiAgentTrace per trace id holding an agent or model call, ordered by first
-    span start. `warnings` (about the input as a whole) are copied into every trace."""
+    span start. `warnings` (about the input as a whole) are copied into every trace.
+
+    With `release`, `records` (a list) is the converter's own: it is emptied once its
+    records are grouped by trace, and each trace's records are let go once the trace is
+    built, so that their memory serves the traces built after it instead of new pages.
+    """
     by_trace: dict[str, dict[str, SpanRecord]] = {}
     for record in records:
         spans = by_trace.get(record.trace_id)
@@ -193,15 +200,24 @@ def build_traces(records: Iterable[SpanRecord], warnings: list[str]) -> list[Mul
             spans[record.span_id] = record
     # Each trace's spans in start order: its first span's start is the trace's (unknown
     # only when every start is: those sort last).
-    groups = [_in_start_order(list(spans.values())) for spans in by_trace.values()]
+    groups: list[list[SpanRecord] | None] = [
+        _in_start_order(list(spans.values())) for spans in by_trace.values()
+    ]
+    del by_trace
+    if release and isinstance(records, list):
+        records.clear()
 
-    def first_start(item: tuple[int, list[SpanRecord]]) -> tuple[bool, int, int]:
-        start = item[1][0].start_ns
-        return (start is None, start or 0, item[0])
+    def first_start(index: int) -> tuple[bool, int, int]:
+        start = groups[index][0].start_ns  # type: ignore[index]
+        return (start is None, start or 0, index)
 
     traces: list[MultiAgentTrace] = []
     forget_index()  # attributes may have changed in place since a conversion before
-    for _, spans in sorted(enumerate(groups), key=first_start):
+    for index in sorted(range(len(groups)), key=first_start):
+        spans = groups[index]
+        assert spans is not None
+        if release:
+            groups[index] = None
         try:
             trace = _build_trace(spans, list(warnings))
         except Exception:  # a safety net: one broken trace must not lose the others
