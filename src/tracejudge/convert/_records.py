@@ -23,7 +23,7 @@ STATUS_OK = "OK"
 STATUS_ERROR = "ERROR"
 
 
-@dataclass
+@dataclass(slots=True)
 class EventRecord:
     """A span event, or a log record attached to the span it was emitted in.
 
@@ -36,7 +36,7 @@ class EventRecord:
     body: Any = None
 
 
-@dataclass
+@dataclass(slots=True)
 class SpanRecord:
     """One span, as the converter sees it."""
 
