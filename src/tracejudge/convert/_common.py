@@ -369,6 +369,22 @@ def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
     return _tree_under(attrs, prefix) or {}
 
 
+def list_index(segment: str) -> int | None:
+    """A key segment as a list index when it is written the one way (`7`, not `07` or `٧`),
+    else None: two spellings of one number are two places in the nested form. (For the
+    one-pass readers of `_oi_keys` and `_legacy_keys`.)"""
+    if segment.isdigit() and segment.isascii() and (segment == "0" or segment[0] != "0"):
+        return int(segment)
+    return None
+
+
+def in_order(items: dict[int, Any]) -> list[Any]:
+    """The values of a dict by index, in index order."""
+    if len(items) == 1:
+        return list(items.values())
+    return [items[i] for i in sorted(items)]
+
+
 def indexed(node: Any) -> list[Any]:
     """The values under numeric keys, in index order (gaps skipped)."""
     if node is None:
@@ -381,11 +397,6 @@ def indexed(node: Any) -> list[Any]:
     if isinstance(node, (list, tuple)):
         return list(node)
     return []
-
-
-def has_flattened(attrs: Mapping[str, Any], prefix: str) -> bool:
-    """Whether any key starts with `prefix.` (one of `FLATTENED_PREFIXES`)."""
-    return _tree_under(attrs, prefix) is not None
 
 
 def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:

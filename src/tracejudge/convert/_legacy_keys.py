@@ -19,6 +19,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert._common import in_order, list_index
 
 __all__ = ["PROMPTS", "COMPLETIONS", "FUNCTIONS", "TOOL_CALLS", "has_indexed_keys", "read"]
 
@@ -49,13 +50,6 @@ _legacy: set[str] = set()
 _REMEMBERED = 20_000
 
 
-def _index(segment: str) -> int | None:
-    """A list index as OpenLLMetry writes one (ASCII digits, no leading zero), else None."""
-    if segment.isdigit() and segment.isascii() and (segment == "0" or segment[0] != "0"):
-        return int(segment)
-    return None
-
-
 def _shape_of(key: str) -> _Shape | None:
     found = next((item for item in _STARTS if key.startswith(item[0])), None)
     if found is None:
@@ -64,13 +58,13 @@ def _shape_of(key: str) -> _Shape | None:
     segments = key[len(start) :].split(".")
     if not segments[0][:1].isdigit():
         return None
-    index = _index(segments[0])
+    index = list_index(segments[0])
     if index is None:
         return _IRREGULAR
     if len(segments) == 2 and segments[1] and segments[1] != TOOL_CALLS:
         return (group, index, segments[1], -1, "")
     if len(segments) == 4 and group != FUNCTIONS and segments[1] == TOOL_CALLS:
-        call = _index(segments[2])
+        call = list_index(segments[2])
         if call is not None and segments[3]:
             return (group, index, TOOL_CALLS, call, segments[3])
     return _IRREGULAR
@@ -137,6 +131,5 @@ def read(attrs: dict[str, Any]) -> tuple[dict[int, dict[str, Any]], ...] | None:
             fields = calls[call] = {}
         fields[call_field] = attrs[key]
     for entry in with_calls:
-        calls = entry[TOOL_CALLS]
-        entry[TOOL_CALLS] = [calls[j] for j in sorted(calls)]
+        entry[TOOL_CALLS] = in_order(entry[TOOL_CALLS])
     return groups

@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert._common import indexed, unflatten
+from tracejudge.convert._common import in_order, indexed, list_index, unflatten
 from tracejudge.convert._json import is_mapping
 
 __all__ = ["SECTIONS", "records", "records_from_tree"]
@@ -102,13 +102,6 @@ def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
     return [in_order(items) if items else [] for items in found]
 
 
-def in_order(items: dict[int, Any]) -> list[Any]:
-    """The values of a dict by index, in index order."""
-    if len(items) == 1:
-        return list(items.values())
-    return [items[i] for i in sorted(items)]
-
-
 # Where a key's value goes: (section, index, group, position, field): the field of the
 # record at `index` of the section, or of the member at `position` of its `group` (tool
 # calls or contents). None for a key of no section, `_UNKNOWN` for one whose shape the
@@ -136,7 +129,7 @@ def _learn(key: str) -> _Shape | None:
 
 def _shape(section: int, path: list[str]) -> _Shape | None:
     """The shape of `{index}.rest` (split at the dots), when the pass knows it."""
-    index = _index(path[0])
+    index = list_index(path[0])
     rest = tuple(path[1:])
     if index is None:
         return None
@@ -147,7 +140,7 @@ def _shape(section: int, path: list[str]) -> _Shape | None:
         return None
     if len(rest) == 2:
         return (section, index, None, 0, rest[1]) if rest[1] in _MESSAGE_FIELDS else None
-    group, position = rest[1], _index(rest[2])
+    group, position = rest[1], list_index(rest[2])
     if group == _CALLS and rest[3:4] == (semconv.OI_TOOL_CALL,):
         field = _CALL_PATHS.get(rest[4:])
     elif group == _PARTS and rest[3:4] == (semconv.OI_MESSAGE_CONTENT,):
@@ -155,14 +148,6 @@ def _shape(section: int, path: list[str]) -> _Shape | None:
     else:
         return None
     return (section, index, group, position, field) if field and position is not None else None
-
-
-def _index(segment: str) -> int | None:
-    """A segment as an index when it is one written the one way (`7`, not `07` or `٧`):
-    two spellings of one number are two places in the nested form."""
-    if segment.isdigit() and segment.isascii() and (segment == "0" or segment[0] != "0"):
-        return int(segment)
-    return None
 
 
 # ------------------------------------------------------------------ the generic nested form

@@ -526,7 +526,6 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         response_id = next(
             (found for r in records if (found := call.response_ids.get(r.span_id))), None
         )
-    start_ns, end_ns = span.start_ns, span.end_ns
     # Built without validation: every part is converter-made (see `_common`); the lists are
     # copied, as validation copied them, so that no extraction shares them.
     interaction = build(
@@ -537,8 +536,8 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
             "tools_available": None if extraction.tools is None else list(extraction.tools),
             "model": extraction.model,
             "usage": extraction.usage,
-            "start_time": start_ns / 1e9 if start_ns is not None else None,  # span.start
-            "end_time": end_ns / 1e9 if end_ns is not None else None,
+            "start_time": span.start,
+            "end_time": span.end,
             "error": error,
             "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
             "refusal": extraction.refusal,
@@ -558,7 +557,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
         warnings.append(f"{_describe(span)}: no message content recorded (content capture off?)")
-    if end_ns is None:  # running
+    if span.running:
         warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
     elif (
         extraction.has_content

@@ -27,6 +27,7 @@ from tracejudge.convert._common import (
     as_str,
     finish_reasons,
     hashable,
+    in_order,
     load_json,
     remembered_tools,
     text_value,
@@ -37,7 +38,7 @@ from tracejudge.convert._common import (
 )
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
-from tracejudge.convert._oi_keys import Record, in_order
+from tracejudge.convert._oi_keys import Record
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, TokenUsage
 
