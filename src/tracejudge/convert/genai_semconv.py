@@ -81,13 +81,7 @@ _EVENT_META_KEYS = frozenset(
 
 def has_content(span: SpanRecord) -> bool:
     """Whether the span carries GenAI semconv messages (attributes or events)."""
-    attrs = span.attributes
-    if (  # (not `any` over the keys: a generator costs more than the four lookups)
-        semconv.GEN_AI_INPUT_MESSAGES in attrs
-        or semconv.GEN_AI_OUTPUT_MESSAGES in attrs
-        or semconv.GEN_AI_SYSTEM_INSTRUCTIONS in attrs
-        or semconv.GEN_AI_TOOL_DEFINITIONS in attrs
-    ):
+    if not span.attributes.keys().isdisjoint(_CONTENT_KEYS):  # (no generator: asked of every span)
         return True
     return any(event.name in _MESSAGE_EVENTS for event in span.events)
 
@@ -97,16 +91,19 @@ def extract(span: SpanRecord) -> Extraction:
     extraction = Extraction()
     merged = _merged(span)
     model_and_usage(merged, extraction)
-    if (
-        merged.get(semconv.GEN_AI_INPUT_MESSAGES) is not None
-        or merged.get(semconv.GEN_AI_OUTPUT_MESSAGES) is not None
-        or merged.get(semconv.GEN_AI_SYSTEM_INSTRUCTIONS) is not None
-        or merged.get(semconv.GEN_AI_TOOL_DEFINITIONS) is not None
-    ):
+    if _holds_messages(merged):
         _from_message_lists(merged, extraction, span)
     elif span.events:
         _from_message_events(span, extraction)
     return extraction
+
+
+def _holds_messages(attrs: Mapping[str, Any]) -> bool:
+    """Whether any of `_CONTENT_KEYS` has a value (a loop, not `any` over a generator)."""
+    for key in _CONTENT_KEYS:
+        if attrs.get(key) is not None:
+            return True
+    return False
 
 
 def _merged(span: SpanRecord) -> Mapping[str, Any]:
