@@ -87,11 +87,10 @@ def identity(span: SpanRecord) -> Identity | None:
         return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
     prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    if operation == semconv.OPERATION_INVOKE_AGENT or (
-        operation is None and (span.name == prefix or span.name.startswith(_AGENT_SPAN_START))
-    ):
+    named_like_agent = span.name == prefix or span.name.startswith(_AGENT_SPAN_START)
+    if operation == semconv.OPERATION_INVOKE_AGENT or (operation is None and named_like_agent):
         name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
-        if name is None and (span.name == prefix or span.name.startswith(_AGENT_SPAN_START)):
+        if name is None and named_like_agent:
             name = span.name[len(prefix) :].strip() or None
         name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
         return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name or "agent"
