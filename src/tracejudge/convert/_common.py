@@ -9,6 +9,7 @@ JSON strings, `None` values and index gaps are tolerated, `tool_call` and
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -183,13 +184,24 @@ _FINISH_ALIASES = {
 }
 
 
+#: A client enum's repr written as the reason (`FinishReason.TOOL_CALLS` from Semantic
+#: Kernel, `FinishReason.ToolCalls` from OpenLIT's Together spans): its member's name.
+_ENUM_REPR = re.compile(r"[A-Z][A-Za-z]*\.([A-Za-z_]+)")
+_CAMEL_WORD = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
 def finish_reason(value: Any) -> str | None:
     """One finish reason, in OpenAI's words: `tool_call` (OpenLLMetry), `function_call`
     and Anthropic's `tool_use` are `tool_calls`; `end_turn` and `stop_sequence` are
-    `stop`; `max_tokens` is `length`. Others (`content_filter`, `refusal`) are kept."""
+    `stop`; `max_tokens` is `length`. Others (`content_filter`, `refusal`) are kept. A
+    client enum's repr (`FinishReason.ToolCalls`) is read as its member's name."""
     text = as_str(value)
     if text is None:
         return None
+    if "." in text:
+        enum = _ENUM_REPR.fullmatch(text)
+        if enum is not None:
+            text = _CAMEL_WORD.sub("_", enum.group(1))
     text = text.lower()
     return _FINISH_ALIASES.get(text, text)
 

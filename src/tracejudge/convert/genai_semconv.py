@@ -12,7 +12,8 @@ Read, in this order of preference:
 - per-message events `gen_ai.system|user|assistant|tool.message` and
   `gen_ai.choice` (semconv 1.28 to 1.36, OpenLLMetry's events mode), whose log
   record bodies hold `{content, tool_calls, id}`; for span events, which have no
-  body, the event attributes are read as the body;
+  body, the event attributes are read as the body (a `message` attribute that is JSON
+  text, as Semantic Kernel writes it, is the message);
 - semconv 1.26 span events `gen_ai.content.prompt` / `gen_ai.content.completion`
   with JSON-string `gen_ai.prompt` / `gen_ai.completion` attributes.
 """
@@ -275,6 +276,11 @@ def _from_message_events(span: SpanRecord, extraction: Extraction) -> None:
         if event.name in _ROLE_EVENTS:
             extraction.has_content = True
             body = _body(event, f"{what} event {event.name}", extraction)
+            if is_mapping(body) and isinstance(body.get("message"), str):
+                # (span events: the message as JSON text, as in `_add_choice`)
+                inner = body["message"]
+                if inner.lstrip().startswith("{"):
+                    body = load_json(inner, f"{what} event {event.name}", extraction.warnings)
             message = dict(body) if is_mapping(body) else {"content": body}
             if not message.get("role"):
                 message["role"] = _ROLE_EVENTS[event.name]
@@ -304,7 +310,12 @@ def _from_message_events(span: SpanRecord, extraction: Extraction) -> None:
 def _add_choice(choice: Any, extraction: Extraction) -> None:
     if not is_mapping(choice):
         choice = {"message": {"content": choice}}
-    message = choice.get("message") if isinstance(choice.get("message"), Mapping) else choice
+    message = choice.get("message")
+    if isinstance(message, str) and message.lstrip().startswith("{"):
+        # A span event cannot hold a map: Semantic Kernel (.NET) writes the message as
+        # JSON text in the `message` attribute of its `gen_ai.choice` events.
+        message = load_json(message, "gen_ai.choice message", extraction.warnings)
+    message = message if isinstance(message, Mapping) else choice
     _, texts, calls, _ = openai_message(dict(message, role="assistant"))
     if message is not choice:
         # OpenLLMetry's events mode puts the tool calls next to the message, not in it.
