@@ -118,6 +118,29 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+# Genkit (JavaScript): every span Genkit writes carries `genkit:*` attributes
+# (@genkit-ai/core lib/tracing/instrumentation `metadataToAttributes`; the labels of
+# lib/action, ai lib/prompt and ai lib/generate/action). An action's input and output are
+# JSON text: a model's are Genkit's GenerateRequest / GenerateResponse.
+GENKIT_TYPE = "genkit:type"  # action, util (generate), dotprompt, promptTemplate, flowStep
+GENKIT_SUBTYPE = "genkit:metadata:subtype"  # an action's kind: flow, model, tool ...
+GENKIT_NAME = "genkit:name"
+GENKIT_INPUT = "genkit:input"
+GENKIT_OUTPUT = "genkit:output"
+GENKIT_TYPE_ACTION = "action"
+GENKIT_TYPE_PROMPT = "dotprompt"  # a prompt run (`definePrompt`'s executable prompt)
+GENKIT_SUBTYPE_FLOW = "flow"
+GENKIT_SUBTYPE_MODEL = "model"
+GENKIT_SUBTYPE_TOOL = "tool"
+# OpenLIT: its instrumentations' scopes start with OPENLIT_SCOPE + "."; `@openlit.trace`
+# writes a span of scope OPENLIT_SCOPE named after the function, with its arguments.
+OPENLIT_SCOPE = "openlit"
+OPENLIT_FUNCTION_ARGS = "function.args"
+OPENLIT_FUNCTION_KWARGS = "function.kwargs"
+OPENLIT_TOOL_ARGS = "gen_ai.tool.args"  # the first tool call's arguments, on its model call
+# Semantic Kernel (Python: its scopes are its module names; .NET: Microsoft.SemanticKernel)
+SEMANTIC_KERNEL_SCOPES = ("semantic_kernel.", "Microsoft.SemanticKernel")
+SEMANTIC_KERNEL_FINISH_REASON = "gen_ai.response.finish_reason"  # one, as `FinishReason.STOP`
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

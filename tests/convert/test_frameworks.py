@@ -35,6 +35,15 @@ RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*
 NO_OUTPUTS = {
     "openai_agents_openllmetry_chat": "opentelemetry.instrumentation.openai_agents",
 }
+#: Recordings made with content capture off: (the instrumentation scope and the setting
+#: that turns content on, both named in each call's warning); agents and calls still hold.
+NO_CONTENT = {
+    "openlit_no_content": ("openlit.instrumentation.openai", "capture_message_content=True"),
+    "semantic_kernel_no_content": (
+        "semantic_kernel.utils.telemetry.model_diagnostics",
+        "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true",
+    ),
+}
 
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
@@ -184,6 +193,8 @@ def test_tool_calls_results_and_answers(
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
+    if name in NO_CONTENT:
+        pytest.skip("recorded with content capture off (see the warning test)")
     top = framework_root(trace, info["composed"])
     calls = [
         (agent.name, call.name, json.loads(call.parameters))
@@ -237,6 +248,14 @@ def test_no_warnings_where_the_instrumentation_recorded_everything(
     name, _, trace = recording
     if name in NO_OUTPUTS:
         pytest.skip("see test_a_call_without_output_names_the_instrumentation_and_the_fix")
+    if name in NO_CONTENT:
+        scope, setting = NO_CONTENT[name]
+        calls = [i for a in trace.iter_agents() for i in a.llm_interactions]
+        assert len(trace.warnings) == len(calls), name  # one per call, naming the fix
+        for warning in trace.warnings:
+            assert "no message content recorded by " + scope in warning, warning
+            assert setting in warning, warning
+        return
     assert trace.warnings == [], name
 
 

@@ -30,6 +30,9 @@ from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import GENAI, LEGACY_OPENLLMETRY, OPENINFERENCE, Kind
 from tracejudge.convert.conventions import classify as classify_span
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
+from tracejudge.convert.conventions.genkit import GENKIT
+from tracejudge.convert.conventions.openlit import OPENLIT
+from tracejudge.convert.conventions.semantic_kernel import SEMANTIC_KERNEL
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
 _OPENINFERENCE, _LEGACY, _SEMCONV = "openinference", "legacy", "semconv"
@@ -113,8 +116,18 @@ def _made_up_spans() -> list[SpanRecord]:
     ]
 
 
+#: Rows added to the table since: their spans are read as their own tests specify.
+_ADDED_SINCE = {GENKIT, OPENLIT, SEMANTIC_KERNEL}
+
+
+def _claimed_by_a_later_row(span: SpanRecord) -> bool:
+    found = classify_span(SpanView(span))
+    return found is not None and found[0] in _ADDED_SINCE
+
+
 def test_each_span_is_classified_and_read_as_the_long_way_does() -> None:
     spans = _made_up_spans() + [s for path in _RECORDINGS for s in _records(path)]
+    spans = [span for span in spans if not _claimed_by_a_later_row(span)]
     readers = set()
     for span in spans:
         reader = _reader(span)

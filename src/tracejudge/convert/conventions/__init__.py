@@ -26,9 +26,12 @@ from __future__ import annotations
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.genai import GENAI
+from tracejudge.convert.conventions.genkit import GENKIT
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
+from tracejudge.convert.conventions.openlit import OPENLIT
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.semantic_kernel import SEMANTIC_KERNEL
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 
 __all__ = [
@@ -49,8 +52,12 @@ TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
     OPENINFERENCE,
     TRACELOOP,
+    # Before `genai`: their spans are GenAI spans, read with what is their own.
+    OPENLIT,
+    SEMANTIC_KERNEL,
     GENAI,
     LEGACY_OPENLLMETRY,
+    GENKIT,
     # Last: a span no row above reads that names a model and counts tokens.
     UNRECOGNISED,
 )
