@@ -59,6 +59,7 @@ EVENT_CONTENT_COMPLETION = "gen_ai.content.completion"
 GEN_AI_PROMPT = "gen_ai.prompt"  # attribute of EVENT_CONTENT_PROMPT; prefix of legacy keys
 GEN_AI_COMPLETION = "gen_ai.completion"  # attribute of EVENT_CONTENT_COMPLETION; legacy prefix
 EVENT_NAME = "event.name"  # log records before the LogRecord.event_name field
+GEN_AI_EVENT_CONTENT = "gen_ai.event.content"  # a span event's body as JSON text (SK .NET)
 # OTel general: exceptions
 EXCEPTION_EVENT = "exception"
 EXCEPTION_TYPE = "exception.type"
@@ -140,7 +141,9 @@ OPENLIT_FUNCTION_KWARGS = "function.kwargs"
 OPENLIT_TOOL_ARGS = "gen_ai.tool.args"  # the first tool call's arguments, on its model call
 # Semantic Kernel (Python: its scopes are its module names; .NET: Microsoft.SemanticKernel)
 SEMANTIC_KERNEL_SCOPES = ("semantic_kernel.", "Microsoft.SemanticKernel")
-SEMANTIC_KERNEL_FINISH_REASON = "gen_ai.response.finish_reason"  # one, as `FinishReason.STOP`
+#: Python: one reason per choice, comma-joined, as the enum (`FinishReason.STOP`); .NET: a
+#: JSON-like list of the client's names (`["ToolCalls"]`)
+SEMANTIC_KERNEL_FINISH_REASON = "gen_ai.response.finish_reason"
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

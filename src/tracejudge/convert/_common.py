@@ -181,6 +181,10 @@ _FINISH_ALIASES = {
     "stop_sequence": "stop",
     "max_tokens": "length",
     "max_output_tokens": "length",  # Responses API `incomplete_details.reason`
+    # the OpenAI .NET client's names (`ToolCalls`), as Semantic Kernel .NET writes them
+    "toolcalls": FINISH_TOOL_CALLS,
+    "functioncall": FINISH_TOOL_CALLS,
+    "contentfilter": "content_filter",
 }
 
 

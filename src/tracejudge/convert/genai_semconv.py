@@ -12,8 +12,9 @@ Read, in this order of preference:
 - per-message events `gen_ai.system|user|assistant|tool.message` and
   `gen_ai.choice` (semconv 1.28 to 1.36, OpenLLMetry's events mode), whose log
   record bodies hold `{content, tool_calls, id}`; for span events, which have no
-  body, the event attributes are read as the body (a `message` attribute that is JSON
-  text, as Semantic Kernel writes it, is the message);
+  body, the event attributes are read as the body, or the JSON text of their
+  `gen_ai.event.content` attribute where they have it (Semantic Kernel .NET); a choice's
+  `message` that is JSON text is the message;
 - semconv 1.26 span events `gen_ai.content.prompt` / `gen_ai.content.completion`
   with JSON-string `gen_ai.prompt` / `gen_ai.completion` attributes.
 """
@@ -261,6 +262,8 @@ def _usual_parts(
 def _body(event: EventRecord, what: str, extraction: Extraction) -> Any:
     if event.body is not None:
         body = event.body
+    elif semconv.GEN_AI_EVENT_CONTENT in event.attributes:
+        body = event.attributes[semconv.GEN_AI_EVENT_CONTENT]  # Semantic Kernel (.NET)
     else:
         body = {k: v for k, v in event.attributes.items() if k not in _EVENT_META_KEYS}
     if isinstance(body, str) and body.lstrip().startswith(("{", "[")):
@@ -276,11 +279,6 @@ def _from_message_events(span: SpanRecord, extraction: Extraction) -> None:
         if event.name in _ROLE_EVENTS:
             extraction.has_content = True
             body = _body(event, f"{what} event {event.name}", extraction)
-            if is_mapping(body) and isinstance(body.get("message"), str):
-                # (span events: the message as JSON text, as in `_add_choice`)
-                inner = body["message"]
-                if inner.lstrip().startswith("{"):
-                    body = load_json(inner, f"{what} event {event.name}", extraction.warnings)
             message = dict(body) if is_mapping(body) else {"content": body}
             if not message.get("role"):
                 message["role"] = _ROLE_EVENTS[event.name]

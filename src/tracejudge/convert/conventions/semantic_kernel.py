@@ -14,11 +14,14 @@ span). What is Semantic Kernel's own:
   model_diagnostics/decorators.py `_set_completion_input` / `_set_completion_response`:
   `gen_ai.system|user|assistant|tool.message` with the message as JSON text, and
   `gen_ai.choice` with `{"message": ..., "finish_reason": ...}` as JSON text), tied to the
-  model-call span; .NET writes them as span events whose `message` attribute is JSON
-  text (events cannot hold maps). Without them a call has no messages, and the warning
+  model-call span; .NET writes them as span events (events cannot hold maps: the
+  message is JSON text, see below). Without them a call has no messages, and the warning
   says both what turns content on and that the log records must be given too;
-- the finish reason is one `gen_ai.response.finish_reason` (comma-joined, as the
-  client's enum: `FinishReason.TOOL_CALLS`).
+- the finish reason is one `gen_ai.response.finish_reason` (Python: comma-joined, as
+  the client's enum, `FinishReason.TOOL_CALLS`; .NET: `["ToolCalls"]`);
+- .NET's message events hold the message as JSON text in `gen_ai.event.content`
+  (dotnet/src/InternalUtilities/src/Diagnostics/ModelDiagnostics.cs
+  `AttachSensitiveDataAsEvent`), read by the GenAI events reader.
 """
 
 from __future__ import annotations
@@ -57,9 +60,21 @@ class SemanticKernel(GenAISemconv):
         if not extraction.finish_reasons:
             recorded = span.attributes.get(semconv.SEMANTIC_KERNEL_FINISH_REASON)
             if isinstance(recorded, str):
-                reasons = (finish_reason(part.strip()) for part in recorded.split(","))
-                extraction.finish_reasons = [r for r in reasons if r]
+                extraction.finish_reasons = _finish_reasons(recorded)
         return extraction
+
+
+def _finish_reasons(recorded: str) -> list[str]:
+    """`FinishReason.TOOL_CALLS,FinishReason.STOP` (Python) or `["ToolCalls"]` (.NET, the
+    OpenAI .NET client's names; `N/A` where it had none) as OpenAI's words."""
+    found = []
+    for part in recorded.strip().strip("[]").split(","):
+        text = part.strip().strip('"')
+        if text and text != "N/A":
+            reason = finish_reason(text)
+            if reason:
+                found.append(reason)
+    return found
 
 
 SEMANTIC_KERNEL = SemanticKernel()
