@@ -75,16 +75,24 @@ def sdk_spans(records: list[SpanRecord]) -> list[ReadableSpan]:
     return spans
 
 
+def language(name: str) -> str:
+    """The program's language: a Node ("js") program exported OTLP from its own process."""
+    return PROGRAMS[meta(name)["program"]].language
+
+
 def converted(name: str) -> MultiAgentTrace:
     """The recording converted from OTLP protobuf, after checking that OTLP/JSON and
-    in-process SDK spans give the same trace, extensions and warnings included."""
+    in-process SDK spans give the same trace, extensions and warnings included (a Node
+    program's spans exist only as OTLP)."""
     from_pb = traces_from_otlp(FIXTURES / f"{name}.pb")
     from_json = traces_from_otlp(FIXTURES / f"{name}.jsonl")
-    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
-    in_process = traces_from_spans(sdk_spans(records))
+    others = [from_json]
+    if language(name) == "python":
+        records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+        others.append(traces_from_spans(sdk_spans(records)))
     with_calls = [t for t in from_pb if t.has_llm_interactions]
     assert len(with_calls) == 1, [t.root.name for t in from_pb]
-    for other in (from_json, in_process):
+    for other in others:
         assert [t.to_wire() for t in other] == [t.to_wire() for t in from_pb]
         assert [t.warnings for t in other] == [t.warnings for t in from_pb]
     return with_calls[0]
@@ -126,7 +134,23 @@ def agents_under(trace: MultiAgentTrace, top: AgentInstance) -> Iterator[AgentIn
         yield from agents_under(trace, trace.agent_instance_by_id[child])
 
 
-@pytest.fixture(scope="module", params=RECORDINGS)
+#: Recordings whose producer convention the converter does not read yet, and why.
+NOT_READ_YET = {
+    name: "the Vercel AI SDK's own ai.* spans are not read yet (issue #19)"
+    for name in RECORDINGS
+    if name.startswith("vercel_") and not name.startswith("vercel_v7_otel")
+}
+
+
+@pytest.fixture(
+    scope="module",
+    params=[
+        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_READ_YET[n]))
+        if n in NOT_READ_YET
+        else n
+        for n in RECORDINGS
+    ],
+)
 def recording(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any], MultiAgentTrace]:
     name = request.param
     return name, meta(name), converted(name)
@@ -135,7 +159,8 @@ def recording(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any], Mult
 def test_every_framework_and_instrumentation_is_recorded() -> None:
     bases = {name.removesuffix("_composed") for name in RECORDINGS}
     for base in bases:
-        assert f"{base}_composed" in RECORDINGS, base
+        # A Node program runs in its own process: tracejudge's tracer cannot wrap it.
+        assert (f"{base}_composed" in RECORDINGS) == (language(base) == "python"), base
     programs = {meta(name)["program"] for name in RECORDINGS}
     assert programs == set(PROGRAMS)
     for name in RECORDINGS:
