@@ -1,12 +1,12 @@
 """Span records -> MultiAgentTrace: find the agents, place every model call in one.
 
-Agents are `invoke_agent` spans (ours, or any OTel GenAI instrumentation's) and
-OpenInference AGENT spans. Model calls are LLM spans of any convention; which
-convention module reads a span is decided here, from its attributes. Each model
-call belongs to its nearest agent ancestor; calls outside every agent, and spans
-whose parent is missing, belong to the root. Items are ordered by start time. A call
-recorded by several instrumentations (nested or side by side) is one interaction: see
-`_merge` for how such records are matched and merged.
+What each span is comes from the conventions table (`conventions`), asked once per span
+(`classify`): agents and workflows, model calls, tool runs, hand-offs. The walk reads
+nothing else of a span's attributes. Each model call belongs to its nearest agent
+ancestor; calls outside every agent, and spans whose parent is missing, belong to the
+root. Items are ordered by start time. A call recorded by several instrumentations
+(nested or side by side) is one interaction: see `_merge` for how such records are
+matched and merged.
 """
 
 from __future__ import annotations
@@ -15,7 +15,6 @@ import logging
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import (
@@ -26,14 +25,15 @@ from tracejudge.convert import (
     _merge,
     _missing,
     _tools,
-    genai_semconv,
-    openinference,
-    openllmetry,
+    conventions,
     smolagents,
 )
-from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str, forget_index
+from tracejudge.convert._agents import Readings
+from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._construct import build
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions import Convention, Kind
 from tracejudge.models import (
     AgentInstance,
     LLMInput,
@@ -43,7 +43,7 @@ from tracejudge.models import (
     MultiAgentTrace,
 )
 
-__all__ = ["build_traces", "ROOT_AGENT_ID", "ROOT_AGENT_NAME"]
+__all__ = ["build_traces", "classify", "ROOT_AGENT_ID", "ROOT_AGENT_NAME"]
 
 logger = logging.getLogger("tracejudge.convert")
 
@@ -51,15 +51,6 @@ logger = logging.getLogger("tracejudge.convert")
 ROOT_AGENT_ID = "root"
 ROOT_AGENT_NAME = "root"
 
-_LLM_OPERATIONS = frozenset(
-    {
-        semconv.OPERATION_CHAT,
-        semconv.OPERATION_TEXT_COMPLETION,
-        semconv.OPERATION_GENERATE_CONTENT,
-        semconv.OPERATION_RESPONSES,
-    }
-)
-_LEGACY_REQUEST_TYPES = frozenset({"chat", "completion"})
 #: The fields of a converted interaction counted as set (`tool_results` is set later, when
 #: a tool span supplies results).
 _INTERACTION_GIVEN = frozenset(LLMInteraction.model_fields) - {"tool_results"}
@@ -79,72 +70,36 @@ class _Agent:
 # --------------------------------------------------------------------------- classification
 
 
-def agent_identity(span: SpanRecord) -> tuple[str | None, str] | None:
-    """(declared agent id or None, agent name) when the span itself is an agent run
-    (LangGraph nodes, found from the whole trace, are not seen here: see `_agents`)."""
-    return _agents.identity(span)
-
-
-# What reads a model-call span (see `_reader`).
-_OPENINFERENCE, _LEGACY, _SEMCONV = 1, 2, 3
-
-
-def _reader(span: SpanRecord) -> int | None:
-    """Which convention module reads the span: `_OPENINFERENCE`, `_LEGACY` (OpenLLMetry
-    before 0.55) or `_SEMCONV`, or None when it records no model call. Each predicate is
-    asked at most once: the ones that look at flattened keys index the span's attributes
-    anew whenever another span was indexed in between."""
-    attrs = span.attributes
-    if openinference.is_llm(span):
-        if openinference.has_messages(span) or not genai_semconv.has_content(span):
-            return _OPENINFERENCE
-        return _SEMCONV
-    if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
-        return None  # another OpenInference kind: chain, tool, retriever, embedding ...
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    request_type = attrs.get(semconv.LLM_REQUEST_TYPE) if operation is None else None
-    if operation is not None:
-        if as_str(operation) not in _LLM_OPERATIONS:
-            return None
-    elif request_type is not None:  # OpenLLMetry before 0.55: chat, completion, embedding ...
-        if as_str(request_type) not in _LEGACY_REQUEST_TYPES:
-            return None
-    elif genai_semconv.has_content(span):  # no kind recorded: a call if it holds messages
-        return _SEMCONV
-    else:
-        return _LEGACY if openllmetry.is_legacy(span) else None
-    # A model call by its kind: OpenLLMetry's older attributes only where there is no other
-    if genai_semconv.has_content(span):
-        return _SEMCONV
-    return _LEGACY if openllmetry.is_legacy(span) else _SEMCONV
+def classify(spans: Iterable[SpanRecord]) -> Readings:
+    """What the conventions table says of each span it knows: (the span's view, the
+    convention that claims it, its `Kind`), by span id."""
+    readings: Readings = {}
+    for span in spans:
+        view = SpanView(span)
+        found = conventions.classify(view)
+        if found is not None:
+            readings[span.span_id] = (view, found[0], found[1])
+    return readings
 
 
 def is_llm_span(span: SpanRecord) -> bool:
     """Whether the span records one call to a model, in any convention we read."""
-    return _reader(span) is not None
+    found = conventions.classify(SpanView(span))
+    return found is not None and found[1] is Kind.MODEL_CALL
 
 
 def extract(span: SpanRecord) -> Extraction:
-    """Read one LLM span with the module of the convention it follows."""
-    reader = _reader(span)
-    if reader is None:  # not a model call: read as what it looks most like
-        legacy = not genai_semconv.has_content(span) and openllmetry.is_legacy(span)
-        reader = _LEGACY if legacy else _SEMCONV
-    return _read(span, reader)
+    """Read one span as a model call: by the convention that claims it as one, else by
+    the GenAI conventions (a span of no known convention, read as what it looks most like)."""
+    view = SpanView(span)
+    return _normalised(view, conventions.call_reader(view).model_call(view))
 
 
-def _read(span: SpanRecord, reader: int) -> Extraction:
-    if reader == _OPENINFERENCE:
-        extraction = openinference.extract(span)
-    else:
-        if reader == _LEGACY:
-            extraction = openllmetry.extract_legacy(span)
-        else:
-            extraction = genai_semconv.extract(span)
-        openllmetry.unrecorded_server_tools(span, extraction)
+def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
+    """Rules every producer's calls share, applied after its convention read the call."""
     if not {item.role for item in extraction.inputs} <= smolagents.KNOWN_ROLES:
         extraction.inputs = smolagents.map_roles(
-            extraction.inputs, _describe(span), extraction.warnings
+            extraction.inputs, _describe(view), extraction.warnings
         )
     return extraction
 
@@ -175,7 +130,7 @@ def _sort_key(span: SpanRecord | None, seq: int) -> tuple[bool, int, int]:
 _first = itemgetter(0)
 
 
-def _describe(span: SpanRecord) -> str:
+def _describe(span: SpanRecord | SpanView) -> str:
     return f"span {span.name!r} ({span.span_id})"
 
 
@@ -212,7 +167,6 @@ def build_traces(
         return (start is None, start or 0, index)
 
     traces: list[MultiAgentTrace] = []
-    forget_index()  # attributes may have changed in place since a conversion before
     for index in sorted(range(len(groups)), key=first_start):
         spans = groups[index]
         assert spans is not None
@@ -225,18 +179,7 @@ def build_traces(
             continue
         if trace is not None:
             traces.append(trace)
-    forget_index()
     return traces
-
-
-def _may_be_tool_or_handoff(attrs: dict[str, Any]) -> bool:
-    """Whether `_tools.tool_run` or `_handoffs.handoff` may find something in the span: the
-    operations and span kinds they read (compared with ==: a value may be unhashable)."""
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    if operation == _tools.OPERATION or operation == _handoffs.OPERATION:
-        return True
-    kind = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
-    return kind == _tools.OPENINFERENCE_KIND or kind == _handoffs.OPENINFERENCE_KIND
 
 
 def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
@@ -255,7 +198,8 @@ def _start_ns(span: SpanRecord) -> int | None:
 def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
     """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
     when it holds no agent and no model call."""
-    layout = _agents.layout(spans)
+    readings = classify(spans)
+    layout = _agents.layout(spans, readings)
     spans = layout.spans
     seq = {span.span_id: i for i, span in enumerate(spans)}
     by_id = layout.by_id
@@ -270,6 +214,8 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     with_events: list[SpanRecord] = []  # (where evaluation events may be)
     identities = layout.identities
     for span in spans:  # one pass sorts out every kind of span the tree uses
+        if span.events:
+            with_events.append(span)
         identity = identities.get(span.span_id)
         if identity is not None:
             declared, name = identity
@@ -282,23 +228,24 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
                 agent_id = f"{agent_id}#{span.span_id}"
             used_ids.add(agent_id)
             agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
-        else:
-            reader = _reader(span)
-            if reader is not None:
-                llm_spans.append(span)
-                # Read now, while the span's attributes are the ones indexed (see `_reader`).
-                extraction = _extract(span, reader, unreadable)
-                if extraction is not None:
-                    readable.append((span, extraction))
-        if _may_be_tool_or_handoff(span.attributes):  # (two calls a span: 1% of the time)
-            run = _tools.tool_run(span)
+            continue
+        reading = readings.get(span.span_id)
+        if reading is None:
+            continue
+        view, convention, kind = reading
+        if kind is Kind.MODEL_CALL:
+            llm_spans.append(span)
+            extraction = _extract(view, convention, unreadable)
+            if extraction is not None:
+                readable.append((span, extraction))
+        elif kind is Kind.TOOL_RUN:
+            run = convention.tool_run(view)
             if run is not None:
                 tool_runs.append((span, run))
-            found = _handoffs.handoff(span)
+        elif kind is Kind.HANDOFF:
+            found = convention.handoff(view)
             if found is not None:
                 handoffs.append((span, found))
-        if span.events:
-            with_events.append(span)
     if not agents and not llm_spans:
         return None
     llm_ids = {span.span_id for span in llm_spans}
@@ -502,12 +449,12 @@ def _break_cycles(
         )
 
 
-def _extract(span: SpanRecord, reader: int, warnings: list[str]) -> Extraction | None:
+def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Extraction | None:
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        return _read(span, reader)
+        return _normalised(view, convention.model_call(view))
     except Exception as exc:  # attribute data is untrusted: report, never raise
-        warnings.append(f"{_describe(span)}: unreadable ({type(exc).__name__}: {exc}); skipped")
+        warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None
 
 
