@@ -200,6 +200,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     when it holds no agent and no model call."""
     readings = classify(spans)
     layout = _agents.layout(spans, readings)
+    warnings.extend(layout.warnings)
     spans = layout.spans
     seq = {span.span_id: i for i, span in enumerate(spans)}
     by_id = layout.by_id

@@ -56,6 +56,11 @@ class Convention:
         """The identity of an AGENT or WORKFLOW span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
 
+    def identity_warnings(self, span: SpanView) -> list[str]:
+        """What an AGENT or WORKFLOW span's identity lacks (a run recorded with no name),
+        said once per agent span; none by default."""
+        return []
+
     def model_call(self, span: SpanView) -> Extraction:
         """Everything a MODEL_CALL span says about its call, in wire form."""
         raise NotImplementedError(f"{self.name} reads no model calls")
