@@ -134,23 +134,7 @@ def agents_under(trace: MultiAgentTrace, top: AgentInstance) -> Iterator[AgentIn
         yield from agents_under(trace, trace.agent_instance_by_id[child])
 
 
-#: Recordings whose producer convention the converter does not read yet, and why.
-NOT_READ_YET = {
-    name: "the Vercel AI SDK's own ai.* spans are not read yet (issue #19)"
-    for name in RECORDINGS
-    if name.startswith("vercel_") and not name.startswith("vercel_v7_otel")
-}
-
-
-@pytest.fixture(
-    scope="module",
-    params=[
-        pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_READ_YET[n]))
-        if n in NOT_READ_YET
-        else n
-        for n in RECORDINGS
-    ],
-)
+@pytest.fixture(scope="module", params=RECORDINGS)
 def recording(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any], MultiAgentTrace]:
     name = request.param
     return name, meta(name), converted(name)

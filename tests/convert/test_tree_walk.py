@@ -27,13 +27,24 @@ from tracejudge.convert import (
 from tracejudge.convert._common import as_str
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions import GENAI, LEGACY_OPENLLMETRY, OPENINFERENCE, Kind
+from tracejudge.convert.conventions import (
+    GENAI,
+    LEGACY_OPENLLMETRY,
+    OPENINFERENCE,
+    VERCEL_AI,
+    Kind,
+)
 from tracejudge.convert.conventions import classify as classify_span
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
-_OPENINFERENCE, _LEGACY, _SEMCONV = "openinference", "legacy", "semconv"
-_READERS = {OPENINFERENCE: _OPENINFERENCE, LEGACY_OPENLLMETRY: _LEGACY, GENAI: _SEMCONV}
+_OPENINFERENCE, _LEGACY, _SEMCONV, _VERCEL = "openinference", "legacy", "semconv", "vercel"
+_READERS = {
+    OPENINFERENCE: _OPENINFERENCE,
+    LEGACY_OPENLLMETRY: _LEGACY,
+    GENAI: _SEMCONV,
+    VERCEL_AI: _VERCEL,
+}
 
 
 def _reader(span: SpanRecord) -> str | None:
@@ -62,6 +73,8 @@ def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
         return True
     if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
         return False
+    if attrs.get(semconv.AI_OPERATION_ID) is not None:  # the Vercel AI SDK: doGenerate/doStream
+        return _is_vercel_call(span)
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
         return as_str(operation) in LLM_OPERATIONS
@@ -71,8 +84,17 @@ def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
     return genai_semconv.has_content(span) or openllmetry.is_legacy(span)
 
 
+def _is_vercel_call(span: SpanRecord) -> bool:
+    operation = str(span.attributes.get(semconv.AI_OPERATION_ID))
+    run, _, step = operation.rpartition(".")
+    return run in semconv.AI_RUN_OPERATIONS and "." + step in semconv.AI_CALL_SUFFIXES
+
+
 def _reader_the_long_way(span: SpanRecord) -> str:
-    """The module `extract` read a span with before the table."""
+    """The module `extract` read a span with before the table (and the Vercel AI SDK's
+    calls, read by their own convention since)."""
+    if _is_vercel_call(span):
+        return _VERCEL
     if openinference.is_llm(span) and (
         openinference.has_messages(span) or not genai_semconv.has_content(span)
     ):
@@ -123,7 +145,7 @@ def test_each_span_is_classified_and_read_as_the_long_way_does() -> None:
         if reader is not None:
             assert reader == _reader_the_long_way(span), span.name
             readers.add(reader)
-    assert readers == {_OPENINFERENCE, _LEGACY, _SEMCONV}
+    assert readers == {_OPENINFERENCE, _LEGACY, _SEMCONV, _VERCEL}
 
 
 def test_extract_reads_a_span_that_is_no_model_call_as_before() -> None:

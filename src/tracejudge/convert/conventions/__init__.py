@@ -7,7 +7,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages.
+OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's model-call
+spans carry `gen_ai.system`, `gen_ai.request.model` and `gen_ai.usage.*`.
 
 Adding a producer
 -----------------
@@ -29,12 +30,14 @@ from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "TABLE",
+    "VERCEL_AI",
     "Convention",
     "Identity",
     "Kind",
@@ -46,6 +49,7 @@ TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
     OPENINFERENCE,
     TRACELOOP,
+    VERCEL_AI,  # before GENAI: its model-call spans also carry gen_ai.* keys
     GENAI,
     LEGACY_OPENLLMETRY,
 )
