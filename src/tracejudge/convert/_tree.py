@@ -213,6 +213,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
     tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
     handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
     with_events: list[SpanRecord] = []  # (where evaluation events may be)
+    content_settings: dict[str, str | None] = {}  # model-call span id -> its setting
     identities = layout.identities
     for span in spans:  # one pass sorts out every kind of span the tree uses
         if span.events:
@@ -236,6 +237,7 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
         view, convention, kind = reading
         if kind is Kind.MODEL_CALL:
             llm_spans.append(span)
+            content_settings[span.span_id] = convention.content_setting
             extraction = _extract(view, convention, unreadable)
             if extraction is not None:
                 readable.append((span, extraction))
@@ -331,7 +333,8 @@ def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrac
 
     aliases: dict[str, str] = {}
     for call, agent_span_id in placed:
-        interaction = _interaction(call, warnings, aliases)
+        setting = content_settings.get(call.span.span_id)
+        interaction = _interaction(call, warnings, aliases, setting)
         owner = agents[agent_span_id] if agent_span_id is not None else root
         owner.items.append((seq[call.span.span_id], interaction))
 
@@ -459,8 +462,14 @@ def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Ext
         return None
 
 
-def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]) -> LLMInteraction:
-    """One interaction from every record of the call (see `_merge`)."""
+def _interaction(
+    call: _merge.Call,
+    warnings: list[str],
+    aliases: dict[str, str],
+    content_setting: str | None = None,
+) -> LLMInteraction:
+    """One interaction from every record of the call (see `_merge`); `content_setting`
+    (the span's convention's) says how its producer turns message content on."""
     primary = call.primary
     span = primary[0]
     extraction = _merge.merge(call)
@@ -504,7 +513,11 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
-        warnings.append(f"{_describe(span)}: no message content recorded (content capture off?)")
+        text = f"{_describe(span)}: no message content recorded (content capture off?)"
+        if content_setting is not None:
+            scope = span.scope or "an unnamed instrumentation"
+            text += f"; instrumentation {scope}, content setting: {content_setting}"
+        warnings.append(text)
     if span.running:
         warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
     elif (
