@@ -63,8 +63,8 @@ _NAME_SETTING = "experimental_telemetry: { functionId: '<agent name>' } (AI SDK 
 class VercelAI(Convention):
     name = "vercel-ai"
     content_setting = (
-        "experimental_telemetry: { recordInputs: true, recordOutputs: true } "
-        "(the default; AI SDK 7: telemetry)"
+        "experimental_telemetry: { recordInputs: true, recordOutputs: true } (the default; "
+        "AI SDK 7: telemetry)"
     )
 
     def kind(self, span: SpanView) -> str | None:
@@ -152,12 +152,14 @@ class VercelAI(Convention):
             text = attrs.get(semconv.AI_RESPONSE_OBJECT)  # generateObject: the object's JSON
         raw_calls = attrs.get(semconv.AI_RESPONSE_TOOL_CALLS)
         reasoning = as_str(attrs.get(semconv.AI_RESPONSE_REASONING))
-        reason = finish_reason(_words(attrs.get(semconv.AI_RESPONSE_FINISH_REASON)))
+        reason = finish_reason(attrs.get(semconv.AI_RESPONSE_FINISH_REASON))
         if reason is None:
             found = finish_reasons(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
-            reason = _words(found[0]) if found else None
-        if text is None and raw_calls is None and reason is None:
-            return  # outputs not recorded (recordOutputs: false)
+            reason = found[0] if found else None
+        if text is None and raw_calls is None:  # outputs not recorded (recordOutputs: false)
+            if reason is not None:
+                extraction.finish_reasons.append(reason)
+            return
         extraction.has_content = True
         calls: list[LLMToolCall] = []
         key = semconv.AI_RESPONSE_TOOL_CALLS
@@ -169,12 +171,6 @@ class VercelAI(Convention):
         extraction.add_choice(
             texts, calls, reasoning=[reasoning] if reasoning else (), finish=reason
         )
-
-
-def _words(value: Any) -> str | None:
-    """The AI SDK's finish reason (`tool-calls`, `content-filter`) in OpenAI's words."""
-    text = as_str(value)
-    return text.replace("-", "_") if text else None
 
 
 def _tool_call(part: Mapping[str, Any]) -> LLMToolCall:
