@@ -148,8 +148,9 @@ def test_content_capture_off_keeps_the_calls_and_names_the_setting() -> None:
     assert all(c.usage is not None and c.usage.input_tokens > 0 for c in calls)
     assert len(trace.warnings) == 2
     for warning in trace.warnings:
-        assert "no message content recorded" in warning
-        assert "instrumentation ai" in warning and "recordInputs" in warning
+        assert "no message content recorded by ai" in warning
+        assert "turn content capture on: experimental_telemetry" in warning
+        assert "recordInputs: true" in warning
 
 
 @pytest.mark.parametrize(

@@ -30,6 +30,7 @@ from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
@@ -38,9 +39,11 @@ __all__ = [
     "LEGACY_OPENLLMETRY",
     "TABLE",
     "VERCEL_AI",
+    "UNRECOGNISED",
     "Convention",
     "Identity",
     "Kind",
+    "call_reader",
     "classify",
 ]
 
@@ -52,6 +55,8 @@ TABLE: tuple[Convention, ...] = (
     VERCEL_AI,  # before GENAI: its model-call spans also carry gen_ai.* keys
     GENAI,
     LEGACY_OPENLLMETRY,
+    # Last: a span no row above reads that names a model and counts tokens.
+    UNRECOGNISED,
 )
 
 
