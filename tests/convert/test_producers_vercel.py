@@ -14,6 +14,7 @@ from typing import Any
 
 import pytest
 
+from tests.convert._helpers import canonical
 from tests.fixtures.frameworks.programs_vercel import VERCEL_NOTE
 from tracejudge import semconv
 from tracejudge.convert import traces_from_otlp, traces_from_records
@@ -42,7 +43,10 @@ def converted(name: str) -> MultiAgentTrace:
     return trace
 
 
-@pytest.mark.parametrize("name", OWN_SPANS + GENAI_SPANS + ["vercel_v6_private"])
+OPENINFERENCE = [f"vercel_v6_openinference_{kind}" for kind in ("generate", "stream", "agent")]
+
+
+@pytest.mark.parametrize("name", OWN_SPANS + GENAI_SPANS + OPENINFERENCE + ["vercel_v6_private"])
 def test_each_major_is_recorded_with_its_pinned_packages(name: str) -> None:
     info = meta(name)
     project = json.loads(
@@ -165,3 +169,20 @@ def test_a_streamed_step_holds_the_whole_answer(name: str) -> None:
         ("get_weather", {"city": "Paris"})
     ]
     assert [o.content for o in second.output_messages] == [meta(name)["answer"]]
+
+
+@pytest.mark.parametrize("name", OPENINFERENCE)
+def test_openinference_s_span_processor_changes_nothing_read(name: str) -> None:
+    """`@arizeai/openinference-vercel` adds OpenInference kinds and keys to the AI SDK's
+    spans (and renames them `ai.generateText lead`), keeping the `ai.*` keys: the spans
+    are read by the AI SDK's convention, as without it. (Read as OpenInference, the runs
+    would be named after the span, the tool arguments JSON-encoded twice, and the answers
+    with tool calls beside them lost.)"""
+    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+    kinds = {r.attributes.get(semconv.OPENINFERENCE_SPAN_KIND) for r in records}
+    assert {"AGENT", "LLM", "TOOL"} <= kinds
+    plain = converted(name.replace("_openinference", ""))
+    trace = converted(name)
+    assert canonical(trace) == canonical(plain)
+    assert trace.final_output == plain.final_output
+    assert trace.warnings == []

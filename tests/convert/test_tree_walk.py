@@ -69,12 +69,12 @@ def _records(path: Path) -> list[SpanRecord]:
 def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
     """`is_llm_span` as it was written before the table: the specification."""
     attrs = span.attributes
+    if attrs.get(semconv.AI_OPERATION_ID) is not None:  # the Vercel AI SDK: doGenerate/doStream
+        return _is_vercel_call(span)
     if openinference.is_llm(span):
         return True
     if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
         return False
-    if attrs.get(semconv.AI_OPERATION_ID) is not None:  # the Vercel AI SDK: doGenerate/doStream
-        return _is_vercel_call(span)
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
         return as_str(operation) in LLM_OPERATIONS

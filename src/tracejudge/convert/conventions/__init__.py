@@ -7,8 +7,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's model-call
-spans carry `gen_ai.system`, `gen_ai.request.model` and `gen_ai.usage.*`.
+OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran.
 
 Adding a producer
 -----------------
@@ -50,9 +50,12 @@ __all__ = [
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    # Before OPENINFERENCE and GENAI: the AI SDK's model-call spans also carry gen_ai.*
+    # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
+    # keeping the ai.* keys (which alone name the run by its functionId).
+    VERCEL_AI,
     OPENINFERENCE,
     TRACELOOP,
-    VERCEL_AI,  # before GENAI: its model-call spans also carry gen_ai.* keys
     GENAI,
     LEGACY_OPENLLMETRY,
     # Last: a span no row above reads that names a model and counts tokens.
