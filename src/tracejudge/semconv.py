@@ -119,7 +119,7 @@ CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
 
-# The Vercel AI SDK's own spans (`ai` 4-6 `experimental_telemetry`, AI SDK 7's
+# The Vercel AI SDK's own spans (`ai` 3-6 `experimental_telemetry`, AI SDK 7's
 # `LegacyOpenTelemetry`; convert/conventions/vercel_ai.py). Every span names its operation:
 # `ai.generateText` (the run) holds `ai.generateText.doGenerate` spans (the model calls)
 # and `ai.toolCall` spans. Values are JSON strings; see packages/ai/core/telemetry and
@@ -138,8 +138,12 @@ AI_RESPONSE_TOOL_CALLS = "ai.response.toolCalls"
 AI_RESPONSE_OBJECT = "ai.response.object"  # generateObject / streamObject
 AI_RESPONSE_REASONING = "ai.response.reasoning"  # AI SDK 6+
 AI_RESPONSE_FINISH_REASON = "ai.response.finishReason"
+# AI SDK 3.2 and earlier (3.3 and 3.4 write both spellings)
+AI_RESULT_TEXT = "ai.result.text"
+AI_RESULT_TOOL_CALLS = "ai.result.toolCalls"
+AI_RESULT_OBJECT = "ai.result.object"
+AI_FINISH_REASON = "ai.finishReason"
 AI_RESPONSE_MODEL = "ai.response.model"
-AI_RESPONSE_ID = "ai.response.id"
 AI_USAGE_INPUT_TOKENS = "ai.usage.inputTokens"  # AI SDK 5+ (v5's doGenerate: promptTokens)
 AI_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens"
 AI_USAGE_TOTAL_TOKENS = "ai.usage.totalTokens"

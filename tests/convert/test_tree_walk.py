@@ -69,7 +69,7 @@ def _records(path: Path) -> list[SpanRecord]:
 def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
     """`is_llm_span` as it was written before the table: the specification."""
     attrs = span.attributes
-    if attrs.get(semconv.AI_OPERATION_ID) is not None:  # the Vercel AI SDK: doGenerate/doStream
+    if _vercel_operation(span) is not None:  # the Vercel AI SDK: doGenerate/doStream
         return _is_vercel_call(span)
     if openinference.is_llm(span):
         return True
@@ -84,9 +84,21 @@ def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
     return genai_semconv.has_content(span) or openllmetry.is_legacy(span)
 
 
+def _vercel_operation(span: SpanRecord) -> str | None:
+    """The AI SDK's operation: its `ai.operationId`, or (AI SDK 3.2, which writes none)
+    the span's name when it is one."""
+    operation = span.attributes.get(semconv.AI_OPERATION_ID)
+    if operation is not None:
+        return str(operation)
+    run, _, step = span.name.rpartition(".")
+    named = span.name in semconv.AI_RUN_OPERATIONS or span.name == semconv.AI_OPERATION_TOOL_CALL
+    if named or (run in semconv.AI_RUN_OPERATIONS and "." + step in semconv.AI_CALL_SUFFIXES):
+        return span.name
+    return None
+
+
 def _is_vercel_call(span: SpanRecord) -> bool:
-    operation = str(span.attributes.get(semconv.AI_OPERATION_ID))
-    run, _, step = operation.rpartition(".")
+    run, _, step = (_vercel_operation(span) or "").rpartition(".")
     return run in semconv.AI_RUN_OPERATIONS and "." + step in semconv.AI_CALL_SUFFIXES
 
 

@@ -1,8 +1,8 @@
-"""The Vercel AI SDK's own spans: `ai` 4, 5 and 6 with `experimental_telemetry:
+"""The Vercel AI SDK's own spans: `ai` 3 to 6 with `experimental_telemetry:
 { isEnabled: true }`, and AI SDK 7's `LegacyOpenTelemetry` (`@ai-sdk/otel`); AI SDK 7's
 `OpenTelemetry` writes the GenAI conventions (`genai` reads it).
 
-Every span names its operation (`ai.operationId`):
+Every span names its operation (`ai.operationId`; AI SDK 3.2 only by the span's name):
 
 - `ai.generateText` / `ai.streamText` (and `ai.generateObject` / `ai.streamObject`) is the
   run: an agent, named by the user's `functionId` (`ai.telemetry.functionId`, also written
@@ -18,10 +18,11 @@ Every span names its operation (`ai.operationId`):
 - `ai.toolCall` is one tool run: `ai.toolCall.name`, `.id`, `.args`, `.result` (JSON).
 
 What the AI SDK writes changed between majors (tool-call `args` -> `input`, tool-result
-`result` -> `output: {type, value}`, tool `parameters` -> `inputSchema`); each is read
-where it is. Source: packages/ai/core/telemetry/ and core/generate-text/generate-text.ts
-(`recordSpan` calls) in github.com/vercel/ai, v4.3 to v6; packages/otel/src/
-legacy-open-telemetry.ts in AI SDK 7.
+`result` -> `output: {type, value}`, tool `parameters` -> `inputSchema`; AI SDK 3.2's
+`ai.result.*` and `ai.finishReason` -> `ai.response.*`); each is read where it is.
+Source: packages/ai/core/telemetry/ and core/generate-text/generate-text.ts (`recordSpan`
+calls) in github.com/vercel/ai, v3.2 to v6; packages/otel/src/legacy-open-telemetry.ts in
+AI SDK 7.
 """
 
 from __future__ import annotations
@@ -55,7 +56,17 @@ __all__ = ["VERCEL_AI", "VercelAI"]
 
 _RUNS = frozenset(semconv.AI_RUN_OPERATIONS)
 _CALLS = frozenset(run + suffix for run in _RUNS for suffix in semconv.AI_CALL_SUFFIXES)
+_NAMED = _RUNS | _CALLS | {semconv.AI_OPERATION_TOOL_CALL}
 _MEDIA = {"image": "[image]", "file": "[file]"}
+#: Where the answer is: the current keys (AI SDK 3.3+), then AI SDK 3.2's.
+_TEXT_KEYS = (
+    semconv.AI_RESPONSE_TEXT,
+    semconv.AI_RESPONSE_OBJECT,
+    semconv.AI_RESULT_TEXT,
+    semconv.AI_RESULT_OBJECT,
+)
+_TOOL_CALLS_KEYS = (semconv.AI_RESPONSE_TOOL_CALLS, semconv.AI_RESULT_TOOL_CALLS)
+_FINISH_KEYS = (semconv.AI_RESPONSE_FINISH_REASON, semconv.AI_FINISH_REASON)
 #: The setting that names a run, for the warning on a run recorded without it.
 _NAME_SETTING = "experimental_telemetry: { functionId: '<agent name>' } (AI SDK 7: telemetry)"
 
@@ -70,7 +81,11 @@ class VercelAI(Convention):
     def kind(self, span: SpanView) -> str | None:
         operation = span.attributes.get(semconv.AI_OPERATION_ID)
         if operation is None:
-            return None
+            # AI SDK 3.2 writes no operation id (and `operation.name` is the run's on its
+            # step spans too): its span names are the operations.
+            if span.name not in _NAMED:
+                return None
+            operation = span.name
         if operation in _CALLS:
             return Kind.MODEL_CALL
         if operation in _RUNS:
@@ -84,7 +99,7 @@ class VercelAI(Convention):
         name = as_str(attrs.get(semconv.AI_FUNCTION_ID)) or as_str(
             attrs.get(semconv.AI_RESOURCE_NAME)
         )
-        return None, name or as_str(attrs.get(semconv.AI_OPERATION_ID)) or "agent"
+        return None, name or as_str(attrs.get(semconv.AI_OPERATION_ID)) or span.name
 
     def identity_warnings(self, span: SpanView) -> list[str]:
         attrs = span.attributes
@@ -147,12 +162,10 @@ class VercelAI(Convention):
         return extraction
 
     def _answer(self, attrs: Mapping[str, Any], extraction: Extraction, what: str) -> None:
-        text = attrs.get(semconv.AI_RESPONSE_TEXT)
-        if text is None:
-            text = attrs.get(semconv.AI_RESPONSE_OBJECT)  # generateObject: the object's JSON
-        raw_calls = attrs.get(semconv.AI_RESPONSE_TOOL_CALLS)
+        text = _first(attrs, _TEXT_KEYS)  # (generateObject: the object's JSON)
+        raw_calls = _first(attrs, _TOOL_CALLS_KEYS)
         reasoning = as_str(attrs.get(semconv.AI_RESPONSE_REASONING))
-        reason = finish_reason(attrs.get(semconv.AI_RESPONSE_FINISH_REASON))
+        reason = finish_reason(_first(attrs, _FINISH_KEYS))
         if reason is None:
             found = finish_reasons(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
             reason = found[0] if found else None
@@ -171,6 +184,14 @@ class VercelAI(Convention):
         extraction.add_choice(
             texts, calls, reasoning=[reasoning] if reasoning else (), finish=reason
         )
+
+
+def _first(attrs: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
+    for key in keys:
+        value = attrs.get(key)
+        if value is not None:
+            return value
+    return None
 
 
 def _tool_call(part: Mapping[str, Any]) -> LLMToolCall:
