@@ -177,6 +177,8 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "OTLPBatch",
         "read_otlp_batches",
         "traces_from_records",
+        # one memo for a stream of conversions (issue #19)
+        "ConversionMemo",
     ],
     "tracejudge.judges": [
         "AnthropicJudge",

@@ -26,6 +26,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tracejudge.convert._gc import without_gc
+from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._otlp import (
     MAX_INFLATED_BYTES,
     OTLPDecodeError,
@@ -52,6 +53,7 @@ __all__ = [
     "traces_from_records",
     "read_otlp_batches",
     "OTLPBatch",
+    "ConversionMemo",
     "TraceList",
     "OTLPDecodeError",
     "SpanRecord",
@@ -116,10 +118,12 @@ class TraceList(list[MultiAgentTrace]):
         raise no_llm_interactions_error(found + (f" ({reasons})" if reasons else ""))
 
 
-def _result(records: list[SpanRecord], warnings: list[str]) -> TraceList:
+def _result(
+    records: list[SpanRecord], warnings: list[str], memo: ConversionMemo | None = None
+) -> TraceList:
     """The traces of `records`, a list of the caller's own that this empties."""
     count = len(records)
-    traces = build_traces(records, warnings, release=True)
+    traces = build_traces(records, warnings, release=True, memo=memo)
     if not any(trace.has_llm_interactions for trace in traces):
         what = "no spans" if not count else f"{count} spans but no model call"
         warnings = [*warnings, f"{_NO_CALLS}the input holds {what}"]
@@ -168,18 +172,21 @@ def traces_from_records(
     events: Iterable[tuple[str, str, EventRecord]] = (),
     *,
     warnings: Iterable[str] = (),
+    memo: ConversionMemo | None = None,
 ) -> TraceList:
     """Convert span records (and log-record events placed by trace and span id), as
     `read_otlp_batches` yields them, into one MultiAgentTrace per trace id. For callers
     that read a large input piece by piece and convert one trace at a time: give all
-    the records of a trace at once. `warnings` are copied into the result and each trace.
+    the records of a trace at once, and one `ConversionMemo` to every call, so that what
+    is learnt of the attribute keys reading one trace serves the next (results are the
+    same without). `warnings` are copied into the result and each trace.
     """
     records = list(spans)
     unplaced = attach_events(records, list(events))
     found = list(warnings)
     if unplaced:
         found.append(f"{unplaced} log records belong to no span in the input; ignored")
-    return _result(records, found)
+    return _result(records, found, memo)
 
 
 OTLPSource = bytes | bytearray | memoryview | str | os.PathLike[str]
