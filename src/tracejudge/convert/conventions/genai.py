@@ -47,6 +47,7 @@ class GenAISemconv(Convention):
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (OTel contrib), "
         "TRACELOOP_TRACE_CONTENT=true (OpenLLMetry)"
     )
+    kind_attribute = semconv.GEN_AI_OPERATION_NAME
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes
