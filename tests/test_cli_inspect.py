@@ -402,3 +402,27 @@ def test_help_names_the_command() -> None:
     with pytest.raises(SystemExit) as exited:
         main(["inspect", "--help"])
     assert exited.value.code == 0
+
+
+def test_an_unreadable_model_call_is_ignored_and_the_warning_says_why(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from tracejudge.convert import openinference
+
+    records, _, _ = decode(LANGGRAPH.with_suffix(".pb").read_bytes())
+    broken = next(r.span_id for r in records if r.name == "ChatOpenAI")
+    read = openinference.extract
+
+    def extract(span: Any) -> Any:
+        if span.span_id == broken:
+            raise ValueError("bad messages")
+        return read(span)
+
+    monkeypatch.setattr(openinference, "extract", extract)
+    (trace,) = inspect_records(records).traces
+    (ignored,) = [s for s in trace.ignored if s.reason == "unreadable"]
+    assert ignored.span_id == broken and ignored.kind == "model call"
+    assert any(f"({broken}): unreadable (ValueError: bad messages)" in w for w in trace.warnings)
+    assert sum(a.model_calls for a in trace.agents) == len(
+        [s for s in trace.read if s.kind == "model call"]
+    )

@@ -11,6 +11,7 @@ here changes how a trace is converted: it reads the same answers again.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Iterable
 
 from tracejudge.convert import _agents, _tree
@@ -33,6 +34,7 @@ __all__ = ["inspect_records"]
 logger = logging.getLogger("tracejudge.convert")
 
 _AGENT_KINDS = (Kind.AGENT, Kind.WORKFLOW)
+_UNREADABLE = re.compile(r"\(([0-9a-f]+)\): unreadable \(")
 _ORDER = {convention.name: position for position, convention in enumerate(TABLE)}
 
 
@@ -104,7 +106,7 @@ def _sort_spans(
             if agent.span_id is not None:
                 agent_of_span[agent.span_id] = agent.id
             primaries.update(i.span_id for i in agent.llm_interactions if i.span_id)
-    unreadable = {s.span_id for s in spans if _said_unreadable(s, inspected.warnings)}
+    unreadable = _unreadable(inspected.warnings)
     nodes = {
         span_id
         for span_id, (_, convention, kind) in readings.items()
@@ -185,9 +187,10 @@ def _step(convention: Convention, view: SpanView) -> str:
     return f"a step of {convention.name} ({own})" if own else f"a step of {convention.name}"
 
 
-def _said_unreadable(span: SpanRecord, warnings: list[str]) -> bool:
-    mark = f"({span.span_id}): unreadable"
-    return any(mark in warning for warning in warnings)
+def _unreadable(warnings: list[str]) -> set[str]:
+    """The ids of the model-call spans the walk could not read: it says so in a warning
+    (`_tree._extract`: "span 'name' (id): unreadable (...)")."""
+    return {found.group(1) for w in warnings if (found := _UNREADABLE.search(w)) is not None}
 
 
 def _ancestors(span: SpanRecord, by_id: dict[str, SpanRecord]) -> Iterable[SpanRecord]:
@@ -248,9 +251,12 @@ def _producers(
 
 
 def _agents_of(trace: MultiAgentTrace) -> list[InspectedAgent]:
+    parents: dict[str, str] = {}  # (the first agent that lists it, as `parent_of` says)
+    for parent in trace.agent_instance_by_id.values():
+        for child in parent.child_ids:
+            parents.setdefault(child, parent.id)
     agents = []
     for agent in trace.iter_agents():
-        parent = trace.parent_of(agent.id)
         calls = agent.llm_interactions
         tool_names: list[str] = []
         tool_calls = 0
@@ -266,7 +272,7 @@ def _agents_of(trace: MultiAgentTrace) -> list[InspectedAgent]:
             InspectedAgent(
                 id=agent.id,
                 name=agent.name,
-                parent=parent.id if parent is not None else None,
+                parent=parents.get(agent.id),
                 span_id=agent.span_id,
                 model_calls=len(calls),
                 tool_calls=tool_calls,
