@@ -198,6 +198,8 @@ def test_a_span_no_convention_knows_is_ignored_with_its_scope(
     assert unknown["name"] == "POST" and unknown["scope"] == HTTPX
     assert unknown["convention"] is None and unknown["kind"] is None
     assert HTTPX in unknown["detail"]
+    assert unknown["attributes"] == []  # (the test's span has none)
+    assert all(s["attributes"] == [] for s in trace["read"])
     assert trace["producers"][-1] == {
         "scope": HTTPX,
         "version": "0.9b0",
@@ -287,6 +289,7 @@ def test_the_json_shape_is_stable(capsys: pytest.CaptureFixture[str]) -> None:
         "agent",
         "reason",
         "detail",
+        "attributes",
     }
     assert all(set(span) == span_keys for span in trace["read"] + trace["ignored"])
     assert {s["reason"] for s in trace["ignored"]} <= set(IGNORED_REASONS)
@@ -426,3 +429,39 @@ def test_an_unreadable_model_call_is_ignored_and_the_warning_says_why(
     assert sum(a.model_calls for a in trace.agents) == len(
         [s for s in trace.read if s.kind == "model call"]
     )
+
+
+def test_spans_no_convention_reads_whole_list_their_attributes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # A span of an unknown producer that names a model and counts tokens is a model call
+    # (the table's last row) whose messages are not read: its attribute keys are shown.
+    (line,) = _raw(_with_httpx_span(tmp_path))
+    (http,) = line["resourceSpans"][-1]["scopeSpans"][0]["spans"]
+    call = next(
+        s
+        for s in line["resourceSpans"][0]["scopeSpans"][0]["spans"]
+        if s["spanId"] == http["parentSpanId"]
+    )
+    http["parentSpanId"] = call["parentSpanId"]  # beside the call, not a record of it
+    http["name"] = "acme.generate"
+    http["attributes"] = [
+        {"key": "gen_ai.request.model", "value": {"stringValue": "acme-1"}},
+        {"key": "gen_ai.usage.input_tokens", "value": {"intValue": "12"}},
+        {"key": "acme.prompt_text", "value": {"stringValue": "What is the weather?"}},
+    ]
+    path = tmp_path / "acme.jsonl"
+    path.write_text(json.dumps(line))
+    (trace,) = _inspect(capsys, str(path))["traces"]
+    (call,) = [s for s in trace["read"] if s["name"] == "acme.generate"]
+    assert (call["convention"], call["kind"]) == ("unrecognised", "model call")
+    assert call["attributes"] == [
+        "gen_ai.request.model",
+        "gen_ai.usage.input_tokens",
+        "acme.prompt_text",
+    ]
+    assert any(HTTPX in w and "acme.prompt_text" in w for w in trace["warnings"])
+    assert main(["inspect", "--spans", str(path)]) == 0
+    out = " ".join(capsys.readouterr().out.split())
+    assert "+ acme.generate: model call (unrecognised) in supervisor" in out
+    assert "attributes: gen_ai.request.model, gen_ai.usage.input_tokens, acme.prompt_text" in out

@@ -18,7 +18,7 @@ from tracejudge.convert import _agents, _tree
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions import LANGGRAPH, TABLE, Convention, Kind
+from tracejudge.convert.conventions import LANGGRAPH, TABLE, UNRECOGNISED, Convention, Kind
 from tracejudge.models import (
     ANSWER_EXCERPT,
     InspectedAgent,
@@ -121,6 +121,8 @@ def _sort_spans(
             start=span.start,
         )
         reading = readings.get(span.span_id)
+        if reading is None or reading[1] is UNRECOGNISED:
+            entry.attributes = list(span.attributes)
         if reading is None:
             where = f"instrumentation scope {span.scope}" if span.scope else "no scope"
             _ignore(inspected, entry, "unknown", f"no convention knows it ({where})")

@@ -18,7 +18,8 @@ or leaves. `Inspection.model_json_schema()` gives its JSON Schema.
                   "kind": "agent", "agent": "00f0...", "reason": null, "detail": null}],
         "ignored": [{"span_id": "...", "name": "RunnableSequence", "convention":
                      "openinference", "kind": "step", "agent": null, "reason": "step",
-                     "detail": "a step of openinference (CHAIN)", ...}],
+                     "detail": "a step of openinference (CHAIN)", "attributes": [],
+                     ...}],
         "root": "00f0...",
         "agents": [{"id": "00f0...", "name": "supervisor", "parent": null,
                     "span_id": "00f0...", "model_calls": 2, "tool_calls": 1,
@@ -111,6 +112,10 @@ class InspectedSpan(_Model):
     #: Ignored spans: the reason in a sentence. Read spans: how it was read, when that is
     #: worth saying (another record of a call read once, a twin agent span folded).
     detail: str | None = None
+    #: The span's attribute keys, for the spans no convention reads whole: those no
+    #: convention knows, and the model calls of no known convention (the `unrecognised`
+    #: row keeps only their model and usage). Empty for the others.
+    attributes: list[str] = Field(default_factory=list)
 
 
 class InspectedAgent(_Model):

@@ -161,6 +161,8 @@ def _span_tree(trace: InspectedTrace) -> list[str]:
         seen.add(span.span_id)
         indent = "    " + " " * min(level, 20)
         lines.append(_cut(_span_text(span, read, names), WIDTH, indent))
+        if span.attributes:
+            lines += _wrapped("attributes: " + ", ".join(span.attributes), indent + "    ")
         stack.extend((entry, level + 1) for entry in reversed(children.get(span.span_id, [])))
     return lines
 
