@@ -128,7 +128,7 @@ def _sort_spans(
             _ignore(inspected, entry, "unknown", f"no convention knows it ({where})")
             continue
         view, convention, kind = reading
-        entry.convention, entry.kind = convention.name, kind  # type: ignore[assignment]
+        entry.convention, entry.kind = convention.name, kind
         if trace is None:
             if failed:
                 _ignore(inspected, entry, "failed", "its trace could not be converted")

@@ -67,7 +67,6 @@ IGNORED_REASONS = {
     "failed": "its trace could not be converted (see the trace's warnings)",
 }
 
-SpanKind = Literal["agent", "workflow", "model call", "tool run", "hand-off", "step"]
 IgnoredReason = Literal[
     "unknown", "step", "nested_node", "no_tool", "no_handoff", "unreadable", "no_agent", "failed"
 ]
@@ -103,8 +102,10 @@ class InspectedSpan(_Model):
     #: The convention that claimed the span (`tracejudge.convert.conventions.TABLE`), or
     #: None when none did.
     convention: str | None = None
-    #: What that convention says the span is, or None when no convention claimed it.
-    kind: SpanKind | None = None
+    #: What that convention says the span is (`tracejudge.convert.conventions.Kind`:
+    #: "agent", "workflow", "model call", "tool run", "hand-off", "step"), or None when
+    #: no convention claimed it.
+    kind: str | None = None
     #: Read spans: the id of the agent the span is, or whose run it belongs to.
     agent: str | None = None
     #: Ignored spans: why (a key of `IGNORED_REASONS`); None for read spans.
