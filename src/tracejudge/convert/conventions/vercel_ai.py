@@ -155,8 +155,13 @@ class VercelAI(Convention):
                     extraction.inputs.extend(message_inputs(*_message(message)))
         raw_tools = attrs.get(semconv.AI_PROMPT_TOOLS)
         if raw_tools is not None:
+            # Remembered by the raw strings (an agent offers the same tools on each step).
+            raw = tuple(raw_tools) if isinstance(raw_tools, list) else raw_tools
             extraction.tools = remembered_tools(
-                hashable(raw_tools), lambda found: _tools_offered(raw_tools, found, what), warnings
+                hashable((self.name, raw)),
+                lambda found: _tools_offered(raw_tools, found, what),
+                warnings,
+                span.memo,
             )
         self._answer(attrs, extraction, what)
         return extraction
