@@ -34,7 +34,7 @@ def test_each_genkit_span_is_read_as_what_its_type_says() -> None:
     assert kinds[Kind.MODEL_CALL] == ["scripted/scripted-model"] * 4
     assert sorted(kinds[Kind.TOOL_RUN]) == ["ask_weather_agent", "get_weather"]
     assert sorted(set(kinds[Kind.STEP])) == ["generate", "render"]  # the loop, the template
-    assert meta("genkit")["versions"]["npm:genkit"] == "1.42.0"
+    assert meta("genkit")["versions"]["genkit"] == "1.42.0"
 
 
 def test_calls_offer_their_tools_with_ids_usage_and_roles() -> None:

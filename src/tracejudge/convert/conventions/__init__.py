@@ -7,7 +7,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages.
+OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran.
 
 Adding a producer
 -----------------
@@ -33,12 +34,14 @@ from tracejudge.convert.conventions.openlit import OPENLIT
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 from tracejudge.convert.conventions.semantic_kernel import SEMANTIC_KERNEL
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
+from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "TABLE",
+    "VERCEL_AI",
     "UNRECOGNISED",
     "Convention",
     "Identity",
@@ -50,6 +53,10 @@ __all__ = [
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    # Before OPENINFERENCE and GENAI: the AI SDK's model-call spans also carry gen_ai.*
+    # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
+    # keeping the ai.* keys (which alone name the run by its functionId).
+    VERCEL_AI,
     OPENINFERENCE,
     TRACELOOP,
     # Before `genai`: their spans are GenAI spans, read with what is their own.
