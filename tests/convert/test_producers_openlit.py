@@ -116,3 +116,18 @@ def test_a_first_tool_call_on_a_role_text_span_is_its_call() -> None:
     )
     assert call.finish_reason == "tool_calls"
     assert trace.warnings == []
+
+
+def test_content_off_keeps_agents_and_calls_and_names_the_switch() -> None:
+    """`openlit.init(capture_message_content=False)`: agents, calls, usage and finish
+    reasons stay; each call's warning names OpenLIT's scope and the switch."""
+    trace = converted("openlit_no_content")
+    rows = [(a.name, len(a.llm_interactions)) for a in trace.iter_agents()]
+    assert rows == [("lead", 2), ("weather_agent", 2)]
+    calls = [c for a in trace.iter_agents() for c in a.llm_interactions]
+    assert all(not c.input_messages and not c.output_messages for c in calls)
+    assert [c.finish_reason for c in calls] == ["tool_calls", "stop", "tool_calls", "stop"]
+    assert len(trace.warnings) == 4
+    for warning in trace.warnings:
+        assert "no message content recorded by openlit.instrumentation.openai" in warning
+        assert "capture_message_content=True" in warning

@@ -135,3 +135,23 @@ def test_a_choice_whose_message_is_json_text_is_its_answer() -> None:
     (call,) = trace.root.llm_interactions
     assert call.output_text == "Sunny." and call.finish_reason == "stop"
     assert trace.warnings == []
+
+
+def test_content_off_keeps_agents_calls_and_tools_and_names_the_switch() -> None:
+    """Diagnostics without `_SENSITIVE`: agents, calls, the tools offered and the tool
+    calls (from their execute_tool spans, without arguments) stay; each call's warning
+    names Semantic Kernel's scope and the switch."""
+    trace = converted("semantic_kernel_no_content")
+    rows = [(a.name, len(a.llm_interactions)) for a in trace.iter_agents()]
+    assert rows == [("lead", 2), ("weather_agent", 2)]
+    calls = [c for a in trace.iter_agents() for c in a.llm_interactions]
+    assert all(not c.input_messages for c in calls)
+    assert [c.tool_calls[0].name for c in calls if c.tool_calls] == [
+        "weather_agent-weather_agent",
+        "WeatherPlugin-get_weather",
+    ]
+    assert all(c.tools_available for c in calls)
+    assert len(trace.warnings) == 4
+    for warning in trace.warnings:
+        assert "no message content recorded by semantic_kernel.utils.telemetry" in warning
+        assert SENSITIVE in warning
