@@ -82,6 +82,11 @@ class Extraction:
     refusal: str | None = None
     reasoning: list[str] = field(default_factory=list)
     server_tools: list[LLMToolCall] = field(default_factory=list)
+    #: Set by the tree walk for a call without content: how the producer's content
+    #: capture is turned on (None: unknown), and for a call in no convention tracejudge
+    #: reads, the attribute keys that may hold its messages (else None).
+    content_setting: str | None = None
+    unread_keys: list[str] | None = None
     _choices: int = 0
 
     def add_choice(
@@ -248,127 +253,6 @@ def _first_int(attrs: Mapping[str, Any], keys: Sequence[str]) -> int | None:
 # --------------------------------------------------------------------------- flattened keys
 
 
-#: The prefixes of indexed (flattened) attributes the convention modules read. One pass over
-#: a span's keys sorts them out for all of these at once (see `_FlatIndex`).
-FLATTENED_PREFIXES = (
-    semconv.GEN_AI_PROMPT,
-    semconv.GEN_AI_COMPLETION,
-    semconv.LLM_REQUEST_FUNCTIONS,
-    semconv.LLM_INPUT_MESSAGES,
-    semconv.LLM_OUTPUT_MESSAGES,
-    semconv.LLM_TOOLS,
-    "llm.prompts",
-    "llm.choices",
-)
-_STARTS = tuple(prefix + "." for prefix in FLATTENED_PREFIXES)
-
-# Where each attribute key seen lies: (its flattened prefix, the path below it split at the
-# dots), or None for a key of no such prefix. Instrumentations write the same keys on every
-# span, so a key is split once instead of on every span; cleared when full (hostile input
-# may make up keys without end).
-_Path = tuple[str, tuple[str, ...], str]  # prefix + ".", the parents' segments, the leaf
-_paths: dict[str, _Path | None] = {}
-_PATHS_REMEMBERED = 20_000
-
-
-def _path_of(key: str) -> _Path | None:
-    for start in _STARTS:
-        if key.startswith(start):
-            *parents, leaf = key[len(start) :].split(".")
-            return start, tuple(parents), leaf
-    return None
-
-
-_MISSING: Any = object()
-
-
-class _FlatIndex:
-    """A span's flattened keys as nested dicts, one per prefix, made in one pass over its
-    attributes. The convention modules ask several questions of the same attributes
-    (`has_indexed`, then `unflatten` for each prefix); scanning every key once per question
-    was a large share of the converter's time."""
-
-    __slots__ = ("attrs", "trees")
-
-    def __init__(self, attrs: Mapping[str, Any]) -> None:
-        self.attrs = attrs
-        self.trees: dict[str, dict[str, Any]] = {}
-        paths = _paths
-        for key, value in attrs.items():
-            try:
-                path = paths[key]
-            except KeyError:
-                path = _path_of(key)
-                if len(paths) >= _PATHS_REMEMBERED:
-                    paths.clear()
-                paths[key] = path
-            if path is None:
-                continue
-            start, parents, leaf = path
-            tree = self.trees.get(start)
-            if tree is None:
-                tree = self.trees[start] = {}
-            _place(tree, parents, leaf, value)
-
-
-# The index of the attributes read last: a span's attributes are read by several functions
-# in a row. One entry, replaced atomically, so threads converting at once only recompute;
-# forgotten at the start and end of every conversion (`forget_index`), so that attributes
-# changed in place between two conversions are read again.
-_last_index: _FlatIndex | None = None
-
-
-def _index(attrs: Mapping[str, Any]) -> _FlatIndex:
-    global _last_index
-    index = _last_index
-    if index is None or index.attrs is not attrs:
-        index = _last_index = _FlatIndex(attrs)
-    return index
-
-
-def forget_index() -> None:
-    """Drop the remembered index (and with it the last span's attributes)."""
-    global _last_index
-    _last_index = None
-
-
-def _place(root: dict[str, Any], parents: tuple[str, ...], leaf: str, value: Any) -> None:
-    """Put `value` at `parents`/`leaf` under `root`; the first value seen at a place stays
-    (and a value where a parent dict would go stops the path)."""
-    node = root
-    for part in parents:
-        child = node.get(part, _MISSING)  # (not setdefault: no new dict for a known part)
-        if child is _MISSING:
-            child = node[part] = {}
-        elif type(child) is not dict:
-            return
-        node = child
-    if leaf not in node:
-        node[leaf] = value
-
-
-def _tree_under(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any] | None:
-    """The nested form of the keys under `prefix` (one of `FLATTENED_PREFIXES`), or None
-    when the attributes hold none."""
-    start = prefix + "."
-    if start not in _KNOWN_STARTS:
-        raise ValueError(f"{prefix!r} is not one of FLATTENED_PREFIXES; add it there")
-    return _index(attrs).trees.get(start)
-
-
-_KNOWN_STARTS = frozenset(_STARTS)
-
-
-def unflatten(attrs: Mapping[str, Any], prefix: str) -> dict[str, Any]:
-    """`prefix.0.message.role = x` style keys as nested dicts keyed by path segment
-    (`prefix`: one of `FLATTENED_PREFIXES`).
-
-    A key that is both a value and a parent of other keys keeps the first seen. The result
-    is shared by the callers that ask for the same attributes: read it, do not change it.
-    """
-    return _tree_under(attrs, prefix) or {}
-
-
 def list_index(segment: str) -> int | None:
     """A key segment as a list index when it is written the one way (`7`, not `07` or `٧`),
     else None: two spellings of one number are two places in the nested form. (For the
@@ -397,12 +281,6 @@ def indexed(node: Any) -> list[Any]:
     if isinstance(node, (list, tuple)):
         return list(node)
     return []
-
-
-def has_indexed(attrs: Mapping[str, Any], prefix: str) -> bool:
-    """Whether any key is `prefix.<digit>...` (one of `FLATTENED_PREFIXES`)."""
-    tree = _tree_under(attrs, prefix) or {}
-    return any(key[:1].isdigit() for key in tree)  # a tree's keys: its paths' first segments
 
 
 # --------------------------------------------------------------------------- messages

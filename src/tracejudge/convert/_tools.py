@@ -21,13 +21,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
-from tracejudge.convert._records import SpanRecord
-from tracejudge.models import LLMInput, LLMInteraction, LLMToolCall, LLMToolResponse, to_json_string
+from tracejudge.models import (
+    LLMInput,
+    LLMInteraction,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolResponse,
+    to_json_string,
+)
 
-__all__ = ["OPENINFERENCE_KIND", "OPERATION", "ToolRun", "tool_run", "supply_results"]
+__all__ = ["ToolRun", "run", "supply_results"]
 
 _MAX_JSON_CHARS = 2_000_000  # larger results are kept as recorded
 
@@ -40,31 +45,23 @@ class ToolRun:
     call_id: str | None
     result: str | None
     used: bool = False
+    #: the arguments as the tool span records them (JSON text), and when it started: for a
+    #: call no model-call span recorded (see `join_unrecorded_calls`)
+    arguments: str | None = None
+    start_ns: int | None = None
 
 
-#: A tool span's `gen_ai.operation.name`, or else its OpenInference span kind: `tool_run`
-#: reads no other span.
-OPERATION = semconv.OPERATION_EXECUTE_TOOL
-OPENINFERENCE_KIND = semconv.OPENINFERENCE_KIND_TOOL
-
-
-def tool_run(span: SpanRecord) -> ToolRun | None:
-    """The tool run a span records, or None when it is not a tool span with a tool name."""
-    attrs = span.attributes
-    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == OPERATION:
-        name = as_str(attrs.get(semconv.GEN_AI_TOOL_NAME))
-        result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT)
-        call_id = as_str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID))
-    elif attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_KIND:
-        name = as_str(attrs.get(semconv.TOOL_NAME))
-        result = attrs.get(semconv.OUTPUT_VALUE)
-        call_id = as_str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID))
-    else:
-        return None
+def run(
+    name: Any, call_id: Any, result: Any, arguments: Any = None, start_ns: int | None = None
+) -> ToolRun | None:
+    """The tool run of a tool span's recorded name, call id, result and arguments (as the
+    span's convention reads them), or None when it names no tool."""
+    name = as_str(name)
     if name is None:
         return None
     text = None if result is None else _result_text(to_json_string(result))
-    return ToolRun(name=name, call_id=call_id, result=text)
+    given = None if arguments is None else to_json_string(arguments)
+    return ToolRun(name, as_str(call_id), text, arguments=given, start_ns=start_ns)
 
 
 def _result_text(text: str) -> str:
@@ -130,6 +127,7 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
     if not runs:
         return
     matched = _match_runs(interactions, runs)
+    join_unrecorded_calls(interactions, runs)
     if not matched:
         return
     answered: set[str] = set()
@@ -167,3 +165,29 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             answered.add(call.id)
         if recorded:
             interaction.tool_results = recorded
+
+
+def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
+    """A tool run with a call id that none of the agent's interactions shows (the model
+    call recorded no output: content capture off, or a producer that writes calls only
+    on its tool spans) is a call of the interaction that made it: the agent's last one
+    that started before the run. The call joins that interaction's output, its result
+    the interaction's `tool_results`."""
+    for tool_run in runs:
+        if tool_run.used or not tool_run.call_id or tool_run.start_ns is None:
+            continue
+        maker = None
+        for interaction in interactions:
+            start = interaction.start_time
+            if start is not None and start * 1e9 <= tool_run.start_ns:
+                maker = interaction
+        if maker is None or any(c.id == tool_run.call_id for c in maker.tool_calls):
+            continue
+        tool_run.used = True
+        call = LLMToolCall(
+            id=tool_run.call_id, name=tool_run.name, parameters=tool_run.arguments or "{}"
+        )
+        maker.output_messages.append(LLMOutput(type="tool_call", content=call))
+        if tool_run.result is not None:
+            response = LLMToolResponse(id=call.id, response=tool_run.result, name=call.name)
+            maker.tool_results = [*(maker.tool_results or []), response]
