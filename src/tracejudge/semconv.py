@@ -119,6 +119,23 @@ CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
 
+# Google ADK (`google-adk`), its own spans (convert/conventions/adk.py). Schema v1 (ADK 1.x,
+# and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): an `invocation` root, the call on a
+# `call_llm` span as Gemini request / response JSON; schema v2 (2.x's default): GenAI
+# semconv spans. Tool spans carry the tool's class; a transfer is `TransferToAgentTool`.
+ADK_SCOPE = "gcp.vertex.agent"
+ADK_INVOCATION_SPAN = "invocation"
+ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
+ADK_EVENT_ID = "gcp.vertex.agent.event_id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+ADK_TRANSFER_TOOL = "TransferToAgentTool"
+ADK_TRANSFER_TARGET = "agent_name"  # transfer_to_agent's argument
+ADK_MERGED_TOOLS = "(merged tools)"  # the summary span of parallel tool calls
+ADK_CALL_ID_PREFIX = "adk-"  # ADK's client-side function call ids, never sent to the model
+
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of
 # the operation it judges, or carrying `gen_ai.response.id` when there is no span id.

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
@@ -32,6 +33,7 @@ from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACE
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 
 __all__ = [
+    "ADK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
@@ -47,6 +49,10 @@ __all__ = [
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
+    # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
+    # transfers).
+    ADK,
     OPENINFERENCE,
     TRACELOOP,
     GENAI,
