@@ -10,8 +10,8 @@ ADK's schema is chosen by `ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN`
   the Gemini request and response as JSON (`gcp.vertex.agent.llm_request` /
   `llm_response`, `"{}"` when `ADK_CAPTURE_MESSAGE_CONTENT_IN_SPANS=false`), around a
   native `generate_content` span that holds only the usage (google/adk/telemetry/
-  tracing.py, `trace_call_llm`). Tool spans hold `gcp.vertex.agent.tool_call_args` and
-  `tool_response`.
+  tracing.py, `trace_call_llm`): two records of one call, which the walk merges. Tool
+  spans hold `gcp.vertex.agent.tool_call_args` and `tool_response`.
 * **v2** (2.x's default): `invoke_workflow` > `invoke_agent` > `generate_content`, the
   messages as GenAI semconv attributes, only with
   `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=SPAN_ONLY` (or `SPAN_AND_EVENT`).
@@ -102,9 +102,7 @@ class GoogleADK(Convention):
         if span.name == semconv.ADK_INVOCATION_SPAN and operation is None:
             return Kind.WORKFLOW
         if operation == semconv.OPERATION_GENERATE_CONTENT:
-            if semconv.GEN_AI_SYSTEM in attrs and not genai_semconv.has_content(span):
-                # Schema v1's native span inside `call_llm`, which records the call.
-                return Kind.STEP
+            # (In schema v1 it is nested in `call_llm`: two records of one call, merged.)
             return Kind.MODEL_CALL
         return None
 
