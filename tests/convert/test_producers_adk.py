@@ -13,6 +13,8 @@ import pytest
 from tests.convert.test_frameworks import FIXTURES, RECORDINGS, converted, framework_root, meta
 from tests.fixtures.frameworks.programs import PROGRAMS
 from tests.fixtures.frameworks.programs_adk import ADK_ANSWER, ROME, STREAM_ANSWER
+from tests.fixtures.frameworks.record_adk import DEFECTS
+from tracejudge.convert import traces_from_otlp
 from tracejudge.convert._otlp import decode
 from tracejudge.models import LLMToolResponse, MultiAgentTrace
 
@@ -156,3 +158,28 @@ def test_the_agent_tool_runs_under_the_agent_that_called_it() -> None:
         second_input = lead.llm_interactions[1].input_messages
         (result,) = [m.content for m in second_input if isinstance(m.content, LLMToolResponse)]
         assert result.id == call.id and weather.final_output in result.response
+
+
+def test_openinference_on_schema_v2_merges_each_agent_runs_calls_and_says_so() -> None:
+    """OpenInference's ADK instrumentor 1.0.5 expects schema v1's `call_llm` span; on ADK
+    2.13's default schema v2 it writes its LLM attributes onto ADK's `invoke_agent` span,
+    each call over the one before (recorded apart: tests/fixtures/frameworks/defects).
+    The trace keeps what is left and says how to record it whole."""
+    name = "adk_transfer_openinference_schema2"
+    path = FIXTURES / DEFECTS / f"{name}.pb"
+    records, _, _ = decode(path.read_bytes())
+    llm = [r for r in records if r.attributes.get("openinference.span.kind") == "LLM"]
+    assert sorted(r.name for r in llm) == ["invoke_agent coordinator", "invoke_agent weather_agent"]
+    info = json.loads((FIXTURES / DEFECTS / f"{name}.meta.json").read_text(encoding="utf-8"))
+    assert info["model_calls"] == 3 and info["answer"] == ADK_ANSWER
+    (trace,) = traces_from_otlp(path)
+    coordinator = trace.root
+    (weather,) = [trace.agent_instance_by_id[c] for c in coordinator.child_ids]
+    assert (coordinator.name, weather.name) == ("coordinator", "weather_agent")
+    assert coordinator.handoff == "weather_agent"
+    (call,) = weather.llm_interactions  # two calls made, one left
+    assert call.output_text == ADK_ANSWER and [c.name for c in call.tool_calls] == ["get_weather"]
+    assert len(trace.warnings) == 2
+    for warning in trace.warnings:
+        assert "OpenInference's ADK instrumentor" in warning
+        assert "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1" in warning

@@ -42,7 +42,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _json, _tools, genai_semconv
+from tracejudge.convert import _handoffs, _json, _tools, genai_semconv, openinference
 from tracejudge.convert._common import (
     Extraction,
     as_str,
@@ -72,6 +72,18 @@ _MESSAGE_KEYS = (
     semconv.GEN_AI_INPUT_MESSAGES,
     semconv.GEN_AI_OUTPUT_MESSAGES,
     semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
+)
+#: Where a tool span holds the call's arguments: schema v2, v1, OpenInference's.
+_ARGUMENT_KEYS = (
+    semconv.GEN_AI_TOOL_CALL_ARGUMENTS,
+    semconv.ADK_TOOL_CALL_ARGS,
+    semconv.INPUT_VALUE,
+)
+_MERGED_CALLS = (
+    "OpenInference's ADK instrumentor wrote this agent run's model calls onto ADK's "
+    "`invoke_agent` span (ADK 2.x's telemetry schema v2 has no `call_llm` span for it), "
+    "each over the one before: a run of several calls shows one, whose output may mix in "
+    "an earlier call's tool calls; record with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1"
 )
 #: What ADK writes for content it was told not to record (and for a tool's llm_* keys).
 _ELIDED = "{}"
@@ -110,11 +122,16 @@ class GoogleADK(Convention):
         return None, ""  # `invocation`: named after the agent it ran first (see above)
 
     def model_call(self, span: SpanView) -> Extraction:
-        if semconv.ADK_LLM_REQUEST in span.attributes:
+        attrs = span.attributes
+        if semconv.ADK_LLM_REQUEST in attrs:
             return _call_llm(span)
+        if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_LLM:
+            return _openinference_on_agent_span(span)
         extraction = genai_semconv.extract(span)
-        # Its tool definitions are always recorded: content is the messages.
-        extraction.has_content = any(key in span.attributes for key in _MESSAGE_KEYS)
+        # Its tool definitions are always recorded: content is the messages (on the span,
+        # or in the events joined to it).
+        if not span.events and not any(key in attrs for key in _MESSAGE_KEYS):
+            extraction.has_content = False
         _one_streamed_answer(span, extraction)
         return extraction
 
@@ -124,9 +141,13 @@ class GoogleADK(Convention):
             result = attrs.get(semconv.ADK_TOOL_RESPONSE)
             arguments = attrs.get(semconv.ADK_TOOL_CALL_ARGS)
             recorded = result != _ELIDED
-        else:
+        elif semconv.GEN_AI_TOOL_CALL_ARGUMENTS in attrs:  # schema v2 with content
             result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT)
             arguments = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+            recorded = True
+        else:  # schema v2 without content; OpenInference's tool span records it anyway
+            arguments = attrs.get(semconv.INPUT_VALUE)
+            result = _object(attrs.get(semconv.OUTPUT_VALUE)).get("response")
             recorded = arguments is not None
         call_id = None if recorded else attrs.get(semconv.GEN_AI_TOOL_CALL_ID)
         return _tools.run(
@@ -139,8 +160,9 @@ class GoogleADK(Convention):
 
     def handoff(self, span: SpanView) -> _handoffs.Handoff | None:
         attrs = span.attributes
-        raw = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS, attrs.get(semconv.ADK_TOOL_CALL_ARGS))
-        arguments = _object(raw)
+        arguments: Mapping[str, Any] = {}
+        for key in _ARGUMENT_KEYS:
+            arguments = arguments or _object(attrs.get(key))
         return _handoffs.Handoff(
             from_agent=as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)),
             to_agent=as_str(arguments.get(semconv.ADK_TRANSFER_TARGET)),
@@ -228,6 +250,15 @@ def _system_text(value: Any) -> str:
 
 
 # --------------------------------------------------------------------------- schema v2
+
+
+def _openinference_on_agent_span(span: SpanView) -> Extraction:
+    """ADK's `invoke_agent` span on which OpenInference's ADK instrumentor (1.0.5 with ADK
+    2.13, schema v2) wrote its LLM attributes, once per model call of the run: each call
+    overwrote the last one's (see the warning)."""
+    extraction = openinference.extract(span)
+    extraction.warnings.append(f"span {span.name!r} ({span.span_id}): {_MERGED_CALLS}")
+    return extraction
 
 
 def _one_streamed_answer(span: SpanView, extraction: Extraction) -> None:
