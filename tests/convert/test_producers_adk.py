@@ -16,6 +16,7 @@ from tests.fixtures.frameworks.programs_adk import ADK_ANSWER, ROME, STREAM_ANSW
 from tests.fixtures.frameworks.record_adk import DEFECTS
 from tracejudge.convert import traces_from_otlp
 from tracejudge.convert._otlp import decode
+from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMToolResponse, MultiAgentTrace
 
 ADK = [name for name in RECORDINGS if meta(name)["program"].startswith("adk_")]
@@ -183,3 +184,87 @@ def test_openinference_on_schema_v2_merges_each_agent_runs_calls_and_says_so() -
     for warning in trace.warnings:
         assert "OpenInference's ADK instrumentor" in warning
         assert "ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1" in warning
+
+
+# --------------------------------------------------------------------------- made-up spans
+
+
+def _call_llm_span(request: dict, response: dict) -> SpanRecord:
+    return SpanRecord(
+        trace_id="t",
+        span_id="c",
+        parent_id=None,
+        name="call_llm",
+        scope=SCOPE,
+        attributes={
+            "gen_ai.request.model": "gemini-x",
+            "gcp.vertex.agent.llm_request": json.dumps(request),
+            "gcp.vertex.agent.llm_response": json.dumps(response),
+        },
+    )
+
+
+def test_schema_v1_reads_ids_the_model_sent_thoughts_and_camel_case() -> None:
+    """Ids the model sent (Vertex, newer Gemini models) are kept; `adk-` ids and missing
+    ones are named `<tool>_<part index>`; thought parts are no answer; a system
+    instruction given as a Content, and camelCase keys, read the same."""
+    request = {
+        "config": {
+            "systemInstruction": {"parts": [{"text": "Be brief."}], "role": "system"},
+            "tools": [
+                {
+                    "functionDeclarations": [
+                        {"name": "get_weather", "parametersJsonSchema": {"type": "object"}}
+                    ]
+                }
+            ],
+        },
+        "contents": [
+            {"role": "user", "parts": [{"text": "Weather?"}]},
+            {
+                "role": "model",
+                "parts": [
+                    {"functionCall": {"id": "fc-9", "name": "get_weather", "args": {"c": 1}}},
+                    {"functionCall": {"name": "get_weather", "args": {"c": 2}}},
+                ],
+            },
+            {
+                "role": "user",
+                "parts": [
+                    {"functionResponse": {"id": "fc-9", "name": "get_weather", "response": {}}},
+                    {"functionResponse": {"name": "get_weather", "response": {"r": 2}}},
+                ],
+            },
+        ],
+    }
+    response = {
+        "content": {
+            "role": "model",
+            "parts": [
+                {"text": "thinking...", "thought": True},
+                {"text": "Sunny "},
+                {"text": "twice."},
+                {"functionCall": {"id": "adk-1234", "name": "log", "args": {}}},
+            ],
+        },
+        "finishReason": "MAX_TOKENS",
+        "modelVersion": "gemini-x-001",
+    }
+    (trace,) = traces_from_spans_records([_call_llm_span(request, response)])
+    (call,) = trace.root.llm_interactions
+    assert [(m.role, str(m.content)) for m in call.input_messages[:2]] == [
+        ("system", "Be brief."),
+        ("user", "Weather?"),
+    ]
+    ids = [m.content.id for m in call.input_messages if not isinstance(m.content, str)]
+    assert ids == ["fc-9", "get_weather_1", "fc-9", "get_weather_1"]
+    assert call.output_text == "Sunny twice."
+    assert [(c.id, c.name) for c in call.tool_calls] == [("log_3", "log")]
+    assert call.finish_reason == "length" and call.model == "gemini-x-001"
+    assert [t.name for t in call.tools_available or []] == ["get_weather"]
+
+
+def traces_from_spans_records(records: list[SpanRecord]) -> list[MultiAgentTrace]:
+    from tracejudge.convert._tree import build_traces
+
+    return build_traces(records, [])
