@@ -41,7 +41,14 @@ NO_CONTENT = {
     "vercel_v6_private": "ai",
     "openlit_no_content": "openlit.instrumentation.openai",
     "semantic_kernel_no_content": "semantic_kernel.utils.telemetry.model_diagnostics.decorators",
+    **{
+        f"{base}{twin}": "gcp.vertex.agent"
+        for base in ("adk_transfer_v2_nocontent", "adk_transfer_v1_nocontent")
+        + ("adk1_transfer_nocontent",)
+        for twin in ("", "_composed")
+    },
 }
+
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
 OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"

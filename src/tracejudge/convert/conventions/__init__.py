@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.genkit import GENKIT
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
@@ -37,6 +38,7 @@ from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
+    "ADK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
@@ -57,6 +59,10 @@ TABLE: tuple[Convention, ...] = (
     # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
     # keeping the ai.* keys (which alone name the run by its functionId).
     VERCEL_AI,
+    # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
+    # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
+    # transfers).
+    ADK,
     OPENINFERENCE,
     TRACELOOP,
     # Before `genai`: their spans are GenAI spans, read with what is their own.
