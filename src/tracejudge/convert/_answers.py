@@ -47,17 +47,31 @@ def recorded_output(span: SpanRecord) -> str | None:
     text = _output_messages_text(attrs.get(semconv.GEN_AI_OUTPUT_MESSAGES))
     if text:
         return text
-    for key in (semconv.OUTPUT_VALUE, semconv.TRACELOOP_ENTITY_OUTPUT, semconv.GEN_AI_TASK_OUTPUT):
+    for key in _PARSED_OUTPUT_KEYS:
         text = _answer_text(attrs.get(key), parse=True)
         if text:
             return text
     return None
 
 
+#: Recorded outputs that are JSON text (or plain text): OpenInference's `output.value`,
+#: OpenLLMetry's entity and task outputs, a Genkit flow's `genkit:output`.
+_PARSED_OUTPUT_KEYS = (
+    semconv.OUTPUT_VALUE,
+    semconv.TRACELOOP_ENTITY_OUTPUT,
+    semconv.GEN_AI_TASK_OUTPUT,
+    semconv.GENKIT_OUTPUT,
+)
+
+
 def _output_messages_text(value: Any) -> str | None:
     if value is None:
         return None
     messages = _loads(value) if isinstance(value, str) else value
+    if isinstance(messages, str):
+        # Plain text, not JSON messages: OpenLIT's `@openlit.trace` writes the function's
+        # return value there.
+        return messages.strip() or None
     if isinstance(messages, Mapping):
         messages = [messages]
     if not isinstance(messages, list):
