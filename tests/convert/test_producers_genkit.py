@@ -106,3 +106,16 @@ def test_the_candidates_of_an_older_genkit_response_are_its_choices() -> None:
     assert call.finish_reason == "stop"
     assert call.usage is not None and call.usage.total_tokens == 5
     assert trace.warnings == []
+
+
+def test_a_flow_s_recorded_output_is_its_answer() -> None:
+    """A flow's `genkit:output` (JSON text of what it returned) is its agent's answer,
+    even where the flow made it from its model's text."""
+    records = _records()
+    for record in records:
+        if record.attributes.get(semconv.GENKIT_SUBTYPE) == semconv.GENKIT_SUBTYPE_FLOW:
+            record.attributes[semconv.GENKIT_OUTPUT] = json.dumps("Forecast: sunny.")
+    (trace,) = [t for t in traces_from_records(records) if t.has_llm_interactions]
+    assert trace.final_output == "Forecast: sunny."
+    weather = next(a for a in trace.iter_agents() if a.name == "weather_agent")
+    assert weather.final_output == "It is sunny and 22 C in Paris."  # its model's answer

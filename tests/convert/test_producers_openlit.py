@@ -59,6 +59,9 @@ def test_the_prompt_and_completion_events_alone_are_read_the_same() -> None:
     keys[semconv.GEN_AI_OUTPUT_MESSAGES] = semconv.GEN_AI_COMPLETION
     older = []
     for record in _records("openlit_together"):
+        if not (record.scope or "").startswith("openlit.instrumentation."):
+            older.append(record)  # (the traced functions keep their return value)
+            continue
         attributes = {k: v for k, v in record.attributes.items() if k not in keys}
         events = [
             EventRecord(
@@ -131,3 +134,16 @@ def test_content_off_keeps_agents_and_calls_and_names_the_switch() -> None:
     for warning in trace.warnings:
         assert "no message content recorded by openlit.instrumentation.openai" in warning
         assert "capture_message_content=True" in warning
+
+
+def test_a_traced_function_s_return_value_is_its_agent_s_answer() -> None:
+    """`@openlit.trace` records what the function returned (plain text in
+    `gen_ai.output.messages`): that is the agent's answer, even where it is not its
+    model's last text."""
+    records = _records("openlit")
+    for record in records:
+        if record.name == "lead" and record.scope == "openlit":
+            record.attributes[semconv.GEN_AI_OUTPUT_MESSAGES] = "Forecast: sunny."
+    (trace,) = [t for t in traces_from_records(records) if t.has_llm_interactions]
+    assert trace.final_output == "Forecast: sunny."
+    assert trace.root.llm_interactions[-1].output_text.startswith("The weather agent says")
