@@ -155,3 +155,14 @@ def test_content_off_keeps_agents_calls_and_tools_and_names_the_switch() -> None
     for warning in trace.warnings:
         assert "no message content recorded by semantic_kernel.utils.telemetry" in warning
         assert SENSITIVE in warning
+
+
+def test_a_streamed_answer_is_one_answer() -> None:
+    """`invoke_stream`: Semantic Kernel joins a choice's chunks before it logs the
+    `gen_ai.choice` record, so each streamed call holds one whole answer."""
+    trace = converted("semantic_kernel_stream")
+    lead = next(a for a in trace.iter_agents() if a.name == "lead")
+    first, last = lead.llm_interactions
+    assert [o.type for o in first.output_messages] == ["tool_call"]
+    assert [o.content for o in last.output_messages] == [trace.final_output]
+    assert last.usage is not None and last.usage.total_tokens == 45
