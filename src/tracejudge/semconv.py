@@ -139,8 +139,19 @@ OPENLIT_SCOPE = "openlit"
 OPENLIT_FUNCTION_ARGS = "function.args"
 OPENLIT_FUNCTION_KWARGS = "function.kwargs"
 OPENLIT_TOOL_ARGS = "gen_ai.tool.args"  # the first tool call's arguments, on its model call
+OPENLIT_USAGE_COST = "gen_ai.usage.cost"  # on every model call of its provider instrumentations
 # Semantic Kernel (Python: its scopes are its module names; .NET: Microsoft.SemanticKernel)
 SEMANTIC_KERNEL_SCOPES = ("semantic_kernel.", "Microsoft.SemanticKernel")
+#: the instrumentation scopes its spans come from (Python: the modules that write them;
+#: .NET: ModelDiagnostics' ActivitySource)
+SEMANTIC_KERNEL_SPAN_SCOPES = (
+    "semantic_kernel.utils.telemetry.agent_diagnostics.decorators",
+    "semantic_kernel.utils.telemetry.model_diagnostics.decorators",
+    "semantic_kernel.functions.kernel_function",
+    "semantic_kernel.connectors.ai.chat_completion_client_base",
+    "Microsoft.SemanticKernel.Diagnostics",
+)
+SEMANTIC_KERNEL_AVAILABLE_FUNCTIONS = "sk.available_functions"  # its function-calling loop
 #: Python: one reason per choice, comma-joined, as the enum (`FinishReason.STOP`); .NET: a
 #: JSON-like list of the client's names (`["ToolCalls"]`)
 SEMANTIC_KERNEL_FINISH_REASON = "gen_ai.response.finish_reason"

@@ -105,6 +105,7 @@ def test_a_first_tool_call_on_a_role_text_span_is_its_call() -> None:
             semconv.GEN_AI_TOOL_CALL_ID: "call_1",
             semconv.OPENLIT_TOOL_ARGS: '{"city": "Paris"}',
             semconv.GEN_AI_RESPONSE_FINISH_REASONS: ("FinishReason.ToolCalls",),
+            semconv.OPENLIT_USAGE_COST: 0.0,
         },
         start_ns=1,
         end_ns=2,

@@ -58,6 +58,8 @@ _FINISH = {"blocked": "content_filter", "interrupted": "tool_calls"}
 
 class Genkit(Convention):
     name = "genkit"
+    marker_keys = frozenset({semconv.GENKIT_TYPE})
+    kind_attribute = semconv.GENKIT_TYPE
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes

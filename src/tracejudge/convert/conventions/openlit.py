@@ -58,6 +58,15 @@ _COMPLETION_KEYS = (semconv.GEN_AI_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION)
 
 class OpenLIT(Convention):
     name = "openlit"
+    # (a traced function's arguments; the cost its provider instrumentations put on calls)
+    marker_keys = frozenset(
+        {
+            semconv.OPENLIT_FUNCTION_ARGS,
+            semconv.OPENLIT_FUNCTION_KWARGS,
+            semconv.OPENLIT_USAGE_COST,
+        }
+    )
+    marker_scopes = frozenset({semconv.OPENLIT_SCOPE})
     content_setting = (
         "openlit.init(capture_message_content=True) (the default; "
         "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=false turns it off)"

@@ -37,6 +37,10 @@ __all__ = ["SEMANTIC_KERNEL", "SemanticKernel"]
 
 class SemanticKernel(GenAISemconv):
     name = "semantic-kernel"
+    marker_keys = frozenset(
+        {semconv.SEMANTIC_KERNEL_FINISH_REASON, semconv.SEMANTIC_KERNEL_AVAILABLE_FUNCTIONS}
+    )
+    marker_scopes = frozenset(semconv.SEMANTIC_KERNEL_SPAN_SCOPES)
     content_setting = (
         "SEMANTICKERNEL_EXPERIMENTAL_GENAI_ENABLE_OTEL_DIAGNOSTICS_SENSITIVE=true; Semantic "
         "Kernel (Python) writes the messages as log records of its `semantic_kernel` "
