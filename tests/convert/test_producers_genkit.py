@@ -119,3 +119,14 @@ def test_a_flow_s_recorded_output_is_its_answer() -> None:
     assert trace.final_output == "Forecast: sunny."
     weather = next(a for a in trace.iter_agents() if a.name == "weather_agent")
     assert weather.final_output == "It is sunny and 22 C in Paris."  # its model's answer
+
+
+def test_a_streamed_generate_is_recorded_whole() -> None:
+    """`ai.generateStream` (compat-oai streams the request): the model span records the
+    whole response (`finalChatCompletion`), so each call holds one answer."""
+    trace = converted("genkit_stream")
+    lead = next(a for a in trace.iter_agents() if a.name == "lead")
+    first, last = lead.llm_interactions
+    assert [o.type for o in first.output_messages] == ["tool_call"]
+    assert [o.content for o in last.output_messages] == [trace.final_output]
+    assert meta("genkit_stream")["options"]["stream"] is True
