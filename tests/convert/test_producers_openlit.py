@@ -148,3 +148,21 @@ def test_a_traced_function_s_return_value_is_its_agent_s_answer() -> None:
     (trace,) = [t for t in traces_from_records(records) if t.has_llm_interactions]
     assert trace.final_output == "Forecast: sunny."
     assert trace.root.llm_interactions[-1].output_text.startswith("The weather agent says")
+
+
+def test_a_start_trace_span_is_an_agent_too() -> None:
+    """`with openlit.start_trace("planner") as t: ...; t.set_result(text)`: a span of
+    scope `openlit` without the function's arguments, its result in
+    `gen_ai.output.messages` (plain text): the agent `planner`, not a model call."""
+    records = _records("openlit")
+    for record in records:
+        if record.name == "lead" and record.scope == "openlit":
+            record.name = "planner"
+            for key in (semconv.OPENLIT_FUNCTION_ARGS, semconv.OPENLIT_FUNCTION_KWARGS):
+                del record.attributes[key]
+    (trace,) = [t for t in traces_from_records(records) if t.has_llm_interactions]
+    assert [(a.name, len(a.llm_interactions)) for a in trace.iter_agents()] == [
+        ("planner", 2),
+        ("weather_agent", 2),
+    ]
+    assert trace.warnings == []

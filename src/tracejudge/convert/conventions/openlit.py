@@ -3,10 +3,11 @@ records.
 
 - A function decorated with `@openlit.trace` is one span of scope `openlit` named after
   the function, with `function.args` / `function.kwargs` and its return value in
-  `gen_ai.output.messages` as plain text (openlit/__init__.py `trace`). It is the only
-  grouping OpenLIT records for agents written on a model client, so such a span is read
-  as an agent named after the function (a traced function that makes no model call is
-  an agent with no calls).
+  `gen_ai.output.messages` as plain text (openlit/__init__.py `trace`);
+  `with openlit.start_trace(name) as t` is one span of that scope named `name`, its
+  `t.set_result(...)` in the same attribute. They are the only grouping OpenLIT records
+  for agents written on a model client, so such a span is read as an agent named after
+  it (one that makes no model call is an agent with no calls).
 - Its instrumentations (scopes `openlit.instrumentation.<provider>`) write GenAI model-call
   spans (`gen_ai.operation.name` chat ...). Most write `gen_ai.input.messages` /
   `gen_ai.output.messages` as GenAI JSON (read as the GenAI conventions read them); some
@@ -79,11 +80,8 @@ class OpenLIT(Convention):
         attrs = span.attributes
         operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
         if scope == semconv.OPENLIT_SCOPE:
-            if operation is None and (
-                semconv.OPENLIT_FUNCTION_ARGS in attrs or semconv.OPENLIT_FUNCTION_KWARGS in attrs
-            ):
-                return Kind.AGENT
-            return None
+            # `@openlit.trace` and `openlit.start_trace(name)` spans: the user's grouping.
+            return Kind.AGENT if operation is None else None
         if scope.startswith(_INSTRUMENTATION_SCOPE) and as_str(operation) in LLM_OPERATIONS:
             return Kind.MODEL_CALL
         return None
