@@ -67,12 +67,15 @@ _MESSAGE_EVENTS = frozenset(
         semconv.EVENT_INFERENCE_DETAILS,
     }
 )
-_CONTENT_KEYS = (
+#: The keys of message content. Tool definitions are not: instrumentations record them
+#: with content capture off (the contrib google-genai instrumentation), or beside content
+#: of their own (logfire's format version 1).
+_MESSAGE_KEYS = (
     semconv.GEN_AI_INPUT_MESSAGES,
     semconv.GEN_AI_OUTPUT_MESSAGES,
     semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
-    semconv.GEN_AI_TOOL_DEFINITIONS,
 )
+_CONTENT_KEYS = (*_MESSAGE_KEYS, semconv.GEN_AI_TOOL_DEFINITIONS)
 # Event attributes that describe the event, not the message (when read as a body).
 _EVENT_META_KEYS = frozenset(
     {semconv.GEN_AI_SYSTEM, semconv.GEN_AI_PROVIDER_NAME, semconv.EVENT_NAME}
@@ -81,7 +84,7 @@ _EVENT_META_KEYS = frozenset(
 
 def has_content(span: SpanRecord) -> bool:
     """Whether the span carries GenAI semconv messages (attributes or events)."""
-    if not span.attributes.keys().isdisjoint(_CONTENT_KEYS):  # (no generator: asked of every span)
+    if not span.attributes.keys().isdisjoint(_MESSAGE_KEYS):  # (no generator: asked of every span)
         return True
     return any(event.name in _MESSAGE_EVENTS for event in span.events)
 
@@ -165,7 +168,10 @@ def _system_text(value: Any, what: str, extraction: Extraction) -> str:
 
 
 def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: SpanRecord) -> None:
-    extraction.has_content = True
+    for key in _MESSAGE_KEYS:
+        if attrs.get(key) is not None:
+            extraction.has_content = True
+            break
     warnings = extraction.warnings
     key = semconv.GEN_AI_INPUT_MESSAGES
     inputs = extraction.inputs
