@@ -118,6 +118,21 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+# logfire (pydantic/logfire): every span names its message template; a span's kind is its
+# template (logfire/_internal/integrations/openai_agents.py, llm_providers/*.py)
+LOGFIRE_MSG_TEMPLATE = "logfire.msg_template"
+LOGFIRE_SPAN_TYPE = "logfire.span_type"
+LOGFIRE_PENDING_SPAN = "pending_span"  # a copy logfire sends while the span runs
+LOGFIRE_REQUEST_DATA = "request_data"  # the request JSON (format version 1: all of it)
+LOGFIRE_RESPONSE_DATA = "response_data"  # the response, format version 1
+LOGFIRE_EVENTS = "events"  # Responses API messages, as one JSON list of event dicts
+LOGFIRE_AGENT_NAME = "name"  # `Agent run`, `Function`, `OpenAI Agents trace` spans
+LOGFIRE_FROM_AGENT = "from_agent"
+LOGFIRE_TO_AGENT = "to_agent"
+LOGFIRE_INPUT = "input"  # the Agents SDK's generation and function spans
+LOGFIRE_OUTPUT = "output"
+LOGFIRE_RESPONSE = "response"  # the Agents SDK's Responses API span: the Response JSON
+LOGFIRE_ANTHROPIC = "anthropic"  # the GEN_AI_SYSTEM of instrument_anthropic's spans
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

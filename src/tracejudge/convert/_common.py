@@ -82,6 +82,10 @@ class Extraction:
     refusal: str | None = None
     reasoning: list[str] = field(default_factory=list)
     server_tools: list[LLMToolCall] = field(default_factory=list)
+    #: The record holds the response of a call whose request is recorded on the model-call
+    #: span before it (same parent, same scope): logfire's streamed responses. The walk
+    #: joins the two records into one call (see `_merge`).
+    response_apart: bool = False
     _choices: int = 0
 
     def add_choice(

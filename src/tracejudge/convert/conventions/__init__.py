@@ -7,7 +7,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages.
+OpenInference LLM spans may also carry GenAI messages; logfire's model-call spans carry
+`gen_ai.operation.name` without (format version 1) GenAI messages.
 
 Adding a producer
 -----------------
@@ -27,6 +28,7 @@ from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
+from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 
@@ -34,6 +36,7 @@ __all__ = [
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
+    "LOGFIRE",
     "TABLE",
     "Convention",
     "Identity",
@@ -46,6 +49,7 @@ TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
     OPENINFERENCE,
     TRACELOOP,
+    LOGFIRE,
     GENAI,
     LEGACY_OPENLLMETRY,
 )
