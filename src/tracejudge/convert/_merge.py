@@ -23,6 +23,11 @@ How two model-call spans of one trace are matched as the same call, strongest ru
    unknown), overlap for at least 90% of the shorter span, and, when both recorded
    input messages, end their inputs with the same message.
 
+A record that holds only the response of a call whose request another span recorded
+(`Extraction.response_apart`: logfire's streamed responses, written after the stream was
+read) joins the nearest model-call record before it of the same parent and scope that
+has no output, whatever the rules above say.
+
 An instrumentation never records one call twice except when it wrapped the client
 twice (OpenLLMetry instrumented a second time): such twins are nested, they are still
 one call, and they are the one case that gives a warning.
@@ -180,6 +185,13 @@ def group_calls(
         scopes[keep] |= scopes[gone]
         return True
 
+    # A response recorded apart: the request before it (same parent and scope).
+    for node in nodes:
+        if node.extraction.response_apart:
+            request = _request_of(node, nodes)
+            if request is not None:
+                union(node.index, request.index, forced=True)
+
     doubled: list[tuple[_Node, _Node]] = []
     # Rule 1: nested.
     for node in nodes:
@@ -254,6 +266,8 @@ def _apart(
     span_ids = {span.span_id for span, _ in records}
     if any(llm_ancestor(span) in span_ids for span, _ in records):
         return False
+    if any(extraction.response_apart for _, extraction in records):
+        return False
     named = [found for found in ids if found]
     if len(set(named)) != len(named):
         return False
@@ -270,6 +284,24 @@ def _apart(
             if (second.start_ns or 0) <= (first.end_ns or second.start_ns or 0):
                 return False  # rule 3 would compare them
     return True
+
+
+def _request_of(response: _Node, nodes: Sequence[_Node]) -> _Node | None:
+    """The record of the request whose response `response` holds: the latest record
+    before it with the same parent and scope, no output and no response apart."""
+    span = response.span
+    found = None
+    for node in nodes[: response.index]:
+        other = node.span
+        if (
+            other.parent_id == span.parent_id
+            and other.scope == span.scope
+            and not node.extraction.response_apart
+            and not node.extraction.outputs
+            and (other.start_ns or 0) <= (span.start_ns or 0)
+        ):
+            found = node
+    return found
 
 
 def _start_or_zero(span: SpanRecord) -> int:
