@@ -86,6 +86,11 @@ class Extraction:
     #: span before it (same parent, same scope): logfire's streamed responses. The walk
     #: joins the two records into one call (see `_merge`).
     response_apart: bool = False
+    #: Set by the tree walk for a call without content: how the producer's content
+    #: capture is turned on (None: unknown), and for a call in no convention tracejudge
+    #: reads, the attribute keys that may hold its messages (else None).
+    content_setting: str | None = None
+    unread_keys: list[str] | None = None
     _choices: int = 0
 
     def add_choice(

@@ -31,6 +31,7 @@ from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 
 __all__ = [
     "GENAI",
@@ -38,9 +39,11 @@ __all__ = [
     "LEGACY_OPENLLMETRY",
     "LOGFIRE",
     "TABLE",
+    "UNRECOGNISED",
     "Convention",
     "Identity",
     "Kind",
+    "call_reader",
     "classify",
 ]
 
@@ -52,6 +55,8 @@ TABLE: tuple[Convention, ...] = (
     LOGFIRE,
     GENAI,
     LEGACY_OPENLLMETRY,
+    # Last: a span no row above reads that names a model and counts tokens.
+    UNRECOGNISED,
 )
 
 
