@@ -190,16 +190,32 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
             extraction.inputs.insert(0, LLMInput(role="system", type="text", content=system))
 
     key = semconv.GEN_AI_OUTPUT_MESSAGES
-    for message in _message_list(attrs.get(key), span, key, extraction):
+    outputs = _message_list(attrs.get(key), span, key, extraction)
+    # Streamed chunks written as messages (the contrib google-genai instrumentation): each
+    # chunk but the last has an empty finish reason; they are one answer, concatenated.
+    chunks: tuple[list[str], list[LLMToolCall]] | None = None
+    last = len(outputs) - 1
+    for position, message in enumerate(outputs):
         # One output message per choice (`n` > 1 gives several).
         parts = _usual_parts(message)
+        if parts is not None and position < last and message.get("finish_reason") == "":
+            chunks = chunks or ([], [])
+            chunks[0].extend(parts[1])
+            chunks[1].extend(parts[2])
+            continue
         if parts is not None:
             _, texts, calls, _ = parts
+            if chunks is not None:
+                texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
+                chunks = None
             reason = finish_reason(message.get("finish_reason"))
             extraction.add_choice(texts, calls, finish=reason)
             continue
         apart: dict[str, list[str]] = {}
         _, texts, calls, _ = parts_message(message, _describe(span), warnings, apart)
+        if chunks is not None:
+            texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
+            chunks = None
         reason = None
         if is_mapping(message):
             reason = finish_reason(message.get("finish_reason"))
