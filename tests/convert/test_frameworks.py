@@ -34,6 +34,9 @@ RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*
 NO_OUTPUTS = {
     "openai_agents_openllmetry_chat": "opentelemetry.instrumentation.openai_agents",
 }
+#: Recordings made with content capture off (alone and composed): the converter says so
+#: (see the producer's own tests).
+NO_CONTENT = {"google_genai_otel_no_content", "google_genai_otel_no_content_composed"}
 
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
@@ -177,6 +180,8 @@ def test_tool_calls_results_and_answers(
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
+    if name in NO_CONTENT:
+        pytest.skip("recorded with content capture off (see the producer's tests)")
     top = framework_root(trace, info["composed"], expected)
     calls = [
         (name_of(agent, top, expected), call.name, json.loads(call.parameters))
@@ -230,6 +235,8 @@ def test_no_warnings_where_the_instrumentation_recorded_everything(
     name, _, trace = recording
     if name in NO_OUTPUTS:
         pytest.skip("see test_a_call_without_output_names_the_instrumentation_and_the_fix")
+    if name in NO_CONTENT:
+        pytest.skip("recorded with content capture off (see the producer's tests)")
     assert trace.warnings == [], name
 
 
