@@ -21,7 +21,7 @@ from tests.convert.test_frameworks import FIXTURES, converted, meta, sdk_spans
 from tests.fixtures.frameworks.programs import AGENTS_ANSWER, CITY, WEATHER
 from tests.fixtures.frameworks.programs_logfire import LOOP_ANSWER
 from tracejudge import semconv
-from tracejudge.convert import traces_from_spans
+from tracejudge.convert import SpanRecord, traces_from_spans
 from tracejudge.convert._otlp import decode
 from tracejudge.models import LLMToolResponse, MultiAgentTrace
 
@@ -166,3 +166,46 @@ def test_google_genai_function_calls_without_ids_join_their_results() -> None:
         ]
         assert [r.id for r in results] == [call.id]
         assert WEATHER in results[0].response
+
+
+def test_an_events_attribute_with_choice_events_is_read() -> None:
+    """The `events` shape of logfire's Agents SDK integration before 3.x and of
+    pydantic-ai's `event_mode="attributes"` under logfire (pydantic-ai's
+    tests/models/test_fallback.py snapshot): the answer is the `gen_ai.choice` events."""
+    events = [
+        {"content": "hello", "role": "user", "event.name": "gen_ai.user.message"},
+        {
+            "event.name": "gen_ai.assistant.message",
+            "role": "assistant",
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "f", "arguments": {}}}
+            ],
+        },
+        {"event.name": "gen_ai.tool.message", "role": "tool", "id": "c1", "content": "42"},
+        {
+            "index": 0,
+            "message": {"role": "assistant", "content": "success"},
+            "event.name": "gen_ai.choice",
+        },
+    ]
+    span = SpanRecord(
+        trace_id="0af7651916cd43dd8448eb211c80319c",
+        span_id="b7ad6b7169203331",
+        parent_id=None,
+        name="chat function:success_response:",
+        attributes={
+            semconv.GEN_AI_OPERATION_NAME: "chat",
+            semconv.LOGFIRE_SPAN_TYPE: "span",
+            semconv.GEN_AI_USAGE_INPUT_TOKENS: 51,
+            semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 1,
+            semconv.LOGFIRE_EVENTS: json.dumps(events),
+        },
+        start_ns=1,
+        end_ns=2,
+    )
+    (trace,) = traces_from_spans(sdk_spans([span]))
+    (call,) = calls_of(trace)
+    assert [m.role for m in call.input_messages] == ["user", "assistant", "tool"]
+    assert [o.content for o in call.output_messages] == ["success"]
+    assert trace.final_output == "success"
+    assert trace.warnings == []

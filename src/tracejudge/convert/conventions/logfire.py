@@ -37,7 +37,9 @@ from tracejudge import semconv
 from tracejudge.convert import _handoffs, _tools, genai_semconv
 from tracejudge.convert._common import (
     Extraction,
+    as_int,
     as_str,
+    finish_reason,
     finish_reasons,
     load_json,
     message_inputs,
@@ -51,6 +53,7 @@ from tracejudge.convert._common import (
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.genai import LLM_OPERATIONS
 from tracejudge.models import LLMToolCall, LLMToolResponse
 
 __all__ = ["LOGFIRE", "Logfire"]
@@ -92,8 +95,16 @@ class Logfire(Convention):
     name = "logfire"
 
     def kind(self, span: SpanView) -> str | None:
-        template = span.attributes.get(semconv.LOGFIRE_MSG_TEMPLATE)
+        attrs = span.attributes
+        template = attrs.get(semconv.LOGFIRE_MSG_TEMPLATE)
         if template is None:
+            # pydantic-ai's model calls under logfire (its `event_mode="attributes"`):
+            # GenAI spans whose messages are logfire's one JSON `events` list.
+            if attrs.get(semconv.LOGFIRE_EVENTS) is None:
+                return None
+            operation = as_str(attrs.get(semconv.GEN_AI_OPERATION_NAME))
+            if operation in LLM_OPERATIONS and not genai_semconv.has_content(span):
+                return Kind.MODEL_CALL
             return None
         if type(template) is not str:
             template = as_str(template) or ""
@@ -238,11 +249,22 @@ def _unwrapped_input(call: LLMToolCall) -> LLMToolCall:
 
 
 def _events(events: list[Any], extraction: Extraction) -> None:
-    """The Responses API's messages as logfire's event dicts (`{"event.name":
-    "gen_ai.user.message", "role", "content", "tool_calls"}`; tool results with `id`):
-    the request's messages, then the answer's (the assistant messages after the last
-    message of any other role)."""
+    """Messages as logfire's event dicts (`{"event.name": "gen_ai.user.message", "role",
+    "content", "tool_calls"}`; tool results with `id`): the request's messages, then the
+    answer's: `gen_ai.choice` events (`{"index", "message"}`: the Agents SDK integration
+    before logfire 3.x, pydantic-ai) where there are any, else the assistant messages
+    after the last message of any other role (logfire's Responses API spans)."""
     known = [e for e in events if is_mapping(e) and e.get(semconv.EVENT_NAME) != _UNKNOWN_EVENT]
+    choices = [e for e in known if e.get(semconv.EVENT_NAME) == semconv.EVENT_CHOICE]
+    if choices:
+        for event in known:
+            if event.get(semconv.EVENT_NAME) != semconv.EVENT_CHOICE:
+                extraction.inputs.extend(message_inputs(*openai_message(event)))
+        for event in sorted(choices, key=lambda e: as_int(e.get("index")) or 0):
+            message = event.get("message")
+            _, texts, calls, _ = openai_message(message if is_mapping(message) else event)
+            extraction.add_choice(texts, calls, finish=finish_reason(event.get("finish_reason")))
+        return
     answer_from = len(known)
     while answer_from and as_str(known[answer_from - 1].get("role")) == "assistant":
         answer_from -= 1
