@@ -25,7 +25,13 @@ from tracejudge.convert import SpanRecord, traces_from_spans
 from tracejudge.convert._otlp import decode
 from tracejudge.models import LLMToolResponse, MultiAgentTrace
 
-STREAMED = ["logfire_openai_stream", "logfire_openai_stream_v1", "logfire_anthropic_stream"]
+STREAMED = [
+    "logfire_openai_stream",
+    "logfire_openai_stream_v1",
+    "logfire_openai_responses_stream",
+    "logfire_openai_responses_stream_v1",
+    "logfire_anthropic_stream",
+]
 STREAMING_RESPONSE = "streaming response from {request_data[model]!r} took {duration:.2f}s"
 
 
