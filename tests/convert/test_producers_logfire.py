@@ -147,7 +147,7 @@ def test_google_genai_streamed_chunks_are_one_answer() -> None:
 
 
 @pytest.mark.parametrize(
-    "name", ["google_genai_otel_no_content", "google_genai_otel_no_content_composed"]
+    "name", ["google_genai_otel_nocontent", "google_genai_otel_nocontent_composed"]
 )
 def test_google_genai_without_content_says_so_and_how_to_turn_it_on(name: str) -> None:
     trace = converted(name)
