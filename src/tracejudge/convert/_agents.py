@@ -39,13 +39,15 @@ class Layout:
     the input is not changed); `identities` maps each agent span's id to its identity;
     `output_spans` lists, per agent span, the spans whose recorded output is that agent's
     (itself first, then the twins folded into it); LangGraph node agents have none, since
-    a node's output is a state update, not an answer. `by_id` maps span ids to `spans`.
+    a node's output is a state update, not an answer. `by_id` maps span ids to `spans`;
+    `warnings` says what agent spans' identities lack (`Convention.identity_warnings`).
     """
 
     spans: list[SpanRecord]
     identities: dict[str, Identity] = field(default_factory=dict)
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
     by_id: dict[str, SpanRecord] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
@@ -85,6 +87,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     by_id = {span.span_id: span for span in spans}
     identities: dict[str, Identity] = {}
     output_spans: dict[str, list[SpanRecord]] = {}
+    warnings: list[str] = []
     nodes = {
         span_id: view
         for span_id, (view, convention, kind) in readings.items()
@@ -102,6 +105,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
             continue  # a step of the node it is nested in, whatever its kind
         identities[span.span_id] = convention.agent(view)
         output_spans[span.span_id] = [span]
+        warnings.extend(convention.identity_warnings(view))
 
     node_names = {span_id: LANGGRAPH.agent(view)[1] for span_id, view in nodes.items()}
     adopted = _adopt_covered_siblings(spans, by_id, identities, node_names)
@@ -109,7 +113,13 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         spans = adopted
         by_id = {span.span_id: span for span in spans}
     _fold_twins(spans, by_id, identities, output_spans)
-    return Layout(spans=spans, identities=identities, output_spans=output_spans, by_id=by_id)
+    return Layout(
+        spans=spans,
+        identities=identities,
+        output_spans=output_spans,
+        by_id=by_id,
+        warnings=warnings,
+    )
 
 
 def _adopt_covered_siblings(

@@ -7,8 +7,9 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages; logfire's model-call spans carry
-`gen_ai.operation.name` without (format version 1) GenAI messages.
+OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran; logfire's
+model-call spans carry `gen_ai.operation.name` without (format version 1) GenAI messages.
 
 Adding a producer
 -----------------
@@ -32,6 +33,7 @@ from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
+from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
     "GENAI",
@@ -39,6 +41,7 @@ __all__ = [
     "LEGACY_OPENLLMETRY",
     "LOGFIRE",
     "TABLE",
+    "VERCEL_AI",
     "UNRECOGNISED",
     "Convention",
     "Identity",
@@ -50,6 +53,10 @@ __all__ = [
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    # Before OPENINFERENCE and GENAI: the AI SDK's model-call spans also carry gen_ai.*
+    # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
+    # keeping the ai.* keys (which alone name the run by its functionId).
+    VERCEL_AI,
     OPENINFERENCE,
     TRACELOOP,
     LOGFIRE,
