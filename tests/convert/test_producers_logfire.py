@@ -19,7 +19,7 @@ import pytest
 
 from tests.convert.test_frameworks import FIXTURES, converted, meta, sdk_spans
 from tests.fixtures.frameworks.programs import AGENTS_ANSWER, CITY, WEATHER
-from tests.fixtures.frameworks.programs_logfire import LOOP_ANSWER
+from tests.fixtures.frameworks.programs_logfire import LONDON_NOTE, LOOP_ANSWER, PARIS_NOTE, SUMMARY
 from tracejudge import semconv
 from tracejudge.convert import SpanRecord, traces_from_spans
 from tracejudge.convert._otlp import decode
@@ -215,3 +215,25 @@ def test_an_events_attribute_with_choice_events_is_read() -> None:
     assert [o.content for o in call.output_messages] == ["success"]
     assert trace.final_output == "success"
     assert trace.warnings == []
+
+
+@pytest.mark.parametrize(
+    "name", ["logfire_openai_parallel_streams", "logfire_openai_parallel_streams_composed"]
+)
+def test_streams_read_at_once_each_join_their_own_request(name: str) -> None:
+    """Two streams open at once: the first response log span comes after both request
+    spans started, and joins the request it answers (by its input), not the latest."""
+    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+    requests = sorted(
+        (r for r in records if r.name.startswith("Chat Completion")), key=lambda r: r.start_ns
+    )
+    first_response = min(
+        (r for r in records if r.name == STREAMING_RESPONSE), key=lambda r: r.start_ns
+    )
+    assert requests[1].start_ns < first_response.start_ns  # the streams overlapped
+    calls = calls_of(converted(name))
+    assert [(c.input_messages[-1].content, c.output_messages[0].content) for c in calls] == [
+        ("What is the weather in Paris?", PARIS_NOTE),
+        ("What is the weather in London?", LONDON_NOTE),
+        (f"Summarise: {PARIS_NOTE} {LONDON_NOTE}", SUMMARY),
+    ]

@@ -186,10 +186,12 @@ def group_calls(
         return True
 
     # A response recorded apart: the request before it (same parent and scope).
+    answered: set[int] = set()
     for node in nodes:
         if node.extraction.response_apart:
-            request = _request_of(node, nodes)
+            request = _request_of(node, nodes, answered)
             if request is not None:
+                answered.add(request.index)
                 union(node.index, request.index, forced=True)
 
     doubled: list[tuple[_Node, _Node]] = []
@@ -286,22 +288,27 @@ def _apart(
     return True
 
 
-def _request_of(response: _Node, nodes: Sequence[_Node]) -> _Node | None:
-    """The record of the request whose response `response` holds: the latest record
-    before it with the same parent and scope, no output and no response apart."""
-    span = response.span
-    found = None
+def _request_of(response: _Node, nodes: Sequence[_Node], answered: set[int]) -> _Node | None:
+    """The record of the request whose response `response` holds: of the records before
+    it with the same parent and scope, no output, no response apart and not answered yet,
+    the latest with the same input messages (streams read in parallel end in any order),
+    else the latest."""
+    span, inputs = response.span, response.extraction.inputs
+    latest = same_inputs = None
     for node in nodes[: response.index]:
         other = node.span
         if (
             other.parent_id == span.parent_id
             and other.scope == span.scope
+            and node.index not in answered
             and not node.extraction.response_apart
             and not node.extraction.outputs
             and (other.start_ns or 0) <= (span.start_ns or 0)
         ):
-            found = node
-    return found
+            latest = node
+            if inputs and node.extraction.inputs == inputs:
+                same_inputs = node
+    return same_inputs or latest
 
 
 def _start_or_zero(span: SpanRecord) -> int:
