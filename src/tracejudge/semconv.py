@@ -134,6 +134,23 @@ LOGFIRE_OUTPUT = "output"
 LOGFIRE_RESPONSE = "response"  # the Agents SDK's Responses API span: the Response JSON
 LOGFIRE_ANTHROPIC = "anthropic"  # the GEN_AI_SYSTEM of instrument_anthropic's spans
 
+# Google ADK (`google-adk`), its own spans (convert/conventions/adk.py). Schema v1 (ADK 1.x,
+# and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): an `invocation` root, the call on a
+# `call_llm` span as Gemini request / response JSON; schema v2 (2.x's default): GenAI
+# semconv spans. Tool spans carry the tool's class; a transfer is `TransferToAgentTool`.
+ADK_SCOPE = "gcp.vertex.agent"
+ADK_INVOCATION_SPAN = "invocation"
+ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
+ADK_EVENT_ID = "gcp.vertex.agent.event_id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+ADK_TRANSFER_TOOL = "TransferToAgentTool"
+ADK_TRANSFER_TARGET = "agent_name"  # transfer_to_agent's argument
+ADK_MERGED_TOOLS = "(merged tools)"  # the summary span of parallel tool calls
+ADK_CALL_ID_PREFIX = "adk-"  # ADK's client-side function call ids, never sent to the model
+
 # The Vercel AI SDK's own spans (`ai` 3-6 `experimental_telemetry`, AI SDK 7's
 # `LegacyOpenTelemetry`; convert/conventions/vercel_ai.py). Every span names its operation:
 # `ai.generateText` (the run) holds `ai.generateText.doGenerate` spans (the model calls)

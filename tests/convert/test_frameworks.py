@@ -41,7 +41,14 @@ NO_CONTENT = {
     "vercel_v6_private": "ai",
     "google_genai_otel_nocontent": "opentelemetry.util.genai.handler",
     "google_genai_otel_nocontent_composed": "opentelemetry.util.genai.handler",
+    **{
+        f"{base}{twin}": "gcp.vertex.agent"
+        for base in ("adk_transfer_v2_nocontent", "adk_transfer_v1_nocontent")
+        + ("adk1_transfer_nocontent",)
+        for twin in ("", "_composed")
+    },
 }
+
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
 OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"

@@ -28,6 +28,7 @@ from tracejudge.convert._common import as_str
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import (
+    ADK,
     GENAI,
     LEGACY_OPENLLMETRY,
     LOGFIRE,
@@ -46,8 +47,10 @@ _READERS = {
     GENAI: _SEMCONV,
     VERCEL_AI: _VERCEL,
 }
-#: Conventions added after the table: no long way specifies them (their recordings do).
-_ADDED_LATER = {LOGFIRE}
+
+
+#: Conventions added after the table: the spans they claim had no reading before it.
+_ADDED_LATER = (ADK, LOGFIRE)
 
 
 def _reader(span: SpanRecord) -> str | None:
@@ -56,6 +59,11 @@ def _reader(span: SpanRecord) -> str | None:
     if found is None or found[1] is not Kind.MODEL_CALL:
         return None
     return _READERS.get(found[0], found[0].name)
+
+
+def _added_later(span: SpanRecord) -> bool:
+    found = classify_span(SpanView(span))
+    return found is not None and found[0] in _ADDED_LATER
 
 
 _RECORDINGS = sorted(
@@ -154,8 +162,7 @@ def test_each_span_is_classified_and_read_as_the_long_way_does() -> None:
     spans = _made_up_spans() + [s for path in _RECORDINGS for s in _records(path)]
     readers = set()
     for span in spans:
-        found = classify_span(SpanView(span))
-        if found is not None and found[0] in _ADDED_LATER:
+        if _added_later(span):
             continue
         reader = _reader(span)
         assert (reader is not None) == _is_llm_span_the_long_way(span), span.name

@@ -93,6 +93,7 @@ _KINDS = {
 
 class Logfire(Convention):
     name = "logfire"
+    marker_keys = frozenset({semconv.LOGFIRE_MSG_TEMPLATE, semconv.LOGFIRE_EVENTS})
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes
