@@ -47,7 +47,7 @@ def test_role_text_prompts_are_messages_and_enum_finish_reasons_openai_s() -> No
         ("system", "You research facts."),
         ("user", "What is the weather in Paris?"),
     ]
-    assert call.output_text == "Paris is sunny, 22 C."
+    assert call.output_text == "Paris is sunny today."
     assert call.finish_reason == "stop"  # recorded as `FinishReason.StopSequence`
     assert call.usage is not None and (call.usage.input_tokens, call.usage.output_tokens) == (12, 6)
 
