@@ -80,7 +80,9 @@ class Genkit(Convention):
         extraction = Extraction()
         what = f"span {span.name!r} ({span.span_id})"
         extraction.model = as_str(attrs.get(semconv.GENKIT_NAME)) or span.name
-        request = load_json(attrs.get(semconv.GENKIT_INPUT), f"{what} genkit:input", [])
+        request = load_json(
+            attrs.get(semconv.GENKIT_INPUT), f"{what} genkit:input", extraction.warnings
+        )
         response = load_json(
             attrs.get(semconv.GENKIT_OUTPUT), f"{what} genkit:output", extraction.warnings
         )
