@@ -82,6 +82,11 @@ class Extraction:
     refusal: str | None = None
     reasoning: list[str] = field(default_factory=list)
     server_tools: list[LLMToolCall] = field(default_factory=list)
+    #: Set by the tree walk for a call without content: how the producer's content
+    #: capture is turned on (None: unknown), and for a call in no convention tracejudge
+    #: reads, the attribute keys that may hold its messages (else None).
+    content_setting: str | None = None
+    unread_keys: list[str] | None = None
     _choices: int = 0
 
     def add_choice(

@@ -39,6 +39,7 @@ from tracejudge.models import (
     LLMInput,
     LLMInteraction,
     LLMToolCall,
+    LLMToolDefinition,
     LLMToolResponse,
     MultiAgentTrace,
 )
@@ -65,6 +66,8 @@ class _Agent:
     span: SpanRecord | None
     # (position of its span in start order, interaction or child agent id)
     items: list[tuple[int, LLMInteraction | str]] = field(default_factory=list)
+    #: the tools its span says it offers (Strands, Agent Framework: `invoke_agent` spans)
+    tools: list[LLMToolDefinition] | None = None
 
 
 # --------------------------------------------------------------------------- classification
@@ -96,12 +99,26 @@ def extract(span: SpanRecord) -> Extraction:
 
 
 def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
-    """Rules every producer's calls share, applied after its convention read the call."""
-    if not {item.role for item in extraction.inputs} <= smolagents.KNOWN_ROLES:
+    """Rules every producer's calls share, applied after its convention read the call:
+    the chat roles (`model` is Gemini's assistant, `developer` OpenAI's newer system,
+    `function` the older tool role), and smolagents' tool roles."""
+    roles = {item.role for item in extraction.inputs}
+    if not roles <= _CHAT_ROLES:
+        if not roles.isdisjoint(_ROLE_ALIASES):
+            extraction.inputs = [
+                item.model_copy(update={"role": _ROLE_ALIASES[item.role]})
+                if item.role in _ROLE_ALIASES
+                else item
+                for item in extraction.inputs
+            ]
         extraction.inputs = smolagents.map_roles(
             extraction.inputs, _describe(view), extraction.warnings
         )
     return extraction
+
+
+_ROLE_ALIASES = {"model": "assistant", "developer": "system", "function": "tool"}
+_CHAT_ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
 def error_text(span: SpanRecord) -> str | None:
@@ -251,10 +268,12 @@ class _TraceBuild:
             if span.events:
                 self.with_events.append(span)
             identity = identities.get(span.span_id)
-            if identity is not None:
-                self._add_agent(span, identity)
-                continue
             reading = self.readings.get(span.span_id)
+            if identity is not None:
+                agent = self._add_agent(span, identity)
+                if reading is not None:
+                    agent.tools = reading[1].agent_tools(reading[0], self.warnings)
+                continue
             if reading is None:
                 continue
             view, convention, kind = reading
@@ -273,7 +292,7 @@ class _TraceBuild:
                     self.handoffs.append((span, found))
         return bool(self.agents or self.llm_ids)
 
-    def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> None:
+    def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
         declared, name = identity
         agent_id = declared or span.span_id
         if agent_id in self.used_ids:
@@ -283,7 +302,8 @@ class _TraceBuild:
             )
             agent_id = f"{agent_id}#{span.span_id}"
         self.used_ids.add(agent_id)
-        self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+        agent = self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+        return agent
 
     # ----------------------------------------------------------------- 2. place
 
@@ -385,6 +405,8 @@ class _TraceBuild:
             owner.items.append((self.seq[call.span.span_id], interaction))
         for agent in self.all_agents():
             agent.items.sort(key=_first)
+            if agent.tools is not None:
+                _offer_agent_tools(agent)
         _join_tool_ids(self.all_agents(), aliases)
         self._supply_tool_results()
 
@@ -469,6 +491,14 @@ class _TraceBuild:
         return recorded
 
 
+def _offer_agent_tools(agent: _Agent) -> None:
+    """The tools an agent's span lists are offered in each of its calls that records none
+    (the calls' own lists, where recorded, are what the model saw)."""
+    for _, item in agent.items:
+        if isinstance(item, LLMInteraction) and item.tools_available is None:
+            item.tools_available = list(agent.tools or [])
+
+
 def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
     """Put every evaluation event of the trace's spans that have events (in start order)
     on the agent it judges (see `_evaluations`): the instance the event names, else the
@@ -522,10 +552,15 @@ def _break_cycles(
 def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Extraction | None:
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        return _normalised(view, convention.model_call(view))
+        extraction = _normalised(view, convention.model_call(view))
     except Exception as exc:  # attribute data is untrusted: report, never raise
         warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None
+    if not extraction.has_content:  # (said in `_interaction`, once the call is merged)
+        extraction.content_setting = convention.content_hint(view)
+        if convention is conventions.UNRECOGNISED:
+            extraction.unread_keys = conventions.UNRECOGNISED.possible_content(view)
+    return extraction
 
 
 def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]) -> LLMInteraction:
@@ -573,7 +608,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
-        warnings.append(f"{_describe(span)}: no message content recorded (content capture off?)")
+        _missing.no_content_warning(span, extraction, warnings)
     if span.running:
         warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
     elif (

@@ -29,15 +29,18 @@ from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 
 __all__ = [
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "TABLE",
+    "UNRECOGNISED",
     "Convention",
     "Identity",
     "Kind",
+    "call_reader",
     "classify",
 ]
 
@@ -48,6 +51,8 @@ TABLE: tuple[Convention, ...] = (
     TRACELOOP,
     GENAI,
     LEGACY_OPENLLMETRY,
+    # Last: a span no row above reads that names a model and counts tokens.
+    UNRECOGNISED,
 )
 
 

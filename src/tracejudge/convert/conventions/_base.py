@@ -16,6 +16,7 @@ from tracejudge.convert._common import Extraction
 from tracejudge.convert._handoffs import Handoff
 from tracejudge.convert._tools import ToolRun
 from tracejudge.convert._view import SpanView
+from tracejudge.models import LLMToolDefinition
 
 __all__ = ["Convention", "Identity", "Kind"]
 
@@ -47,6 +48,10 @@ class Convention:
     #: a model call recorded without content); None when content is always recorded.
     content_setting: ClassVar[str | None] = None
 
+    def content_hint(self, span: SpanView) -> str | None:
+        """How to get the messages of a model call this span recorded without them."""
+        return self.content_setting
+
     def kind(self, span: SpanView) -> str | None:
         """The span's `Kind` when the span is this convention's, else None (the next
         convention of the table is asked)."""
@@ -55,6 +60,11 @@ class Convention:
     def agent(self, span: SpanView) -> Identity:
         """The identity of an AGENT or WORKFLOW span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
+
+    def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
+        """The tools an AGENT span says its agent offers the model (they apply to the
+        agent's calls that record none of their own), or None."""
+        return None
 
     def model_call(self, span: SpanView) -> Extraction:
         """Everything a MODEL_CALL span says about its call, in wire form."""
