@@ -118,6 +118,25 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+# Strands Agents' own spans (strands/telemetry/tracer.py). By default (GenAI semconv 1.36)
+# each message is a span event whose attribute holds JSON Bedrock content blocks
+# (`[{"text"}]`, `[{"toolUse"}]`, `[{"toolResult"}]`); `gen_ai.agent.tools` lists the tool
+# names, `gen_ai.tool.definitions` (opt-in) holds Bedrock tool specs (`inputSchema.json`).
+STRANDS_SCOPE = "strands.telemetry.tracer"
+STRANDS_PROVIDER = "strands-agents"  # gen_ai.system (default) / gen_ai.provider.name (latest)
+STRANDS_EVENT_CONTENT = "content"  # gen_ai.<role>.message events: the message's blocks
+STRANDS_EVENT_MESSAGE = "message"  # gen_ai.choice events: the answer (blocks, or text)
+STRANDS_EVENT_FINISH_REASON = "finish_reason"
+GEN_AI_AGENT_TOOLS = "gen_ai.agent.tools"
+OPERATION_EVENT_LOOP_CYCLE = "execute_event_loop_cycle"
+STRANDS_WORKFLOW_OPERATIONS = ("invoke_swarm", "invoke_graph")
+# Microsoft Agent Framework's own spans (agent_framework/observability.py): GenAI semconv,
+# with `gen_ai.response.finish_reasons` written as JSON text.
+AGENT_FRAMEWORK_SCOPE = "agent_framework"
+AGENT_FRAMEWORK_PROVIDER = "microsoft.agent_framework"
+AGENT_FRAMEWORK_WORKFLOW_RUN = "workflow.run"  # span name of a workflow's run: the root agent
+AGENT_FRAMEWORK_WORKFLOW_NAME = "workflow.name"
+AGENT_FRAMEWORK_WORKFLOW_ID = "workflow.id"
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

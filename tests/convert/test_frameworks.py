@@ -34,6 +34,9 @@ RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*
 NO_OUTPUTS = {
     "openai_agents_openllmetry_chat": "opentelemetry.instrumentation.openai_agents",
 }
+#: Recordings made with message capture off (the trace says so; each producer's tests
+#: check how): agents, calls and tools offered are known, messages are not.
+NO_CONTENT = {"agent_framework_no_content", "agent_framework_no_content_composed"}
 
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
@@ -160,6 +163,8 @@ def test_tool_calls_results_and_answers(
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
+    if name in NO_CONTENT:
+        pytest.skip("recorded with message capture off (see the producer's tests)")
     top = framework_root(trace, info["composed"])
     calls = [
         (agent.name, call.name, json.loads(call.parameters))
@@ -213,6 +218,8 @@ def test_no_warnings_where_the_instrumentation_recorded_everything(
     name, _, trace = recording
     if name in NO_OUTPUTS:
         pytest.skip("see test_a_call_without_output_names_the_instrumentation_and_the_fix")
+    if name in NO_CONTENT:
+        pytest.skip("recorded with message capture off (see the producer's tests)")
     assert trace.warnings == [], name
 
 

@@ -25,16 +25,20 @@ from __future__ import annotations
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.strands import STRANDS
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 
 __all__ = [
+    "AGENT_FRAMEWORK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
+    "STRANDS",
     "TABLE",
     "UNRECOGNISED",
     "Convention",
@@ -49,6 +53,8 @@ TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
     OPENINFERENCE,
     TRACELOOP,
+    STRANDS,  # (GenAI operations, but Bedrock content blocks in their events)
+    AGENT_FRAMEWORK,  # (GenAI, with its own workflow spans)
     GENAI,
     LEGACY_OPENLLMETRY,
     # Last: a span no row above reads that names a model and counts tokens.

@@ -1,0 +1,65 @@
+"""Microsoft Agent Framework's own spans (instrumentation scope `agent_framework`).
+
+Its agent, model-call and tool spans follow the GenAI conventions (`invoke_agent` with the
+agent's `gen_ai.tool.definitions`, `chat`, `execute_tool`) and are read as `genai` reads
+them, except that `gen_ai.response.finish_reasons` is the JSON text of a list
+(`json.dumps([finish_reason])`, agent_framework/observability.py). A workflow run
+(`workflow.run`, named by `workflow.name`) is the root agent; its executor, edge-group and
+message spans are steps. Messages, tool arguments and results are recorded only with
+sensitive data on.
+"""
+
+from __future__ import annotations
+
+from tracejudge import semconv
+from tracejudge.convert import _json
+from tracejudge.convert._common import Extraction, as_str, finish_reasons
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions._base import Identity, Kind
+from tracejudge.convert.conventions.genai import GenAISemconv
+
+__all__ = ["AGENT_FRAMEWORK", "AgentFramework"]
+
+
+class AgentFramework(GenAISemconv):
+    name = "agent-framework"
+    content_setting = (
+        "enable_instrumentation(enable_sensitive_data=True) "
+        "(agent_framework.observability), or ENABLE_SENSITIVE_DATA=true"
+    )
+
+    def content_hint(self, span: SpanView) -> str | None:
+        return self.content_setting
+
+    def kind(self, span: SpanView) -> str | None:
+        if span.scope != semconv.AGENT_FRAMEWORK_SCOPE:
+            return None
+        if span.name == semconv.AGENT_FRAMEWORK_WORKFLOW_RUN:
+            return Kind.WORKFLOW
+        if semconv.GEN_AI_OPERATION_NAME not in span.attributes:
+            return Kind.STEP  # workflow.build, executor.process, edge_group.process ...
+        return super().kind(span)
+
+    def agent(self, span: SpanView) -> Identity:
+        if span.name == semconv.AGENT_FRAMEWORK_WORKFLOW_RUN:
+            attrs = span.attributes
+            name = as_str(attrs.get(semconv.AGENT_FRAMEWORK_WORKFLOW_NAME))
+            return as_str(attrs.get(semconv.AGENT_FRAMEWORK_WORKFLOW_ID)), name or "workflow"
+        return super().agent(span)
+
+    def model_call(self, span: SpanView) -> Extraction:
+        extraction = super().model_call(span)
+        raw = span.attributes.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
+        if isinstance(raw, str) and raw.startswith("["):
+            try:
+                listed = _json.loads(raw)
+            except (ValueError, RecursionError):
+                return extraction
+            as_read = finish_reasons(raw)
+            if extraction.finish_reasons[: len(as_read)] == as_read:
+                rest = extraction.finish_reasons[len(as_read) :]
+                extraction.finish_reasons = finish_reasons(listed) + rest
+        return extraction
+
+
+AGENT_FRAMEWORK = AgentFramework()
