@@ -27,13 +27,28 @@ from tracejudge.convert import (
 from tracejudge.convert._common import as_str
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions import GENAI, LEGACY_OPENLLMETRY, OPENINFERENCE, Kind
+from tracejudge.convert.conventions import (
+    AGENT_FRAMEWORK,
+    GENAI,
+    LEGACY_OPENLLMETRY,
+    OPENINFERENCE,
+    STRANDS,
+    Kind,
+)
 from tracejudge.convert.conventions import classify as classify_span
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
 _OPENINFERENCE, _LEGACY, _SEMCONV = "openinference", "legacy", "semconv"
-_READERS = {OPENINFERENCE: _OPENINFERENCE, LEGACY_OPENLLMETRY: _LEGACY, GENAI: _SEMCONV}
+# Strands' and Agent Framework's model calls are GenAI `chat` spans, which the long way
+# read as GenAI semconv; their own rows read what is theirs in them (Bedrock blocks ...).
+_READERS = {
+    OPENINFERENCE: _OPENINFERENCE,
+    LEGACY_OPENLLMETRY: _LEGACY,
+    GENAI: _SEMCONV,
+    STRANDS: _SEMCONV,
+    AGENT_FRAMEWORK: _SEMCONV,
+}
 
 
 def _reader(span: SpanRecord) -> str | None:
