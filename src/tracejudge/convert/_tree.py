@@ -31,6 +31,7 @@ from tracejudge.convert import (
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._construct import build
+from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import Convention, Kind
@@ -73,12 +74,13 @@ class _Agent:
 # --------------------------------------------------------------------------- classification
 
 
-def classify(spans: Iterable[SpanRecord]) -> Readings:
+def classify(spans: Iterable[SpanRecord], memo: ConversionMemo | None = None) -> Readings:
     """What the conventions table says of each span it knows: (the span's view, the
     convention that claims it, its `Kind`), by span id."""
+    memo = memo if memo is not None else ConversionMemo()
     readings: Readings = {}
     for span in spans:
-        view = SpanView(span)
+        view = SpanView(span, memo)
         found = conventions.classify(view)
         if found is not None:
             readings[span.span_id] = (view, found[0], found[1])
@@ -152,10 +154,15 @@ def _describe(span: SpanRecord | SpanView) -> str:
 
 
 def build_traces(
-    records: Iterable[SpanRecord], warnings: list[str], *, release: bool = False
+    records: Iterable[SpanRecord],
+    warnings: list[str],
+    *,
+    release: bool = False,
+    memo: ConversionMemo | None = None,
 ) -> list[MultiAgentTrace]:
     """One MultiAgentTrace per trace id holding an agent or model call, ordered by first
     span start. `warnings` (about the input as a whole) are copied into every trace.
+    `memo` carries what was learnt reading spans before (see `_memo`); a new one without.
 
     With `release`, `records` (a list) is the converter's own: it is emptied once its
     records are grouped by trace, and each trace's records are let go once the trace is
@@ -184,13 +191,14 @@ def build_traces(
         return (start is None, start or 0, index)
 
     traces: list[MultiAgentTrace] = []
+    memo = memo if memo is not None else ConversionMemo()
     for index in sorted(range(len(groups)), key=first_start):
         spans = groups[index]
         assert spans is not None
         if release:
             groups[index] = None
         try:
-            trace = _build_trace(spans, list(warnings))
+            trace = _build_trace(spans, list(warnings), memo)
         except Exception:  # a safety net: one broken trace must not lose the others
             logger.exception("tracejudge.convert: could not convert a trace; skipped")
             continue
@@ -212,10 +220,12 @@ def _start_ns(span: SpanRecord) -> int | None:
     return span.start_ns
 
 
-def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
+def _build_trace(
+    spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo
+) -> MultiAgentTrace | None:
     """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
     when it holds no agent and no model call."""
-    trace = _TraceBuild(spans, warnings)
+    trace = _TraceBuild(spans, warnings, memo)
     if not trace.sort_out():
         return None
     placed = trace.place()
@@ -235,8 +245,8 @@ class _TraceBuild:
     (`choose_root`), put interactions and child agents in order (`assemble`), and attach
     what other spans record: tool results, hand-offs, answers, evaluations (`attach`)."""
 
-    def __init__(self, spans: list[SpanRecord], warnings: list[str]) -> None:
-        self.readings = classify(spans)
+    def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
+        self.readings = classify(spans, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}

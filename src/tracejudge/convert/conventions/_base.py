@@ -47,6 +47,10 @@ class Convention:
     #: How a user turns message content capture on for this producer (for the warning on
     #: a model call recorded without content); None when content is always recorded.
     content_setting: ClassVar[str | None] = None
+    #: The attribute in which the producer names its own kind of span (OpenInference's
+    #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
+    #: convention calls steps; None when it has none.
+    kind_attribute: ClassVar[str | None] = None
 
     def content_hint(self, span: SpanView) -> str | None:
         """How to get the messages of a model call this span recorded without them."""
@@ -56,6 +60,13 @@ class Convention:
         """The span's `Kind` when the span is this convention's, else None (the next
         convention of the table is asked)."""
         return None
+
+    def step_kind(self, span: SpanView) -> str | None:
+        """The producer's own name for the kind of a span (see `kind_attribute`)."""
+        if self.kind_attribute is None:
+            return None
+        value = span.attributes.get(self.kind_attribute)
+        return None if value is None else str(value)
 
     def agent(self, span: SpanView) -> Identity:
         """The identity of an AGENT or WORKFLOW span."""

@@ -58,6 +58,7 @@ _CONTRIB_SCOPES = ("opentelemetry.util.genai", "opentelemetry.instrumentation.op
 class GenAISemconv(Convention):
     name = "genai"
     content_setting = f"{_CONTRIB_CONTENT} (OTel contrib), {_OPENLLMETRY_CONTENT} (OpenLLMetry)"
+    kind_attribute = semconv.GEN_AI_OPERATION_NAME
 
     def content_hint(self, span: SpanView) -> str | None:
         scope = span.scope or ""
