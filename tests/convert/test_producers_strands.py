@@ -2,8 +2,9 @@
 agent that calls a weather agent as a tool (`Agent.as_tool()`), under Strands' default
 events (Bedrock content blocks) and `OTEL_SEMCONV_STABILITY_OPT_IN=
 gen_ai_latest_experimental,gen_ai_tool_definitions`, alone and composed with tracejudge's
-tracer. What the generic framework tests do not cover: both conventions give the same
-calls, tool results are text, the tools each agent offered, and the spans' kinds."""
+tracer; and a swarm (`strands.multiagent.Swarm`) whose researcher hands off to a writer.
+What the generic framework tests do not cover: both conventions give the same calls, tool
+results are text, the tools each agent offered, the spans' kinds, the swarm's hand-off."""
 
 from __future__ import annotations
 
@@ -22,6 +23,7 @@ from tracejudge.convert.conventions import Kind
 from tracejudge.models import LLMToolResponse, MultiAgentTrace
 
 RECORDINGS = ["strands", "strands_latest", "strands_composed", "strands_latest_composed"]
+SWARM = ["strands_swarm", "strands_swarm_composed"]
 
 
 def calls_by_agent(trace: MultiAgentTrace) -> dict[str, list[dict[str, Any]]]:
@@ -102,7 +104,26 @@ def test_strands_spans_are_read_by_the_strands_convention() -> None:
         }
 
 
-@pytest.mark.parametrize("name", RECORDINGS)
+@pytest.mark.parametrize("name", SWARM)
+def test_a_swarm_is_the_root_agent_and_handoff_to_agent_a_hand_off(name: str) -> None:
+    trace = converted(name)
+    (swarm,) = [a for a in trace.iter_agents() if a.name == "swarm"]
+    assert [trace.agent_instance_by_id[c].name for c in swarm.child_ids] == ["researcher", "writer"]
+    handoffs = {a.name: a.handoff for a in trace.iter_agents() if a.handoff is not None}
+    assert handoffs == {"researcher": "writer"}
+    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+    kinds = {
+        record.name: conventions.classify(SpanView(record))
+        for record in records
+        if record.name in ("invoke_swarm", "execute_tool handoff_to_agent")
+    }
+    assert kinds == {
+        "invoke_swarm": (conventions.STRANDS, Kind.WORKFLOW),
+        "execute_tool handoff_to_agent": (conventions.STRANDS, Kind.HANDOFF),
+    }
+
+
+@pytest.mark.parametrize("name", RECORDINGS + SWARM)
 def test_the_checks_raise_no_false_alarm(name: str) -> None:
     trace = converted(name)
     for check in (

@@ -1,7 +1,8 @@
 """Strands Agents' own spans (instrumentation scope `strands.telemetry.tracer`), by
 `gen_ai.operation.name`: `invoke_agent` (an agent), `chat` (a model call), `execute_tool`
 (a tool run), `invoke_swarm` / `invoke_graph` (a multi-agent run: the root agent), and
-`execute_event_loop_cycle` (a step of its agent).
+`execute_event_loop_cycle` (a step of its agent). A swarm's `execute_tool handoff_to_agent`
+is a hand-off to the agent its `agent_name` argument names.
 
 Strands writes its messages in Bedrock's content blocks (strands/telemetry/tracer.py):
 
@@ -28,7 +29,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _json, _tools, genai_semconv
+from tracejudge.convert import _handoffs, _json, _tools, genai_semconv
 from tracejudge.convert._common import (
     PART_TEXT,
     PART_TOOL_CALL,
@@ -76,8 +77,15 @@ class Strands(Convention):
     def kind(self, span: SpanView) -> str | None:
         if span.scope != semconv.STRANDS_SCOPE:
             return None
-        operation = as_str(span.attributes.get(semconv.GEN_AI_OPERATION_NAME))
-        return _KINDS.get(operation or "", Kind.STEP)
+        attrs = span.attributes
+        operation = as_str(attrs.get(semconv.GEN_AI_OPERATION_NAME))
+        kind = _KINDS.get(operation or "", Kind.STEP)
+        if (
+            kind is Kind.TOOL_RUN
+            and attrs.get(semconv.GEN_AI_TOOL_NAME) == semconv.STRANDS_HANDOFF_TOOL
+        ):
+            return Kind.HANDOFF
+        return kind
 
     def agent(self, span: SpanView) -> Identity:
         operation = as_str(span.attributes.get(semconv.GEN_AI_OPERATION_NAME)) or ""
@@ -128,13 +136,7 @@ class Strands(Convention):
 
     def tool_run(self, span: SpanView) -> _tools.ToolRun | None:
         attrs = span.attributes
-        arguments = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
-        result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT)
-        for event in span.events:  # the default conventions: the run's two events
-            if event.name == semconv.EVENT_TOOL_MESSAGE and arguments is None:
-                arguments = event.attributes.get(semconv.STRANDS_EVENT_CONTENT)
-            elif event.name == semconv.EVENT_CHOICE and result is None:
-                result = event.attributes.get(semconv.STRANDS_EVENT_MESSAGE)
+        arguments, result = _tool_io(span)
         return _tools.run(
             attrs.get(semconv.GEN_AI_TOOL_NAME),
             attrs.get(semconv.GEN_AI_TOOL_CALL_ID),
@@ -142,6 +144,26 @@ class Strands(Convention):
             _loaded(arguments),
             span.record.start_ns,
         )
+
+    def handoff(self, span: SpanView) -> _handoffs.Handoff | None:
+        arguments = _loaded(_tool_io(span)[0])
+        target = arguments.get(semconv.STRANDS_HANDOFF_TARGET) if is_mapping(arguments) else None
+        # From the agent it runs in (the span names none).
+        return _handoffs.Handoff(None, as_str(target), span.record.start_ns)
+
+
+def _tool_io(span: SpanView) -> tuple[Any, Any]:
+    """A tool span's recorded arguments and result: attributes under the latest
+    conventions, the span's two events under the default ones."""
+    attrs = span.attributes
+    arguments = attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS)
+    result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT)
+    for event in span.events:
+        if event.name == semconv.EVENT_TOOL_MESSAGE and arguments is None:
+            arguments = event.attributes.get(semconv.STRANDS_EVENT_CONTENT)
+        elif event.name == semconv.EVENT_CHOICE and result is None:
+            result = event.attributes.get(semconv.STRANDS_EVENT_MESSAGE)
+    return arguments, result
 
 
 def _latest(span: SpanView) -> bool:
