@@ -16,14 +16,7 @@ from tracejudge.models import MultiAgentTrace, is_routing_decision
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*.meta.json"))
 #: The instrumentation recorded no outputs (the converter warns; see test_frameworks).
-#: Agent Framework without sensitive data records no messages and no tool arguments: its
-#: tool calls, known from their tool spans, get `{}` (a strict xfail in
-#: tests/convert/test_producers_agent_framework.py pins the false alarm that gives).
-INCOMPLETE = {
-    "openai_agents_openllmetry_chat",
-    "agent_framework_no_content",
-    "agent_framework_no_content_composed",
-}
+INCOMPLETE = {"openai_agents_openllmetry_chat"}
 
 
 def trace_of(name: str) -> MultiAgentTrace:
