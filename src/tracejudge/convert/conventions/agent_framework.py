@@ -6,7 +6,8 @@ them, except that `gen_ai.response.finish_reasons` is the JSON text of a list
 (`json.dumps([finish_reason])`, agent_framework/observability.py). A workflow run
 (`workflow.run`, named by `workflow.name`) is the root agent; its executor, edge-group and
 message spans are steps. Messages, tool arguments and results are recorded only with
-sensitive data on.
+sensitive data on (and, under the v1.36 conventions it takes when
+`OTEL_SEMCONV_STABILITY_OPT_IN` lacks `gen_ai_latest_experimental`, as log records).
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ class AgentFramework(GenAISemconv):
     name = "agent-framework"
     content_setting = (
         "enable_instrumentation(enable_sensitive_data=True) "
-        "(agent_framework.observability), or ENABLE_SENSITIVE_DATA=true"
+        "(agent_framework.observability), or ENABLE_SENSITIVE_DATA=true; with "
+        "OTEL_SEMCONV_STABILITY_OPT_IN set without gen_ai_latest_experimental the messages "
+        "are log records: give them too (traces_from_otlp(..., logs=...))"
     )
 
     def content_hint(self, span: SpanView) -> str | None:
