@@ -130,6 +130,7 @@ STRANDS_EVENT_FINISH_REASON = "finish_reason"
 GEN_AI_AGENT_TOOLS = "gen_ai.agent.tools"
 OPERATION_EVENT_LOOP_CYCLE = "execute_event_loop_cycle"
 STRANDS_WORKFLOW_OPERATIONS = ("invoke_swarm", "invoke_graph")
+STRANDS_REDACTED = "[REDACTED]"  # a message Strands' opt-in redaction left out
 STRANDS_HANDOFF_TOOL = "handoff_to_agent"  # a Swarm's transfer tool (strands/multiagent/swarm.py)
 STRANDS_HANDOFF_TARGET = "agent_name"  # its argument naming the agent handed to
 # Microsoft Agent Framework's own spans (agent_framework/observability.py): GenAI semconv,

@@ -36,7 +36,11 @@ NO_OUTPUTS = {
 }
 #: Recordings made with message capture off (the trace says so; each producer's tests
 #: check how): agents, calls and tools offered are known, messages are not.
-NO_CONTENT = {"agent_framework_no_content", "agent_framework_no_content_composed"}
+NO_CONTENT = {
+    "agent_framework_no_content",
+    "agent_framework_no_content_composed",
+    "strands_redacted",
+}
 
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.

@@ -123,7 +123,28 @@ def test_a_swarm_is_the_root_agent_and_handoff_to_agent_a_hand_off(name: str) ->
     }
 
 
-@pytest.mark.parametrize("name", RECORDINGS + SWARM)
+def test_redacted_messages_are_not_recorded_and_the_trace_says_so() -> None:
+    """`gen_ai_unredacted_attributes=` (Strands' redaction, nothing left unredacted) writes
+    `[REDACTED]` for every message: no call has content, each says so naming the setting,
+    and the tool calls are known (by id and name) from their tool spans."""
+    trace = converted("strands_redacted")
+    calls = [i for a in trace.iter_agents() for i in a.llm_interactions]
+    assert len(calls) == 4 and not any(i.input_messages for i in calls)
+    assert len(trace.warnings) == 4
+    for warning in trace.warnings:
+        assert "no message content recorded by strands.telemetry.tracer" in warning
+        assert "gen_ai_unredacted_attributes" in warning
+    made = [(c.id, c.name, c.parameters) for i in calls for c in i.tool_calls]
+    assert made == [("call_ask", "weather_agent", "{}"), ("call_weather", "get_weather", "{}")]
+    # Composed, the openai client's spans hold what Strands redacted.
+    composed = converted("strands_redacted_composed")
+    assert composed.warnings == []
+    assert calls_by_agent(composed) == calls_by_agent(converted("strands_composed"))
+
+
+@pytest.mark.parametrize(
+    "name", [*RECORDINGS, *SWARM, "strands_redacted", "strands_redacted_composed"]
+)
 def test_the_checks_raise_no_false_alarm(name: str) -> None:
     trace = converted(name)
     for check in (

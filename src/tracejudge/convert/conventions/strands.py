@@ -18,6 +18,9 @@ Strands writes its messages in Bedrock's content blocks (strands/telemetry/trace
   (`gen_ai.input.messages` ... in `gen_ai.client.inference.operation.details` events),
   read by `genai_semconv`, except that a tool result's `response` is still its block list.
 
+Strands' opt-in redaction (`gen_ai_unredacted_attributes=...` in the same variable) writes
+`[REDACTED]` for each message it leaves out: such a message is not recorded.
+
 An agent span lists its tools' names in `gen_ai.agent.tools`; with `gen_ai_tool_definitions`
 in `OTEL_SEMCONV_STABILITY_OPT_IN` also their specs in `gen_ai.tool.definitions`, in
 Bedrock's shape (`{"name", "description", "inputSchema": {"json": schema}}`).
@@ -25,6 +28,7 @@ Bedrock's shape (`{"name", "description", "inputSchema": {"json": schema}}`).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
@@ -68,10 +72,10 @@ _ROLE_EVENTS = {
 
 class Strands(Convention):
     name = "strands"
-    # Strands always records the messages; its opt-in redaction replaces them.
+    # Strands records the messages unless its opt-in redaction leaves them out.
     content_setting = (
-        "Strands records messages unless OTEL_SEMCONV_STABILITY_OPT_IN has "
-        "gen_ai_unredacted_attributes=... (redaction): remove it"
+        "remove gen_ai_unredacted_attributes=... from OTEL_SEMCONV_STABILITY_OPT_IN, or "
+        "list gen_ai.input.messages;gen_ai.output.messages in it (Strands' redaction)"
     )
 
     def kind(self, span: SpanView) -> str | None:
@@ -112,7 +116,7 @@ class Strands(Convention):
 
     def model_call(self, span: SpanView) -> Extraction:
         if _latest(span):
-            extraction = genai_semconv.extract(span)
+            extraction = genai_semconv.extract(_unredacted(span))
             extraction.inputs = [_with_result_text(item) for item in extraction.inputs]
             return extraction
         extraction = Extraction()
@@ -121,13 +125,17 @@ class Strands(Convention):
         for event in span.events:
             role = _ROLE_EVENTS.get(event.name)
             if role is not None:
-                extraction.has_content = True
                 raw = event.attributes.get(semconv.STRANDS_EVENT_CONTENT)
+                if raw == semconv.STRANDS_REDACTED:
+                    continue
+                extraction.has_content = True
                 message = {"role": role, "parts": _parts(_blocks(raw, what, extraction))}
                 extraction.inputs.extend(message_inputs(*parts_message(message, what, [])))
             elif event.name == semconv.EVENT_CHOICE:
-                extraction.has_content = True
                 raw = event.attributes.get(semconv.STRANDS_EVENT_MESSAGE)
+                if raw == semconv.STRANDS_REDACTED:
+                    continue
+                extraction.has_content = True
                 message = {"role": "assistant", "parts": _parts(_blocks(raw, what, extraction))}
                 _, texts, calls, _ = parts_message(message, what, extraction.warnings)
                 reason = finish_reason(event.attributes.get(semconv.STRANDS_EVENT_FINISH_REASON))
@@ -163,7 +171,30 @@ def _tool_io(span: SpanView) -> tuple[Any, Any]:
             arguments = event.attributes.get(semconv.STRANDS_EVENT_CONTENT)
         elif event.name == semconv.EVENT_CHOICE and result is None:
             result = event.attributes.get(semconv.STRANDS_EVENT_MESSAGE)
-    return arguments, result
+    redacted = semconv.STRANDS_REDACTED
+    return (None if arguments == redacted else arguments), (None if result == redacted else result)
+
+
+def _unredacted(span: SpanView) -> SpanView:
+    """The span without the values Strands' redaction wrote (the span itself when none)."""
+    redacted = semconv.STRANDS_REDACTED
+    attrs = span.attributes
+    found = redacted in attrs.values() or any(
+        redacted in event.attributes.values() for event in span.events
+    )
+    if not found:
+        return span
+    record = dataclasses.replace(
+        span.record,
+        attributes={k: v for k, v in attrs.items() if v != redacted},
+        events=[
+            dataclasses.replace(
+                e, attributes={k: v for k, v in e.attributes.items() if v != redacted}
+            )
+            for e in span.events
+        ],
+    )
+    return SpanView(record)
 
 
 def _latest(span: SpanView) -> bool:
