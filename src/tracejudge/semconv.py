@@ -140,6 +140,8 @@ AGENT_FRAMEWORK_PROVIDER = "microsoft.agent_framework"
 AGENT_FRAMEWORK_WORKFLOW_RUN = "workflow.run"  # span name of a workflow's run: the root agent
 AGENT_FRAMEWORK_WORKFLOW_NAME = "workflow.name"
 AGENT_FRAMEWORK_WORKFLOW_ID = "workflow.id"
+# HandoffBuilder's `handoff_to_<agent>` tool result, in the agent span's output messages
+AGENT_FRAMEWORK_HANDOFF_TO = "handoff_to"
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

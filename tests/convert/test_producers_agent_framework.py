@@ -1,9 +1,10 @@
 """Microsoft Agent Framework's own spans, as recorded live (tests/fixtures/frameworks/
 agent_framework*): a lead agent that calls a weather agent as a tool (`Agent.as_tool()`),
 on the Responses API (`OpenAIChatClient`) and Chat Completions
-(`OpenAIChatCompletionClient`), with sensitive data on and off, and a sequential workflow
-(`SequentialBuilder`). What the generic framework tests do not cover: the tools each agent
-offered, finish reasons, the workflow root, and what a run without sensitive data says."""
+(`OpenAIChatCompletionClient`), with sensitive data on and off; a sequential workflow
+(`SequentialBuilder`) and a hand-off workflow (`HandoffBuilder`). What the generic
+framework tests do not cover: the tools each agent offered, finish reasons, the workflow
+root, the hand-off, and what a run without sensitive data says."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ WITH_CONTENT = [
     "agent_framework_chat_composed",
     "agent_framework_sequential",
     "agent_framework_sequential_composed",
+    "agent_framework_handoff",
+    "agent_framework_handoff_composed",
 ]
 TOOLS = {"lead": "weather_agent", "weather_agent": "get_weather", "researcher": "get_weather"}
 SETTING = "enable_instrumentation(enable_sensitive_data=True)"
@@ -38,11 +41,35 @@ def offered(trace: MultiAgentTrace) -> dict[str, list[list[str]]]:
     }
 
 
-@pytest.mark.parametrize("name", [*WITH_CONTENT, "agent_framework_no_content"])
+@pytest.mark.parametrize(
+    "name", [n for n in [*WITH_CONTENT, "agent_framework_no_content"] if "handoff" not in n]
+)
 def test_the_tools_on_the_agent_span_are_offered_in_each_of_its_calls(name: str) -> None:
     for agent, calls in offered(converted(name)).items():
         tool = TOOLS.get(agent)
         assert calls == [[tool] if tool else [] for _ in calls], (name, agent)
+
+
+@pytest.mark.parametrize("name", ["agent_framework_handoff", "agent_framework_handoff_composed"])
+def test_a_handoff_workflow_hands_off_through_its_handoff_tool(name: str) -> None:
+    """`HandoffBuilder` adds a `handoff_to_<agent>` tool to each agent and answers its calls
+    in middleware (no tool span): the hand-off is known from the agent span's output."""
+    trace = converted(name)
+    (desk,) = [a for a in trace.iter_agents() if a.name == "weather_desk"]
+    assert [trace.agent_instance_by_id[c].name for c in desk.child_ids] == [
+        "triage",
+        "weather_specialist",
+    ]
+    handoffs = {a.name: a.handoff for a in trace.iter_agents() if a.handoff is not None}
+    assert handoffs == {"triage": "weather_specialist"}
+    assert offered(trace) == {
+        "triage": [["handoff_to_weather_specialist"]],
+        "weather_specialist": [["get_weather", "handoff_to_triage"]] * 2,
+    }
+    (triage,) = [a for a in trace.iter_agents() if a.name == "triage"]
+    score = checks.final_answer.evaluate(trace)[triage.id]
+    assert score is not None and score.score is None
+    assert "handed off to weather_specialist" in score.explanation
 
 
 @pytest.mark.parametrize("name", ["agent_framework", "agent_framework_chat"])
