@@ -7,7 +7,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages.
+OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran.
 
 Adding a producer
 -----------------
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
@@ -32,14 +34,17 @@ from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 from tracejudge.convert.conventions.strands import STRANDS
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
+from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
+    "ADK",
     "AGENT_FRAMEWORK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "STRANDS",
     "TABLE",
+    "VERCEL_AI",
     "UNRECOGNISED",
     "Convention",
     "Identity",
@@ -51,6 +56,14 @@ __all__ = [
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    # Before OPENINFERENCE and GENAI: the AI SDK's model-call spans also carry gen_ai.*
+    # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
+    # keeping the ai.* keys (which alone name the run by its functionId).
+    VERCEL_AI,
+    # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
+    # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
+    # transfers).
+    ADK,
     OPENINFERENCE,
     TRACELOOP,
     STRANDS,  # (GenAI operations, but Bedrock content blocks in their events)

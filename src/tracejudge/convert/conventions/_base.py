@@ -72,6 +72,11 @@ class Convention:
         """The identity of an AGENT or WORKFLOW span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
 
+    def identity_warnings(self, span: SpanView) -> list[str]:
+        """What an AGENT or WORKFLOW span's identity lacks (a run recorded with no name),
+        said once per agent span; none by default."""
+        return []
+
     def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
         """The tools an AGENT span says its agent offers the model (they apply to the
         agent's calls that record none of their own), or None."""
