@@ -60,14 +60,16 @@ TABLE: tuple[Convention, ...] = (
     # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
     # keeping the ai.* keys (which alone name the run by its functionId).
     VERCEL_AI,
+    # Strands' and Agent Framework's own spans, by their instrumentation scope alone: before
+    # ADK, which claims GenAI `execute_tool` spans that carry `gen_ai.tool.type`.
+    STRANDS,  # (GenAI operations, but Bedrock content blocks in their events)
+    AGENT_FRAMEWORK,  # (GenAI, with its own workflow spans)
     # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
     # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
     # transfers).
     ADK,
     OPENINFERENCE,
     TRACELOOP,
-    STRANDS,  # (GenAI operations, but Bedrock content blocks in their events)
-    AGENT_FRAMEWORK,  # (GenAI, with its own workflow spans)
     GENAI,
     LEGACY_OPENLLMETRY,
     # Last: a span no row above reads that names a model and counts tokens.
