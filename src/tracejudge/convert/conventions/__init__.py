@@ -16,7 +16,8 @@ Adding a producer
 1. Its attribute names go in `tracejudge/semconv.py` (no literal key anywhere else).
 2. One module here with one `Convention` subclass and its instance: `kind` says which
    spans are its and what each is (cheaply: it is asked of spans of every producer after
-   the rows above it); `agent`, `model_call`, `tool_run`, `handoff` read what the kinds
+   the rows above it, unless its `marker_keys` / `marker_scopes` / `marker_names` say
+   which spans can be its); `agent`, `model_call`, `tool_run`, `handoff` read what the kinds
    it answers promise. Messages become `Extraction`s with `convert._common`'s helpers.
 3. One row in `TABLE`, above any row that would claim its spans first.
 4. Recorded fixtures (tests/fixtures/frameworks) and the tests that read them.
@@ -91,7 +92,16 @@ def call_reader(span: SpanView) -> Convention:
 def classify(span: SpanView) -> tuple[Convention, str] | None:
     """(the convention that claims the span, the span's `Kind`), or None when no
     convention knows it."""
+    keys = span.attributes.keys()
     for convention in TABLE:
+        markers = convention.marker_keys
+        if (
+            markers is not None
+            and keys.isdisjoint(markers)
+            and span.scope not in convention.marker_scopes
+            and span.name not in convention.marker_names
+        ):
+            continue
         kind = convention.kind(span)
         if kind is not None:
             return convention, kind

@@ -51,6 +51,13 @@ class Convention:
     #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
     #: convention calls steps; None when it has none.
     kind_attribute: ClassVar[str | None] = None
+    #: What every span of this convention carries, when something does: one of these
+    #: attribute keys, or one of these instrumentation scopes or span names. The table
+    #: asks `kind` only of spans that carry one (a set comparison, not a call), so that
+    #: a long table costs little for spans of the rows below; None: ask every span.
+    marker_keys: ClassVar[frozenset[str] | None] = None
+    marker_scopes: ClassVar[frozenset[str]] = frozenset()
+    marker_names: ClassVar[frozenset[str]] = frozenset()
 
     def content_hint(self, span: SpanView) -> str | None:
         """How to get the messages of a model call this span recorded without them."""

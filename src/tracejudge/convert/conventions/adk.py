@@ -96,6 +96,11 @@ class GoogleADK(Convention):
     def content_hint(self, span: SpanView) -> str | None:
         return _V1_CONTENT if semconv.ADK_LLM_REQUEST in span.attributes else _V2_CONTENT
 
+    marker_keys = frozenset(
+        {semconv.GEN_AI_TOOL_TYPE, semconv.ADK_EVENT_ID, semconv.ADK_LLM_REQUEST}
+    )
+    marker_scopes = frozenset({semconv.ADK_SCOPE})
+
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes
         operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)

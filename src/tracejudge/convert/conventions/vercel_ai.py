@@ -78,6 +78,9 @@ class VercelAI(Convention):
         "AI SDK 7: telemetry)"
     )
 
+    marker_keys = frozenset({semconv.AI_OPERATION_ID})
+    marker_names = frozenset(_NAMED)
+
     def kind(self, span: SpanView) -> str | None:
         operation = span.attributes.get(semconv.AI_OPERATION_ID)
         if operation is None:
