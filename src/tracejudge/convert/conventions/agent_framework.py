@@ -31,6 +31,8 @@ __all__ = ["AGENT_FRAMEWORK", "AgentFramework"]
 
 class AgentFramework(GenAISemconv):
     name = "agent-framework"
+    marker_keys = frozenset[str]()  # its spans are known by their scope alone
+    marker_scopes = frozenset({semconv.AGENT_FRAMEWORK_SCOPE})
     content_setting = (
         "enable_instrumentation(enable_sensitive_data=True) "
         "(agent_framework.observability), or ENABLE_SENSITIVE_DATA=true; with "

@@ -72,6 +72,8 @@ _ROLE_EVENTS = {
 
 class Strands(Convention):
     name = "strands"
+    marker_keys = frozenset[str]()  # its spans are known by their scope alone
+    marker_scopes = frozenset({semconv.STRANDS_SCOPE})
     # Strands records the messages unless its opt-in redaction leaves them out.
     content_setting = (
         "remove gen_ai_unredacted_attributes=... from OTEL_SEMCONV_STABILITY_OPT_IN, or "
