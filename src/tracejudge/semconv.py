@@ -133,6 +133,30 @@ LOGFIRE_INPUT = "input"  # the Agents SDK's generation and function spans
 LOGFIRE_OUTPUT = "output"
 LOGFIRE_RESPONSE = "response"  # the Agents SDK's Responses API span: the Response JSON
 LOGFIRE_ANTHROPIC = "anthropic"  # the GEN_AI_SYSTEM of instrument_anthropic's spans
+# Strands Agents' own spans (strands/telemetry/tracer.py). By default (GenAI semconv 1.36)
+# each message is a span event whose attribute holds JSON Bedrock content blocks
+# (`[{"text"}]`, `[{"toolUse"}]`, `[{"toolResult"}]`); `gen_ai.agent.tools` lists the tool
+# names, `gen_ai.tool.definitions` (opt-in) holds Bedrock tool specs (`inputSchema.json`).
+STRANDS_SCOPE = "strands.telemetry.tracer"
+STRANDS_PROVIDER = "strands-agents"  # gen_ai.system (default) / gen_ai.provider.name (latest)
+STRANDS_EVENT_CONTENT = "content"  # gen_ai.<role>.message events: the message's blocks
+STRANDS_EVENT_MESSAGE = "message"  # gen_ai.choice events: the answer (blocks, or text)
+STRANDS_EVENT_FINISH_REASON = "finish_reason"
+GEN_AI_AGENT_TOOLS = "gen_ai.agent.tools"
+OPERATION_EVENT_LOOP_CYCLE = "execute_event_loop_cycle"
+STRANDS_WORKFLOW_OPERATIONS = ("invoke_swarm", "invoke_graph")
+STRANDS_REDACTED = "[REDACTED]"  # a message Strands' opt-in redaction left out
+STRANDS_HANDOFF_TOOL = "handoff_to_agent"  # a Swarm's transfer tool (strands/multiagent/swarm.py)
+STRANDS_HANDOFF_TARGET = "agent_name"  # its argument naming the agent handed to
+# Microsoft Agent Framework's own spans (agent_framework/observability.py): GenAI semconv,
+# with `gen_ai.response.finish_reasons` written as JSON text.
+AGENT_FRAMEWORK_SCOPE = "agent_framework"
+AGENT_FRAMEWORK_PROVIDER = "microsoft.agent_framework"
+AGENT_FRAMEWORK_WORKFLOW_RUN = "workflow.run"  # span name of a workflow's run: the root agent
+AGENT_FRAMEWORK_WORKFLOW_NAME = "workflow.name"
+AGENT_FRAMEWORK_WORKFLOW_ID = "workflow.id"
+# HandoffBuilder's `handoff_to_<agent>` tool result, in the agent span's output messages
+AGENT_FRAMEWORK_HANDOFF_TO = "handoff_to"
 
 # Google ADK (`google-adk`), its own spans (convert/conventions/adk.py). Schema v1 (ADK 1.x,
 # and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): an `invocation` root, the call on a

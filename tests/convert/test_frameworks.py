@@ -41,6 +41,9 @@ NO_CONTENT = {
     "vercel_v6_private": "ai",
     "google_genai_otel_nocontent": "opentelemetry.util.genai.handler",
     "google_genai_otel_nocontent_composed": "opentelemetry.util.genai.handler",
+    "agent_framework_no_content": "agent_framework",
+    "agent_framework_no_content_composed": "agent_framework",
+    "strands_redacted": "strands.telemetry.tracer",
     **{
         f"{base}{twin}": "gcp.vertex.agent"
         for base in ("adk_transfer_v2_nocontent", "adk_transfer_v1_nocontent")

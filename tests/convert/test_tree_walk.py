@@ -29,10 +29,12 @@ from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import (
     ADK,
+    AGENT_FRAMEWORK,
     GENAI,
     LEGACY_OPENLLMETRY,
     LOGFIRE,
     OPENINFERENCE,
+    STRANDS,
     VERCEL_AI,
     Kind,
 )
@@ -41,10 +43,14 @@ from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERA
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
 _OPENINFERENCE, _LEGACY, _SEMCONV, _VERCEL = "openinference", "legacy", "semconv", "vercel"
+# Strands' and Agent Framework's model calls are GenAI `chat` spans, which the long way
+# read as GenAI semconv; their own rows read what is theirs in them (Bedrock blocks ...).
 _READERS = {
     OPENINFERENCE: _OPENINFERENCE,
     LEGACY_OPENLLMETRY: _LEGACY,
     GENAI: _SEMCONV,
+    STRANDS: _SEMCONV,
+    AGENT_FRAMEWORK: _SEMCONV,
     VERCEL_AI: _VERCEL,
 }
 

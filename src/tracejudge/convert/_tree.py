@@ -284,6 +284,9 @@ class _TraceBuild:
                 agent = self._add_agent(span, identity)
                 if reading is not None:
                     agent.tools = reading[1].agent_tools(reading[0], self.warnings)
+                    handoff = reading[1].agent_handoff(reading[0])
+                    if handoff is not None:
+                        self.handoffs.append((span, handoff))
                 continue
             if reading is None:
                 continue

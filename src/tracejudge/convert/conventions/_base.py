@@ -89,6 +89,11 @@ class Convention:
         agent's calls that record none of their own), or None."""
         return None
 
+    def agent_handoff(self, span: SpanView) -> Handoff | None:
+        """The hand-off an AGENT span records of its own agent (where no span of its own
+        records it: the agent's tool result that passed the run on), or None."""
+        return None
+
     def model_call(self, span: SpanView) -> Extraction:
         """Everything a MODEL_CALL span says about its call, in wire form."""
         raise NotImplementedError(f"{self.name} reads no model calls")
