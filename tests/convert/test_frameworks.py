@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from tests.fixtures.frameworks.programs import PROGRAMS, WEATHER, Expected
 from tracejudge.convert import SpanRecord, traces_from_otlp, traces_from_spans
@@ -70,6 +70,10 @@ def sdk_spans(records: list[SpanRecord]) -> list[ReadableSpan]:
                 start_time=record.start_ns,
                 end_time=record.end_ns,
                 instrumentation_scope=InstrumentationScope(record.scope or ""),
+                links=[
+                    Link(SpanContext(int(t, 16), int(s, 16), is_remote=False))
+                    for t, s in record.links
+                ],
             )
         )
     return spans
@@ -95,6 +99,8 @@ def framework_root(trace: MultiAgentTrace, composed: bool) -> AgentInstance:
     if not composed:
         return root
     assert root.name == "app" and not root.llm_interactions
+    if len(root.child_ids) > 1:
+        return root  # no span of the framework's wraps its agents: "app" is the wrapper
     (child,) = root.child_ids
     return trace.agent_instance_by_id[child]
 

@@ -145,6 +145,7 @@ def build_traces(
     built, so that their memory serves the traces built after it instead of new pages.
     """
     by_trace: dict[str, dict[str, SpanRecord]] = {}
+    linking: list[SpanRecord] = []
     for record in records:
         spans = by_trace.get(record.trace_id)
         if spans is None:
@@ -153,6 +154,10 @@ def build_traces(
         # The same span seen twice (running, then ended): keep the ended copy.
         if previous is None or (previous.running and not record.running):
             spans[record.span_id] = record
+        if record.links:
+            linking.append(record)
+    if linking:
+        _join_linked(by_trace, linking)
     # Each trace's spans in start order: its first span's start is the trace's (unknown
     # only when every start is: those sort last).
     groups: list[list[SpanRecord] | None] = [
@@ -180,6 +185,37 @@ def build_traces(
         if trace is not None:
             traces.append(trace)
     return traces
+
+
+def _join_linked(by_trace: dict[str, dict[str, SpanRecord]], linking: list[SpanRecord]) -> None:
+    """Traces tied by span links become one: AutoGen's runtime starts a new trace for each
+    message it passes, linked to the span that sent it (autogen-core's
+    `_telemetry/_tracing.py`: `start_as_current_span(..., links=get_telemetry_links(parent))`),
+    so one `team.run` is a dozen traces, its agents in different ones. Each group of traces
+    linked to one another (those in the input) is kept under the trace id of its first
+    trace in input order; the spans keep their parents, so each trace's root stays a root."""
+    joined: dict[str, str] = {}
+
+    def top(trace_id: str) -> str:
+        while trace_id in joined:
+            trace_id = joined[trace_id]
+        return trace_id
+
+    order = {trace_id: i for i, trace_id in enumerate(by_trace)}
+    for record in linking:
+        for linked_trace, _ in record.links:
+            if linked_trace not in by_trace:
+                continue
+            a, b = top(record.trace_id), top(linked_trace)
+            if a != b:
+                first, second = (a, b) if order[a] < order[b] else (b, a)
+                joined[second] = first
+    for trace_id in list(joined):
+        target = top(trace_id)
+        spans = by_trace.pop(trace_id)
+        into = by_trace[target]
+        for span_id, record in spans.items():
+            into.setdefault(span_id, record)
 
 
 def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:

@@ -1,0 +1,57 @@
+"""AutoGen AgentChat 0.7 as its recordings show it (tests/fixtures/frameworks/autogen_*):
+what the generic framework tests (test_frameworks.py) do not check."""
+
+from __future__ import annotations
+
+from tests.convert.test_frameworks import FIXTURES, converted
+from tracejudge.convert import SpanRecord, traces_from_spans
+from tracejudge.convert._otlp import decode
+
+RUNTIME_SCOPE = "autogen SingleThreadedAgentRuntime"
+
+
+def test_the_runtime_puts_each_message_in_a_trace_of_its_own_tied_by_links() -> None:
+    """AutoGen's runtime starts a new trace for every message it passes, linked to the
+    span that sent it: one `team.run` is many traces, its two agents in different ones.
+    Traces tied by links are one trace again (the agents side by side under the root)."""
+    records, _, _ = decode((FIXTURES / "autogen_openinference.pb").read_bytes())
+    runtime = [r for r in records if r.scope == RUNTIME_SCOPE]
+    assert len({r.trace_id for r in runtime}) > 10
+    assert sum(1 for r in runtime if r.links) > 10
+    agents = [r for r in records if r.name.startswith("invoke_agent ")]
+    assert len({r.trace_id for r in agents}) == 2  # one trace per agent's turn
+    trace = converted("autogen_openinference")
+    assert trace.root.name == "root" and not trace.root.llm_interactions
+    names = [trace.agent_instance_by_id[c].name for c in trace.root.child_ids]
+    assert names == ["weather_agent", "writer"]
+    # Under an application span (composed) the runtime's spans are in its trace already.
+    composed, _, _ = decode((FIXTURES / "autogen_openinference_composed.pb").read_bytes())
+    assert len({r.trace_id for r in composed}) == 1
+
+
+def _span(trace: str, span: str, name: str, links: tuple[tuple[str, str], ...] = ()) -> SpanRecord:
+    return SpanRecord(
+        trace_id=trace * 32,
+        span_id=span * 16,
+        parent_id=None,
+        name=f"invoke_agent {name}",
+        start_ns=int(span, 16),
+        end_ns=int(span, 16) + 1,
+        attributes={"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": name},
+        links=links,
+    )
+
+
+def test_only_traces_linked_to_one_another_are_joined() -> None:
+    first = _span("a", "1", "one")
+    linked = _span("b", "2", "two", links=(("a" * 32, "1" * 16),))
+    unrelated = _span("c", "3", "three")
+    # A link to a trace that is not in the input joins nothing.
+    dangling = _span("d", "4", "four", links=(("e" * 32, "5" * 16),))
+    traces = traces_from_spans([first, linked, unrelated, dangling])
+    assert [sorted(a.name for a in t.iter_agents()) for t in traces] == [
+        ["one", "root", "two"],
+        ["three"],
+        ["four"],
+    ]
+    assert traces[0].trace_id == "a" * 32
