@@ -55,3 +55,21 @@ def test_only_traces_linked_to_one_another_are_joined() -> None:
         ["four"],
     ]
     assert traces[0].trace_id == "a" * 32
+
+
+def test_a_record_whose_tool_results_lost_their_text_loses_the_merge() -> None:
+    """Composed with the openai client's instrumentation, each call of OpenInference's
+    AutoGen instrumentor (`OpenAIChatCompletionClient.create`) wraps the client's own
+    span. Its tool results are `function` messages of AutoGen's own types; where such a
+    result is not readable, the client's record of the call (what went on the wire) wins."""
+    trace = converted("autogen_oi_agentchat_composed")
+    results = [
+        message.content
+        for agent in trace.iter_agents()
+        for interaction in agent.llm_interactions
+        for message in interaction.input_messages
+        if message.role == "tool"
+    ]
+    assert [(r.id, r.name, r.response) for r in results] == [
+        ("call_weather", "get_weather", "Sunny, 22 C in Paris")
+    ]

@@ -28,9 +28,10 @@ twice (OpenLLMetry instrumented a second time): such twins are nested, they are 
 one call, and they are the one case that gives a warning.
 
 The group's records are merged into one `Extraction`: the record with output and usage
-wins (then: with inputs, with tools, the outermost), and every field it lacks is filled
-from the others in order (inputs, outputs, tools, model, usage, finish reasons, other
-choices, refusal, reasoning, built-in tool calls, aliases). Usage is never summed: it
+wins (then: with inputs, with every tool result readable, with tools, the outermost),
+and every field it lacks is filled from the others in order (inputs, outputs, tools,
+model, usage, finish reasons, other choices, refusal, reasoning, built-in tool calls,
+aliases). Usage is never summed: it
 is the same call's usage seen twice. The interaction keeps the winner's times and sits
 where the outermost span of the group sits.
 """
@@ -83,13 +84,27 @@ class Call:
         return self._primary
 
 
-def _completeness(extraction: Extraction) -> tuple[bool, bool, bool, bool]:
+def _completeness(extraction: Extraction) -> tuple[bool, bool, bool, bool, bool]:
+    """How complete a record is, best last: output, usage, input; then whether every tool
+    result in its input is readable (a framework's record may hold its own types where the
+    client's span inside it holds what went on the wire: OpenInference AutoGen's `function`
+    results); then the tools."""
     return (
         bool(extraction.outputs),
         extraction.usage is not None,
         bool(extraction.inputs),
+        _results_readable(extraction.inputs),
         extraction.tools is not None,
     )
+
+
+def _results_readable(inputs: list[LLMInput]) -> bool:
+    """Whether no tool result of `inputs` lost its text."""
+    for message in inputs:
+        content = message.content
+        if isinstance(content, LLMToolResponse) and not content.response:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------- response ids
