@@ -95,12 +95,26 @@ def extract(span: SpanRecord) -> Extraction:
     return _normalised(view, conventions.call_reader(view).model_call(view))
 
 
+#: Roles that other producers name differently, as the chat roles they are: Gemini's
+#: `model`, OpenAI's `developer` (system instructions, as OpenInference AutoGen writes
+#: every system message), the legacy `function` result.
+_ROLE_NAMES = {"model": "assistant", "developer": "system", "function": "tool"}
+
+
 def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
     """Rules every producer's calls share, applied after its convention read the call."""
-    if not {item.role for item in extraction.inputs} <= smolagents.KNOWN_ROLES:
+    roles = {item.role for item in extraction.inputs}
+    if not roles <= smolagents.KNOWN_ROLES:
         extraction.inputs = smolagents.map_roles(
             extraction.inputs, _describe(view), extraction.warnings
         )
+    if not roles.isdisjoint(_ROLE_NAMES):
+        extraction.inputs = [
+            item.model_copy(update={"role": _ROLE_NAMES[item.role]})
+            if item.role in _ROLE_NAMES
+            else item
+            for item in extraction.inputs
+        ]
     return extraction
 
 
