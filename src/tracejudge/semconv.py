@@ -118,6 +118,17 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+# OpenInference AutoGen AgentChat (convert/conventions/autogen.py): its agent spans are
+# `<agent>.on_messages_stream` with the agent in `graph.node.id`; an AutoGen tool result
+# message is role `function` with each result as JSON `{name, content, call_id, is_error}`
+# under `llm.input_messages.<i>.function.<j>` (beside, not under, `message`).
+OPENINFERENCE_AUTOGEN_SCOPE = "openinference.instrumentation.autogen_agentchat"
+GRAPH_NODE_ID = "graph.node.id"
+AUTOGEN_AGENT_SPAN_SUFFIX = ".on_messages_stream"
+OI_FUNCTION = "function"
+AUTOGEN_RESULT_CALL_ID = "call_id"
+AUTOGEN_RESULT_NAME = "name"
+AUTOGEN_RESULT_CONTENT = "content"
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

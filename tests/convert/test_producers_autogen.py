@@ -73,3 +73,30 @@ def test_a_record_whose_tool_results_lost_their_text_loses_the_merge() -> None:
     assert [(r.id, r.name, r.response) for r in results] == [
         ("call_weather", "get_weather", "Sunny, 22 C in Paris")
     ]
+
+
+def test_openinference_autogen_agent_turns_are_the_agents_they_name() -> None:
+    """OpenInference AutoGen records each turn as `<agent>.on_messages_stream` (AGENT, the
+    agent in `graph.node.id`) inside AutoGen's `invoke_agent <agent>`: one agent, not two;
+    its system messages (role `developer`) are system messages."""
+    for name in ("autogen_oi_agentchat", "autogen_oi_agentchat_composed"):
+        trace = converted(name)
+        names = sorted(agent.name for agent in trace.iter_agents())
+        assert names == sorted(["app" if "composed" in name else "root", "weather_agent", "writer"])
+        for agent in trace.iter_agents():
+            for interaction in agent.llm_interactions:
+                roles = [message.role for message in interaction.input_messages]
+                assert "developer" not in roles and "function" not in roles
+                assert roles[0] == "system" or agent.name == "writer"
+
+
+def test_openinference_autogen_records_no_tools_offered() -> None:
+    """The instrumentor records a tool only when it is an AutoGen `Tool`; the client passes
+    it `ToolSchema` dicts, so alone it records no tools offered (the producer's gap; the
+    openai client's span, composed, has them)."""
+    alone = converted("autogen_oi_agentchat")
+    composed = converted("autogen_oi_agentchat_composed")
+    first = [a for a in alone.iter_agents() if a.name == "weather_agent"][0].llm_interactions[0]
+    assert first.tools_available is None
+    first = [a for a in composed.iter_agents() if a.name == "weather_agent"][0].llm_interactions[0]
+    assert [tool.name for tool in first.tools_available or []] == ["get_weather"]

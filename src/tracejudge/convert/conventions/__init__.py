@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
@@ -44,6 +45,7 @@ __all__ = [
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    OPENINFERENCE_AUTOGEN,
     OPENINFERENCE,
     TRACELOOP,
     GENAI,
