@@ -35,6 +35,10 @@ class Kind:
     HANDOFF = "hand-off"
     #: the convention's, but nothing the trace holds (a chain step, a retriever, a task)
     STEP = "step"
+    #: a step that says which agent runs from here on: the agent it names (`agent`) runs
+    #: this span and its later siblings, until a turn of another agent (LlamaIndex's
+    #: `AgentWorkflow` steps are siblings, each event naming the current agent)
+    TURN = "agent turn"
 
 
 class Convention:
@@ -53,7 +57,7 @@ class Convention:
         return None
 
     def agent(self, span: SpanView) -> Identity:
-        """The identity of an AGENT or WORKFLOW span."""
+        """The identity of an AGENT, WORKFLOW or TURN span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
 
     def model_call(self, span: SpanView) -> Extraction:
