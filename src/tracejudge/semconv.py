@@ -129,6 +129,21 @@ OI_FUNCTION = "function"
 AUTOGEN_RESULT_CALL_ID = "call_id"
 AUTOGEN_RESULT_NAME = "name"
 AUTOGEN_RESULT_CONTENT = "content"
+# LlamaIndex agents (convert/conventions/llamaindex_*.py). Neither instrumentation records
+# an agent's name on a span: the workflow's events do (`AgentInput`, `AgentSetup`: the
+# current agent), as a Python repr in OpenInference's `output.value`
+# (`AgentSetup(input=[...], current_agent_name='x')`) and as JSON in OpenLLMetry's
+# `traceloop.entity.output` (`{"input": [...], "current_agent_name": "x"}`).
+OPENINFERENCE_LLAMAINDEX_SCOPE = "openinference.instrumentation.llama_index"
+OPENLLMETRY_LLAMAINDEX_SCOPE = "opentelemetry.instrumentation.llamaindex"
+LLAMAINDEX_AGENT_EVENTS = ("AgentInput(", "AgentSetup(")  # reprs of the events naming it
+LLAMAINDEX_CURRENT_AGENT = "current_agent_name"
+LLAMAINDEX_EVENT_INPUT = "input"  # the key an AgentInput / AgentSetup event has
+LLAMAINDEX_PREPARE_CHAT = "._prepare_chat_with_tools"  # builds a request, sends nothing
+LLAMAINDEX_HANDOFF_TOOL = "handoff"  # AgentWorkflow's hand-off tool: handoff(to_agent, reason)
+LLAMAINDEX_HANDOFF_TO = "to_agent"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+LLM_TOKEN_COUNT_PREFIX = "llm.token_count."
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of

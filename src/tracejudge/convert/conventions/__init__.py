@@ -28,6 +28,7 @@ from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
+from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 
@@ -46,6 +47,7 @@ __all__ = [
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
     OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
     OPENINFERENCE,
     TRACELOOP,
     GENAI,
