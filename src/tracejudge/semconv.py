@@ -143,6 +143,7 @@ LLAMAINDEX_PREPARE_CHAT = "._prepare_chat_with_tools"  # builds a request, sends
 LLAMAINDEX_HANDOFF_TOOL = "handoff"  # AgentWorkflow's hand-off tool: handoff(to_agent, reason)
 LLAMAINDEX_HANDOFF_TO = "to_agent"
 TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TOOL_ARGUMENTS = "tool.arguments"  # OpenLLMetry LlamaIndex's tool step
 LLM_TOKEN_COUNT_PREFIX = "llm.token_count."
 
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back

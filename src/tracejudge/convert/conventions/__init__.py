@@ -29,6 +29,7 @@ from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
+from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 
@@ -49,6 +50,7 @@ TABLE: tuple[Convention, ...] = (
     OPENINFERENCE_AUTOGEN,
     OPENINFERENCE_LLAMAINDEX,
     OPENINFERENCE,
+    OPENLLMETRY_LLAMAINDEX,
     TRACELOOP,
     GENAI,
     LEGACY_OPENLLMETRY,
