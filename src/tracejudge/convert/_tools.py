@@ -38,6 +38,11 @@ class ToolRun:
     call_id: str | None
     result: str | None
     used: bool = False
+    #: The call's arguments (JSON text), where the tool span records them.
+    arguments: str | None = None
+    #: The agent the run handed off to, for a framework's hand-off tool (LlamaIndex's
+    #: `handoff`): the run is also the hand-off.
+    handoff_to: str | None = None
 
 
 def run(name: Any, call_id: Any, result: Any) -> ToolRun | None:

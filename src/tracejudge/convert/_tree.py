@@ -29,7 +29,13 @@ from tracejudge.convert import (
     smolagents,
 )
 from tracejudge.convert._agents import Readings
-from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
+from tracejudge.convert._common import (
+    FINISH_TOOL_CALLS,
+    Extraction,
+    as_str,
+    message_outputs,
+    tool_call,
+)
 from tracejudge.convert._construct import build
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.convert._view import SpanView
@@ -317,6 +323,9 @@ class _TraceBuild:
                 run = convention.tool_run(view)
                 if run is not None:
                     self.tool_runs.append((span, run))
+                    if run.handoff_to:
+                        handoff = _handoffs.Handoff(None, run.handoff_to, span.start_ns)
+                        self.handoffs.append((span, handoff))
             elif kind is Kind.HANDOFF:
                 found = convention.handoff(view)
                 if found is not None:
@@ -443,17 +452,20 @@ class _TraceBuild:
         return implicit + list(self.agents.values())
 
     def _supply_tool_results(self) -> None:
-        """Complete each agent's tool results from its tool spans (see `_tools`)."""
-        runs: dict[int, list[_tools.ToolRun]] = {}
+        """Complete each agent's tool results from its tool spans (see `_tools`), and the
+        tool calls of a call that finished for tool calls but recorded none from the tool
+        spans that ran after it (`_calls_from_runs`)."""
+        runs: dict[int, list[tuple[SpanRecord, _tools.ToolRun]]] = {}
         for span, run in self.tool_runs:
-            runs.setdefault(id(self.owner(span)), []).append(run)
+            runs.setdefault(id(self.owner(span)), []).append((span, run))
         if not runs:
             return
         for owner in self.all_agents():
             owned = runs.get(id(owner))
             if owned:  # (`supply_results` does nothing without runs)
                 interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
-                _tools.supply_results(interactions, owned)
+                _calls_from_runs(interactions, owned, self.warnings)
+                _tools.supply_results(interactions, [run for _, run in owned])
 
     # ----------------------------------------------------------------- 5. attach
 
@@ -517,6 +529,43 @@ class _TraceBuild:
                 if text is not None:
                     recorded[agent.id] = text
         return recorded
+
+
+def _calls_from_runs(
+    interactions: list[LLMInteraction],
+    runs: list[tuple[SpanRecord, _tools.ToolRun]],
+    warnings: list[str],
+) -> None:
+    """A call that finished for tool calls without recording them (OpenLLMetry's LlamaIndex
+    chat spans drop them) made the tool calls its agent's tool spans ran next, before its
+    next call: each such run that names its call id becomes one of the call's tool calls
+    (in run order), and the warning that none was recorded goes."""
+    for index, interaction in enumerate(interactions):
+        if interaction.finish_reason != FINISH_TOOL_CALLS or interaction.tool_calls:
+            continue
+        start = interaction.start_time
+        if start is None:
+            continue
+        following = interactions[index + 1].start_time if index + 1 < len(interactions) else None
+        made = [
+            run
+            for span, run in runs
+            if run.call_id
+            and span.start is not None
+            and span.start >= start
+            and (following is None or span.start < following)
+        ]
+        if not made:
+            continue
+        interaction.output_messages = [
+            *interaction.output_messages,
+            *message_outputs([], [tool_call(r.call_id, r.name, r.arguments) for r in made]),
+        ]
+        if interaction.span_id:
+            names = [w for w in warnings if w.endswith("but no tool call was recorded")]
+            for warning in names:
+                if f"({interaction.span_id})" in warning:
+                    warnings.remove(warning)
 
 
 def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
