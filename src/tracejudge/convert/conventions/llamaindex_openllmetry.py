@@ -12,7 +12,8 @@ spans, one per method of LlamaIndex's instrumentation dispatcher.
   `additional_kwargs.tool_calls`, `additional_kwargs.tool_call_id`; the tools offered in
   `kwargs.tools`). Its answer's tool calls are recorded nowhere on it: the tool steps
   (`tool.name`, `tool.arguments`, the result's `tool_id`) are tool runs, from which the
-  walk restores the calls of a call that finished for tool calls.
+  walk restores the calls of a call that finished for tool calls. The `handoff` tool's run
+  is also the hand-off to its `to_agent`.
 - The `<LLM>.task` spans around it (`_prepare_chat_with_tools`, the outer `astream_chat`)
   are steps.
 """
@@ -94,7 +95,18 @@ class OpenLLMetryLlamaIndex(Convention):
         found = _tools.run(attrs.get(semconv.TOOL_NAME), call_id, result)
         if found is not None:
             found.arguments = as_str(attrs.get(semconv.TOOL_ARGUMENTS))
+            if found.name == semconv.LLAMAINDEX_HANDOFF_TOOL:
+                found.handoff_to = _handoff_target(found.arguments)
         return found
+
+
+def _handoff_target(arguments: str | None) -> str | None:
+    """`to_agent` of AgentWorkflow's `handoff(to_agent, reason)` call."""
+    try:
+        value = _json.loads(arguments) if arguments else None
+    except (ValueError, RecursionError):
+        return None
+    return as_str(value.get(semconv.LLAMAINDEX_HANDOFF_TO)) if _json.is_mapping(value) else None
 
 
 def _turn_agent(span: SpanView) -> str | None:
