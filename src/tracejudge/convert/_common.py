@@ -17,6 +17,7 @@ from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
+from tracejudge.convert._memo import REMEMBERED_TOOLS, ConversionMemo
 from tracejudge.models import (
     LLMInput,
     LLMOutput,
@@ -82,6 +83,11 @@ class Extraction:
     refusal: str | None = None
     reasoning: list[str] = field(default_factory=list)
     server_tools: list[LLMToolCall] = field(default_factory=list)
+    #: Set by the tree walk for a call without content: how the producer's content
+    #: capture is turned on (None: unknown), and for a call in no convention tracejudge
+    #: reads, the attribute keys that may hold its messages (else None).
+    content_setting: str | None = None
+    unread_keys: list[str] | None = None
     _choices: int = 0
 
     def add_choice(
@@ -330,24 +336,20 @@ def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefin
         return None
 
 
-#: Tool definitions already read, by the raw attribute values they were read from (see
-#: `remembered_tools`); cleared when full.
-_TOOLS_REMEMBERED = 512
-_tool_fields: dict[Hashable, tuple[tuple[str, str, str], ...]] = {}
-
-
 def remembered_tools(
     key: Hashable,
     read: Callable[[list[str]], list[LLMToolDefinition] | None],
     warnings: list[str],
+    memo: ConversionMemo,
 ) -> list[LLMToolDefinition] | None:
     """`read(warnings)`, remembered by `key`: the raw attribute values the definitions are
     read from (None: not remembered). An agent offers the same tools on every call, and
     reading them (parsing each JSON schema, validating the definitions, encoding the
     schema back to a string) was a tenth of the converter's time. Same key, same values:
     each call still gets definitions of its own. Reads that warn are not remembered."""
+    remembered = memo.tools
     if key is not None:
-        known = _tool_fields.get(key)
+        known = remembered.get(key)
         if known is not None:
             return [
                 build(LLMToolDefinition, {"name": n, "description": d, "parameters": p})
@@ -357,9 +359,9 @@ def remembered_tools(
     definitions = read(found)
     warnings.extend(found)
     if key is not None and definitions is not None and not found:
-        if len(_tool_fields) >= _TOOLS_REMEMBERED:
-            _tool_fields.clear()
-        _tool_fields[key] = tuple((t.name, t.description, t.parameters) for t in definitions)
+        if len(remembered) >= REMEMBERED_TOOLS:
+            remembered.clear()
+        remembered[key] = tuple((t.name, t.description, t.parameters) for t in definitions)
     return definitions
 
 

@@ -439,6 +439,8 @@ def merge(call: Call) -> Extraction:
         refusal=primary.refusal,
         reasoning=list(primary.reasoning),
         server_tools=list(primary.server_tools),
+        content_setting=primary.content_setting,
+        unread_keys=primary.unread_keys,
     )
     for _, other in call.records:
         if other is primary:

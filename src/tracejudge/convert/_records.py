@@ -53,6 +53,8 @@ class SpanRecord:
     events: list[EventRecord] = field(default_factory=list)
     #: The name of the instrumentation scope (library) that recorded the span, or None.
     scope: str | None = None
+    #: The version of that instrumentation scope, or None when not recorded.
+    scope_version: str | None = None
     #: The spans this span links to, as (trace id, span id): a framework that starts a
     #: new trace for each message it passes (AutoGen's runtime) ties them by links.
     links: tuple[tuple[str, str], ...] = ()
@@ -147,6 +149,7 @@ def span_record(span: Any) -> SpanRecord:
     status = getattr(span, "status", None)
     status_code = getattr(getattr(status, "status_code", None), "name", STATUS_UNSET)
     kind = getattr(getattr(span, "kind", None), "name", None)
+    scope = getattr(span, "instrumentation_scope", None)
     events = [
         EventRecord(
             name=str(getattr(event, "name", "")),
@@ -167,7 +170,8 @@ def span_record(span: Any) -> SpanRecord:
         kind=kind,
         attributes=_attributes(getattr(span, "attributes", None)),
         events=events,
-        scope=getattr(getattr(span, "instrumentation_scope", None), "name", None) or None,
+        scope=getattr(scope, "name", None) or None,
+        scope_version=getattr(scope, "version", None) or None,
         links=_links(getattr(span, "links", None)),
     )
 

@@ -32,15 +32,18 @@ from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENC
 from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 
 __all__ = [
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "TABLE",
+    "UNRECOGNISED",
     "Convention",
     "Identity",
     "Kind",
+    "call_reader",
     "classify",
 ]
 
@@ -54,6 +57,8 @@ TABLE: tuple[Convention, ...] = (
     TRACELOOP,
     GENAI,
     LEGACY_OPENLLMETRY,
+    # Last: a span no row above reads that names a model and counts tokens.
+    UNRECOGNISED,
 )
 
 

@@ -16,6 +16,7 @@ from tracejudge.convert._common import Extraction
 from tracejudge.convert._handoffs import Handoff
 from tracejudge.convert._tools import ToolRun
 from tracejudge.convert._view import SpanView
+from tracejudge.models import LLMToolDefinition
 
 __all__ = ["Convention", "Identity", "Kind"]
 
@@ -50,15 +51,35 @@ class Convention:
     #: How a user turns message content capture on for this producer (for the warning on
     #: a model call recorded without content); None when content is always recorded.
     content_setting: ClassVar[str | None] = None
+    #: The attribute in which the producer names its own kind of span (OpenInference's
+    #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
+    #: convention calls steps; None when it has none.
+    kind_attribute: ClassVar[str | None] = None
+
+    def content_hint(self, span: SpanView) -> str | None:
+        """How to get the messages of a model call this span recorded without them."""
+        return self.content_setting
 
     def kind(self, span: SpanView) -> str | None:
         """The span's `Kind` when the span is this convention's, else None (the next
         convention of the table is asked)."""
         return None
 
+    def step_kind(self, span: SpanView) -> str | None:
+        """The producer's own name for the kind of a span (see `kind_attribute`)."""
+        if self.kind_attribute is None:
+            return None
+        value = span.attributes.get(self.kind_attribute)
+        return None if value is None else str(value)
+
     def agent(self, span: SpanView) -> Identity:
         """The identity of an AGENT, WORKFLOW or TURN span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
+
+    def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
+        """The tools an AGENT span says its agent offers the model (they apply to the
+        agent's calls that record none of their own), or None."""
+        return None
 
     def model_call(self, span: SpanView) -> Extraction:
         """Everything a MODEL_CALL span says about its call, in wire form."""

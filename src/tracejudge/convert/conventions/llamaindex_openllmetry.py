@@ -92,9 +92,14 @@ class OpenLLMetryLlamaIndex(Convention):
                 result = tool_output.get("raw_output")
                 if result is None:
                     result = _blocks_text(tool_output.get("blocks"))
-        found = _tools.run(attrs.get(semconv.TOOL_NAME), call_id, result)
+        found = _tools.run(
+            attrs.get(semconv.TOOL_NAME),
+            call_id,
+            result,
+            attrs.get(semconv.TOOL_ARGUMENTS),
+            span.record.start_ns,
+        )
         if found is not None:
-            found.arguments = as_str(attrs.get(semconv.TOOL_ARGUMENTS))
             if found.name == semconv.LLAMAINDEX_HANDOFF_TOOL:
                 found.handoff_to = _handoff_target(found.arguments)
         return found

@@ -28,6 +28,7 @@ _CREW = "crew"
 class OpenInference(Convention):
     name = "openinference"
     content_setting = "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS"
+    kind_attribute = semconv.OPENINFERENCE_SPAN_KIND
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes

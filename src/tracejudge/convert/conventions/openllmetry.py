@@ -22,6 +22,7 @@ class Traceloop(Convention):
     """OpenLLMetry's framework spans: workflows and tasks."""
 
     name = "openllmetry-frameworks"
+    kind_attribute = semconv.TRACELOOP_SPAN_KIND
 
     def kind(self, span: SpanView) -> str | None:
         traceloop_kind = span.attributes.get(semconv.TRACELOOP_SPAN_KIND)
