@@ -56,6 +56,7 @@ ROOT_AGENT_NAME = "root"
 #: The fields of a converted interaction counted as set (`tool_results` is set later, when
 #: a tool span supplies results).
 _INTERACTION_GIVEN = frozenset(LLMInteraction.model_fields) - {"tool_results"}
+_NO_TOOL_CALL = "finished for tool calls, but no tool call was recorded"
 #: The fields of a converted agent instance counted as set (the others are set later).
 _AGENT_GIVEN = frozenset({"id", "name", "interactions", "span_id"})
 
@@ -475,6 +476,7 @@ class _TraceBuild:
             if owned:  # (`supply_results` does nothing without runs)
                 interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
                 _tools.supply_results(interactions, owned)
+                _drop_answered_warnings(interactions, self.warnings)
 
     # ----------------------------------------------------------------- 5. attach
 
@@ -546,6 +548,16 @@ def _offer_agent_tools(agent: _Agent) -> None:
     for _, item in agent.items:
         if isinstance(item, LLMInteraction) and item.tools_available is None:
             item.tools_available = list(agent.tools or [])
+
+
+def _drop_answered_warnings(interactions: list[LLMInteraction], warnings: list[str]) -> None:
+    """The tool spans supplied the calls of a call that finished for tool calls without
+    recording them: the warning that none was recorded no longer holds."""
+    for interaction in interactions:
+        if interaction.finish_reason != FINISH_TOOL_CALLS or not interaction.tool_calls:
+            continue
+        mark = f"({interaction.span_id}): {_NO_TOOL_CALL}"
+        warnings[:] = [w for w in warnings if not w.endswith(mark)]
 
 
 def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
@@ -666,9 +678,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         and not interaction.tool_calls
         and not extraction.server_tools
     ):
-        warnings.append(
-            f"{_describe(span)}: finished for tool calls, but no tool call was recorded"
-        )
+        warnings.append(f"{_describe(span)}: {_NO_TOOL_CALL}")
     elif error is None and _missing.output_missing(extraction):
         warnings.append(_missing.no_output_warning(span))
     return interaction
