@@ -304,6 +304,9 @@ class _TraceBuild:
         self.orphan_calls: list[SpanRecord] = []  # model calls whose parent is missing
         self.root = _Agent(id=ROOT_AGENT_ID, name=ROOT_AGENT_NAME, span=None)  # (chosen later)
         self.implicit_root: _Agent | None = None
+        #: (scope, how to get agents) of the first model call whose producer names its
+        #: agents only in recorded content (`Convention.agent_setting`)
+        self.agentless: tuple[str, str] | None = None
 
     # ----------------------------------------------------------------- 1. sort out
 
@@ -311,6 +314,7 @@ class _TraceBuild:
         """Read every span as what the table says it is; whether the trace holds an agent
         or a model call."""
         identities = self.layout.identities
+        named = False  # an agent named by a producer that names them only in content
         for span in self.spans:
             if span.events:
                 self.with_events.append(span)
@@ -320,12 +324,15 @@ class _TraceBuild:
                 agent = self._add_agent(span, identity)
                 if reading is not None:
                     agent.tools = reading[1].agent_tools(reading[0], self.warnings)
+                    named |= reading[1].agent_setting is not None
                 continue
             if reading is None:
                 continue
             view, convention, kind = reading
             if kind is Kind.MODEL_CALL:
                 self.llm_ids.add(span.span_id)
+                if convention.agent_setting is not None and self.agentless is None:
+                    self.agentless = (span.scope or convention.name, convention.agent_setting)
                 extraction = _extract(view, convention, self.unreadable)
                 if extraction is not None:
                     self.readable.append((span, extraction))
@@ -340,6 +347,12 @@ class _TraceBuild:
                 found = convention.handoff(view)
                 if found is not None:
                     self.handoffs.append((span, found))
+        if self.agentless is not None and not named:
+            scope, setting = self.agentless
+            self.unreadable.append(
+                f"{scope} recorded no agent identity: its model calls belong to the agent around them (or the root); "
+                f"{setting}"
+            )
         return bool(self.agents or self.llm_ids)
 
     def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:

@@ -51,6 +51,10 @@ class Convention:
     #: How a user turns message content capture on for this producer (for the warning on
     #: a model call recorded without content); None when content is always recorded.
     content_setting: ClassVar[str | None] = None
+    #: For a producer whose agents are named only in recorded content (LlamaIndex's
+    #: workflow events): how a user gets them; a trace of its model calls without any
+    #: agent says so with this. None: no agent is the producer's to name.
+    agent_setting: ClassVar[str | None] = None
     #: The attribute in which the producer names its own kind of span (OpenInference's
     #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
     #: convention calls steps; None when it has none.
