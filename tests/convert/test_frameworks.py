@@ -31,6 +31,12 @@ RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*
 
 #: Recordings whose instrumentation does not record what the program did, and why; the
 #: converter must say so instead of passing an empty trace off as complete.
+#: Recordings made with message content capture off, and the instrumentation scope: they
+#: hold no messages and no agent names, which their warnings say (test_producers_*).
+NO_CONTENT = {
+    "llamaindex_agent_openllmetry_nocontent": "opentelemetry.instrumentation.llamaindex",
+    "llamaindex_agent_openllmetry_nocontent_composed": "opentelemetry.instrumentation.llamaindex",
+}
 NO_OUTPUTS = {
     "openai_agents_openllmetry_chat": "opentelemetry.instrumentation.openai_agents",
 }
@@ -152,11 +158,13 @@ def test_every_framework_and_instrumentation_is_recorded() -> None:
 def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAgentTrace]) -> None:
     name, info, trace = recording
     expected = PROGRAMS[info["program"]].expected
+    interactions = sum(len(a.llm_interactions) for a in trace.iter_agents())
+    assert interactions == info["model_calls"], name  # each call once, composed or not
+    if name in NO_CONTENT:
+        return  # no agent names recorded (the warning says so)
     top = framework_root(trace, info["composed"])
     rows = agent_rows(trace, top, expected)
     assert rows == [(n, parent, calls) for n, parent, calls, _ in expected.agents], name
-    interactions = sum(len(a.llm_interactions) for a in trace.iter_agents())
-    assert interactions == info["model_calls"], name  # each call once, composed or not
 
 
 def test_tool_calls_results_and_answers(
@@ -164,6 +172,8 @@ def test_tool_calls_results_and_answers(
 ) -> None:
     name, info, trace = recording
     expected = PROGRAMS[info["program"]].expected
+    if name in NO_CONTENT:
+        pytest.skip("content capture was off: no calls, results or answers recorded")
     if name in NO_OUTPUTS:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
     top = framework_root(trace, info["composed"])
@@ -219,6 +229,9 @@ def test_no_warnings_where_the_instrumentation_recorded_everything(
     name, _, trace = recording
     if name in NO_OUTPUTS:
         pytest.skip("see test_a_call_without_output_names_the_instrumentation_and_the_fix")
+    if name in NO_CONTENT:
+        assert trace.warnings and all(NO_CONTENT[name] in w for w in trace.warnings), name
+        return
     assert trace.warnings == [], name
 
 

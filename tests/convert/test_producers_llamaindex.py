@@ -80,3 +80,20 @@ def test_openllmetry_drops_tool_calls_that_its_tool_steps_restore() -> None:
     )
     assert [m.role for m in second.input_messages] == ["system", "user", "assistant", "tool"]
     assert trace.warnings == []
+
+
+@pytest.mark.parametrize("composed", ["", "_composed"])
+def test_content_capture_off_says_what_is_missing_and_how_to_get_it(composed: str) -> None:
+    """OpenLLMetry records no content by default: no messages, and so no workflow event
+    names an agent. The trace says both, naming the instrumentation and its setting."""
+    trace = converted(f"llamaindex_agent_openllmetry_nocontent{composed}")
+    calls = [i for a in trace.iter_agents() for i in a.llm_interactions]
+    assert len(calls) == 2 and all(not i.input_messages for i in calls)
+    assert [a.name for a in trace.iter_agents()] == ["app" if composed else "root"]
+    first, *rest = trace.warnings
+    assert first.startswith(f"{OPENLLMETRY} recorded no agent identity")
+    assert "TRACELOOP_TRACE_CONTENT=true" in first
+    assert len(rest) == 2
+    for warning in rest:
+        assert f"no message content recorded by {OPENLLMETRY}" in warning
+        assert "TRACELOOP_TRACE_CONTENT=true" in warning

@@ -31,6 +31,10 @@ _NAMED = f"{semconv.LLAMAINDEX_CURRENT_AGENT}='"
 
 class OpenInferenceLlamaIndex(OpenInference):
     name = "openinference-llama-index"
+    agent_setting = (
+        "the workflow's events (`output.value` of init_run / setup_agent) name the agents "
+        "when outputs are recorded: unset OPENINFERENCE_HIDE_OUTPUTS"
+    )
 
     def kind(self, span: SpanView) -> str | None:
         if span.scope != semconv.OPENINFERENCE_LLAMAINDEX_SCOPE:

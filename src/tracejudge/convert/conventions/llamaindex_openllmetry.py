@@ -45,6 +45,10 @@ _NAMED = f'"{semconv.LLAMAINDEX_CURRENT_AGENT}"'
 class OpenLLMetryLlamaIndex(Convention):
     name = "openllmetry-llama-index"
     content_setting = "TRACELOOP_TRACE_CONTENT=true"
+    agent_setting = (
+        "the workflow's events name the agents when content capture is on: "
+        "TRACELOOP_TRACE_CONTENT=true"
+    )
 
     def kind(self, span: SpanView) -> str | None:
         if span.scope != semconv.OPENLLMETRY_LLAMAINDEX_SCOPE:
