@@ -245,7 +245,7 @@ def group_calls(
 
     # Rule 4: the same content, one record right after the other.
     by_content: dict[tuple[Any, ...], list[_Node]] = {}
-    for node in nodes:
+    for node in nodes if _two_scopes(records) else ():
         key = _content_key(node.extraction)
         if key is not None and node.span.scope:
             by_content.setdefault(key, []).append(node)
@@ -295,9 +295,10 @@ def _apart(
     named = [found for found in ids if found]
     if len(set(named)) != len(named):
         return False
-    keys = [key for _, ex in records if (key := _content_key(ex)) is not None]
-    if len(set(keys)) != len(keys):
-        return False  # rule 4 would compare them
+    if _two_scopes(records):
+        keys = [key for _, ex in records if (key := _content_key(ex)) is not None]
+        if len(set(keys)) != len(keys):
+            return False  # rule 4 would compare them
     siblings: dict[str | None, list[SpanRecord]] = {}
     for span, _ in records:
         siblings.setdefault(span.parent_id, []).append(span)
@@ -366,6 +367,19 @@ def _same_by_model_and_time(first: _Node, second: _Node) -> bool:
         return False
     a, b = first.extraction.inputs, second.extraction.inputs
     return not (a and b and _message_key(a[-1]) != _message_key(b[-1]))
+
+
+def _two_scopes(records: Sequence[tuple[SpanRecord, Extraction]]) -> bool:
+    """Whether two known instrumentation scopes recorded calls here (rule 4 needs them)."""
+    first = None
+    for span, _ in records:
+        scope = span.scope
+        if scope:
+            if first is None:
+                first = scope
+            elif scope != first:
+                return True
+    return False
 
 
 def _content_key(extraction: Extraction) -> tuple[Any, ...] | None:

@@ -350,8 +350,8 @@ class _TraceBuild:
         if self.agentless is not None and not named:
             scope, setting = self.agentless
             self.unreadable.append(
-                f"{scope} recorded no agent identity: its model calls belong to the agent around them (or the root); "
-                f"{setting}"
+                f"{scope} recorded no agent identity: its model calls belong to the agent "
+                f"around them (or the root); {setting}"
             )
         return bool(self.agents or self.llm_ids)
 
