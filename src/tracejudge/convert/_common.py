@@ -181,13 +181,16 @@ _FINISH_ALIASES = {
     "stop_sequence": "stop",
     "max_tokens": "length",
     "max_output_tokens": "length",  # Responses API `incomplete_details.reason`
+    "tool-calls": FINISH_TOOL_CALLS,  # the Vercel AI SDK (also its gen_ai.* keys)
+    "content-filter": "content_filter",
 }
 
 
 def finish_reason(value: Any) -> str | None:
-    """One finish reason, in OpenAI's words: `tool_call` (OpenLLMetry), `function_call`
-    and Anthropic's `tool_use` are `tool_calls`; `end_turn` and `stop_sequence` are
-    `stop`; `max_tokens` is `length`. Others (`content_filter`, `refusal`) are kept."""
+    """One finish reason, in OpenAI's words: `tool_call` (OpenLLMetry), `function_call`,
+    Anthropic's `tool_use` and the Vercel AI SDK's `tool-calls` are `tool_calls`;
+    `end_turn` and `stop_sequence` are `stop`; `max_tokens` is `length`; the AI SDK's
+    `content-filter` is `content_filter`. Others (`refusal`) are kept."""
     text = as_str(value)
     if text is None:
         return None

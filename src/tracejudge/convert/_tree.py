@@ -285,6 +285,7 @@ class _TraceBuild:
     def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
         self.readings = classify(spans, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
+        warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
         self.by_id = layout.by_id

@@ -59,6 +59,13 @@ class Convention:
     #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
     #: convention calls steps; None when it has none.
     kind_attribute: ClassVar[str | None] = None
+    #: What every span of this convention carries, when something does: one of these
+    #: attribute keys, or one of these instrumentation scopes or span names. The table
+    #: asks `kind` only of spans that carry one (a set comparison, not a call), so that
+    #: a long table costs little for spans of the rows below; None: ask every span.
+    marker_keys: ClassVar[frozenset[str] | None] = None
+    marker_scopes: ClassVar[frozenset[str]] = frozenset()
+    marker_names: ClassVar[frozenset[str]] = frozenset()
 
     def content_hint(self, span: SpanView) -> str | None:
         """How to get the messages of a model call this span recorded without them."""
@@ -79,6 +86,11 @@ class Convention:
     def agent(self, span: SpanView) -> Identity:
         """The identity of an AGENT, WORKFLOW or TURN span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
+
+    def identity_warnings(self, span: SpanView) -> list[str]:
+        """What an AGENT or WORKFLOW span's identity lacks (a run recorded with no name),
+        said once per agent span; none by default."""
+        return []
 
     def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
         """The tools an AGENT span says its agent offers the model (they apply to the

@@ -32,6 +32,7 @@ CONTENT_WORDS = ("message", "prompt", "completion", "content", "input", "output"
 
 class Unrecognised(Convention):
     name = "unrecognised"
+    marker_keys = frozenset(_MODEL_KEYS)
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes
