@@ -100,3 +100,51 @@ def test_openinference_autogen_records_no_tools_offered() -> None:
     assert first.tools_available is None
     first = [a for a in composed.iter_agents() if a.name == "weather_agent"][0].llm_interactions[0]
     assert [tool.name for tool in first.tools_available or []] == ["get_weather"]
+
+
+def _oi_call(span: str, parent: str | None, scope: str, result: str | None) -> SpanRecord:
+    prefix = "llm.input_messages"
+    attributes: dict[str, object] = {
+        "openinference.span.kind": "LLM",
+        "llm.model_name": "m",
+        "llm.token_count.prompt": 10,
+        "llm.token_count.completion": 2,
+        f"{prefix}.0.message.role": "user",
+        f"{prefix}.0.message.content": "q",
+        f"{prefix}.1.message.role": "assistant",
+        f"{prefix}.1.message.tool_calls.0.tool_call.id": "c1",
+        f"{prefix}.1.message.tool_calls.0.tool_call.function.name": "f",
+        f"{prefix}.1.message.tool_calls.0.tool_call.function.arguments": "{}",
+        f"{prefix}.2.message.role": "tool",
+        f"{prefix}.2.message.tool_call_id": "c1",
+        "llm.output_messages.0.message.role": "assistant",
+        "llm.output_messages.0.message.content": "done",
+    }
+    if result is not None:
+        attributes[f"{prefix}.2.message.content"] = result
+    return SpanRecord(
+        trace_id="a" * 32,
+        span_id=span * 16,
+        parent_id=parent * 16 if parent else None,
+        name="call",
+        start_ns=int(span, 16) * 10,
+        end_ns=1000 - int(span, 16),
+        attributes=attributes,
+        scope=scope,
+    )
+
+
+def test_between_two_complete_records_the_one_with_readable_results_wins() -> None:
+    """The merge rule on its own: the outer record of a call (a framework's) holds a tool
+    result without text, the inner one (the client's, on the wire) holds it: the inner
+    record wins although the outer one would win a tie."""
+    outer = _oi_call("1", None, "framework", None)
+    inner = _oi_call("2", "1", "client", "42")
+    (trace,) = traces_from_spans([outer, inner])
+    (interaction,) = trace.root.llm_interactions
+    results = [m.content for m in interaction.input_messages if m.role == "tool"]
+    assert [(r.id, r.response) for r in results] == [("c1", "42")]
+    # Both readable: the outer record wins, as before.
+    (trace,) = traces_from_spans([_oi_call("1", None, "framework", "41"), inner])
+    results = [m.content for m in trace.root.llm_interactions[0].input_messages if m.role == "tool"]
+    assert [(r.id, r.response) for r in results] == [("c1", "41")]
