@@ -20,7 +20,7 @@ spans, one per method of LlamaIndex's instrumentation dispatcher.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, ClassVar
 
 from tracejudge import semconv
 from tracejudge.convert import _json, _tools, genai_semconv
@@ -44,6 +44,9 @@ _NAMED = f'"{semconv.LLAMAINDEX_CURRENT_AGENT}"'
 
 class OpenLLMetryLlamaIndex(Convention):
     name = "openllmetry-llama-index"
+    # Only this instrumentation's spans (its scope): no attribute key marks them.
+    marker_keys: ClassVar[frozenset[str] | None] = frozenset()
+    marker_scopes = frozenset({semconv.OPENLLMETRY_LLAMAINDEX_SCOPE})
     content_setting = "TRACELOOP_TRACE_CONTENT=true"
     agent_setting = (
         "the workflow's events name the agents when content capture is on: "
