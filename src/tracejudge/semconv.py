@@ -145,6 +145,21 @@ LLAMAINDEX_HANDOFF_TO = "to_agent"
 TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
 TOOL_ARGUMENTS = "tool.arguments"  # OpenLLMetry LlamaIndex's tool step
 LLM_TOKEN_COUNT_PREFIX = "llm.token_count."
+# logfire (pydantic/logfire): every span names its message template; a span's kind is its
+# template (logfire/_internal/integrations/openai_agents.py, llm_providers/*.py)
+LOGFIRE_MSG_TEMPLATE = "logfire.msg_template"
+LOGFIRE_SPAN_TYPE = "logfire.span_type"
+LOGFIRE_PENDING_SPAN = "pending_span"  # a copy logfire sends while the span runs
+LOGFIRE_REQUEST_DATA = "request_data"  # the request JSON (format version 1: all of it)
+LOGFIRE_RESPONSE_DATA = "response_data"  # the response, format version 1
+LOGFIRE_EVENTS = "events"  # Responses API messages, as one JSON list of event dicts
+LOGFIRE_AGENT_NAME = "name"  # `Agent run`, `Function`, `OpenAI Agents trace` spans
+LOGFIRE_FROM_AGENT = "from_agent"
+LOGFIRE_TO_AGENT = "to_agent"
+LOGFIRE_INPUT = "input"  # the Agents SDK's generation and function spans
+LOGFIRE_OUTPUT = "output"
+LOGFIRE_RESPONSE = "response"  # the Agents SDK's Responses API span: the Response JSON
+LOGFIRE_ANTHROPIC = "anthropic"  # the GEN_AI_SYSTEM of instrument_anthropic's spans
 
 # Google ADK (`google-adk`), its own spans (convert/conventions/adk.py). Schema v1 (ADK 1.x,
 # and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): an `invocation` root, the call on a

@@ -41,6 +41,8 @@ NO_CONTENT = {
     "vercel_v6_private": "ai",
     "llamaindex_agent_openllmetry_nocontent": "opentelemetry.instrumentation.llamaindex",
     "llamaindex_agent_openllmetry_nocontent_composed": "opentelemetry.instrumentation.llamaindex",
+    "google_genai_otel_nocontent": "opentelemetry.util.genai.handler",
+    "google_genai_otel_nocontent_composed": "opentelemetry.util.genai.handler",
     **{
         f"{base}{twin}": "gcp.vertex.agent"
         for base in ("adk_transfer_v2_nocontent", "adk_transfer_v1_nocontent")
@@ -121,28 +123,45 @@ def converted(name: str) -> MultiAgentTrace:
     return with_calls[0]
 
 
-def framework_root(trace: MultiAgentTrace, composed: bool) -> AgentInstance:
+#: The agent that holds the model calls a program makes outside every agent (a tool loop on
+#: a client); composed with tracejudge's tracer, `AgentTracer("app")` holds them instead.
+CALLS_OUTSIDE_AGENTS = "root"
+
+
+def framework_root(
+    trace: MultiAgentTrace, composed: bool, expected: Expected | None = None
+) -> AgentInstance:
     root = trace.root
     if not composed:
         return root
-    assert root.name == "app" and not root.llm_interactions
+    assert root.name == "app"
+    if expected is not None and expected.agents[0][0] == CALLS_OUTSIDE_AGENTS:
+        return root
+    assert not root.llm_interactions
     if len(root.child_ids) > 1:
         return root  # no span of the framework's wraps its agents: "app" is the wrapper
     (child,) = root.child_ids
     return trace.agent_instance_by_id[child]
 
 
+def name_of(agent: AgentInstance, top: AgentInstance, expected: Expected) -> str:
+    """The agent's name, the app agent standing for the program's calls outside agents."""
+    if agent is top and agent.name == "app" and expected.agents[0][0] == CALLS_OUTSIDE_AGENTS:
+        return CALLS_OUTSIDE_AGENTS
+    return agent.name
+
+
 def agent_rows(trace: MultiAgentTrace, top: AgentInstance, expected: Expected) -> list[Any]:
     """(name, parent name, model calls) depth first under `top`; a wrapper `top` that the
     program did not define is dropped (its children's parent is None)."""
     names = {row[0] for row in expected.agents}
-    wrapper = top.name not in names
+    wrapper = name_of(top, top, expected) not in names
     rows = []
 
     def walk(agent: AgentInstance, parent: str | None) -> None:
-        rows.append((agent.name, parent, len(agent.llm_interactions)))
+        rows.append((name_of(agent, top, expected), parent, len(agent.llm_interactions)))
         for child in agent.child_ids:
-            walk(trace.agent_instance_by_id[child], agent.name)
+            walk(trace.agent_instance_by_id[child], name_of(agent, top, expected))
 
     if wrapper:
         assert not top.llm_interactions, top.name
@@ -184,7 +203,7 @@ def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAge
     assert interactions == info["model_calls"], name  # each call once, composed or not
     if name in NO_AGENT_NAMES:
         return  # the producer names agents only in content (its warning says so)
-    top = framework_root(trace, info["composed"])
+    top = framework_root(trace, info["composed"], expected)
     rows = agent_rows(trace, top, expected)
     assert rows == [(n, parent, calls) for n, parent, calls, _ in expected.agents], name
 
@@ -196,9 +215,9 @@ def test_tool_calls_results_and_answers(
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS or name in NO_CONTENT:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
-    top = framework_root(trace, info["composed"])
+    top = framework_root(trace, info["composed"], expected)
     calls = [
-        (agent.name, call.name, json.loads(call.parameters))
+        (name_of(agent, top, expected), call.name, json.loads(call.parameters))
         for agent in agents_under(trace, top)
         for interaction in agent.llm_interactions
         for call in interaction.tool_calls
@@ -232,7 +251,7 @@ def test_tool_calls_results_and_answers(
 
     answers = {}
     for agent in agents_under(trace, top):
-        answers.setdefault(agent.name, []).append(agent.final_output)
+        answers.setdefault(name_of(agent, top, expected), []).append(agent.final_output)
     for agent_name, _, _, text in expected.agents:
         got = answers[agent_name].pop(0)
         if text is None:

@@ -31,6 +31,7 @@ from tracejudge.convert.conventions import (
     ADK,
     GENAI,
     LEGACY_OPENLLMETRY,
+    LOGFIRE,
     OPENINFERENCE,
     VERCEL_AI,
     Kind,
@@ -52,7 +53,13 @@ _READERS = {
 
 
 #: Conventions added after the table: the spans they claim had no reading before it.
-_ADDED_LATER = (ADK, OPENINFERENCE_AUTOGEN, OPENINFERENCE_LLAMAINDEX, OPENLLMETRY_LLAMAINDEX)
+_ADDED_LATER = (
+    ADK,
+    LOGFIRE,
+    OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
+    OPENLLMETRY_LLAMAINDEX,
+)
 
 
 def _reader(span: SpanRecord) -> str | None:
@@ -60,7 +67,7 @@ def _reader(span: SpanRecord) -> str | None:
     found = classify_span(SpanView(span))
     if found is None or found[1] is not Kind.MODEL_CALL:
         return None
-    return _READERS[found[0]]
+    return _READERS.get(found[0], found[0].name)
 
 
 def _added_later(span: SpanRecord) -> bool:

@@ -29,6 +29,11 @@ How two model-call spans of one trace are matched as the same call, strongest ru
    OpenInference's `astream_chat` span ends as the stream is handed back, before the
    openai client's span of the same call (a sibling, not a child) starts.
 
+A record that holds only the response of a call whose request another span recorded
+(`Extraction.response_apart`: logfire's streamed responses, written after the stream was
+read) joins the nearest model-call record before it of the same parent and scope that
+has no output, whatever the rules above say.
+
 An instrumentation never records one call twice except when it wrapped the client
 twice (OpenLLMetry instrumented a second time): such twins are nested spans of one name,
 they are still one call, and they are the one case that gives a warning. (A framework
@@ -205,6 +210,15 @@ def group_calls(
         scopes[keep] |= scopes[gone]
         return True
 
+    # A response recorded apart: the request before it (same parent and scope).
+    answered: set[int] = set()
+    for node in nodes:
+        if node.extraction.response_apart:
+            request = _request_of(node, nodes, answered)
+            if request is not None:
+                answered.add(request.index)
+                union(node.index, request.index, forced=True)
+
     doubled: list[tuple[_Node, _Node]] = []
     # Rule 1: nested.
     for node in nodes:
@@ -300,6 +314,8 @@ def _apart(
     span_ids = {span.span_id for span, _ in records}
     if any(llm_ancestor(span) in span_ids for span, _ in records):
         return False
+    if any(extraction.response_apart for _, extraction in records):
+        return False
     named = [found for found in ids if found]
     if len(set(named)) != len(named):
         return False
@@ -320,6 +336,29 @@ def _apart(
             if (second.start_ns or 0) <= (first.end_ns or second.start_ns or 0):
                 return False  # rule 3 would compare them
     return True
+
+
+def _request_of(response: _Node, nodes: Sequence[_Node], answered: set[int]) -> _Node | None:
+    """The record of the request whose response `response` holds: of the records before
+    it with the same parent and scope, no output, no response apart and not answered yet,
+    the latest with the same input messages (streams read in parallel end in any order),
+    else the latest."""
+    span, inputs = response.span, response.extraction.inputs
+    latest = same_inputs = None
+    for node in nodes[: response.index]:
+        other = node.span
+        if (
+            other.parent_id == span.parent_id
+            and other.scope == span.scope
+            and node.index not in answered
+            and not node.extraction.response_apart
+            and not node.extraction.outputs
+            and (other.start_ns or 0) <= (span.start_ns or 0)
+        ):
+            latest = node
+            if inputs and node.extraction.inputs == inputs:
+                same_inputs = node
+    return same_inputs or latest
 
 
 def _start_or_zero(span: SpanRecord) -> int:

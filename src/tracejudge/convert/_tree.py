@@ -663,7 +663,8 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
             "tools_available": None if extraction.tools is None else list(extraction.tools),
             "model": extraction.model,
             "usage": extraction.usage,
-            "start_time": span.start,
+            # (a response recorded apart: the call started with its request's span)
+            "start_time": call.span.start if primary[1].response_apart else span.start,
             "end_time": span.end,
             "error": error,
             "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,

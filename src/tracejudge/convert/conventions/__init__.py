@@ -8,7 +8,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
 OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
-`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran.
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran; logfire's
+model-call spans carry `gen_ai.operation.name` without (format version 1) GenAI messages.
 
 Adding a producer
 -----------------
@@ -33,6 +34,7 @@ from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
 from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
+from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
@@ -43,6 +45,7 @@ __all__ = [
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
+    "LOGFIRE",
     "TABLE",
     "VERCEL_AI",
     "UNRECOGNISED",
@@ -69,6 +72,7 @@ TABLE: tuple[Convention, ...] = (
     OPENINFERENCE,
     OPENLLMETRY_LLAMAINDEX,
     TRACELOOP,
+    LOGFIRE,
     GENAI,
     LEGACY_OPENLLMETRY,
     # Last: a span no row above reads that names a model and counts tokens.
