@@ -118,6 +118,33 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+# OpenInference AutoGen AgentChat (convert/conventions/autogen.py): its agent spans are
+# `<agent>.on_messages_stream` with the agent in `graph.node.id`; an AutoGen tool result
+# message is role `function` with each result as JSON `{name, content, call_id, is_error}`
+# under `llm.input_messages.<i>.function.<j>` (beside, not under, `message`).
+OPENINFERENCE_AUTOGEN_SCOPE = "openinference.instrumentation.autogen_agentchat"
+GRAPH_NODE_ID = "graph.node.id"
+AUTOGEN_AGENT_SPAN_SUFFIX = ".on_messages_stream"
+OI_FUNCTION = "function"
+AUTOGEN_RESULT_CALL_ID = "call_id"
+AUTOGEN_RESULT_NAME = "name"
+AUTOGEN_RESULT_CONTENT = "content"
+# LlamaIndex agents (convert/conventions/llamaindex_*.py). Neither instrumentation records
+# an agent's name on a span: the workflow's events do (`AgentInput`, `AgentSetup`: the
+# current agent), as a Python repr in OpenInference's `output.value`
+# (`AgentSetup(input=[...], current_agent_name='x')`) and as JSON in OpenLLMetry's
+# `traceloop.entity.output` (`{"input": [...], "current_agent_name": "x"}`).
+OPENINFERENCE_LLAMAINDEX_SCOPE = "openinference.instrumentation.llama_index"
+OPENLLMETRY_LLAMAINDEX_SCOPE = "opentelemetry.instrumentation.llamaindex"
+LLAMAINDEX_AGENT_EVENTS = ("AgentInput(", "AgentSetup(")  # reprs of the events naming it
+LLAMAINDEX_CURRENT_AGENT = "current_agent_name"
+LLAMAINDEX_EVENT_INPUT = "input"  # the key an AgentInput / AgentSetup event has
+LLAMAINDEX_PREPARE_CHAT = "._prepare_chat_with_tools"  # builds a request, sends nothing
+LLAMAINDEX_HANDOFF_TOOL = "handoff"  # AgentWorkflow's hand-off tool: handoff(to_agent, reason)
+LLAMAINDEX_HANDOFF_TO = "to_agent"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TOOL_ARGUMENTS = "tool.arguments"  # OpenLLMetry LlamaIndex's tool step
+LLM_TOKEN_COUNT_PREFIX = "llm.token_count."
 # logfire (pydantic/logfire): every span names its message template; a span's kind is its
 # template (logfire/_internal/integrations/openai_agents.py, llm_providers/*.py)
 LOGFIRE_MSG_TEMPLATE = "logfire.msg_template"

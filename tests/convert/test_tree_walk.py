@@ -39,7 +39,10 @@ from tracejudge.convert.conventions import (
     Kind,
 )
 from tracejudge.convert.conventions import classify as classify_span
+from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
+from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
+from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
 _OPENINFERENCE, _LEGACY, _SEMCONV, _VERCEL = "openinference", "legacy", "semconv", "vercel"
@@ -56,7 +59,13 @@ _READERS = {
 
 
 #: Conventions added after the table: the spans they claim had no reading before it.
-_ADDED_LATER = (ADK, LOGFIRE)
+_ADDED_LATER = (
+    ADK,
+    LOGFIRE,
+    OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
+    OPENLLMETRY_LLAMAINDEX,
+)
 
 
 def _reader(span: SpanRecord) -> str | None:

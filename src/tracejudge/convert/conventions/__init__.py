@@ -30,8 +30,11 @@ from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
+from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
+from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
+from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
 from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
@@ -72,7 +75,10 @@ TABLE: tuple[Convention, ...] = (
     # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
     # transfers).
     ADK,
+    OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
     OPENINFERENCE,
+    OPENLLMETRY_LLAMAINDEX,
     TRACELOOP,
     LOGFIRE,
     GENAI,
