@@ -20,7 +20,7 @@ import pytest
 from opentelemetry._logs import LogRecord
 from opentelemetry.sdk.trace import Event, ReadableSpan
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode
 
 from tests.fixtures.frameworks.programs import PROGRAMS, WEATHER, Expected
 from tracejudge.convert import SpanRecord, traces_from_otlp, traces_from_spans
@@ -41,14 +41,24 @@ NO_CONTENT = {
     "vercel_v6_private": "ai",
     "openlit_no_content": "openlit.instrumentation.openai",
     "semantic_kernel_no_content": "semantic_kernel.utils.telemetry.model_diagnostics.decorators",
+    "llamaindex_agent_openllmetry_nocontent": "opentelemetry.instrumentation.llamaindex",
+    "llamaindex_agent_openllmetry_nocontent_composed": "opentelemetry.instrumentation.llamaindex",
     "google_genai_otel_nocontent": "opentelemetry.util.genai.handler",
     "google_genai_otel_nocontent_composed": "opentelemetry.util.genai.handler",
+    "agent_framework_no_content": "agent_framework",
+    "agent_framework_no_content_composed": "agent_framework",
+    "strands_redacted": "strands.telemetry.tracer",
     **{
         f"{base}{twin}": "gcp.vertex.agent"
         for base in ("adk_transfer_v2_nocontent", "adk_transfer_v1_nocontent")
         + ("adk1_transfer_nocontent",)
         for twin in ("", "_composed")
     },
+}
+#: Of those, the recordings whose producer names its agents only in recorded content.
+NO_AGENT_NAMES = {
+    "llamaindex_agent_openllmetry_nocontent",
+    "llamaindex_agent_openllmetry_nocontent_composed",
 }
 
 
@@ -86,6 +96,10 @@ def sdk_spans(records: list[SpanRecord]) -> list[ReadableSpan]:
                 start_time=record.start_ns,
                 end_time=record.end_ns,
                 instrumentation_scope=InstrumentationScope(record.scope or ""),
+                links=[
+                    Link(SpanContext(int(t, 16), int(s, 16), is_remote=False))
+                    for t, s in record.links
+                ],
             )
         )
     return spans
@@ -150,6 +164,8 @@ def framework_root(
     if expected is not None and expected.agents[0][0] == CALLS_OUTSIDE_AGENTS:
         return root
     assert not root.llm_interactions
+    if len(root.child_ids) > 1:
+        return root  # no span of the framework's wraps its agents: "app" is the wrapper
     (child,) = root.child_ids
     return trace.agent_instance_by_id[child]
 
@@ -209,11 +225,13 @@ def test_every_framework_and_instrumentation_is_recorded() -> None:
 def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAgentTrace]) -> None:
     name, info, trace = recording
     expected = PROGRAMS[info["program"]].expected
+    interactions = sum(len(a.llm_interactions) for a in trace.iter_agents())
+    assert interactions == info["model_calls"], name  # each call once, composed or not
+    if name in NO_AGENT_NAMES:
+        return  # the producer names agents only in content (its warning says so)
     top = framework_root(trace, info["composed"], expected)
     rows = agent_rows(trace, top, expected)
     assert rows == [(n, parent, calls) for n, parent, calls, _ in expected.agents], name
-    interactions = sum(len(a.llm_interactions) for a in trace.iter_agents())
-    assert interactions == info["model_calls"], name  # each call once, composed or not
 
 
 def test_tool_calls_results_and_answers(

@@ -29,23 +29,30 @@ from __future__ import annotations
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.adk import ADK
+from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
+from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.genkit import GENKIT
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
+from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
+from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
 from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openlit import OPENLIT
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
 from tracejudge.convert.conventions.semantic_kernel import SEMANTIC_KERNEL
+from tracejudge.convert.conventions.strands import STRANDS
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
     "ADK",
+    "AGENT_FRAMEWORK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "LOGFIRE",
+    "STRANDS",
     "TABLE",
     "VERCEL_AI",
     "UNRECOGNISED",
@@ -63,11 +70,18 @@ TABLE: tuple[Convention, ...] = (
     # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
     # keeping the ai.* keys (which alone name the run by its functionId).
     VERCEL_AI,
+    # Strands' and Agent Framework's own spans, by their instrumentation scope alone: before
+    # ADK, which claims GenAI `execute_tool` spans that carry `gen_ai.tool.type`.
+    STRANDS,  # (GenAI operations, but Bedrock content blocks in their events)
+    AGENT_FRAMEWORK,  # (GenAI, with its own workflow spans)
     # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
     # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
     # transfers).
     ADK,
+    OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
     OPENINFERENCE,
+    OPENLLMETRY_LLAMAINDEX,
     TRACELOOP,
     # Before `genai`: their spans are GenAI spans, read with what is their own.
     OPENLIT,
