@@ -13,6 +13,7 @@ import pytest
 from tracejudge import semconv
 from tracejudge.convert import _common, _legacy_keys, openllmetry
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView
 
 SEED = 20261201
 PROMPT, COMPLETION, FUNCTIONS = (
@@ -114,7 +115,6 @@ def _random_attrs(rng: random.Random, *, irregular: bool) -> dict[str, Any]:
 def _generic(span: SpanRecord, monkeypatch: pytest.MonkeyPatch) -> _common.Extraction:
     with monkeypatch.context() as patch:
         patch.setattr(_legacy_keys, "read", lambda attrs: None)
-        _common.forget_index()
         return openllmetry.extract_legacy(span)
 
 
@@ -127,7 +127,6 @@ def test_the_one_pass_reading_of_legacy_keys_gives_what_the_index_gives(
     for _ in range(400):
         span = _span(_random_attrs(rng, irregular=irregular))
         shortcuts += _legacy_keys.read(span.attributes) is not None
-        _common.forget_index()
         fast = openllmetry.extract_legacy(span)
         assert fast == _generic(span, monkeypatch), span.attributes
     # Regular keys alone are read in one pass; any irregular one sends the span the
@@ -169,5 +168,6 @@ def test_is_legacy_answers_what_has_indexed_answers() -> None:
         chosen = rng.sample(keys, rng.randint(0, 4))
         chosen += [f"new.key.{rng.randint(0, 50)}"]
         attrs = dict.fromkeys(chosen, "x")
-        expected = any(_common.has_indexed(attrs, p) for p in (PROMPT, COMPLETION, FUNCTIONS))
+        view = SpanView(_span(attrs))
+        expected = any(view.has_indexed(p) for p in (PROMPT, COMPLETION, FUNCTIONS))
         assert openllmetry.is_legacy(_span(attrs)) is expected, chosen

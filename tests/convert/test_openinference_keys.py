@@ -14,6 +14,7 @@ from tests.convert._helpers import fixture
 from tracejudge.convert import _oi_keys, openinference
 from tracejudge.convert._otlp import decode_stream
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView
 
 SEED = 20261201
 _IN = "llm.input_messages"
@@ -96,7 +97,7 @@ def test_the_one_pass_reads_what_the_nested_form_reads(monkeypatch: pytest.Monke
     rng = random.Random(SEED)
     for _ in range(400):
         attrs = _random_attrs(rng)
-        assert _oi_keys.records(attrs) is not None
+        assert _oi_keys.records(SpanView(_span(attrs))) is not None
         name = rng.choice(["ChatCompletion", "Response"])
         fast, generic = _both(_span(attrs, name), monkeypatch)
         assert fast == generic, attrs
@@ -117,8 +118,8 @@ def test_other_key_shapes_are_read_from_the_nested_form(
     odd: dict[str, Any], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     attrs = {f"{_IN}.0.message.role": "user", f"{_IN}.0.message.content": "a", **odd}
-    fast = _oi_keys.records(attrs)
-    assert fast == _oi_keys.records_from_tree(attrs)
+    fast = _oi_keys.records(SpanView(_span(attrs)))
+    assert fast == _oi_keys.records_from_tree(SpanView(_span(attrs)))
     extraction = openinference.extract(_span(attrs))
     first = extraction.inputs[0]
     assert (first.role, first.content) == ("user", "a")  # the first value seen stays

@@ -272,13 +272,15 @@ _FLATTENED: list[dict[str, Any]] = [
 
 @pytest.mark.parametrize("attrs", _FLATTENED, ids=range(len(_FLATTENED)))
 def test_the_one_pass_index_unflattens_as_the_plain_walk_does(attrs: dict[str, Any]) -> None:
-    from tracejudge.convert._common import FLATTENED_PREFIXES, has_indexed, unflatten
+    from tracejudge.convert._records import SpanRecord
+    from tracejudge.convert._view import FLATTENED_PREFIXES, SpanView
 
+    view = SpanView(SpanRecord("t", "s", None, "span", attributes=dict(attrs)))
     for prefix in FLATTENED_PREFIXES:
         expected = _reference_unflatten(attrs, prefix)
-        assert unflatten(dict(attrs), prefix) == expected, prefix
+        assert view.unflatten(prefix) == expected, prefix
         digit_first = any(k[:1].isdigit() for k in expected)
-        assert has_indexed(dict(attrs), prefix) == digit_first, prefix
+        assert view.has_indexed(prefix) == digit_first, prefix
 
 
 def test_a_small_conversion_leaves_the_generations_alone() -> None:
@@ -332,12 +334,14 @@ def test_attributes_changed_in_place_between_conversions_are_read_again() -> Non
 
 
 def test_a_prefix_outside_the_index_is_refused_by_name() -> None:
-    from tracejudge.convert._common import has_indexed, unflatten
+    from tracejudge.convert._records import SpanRecord
+    from tracejudge.convert._view import SpanView
 
+    view = SpanView(SpanRecord("t", "s", None, "span", attributes={"llm.other.0": "x"}))
     with pytest.raises(ValueError, match="'llm.other' is not one of FLATTENED_PREFIXES"):
-        unflatten({"llm.other.0": "x"}, "llm.other")
+        view.unflatten("llm.other")
     with pytest.raises(ValueError, match="FLATTENED_PREFIXES"):
-        has_indexed({}, "gen_ai.other")
+        view.has_indexed("gen_ai.other")
 
 
 def test_releasing_records_as_traces_are_built_changes_no_trace() -> None:

@@ -1,10 +1,10 @@
 """The span tree's shortcuts give what the long way gives.
 
-`_tree` classifies each span once (`_reader`) instead of asking `is_llm_span` and then
-`extract` the same questions; `_merge.group_calls` skips its matching rules when no two
-records can be one call (`_apart`); spans are sorted by start time without a check for
-unknown starts; a converted `MultiAgentTrace` is built without validation. Each is
-checked here against the long way, on every recorded fixture.
+`_tree` classifies each span once through the conventions table (whose answers are
+checked against the reading rules as they were written before it); `_merge.group_calls`
+skips its matching rules when no two records can be one call (`_apart`); spans are
+sorted by start time without a check for unknown starts; a converted `MultiAgentTrace`
+is built without validation. Each is checked here against the long way, on every recorded fixture.
 """
 
 from __future__ import annotations
@@ -26,7 +26,23 @@ from tracejudge.convert import (
 )
 from tracejudge.convert._common import as_str
 from tracejudge.convert._otlp import decode
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions import GENAI, LEGACY_OPENLLMETRY, OPENINFERENCE, Kind
+from tracejudge.convert.conventions import classify as classify_span
+from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
 from tracejudge.models import AgentInstance, MultiAgentTrace
+
+_OPENINFERENCE, _LEGACY, _SEMCONV = "openinference", "legacy", "semconv"
+_READERS = {OPENINFERENCE: _OPENINFERENCE, LEGACY_OPENLLMETRY: _LEGACY, GENAI: _SEMCONV}
+
+
+def _reader(span: SpanRecord) -> str | None:
+    """Which convention reads the span as a model call, by the table."""
+    found = classify_span(SpanView(span))
+    if found is None or found[1] is not Kind.MODEL_CALL:
+        return None
+    return _READERS[found[0]]
+
 
 _RECORDINGS = sorted(
     [*FIXTURES.glob("*.jsonl"), *(FIXTURES / "frameworks").glob("*.jsonl")]
@@ -40,7 +56,7 @@ def _records(path: Path) -> list[SpanRecord]:
 
 
 def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
-    """`is_llm_span` as it was written before `_reader`: the specification."""
+    """`is_llm_span` as it was written before the table: the specification."""
     attrs = span.attributes
     if openinference.is_llm(span):
         return True
@@ -48,22 +64,22 @@ def _is_llm_span_the_long_way(span: SpanRecord) -> bool:
         return False
     operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
     if operation is not None:
-        return as_str(operation) in _tree._LLM_OPERATIONS
+        return as_str(operation) in LLM_OPERATIONS
     request_type = attrs.get(semconv.LLM_REQUEST_TYPE)
     if request_type is not None:
-        return as_str(request_type) in _tree._LEGACY_REQUEST_TYPES
+        return as_str(request_type) in LEGACY_REQUEST_TYPES
     return genai_semconv.has_content(span) or openllmetry.is_legacy(span)
 
 
-def _reader_the_long_way(span: SpanRecord) -> int:
-    """The module `extract` read a span with before `_reader`."""
+def _reader_the_long_way(span: SpanRecord) -> str:
+    """The module `extract` read a span with before the table."""
     if openinference.is_llm(span) and (
         openinference.has_messages(span) or not genai_semconv.has_content(span)
     ):
-        return _tree._OPENINFERENCE
+        return _OPENINFERENCE
     if not genai_semconv.has_content(span) and openllmetry.is_legacy(span):
-        return _tree._LEGACY
-    return _tree._SEMCONV
+        return _LEGACY
+    return _SEMCONV
 
 
 def _made_up_spans() -> list[SpanRecord]:
@@ -101,13 +117,13 @@ def test_each_span_is_classified_and_read_as_the_long_way_does() -> None:
     spans = _made_up_spans() + [s for path in _RECORDINGS for s in _records(path)]
     readers = set()
     for span in spans:
-        reader = _tree._reader(span)
+        reader = _reader(span)
         assert (reader is not None) == _is_llm_span_the_long_way(span), span.name
         assert _tree.is_llm_span(span) == (reader is not None)
         if reader is not None:
             assert reader == _reader_the_long_way(span), span.name
             readers.add(reader)
-    assert readers == {_tree._OPENINFERENCE, _tree._LEGACY, _tree._SEMCONV}
+    assert readers == {_OPENINFERENCE, _LEGACY, _SEMCONV}
 
 
 def test_extract_reads_a_span_that_is_no_model_call_as_before() -> None:
@@ -121,7 +137,7 @@ def test_extract_reads_a_span_that_is_no_model_call_as_before() -> None:
             f"{semconv.GEN_AI_PROMPT}.0.content": "q",
         },
     )
-    assert _tree._reader(legacy) is None
+    assert _reader(legacy) is None
     assert _tree.extract(legacy) == openllmetry.extract_legacy(legacy)
 
 

@@ -1,17 +1,8 @@
-"""Which spans are agents, and what each is called, across frameworks and instrumentations.
+"""Which spans are agents, and what each is called: the agents of one trace, from what the
+conventions table says of each span (`conventions.classify`).
 
-Agent spans are:
-
-- `invoke_agent` spans (tracejudge's, pydantic-ai's, any OTel GenAI instrumentation's,
-  OpenLLMetry's agent spans); OpenLLMetry's CrewAI task spans, though written as
-  `invoke_agent`, are steps of the agent nested in them;
-- OpenLLMetry workflow spans (`traceloop.span.kind=workflow`: the Agents SDK's
-  `Agent Workflow`, a LangGraph graph's `X.workflow`, CrewAI's `crewai.workflow`), named
-  after the workflow;
-- OpenInference AGENT spans, named by `agent.name`, else by the span name less a
-  framework suffix (smolagents' `manager.run`, CrewAI's `researcher._execute_core`);
-- OpenInference's CrewAI crew run (`Crew_<id>.kickoff`, a CHAIN span), named `crew`;
-- LangGraph nodes and graphs (see `langgraph`).
+Agent spans are the spans the table classifies as agents or workflows, with one rule of
+LangGraph's: a node nested in another node is a step of the outer node's agent.
 
 Two instrumentation habits are then undone, so that one agent run is one agent:
 
@@ -28,18 +19,16 @@ import dataclasses
 from dataclasses import dataclass, field
 
 from tracejudge import semconv
-from tracejudge.convert import langgraph
 from tracejudge.convert._common import as_str
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions import LANGGRAPH, Convention, Identity, Kind
 
-__all__ = ["Layout", "identity", "layout"]
+__all__ = ["Layout", "layout"]
 
-#: Suffixes frameworks add to an agent's name in the span name.
-_NAME_SUFFIXES = (".run", "._execute_core")
-_KICKOFF = ".kickoff"
-_CREW = "crew"
-
-Identity = tuple[str | None, str]  # (declared agent id or None, agent name)
+#: (the span's view, the convention that claims it, its kind), by span id
+Readings = dict[str, tuple[SpanView, Convention, str]]
+_AGENT_KINDS = (Kind.AGENT, Kind.WORKFLOW)
 
 
 @dataclass
@@ -57,52 +46,6 @@ class Layout:
     identities: dict[str, Identity] = field(default_factory=dict)
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
     by_id: dict[str, SpanRecord] = field(default_factory=dict)
-
-
-def _strip_suffix(name: str) -> str:
-    for suffix in _NAME_SUFFIXES:
-        if name.endswith(suffix) and len(name) > len(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-_AGENT_SPAN_START = semconv.INVOKE_AGENT_SPAN_PREFIX + " "
-
-
-def identity(span: SpanRecord) -> Identity | None:
-    """(declared agent id or None, agent name) when the span itself is an agent run."""
-    # Asked of every span, most of which are not agents: each attribute is read only when
-    # the one before it leaves the question open.
-    attrs = span.attributes
-    traceloop_kind = attrs.get(semconv.TRACELOOP_SPAN_KIND)
-    if traceloop_kind == semconv.TRACELOOP_KIND_TASK:
-        return None  # a step (CrewAI task, LangChain runnable) of the agent it runs in
-    if traceloop_kind == semconv.TRACELOOP_KIND_WORKFLOW:
-        name = (
-            as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
-            or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
-            or as_str(attrs.get(semconv.TRACELOOP_WORKFLOW_NAME))
-            or span.name
-        )
-        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
-    prefix = semconv.INVOKE_AGENT_SPAN_PREFIX
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    named_like_agent = span.name == prefix or span.name.startswith(_AGENT_SPAN_START)
-    if operation == semconv.OPERATION_INVOKE_AGENT or (operation is None and named_like_agent):
-        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
-        if name is None and named_like_agent:
-            name = span.name[len(prefix) :].strip() or None
-        name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
-        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name or "agent"
-    if attrs.get(semconv.CREWAI_CREW_AGENTS) is not None and span.name.endswith(_KICKOFF):
-        # OpenInference's CrewAI crew run (a CHAIN)
-        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)) or _CREW
-        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
-    if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == semconv.OPENINFERENCE_KIND_AGENT:
-        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME)) or as_str(attrs.get(semconv.AGENT_NAME))
-        name = name or _strip_suffix(span.name) or "agent"
-        return as_str(attrs.get(semconv.GEN_AI_AGENT_ID)), name
-    return None
 
 
 def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
@@ -136,27 +79,32 @@ def _agent_above(
     return None
 
 
-def layout(spans: list[SpanRecord]) -> Layout:
-    """Find the agents among one trace's spans (ordered by start time)."""
+def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
+    """Find the agents among one trace's spans (ordered by start time), given what the
+    conventions table says of each (`readings`)."""
     by_id = {span.span_id: span for span in spans}
     identities: dict[str, Identity] = {}
     output_spans: dict[str, list[SpanRecord]] = {}
-    nodes = {span.span_id: node for span in spans if (node := langgraph.node_name(span))}
+    nodes = {
+        span_id: view
+        for span_id, (view, convention, kind) in readings.items()
+        if convention is LANGGRAPH and kind is Kind.AGENT
+    }
     for span in spans:
-        node = nodes.get(span.span_id)
-        if node is not None:
+        reading = readings.get(span.span_id)
+        if reading is None or reading[2] not in _AGENT_KINDS:
+            continue
+        view, convention, _ = reading
+        if span.span_id in nodes:
             nested = any(parent.span_id in nodes for parent in _parent_chain(span, by_id))
             if not nested:
-                identities[span.span_id] = (None, node)
+                identities[span.span_id] = convention.agent(view)
             continue  # a step of the node it is nested in, whatever its kind
-        found = identity(span)
-        if found is None and langgraph.is_graph(span):
-            found = (None, span.name)
-        if found is not None:
-            identities[span.span_id] = found
-            output_spans[span.span_id] = [span]
+        identities[span.span_id] = convention.agent(view)
+        output_spans[span.span_id] = [span]
 
-    adopted = _adopt_covered_siblings(spans, by_id, identities, nodes)
+    node_names = {span_id: LANGGRAPH.agent(view)[1] for span_id, view in nodes.items()}
+    adopted = _adopt_covered_siblings(spans, by_id, identities, node_names)
     if adopted is not spans:
         spans = adopted
         by_id = {span.span_id: span for span in spans}

@@ -19,11 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from tracejudge import semconv
-from tracejudge.convert._common import as_str
-from tracejudge.convert._records import SpanRecord
-
-__all__ = ["OPENINFERENCE_KIND", "OPERATION", "Handoff", "handoff"]
+__all__ = ["Handoff", "known"]
 
 #: What OpenLLMetry writes for an agent it did not know.
 _UNKNOWN = "unknown"
@@ -38,37 +34,6 @@ class Handoff:
     start_ns: int | None
 
 
-def _known(name: str | None) -> str | None:
+def known(name: str | None) -> str | None:
+    """The agent's name, unless it is missing or OpenLLMetry's placeholder for one."""
     return name if name and name != _UNKNOWN else None
-
-
-#: A hand-off span's `gen_ai.operation.name`, or else its OpenInference span kind:
-#: `handoff` reads no other span.
-OPERATION = semconv.OPERATION_HANDOFF
-OPENINFERENCE_KIND = semconv.OPENINFERENCE_KIND_TOOL
-
-
-def handoff(span: SpanRecord) -> Handoff | None:
-    """The hand-off a span records, or None when it is not a hand-off span."""
-    attrs = span.attributes
-    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == OPERATION:
-        return Handoff(
-            from_agent=_known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_FROM_AGENT))),
-            to_agent=_known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_TO_AGENT))),
-            start_ns=span.start_ns,
-        )
-    if (
-        attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_KIND
-        and attrs.get(semconv.TOOL_NAME) is None
-        and span.name.startswith(semconv.OPENINFERENCE_HANDOFF_PREFIX)
-    ):
-        target = (
-            as_str(attrs.get(semconv.OUTPUT_VALUE))
-            or span.name[len(semconv.OPENINFERENCE_HANDOFF_PREFIX) :].strip()
-        )
-        return Handoff(
-            from_agent=_known(as_str(attrs.get(semconv.INPUT_VALUE))),
-            to_agent=_known(target),
-            start_ns=span.start_ns,
-        )
-    return None

@@ -4,7 +4,7 @@ from them in one pass.
 OpenLLMetry 0.54 and earlier write `gen_ai.prompt.{i}.<field>`,
 `gen_ai.prompt.{i}.tool_calls.{j}.<field>`, the same under `gen_ai.completion`, and
 `llm.request.functions.{i}.<field>`. Read through the generic nested-dict index
-(`_common.unflatten`), a legacy span's keys cost a fifth of its conversion; these
+(`SpanView.unflatten`), a legacy span's keys cost a fifth of its conversion; these
 "regular" shapes are read here straight into one dict per message instead, with what
 `unflatten` then `indexed` give for them. Any other key below these prefixes that
 starts with a digit (a leading zero, a deeper path, a value where a parent goes) makes

@@ -2,7 +2,7 @@
 records: one dict per message, tool, prompt or choice, in index order (gaps skipped).
 
 The keys are read in one pass straight into the records. The generic reading
-(`_common.unflatten`: nested dicts for every path, walked again by each reader) cost more
+(`SpanView.unflatten`: nested dicts for every path, walked again by each reader) cost more
 than half of an OpenInference span's conversion. The pass knows only the key shapes
 OpenInference writes, none of which is the parent of another; a span with any other key
 under these prefixes (a key that is both a value and a parent, an index like `01` or `x`,
@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert._common import in_order, indexed, list_index, unflatten
+from tracejudge.convert._common import in_order, indexed, list_index
 from tracejudge.convert._json import is_mapping
+from tracejudge.convert._view import SpanView
 
 __all__ = ["SECTIONS", "records", "records_from_tree"]
 
@@ -51,7 +52,7 @@ _PART_PATHS = {("type",): "type", ("text",): "text"}
 Record = dict[str, Any]
 
 
-def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
+def records(view: SpanView) -> list[list[Record]]:
     """The records of each of `SECTIONS`, in index order.
 
     A message record holds the message's fields (`role`, `content` ...), its tool calls
@@ -67,7 +68,7 @@ def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
     tops = [-1, -1, -1, -1, -1]
     in_index_order = True
     shapes = _shapes
-    for key, value in attrs.items():
+    for key, value in view.attributes.items():
         try:
             shape = shapes[key]
         except KeyError:
@@ -76,7 +77,7 @@ def records(attrs: Mapping[str, Any]) -> list[list[Record]]:
             continue
         section, index, group, position, field = shape
         if section < 0:
-            return records_from_tree(attrs)
+            return records_from_tree(view)
         items = found[section]
         record = items.get(index)
         if record is None:
@@ -153,13 +154,13 @@ def _shape(section: int, path: list[str]) -> _Shape | None:
 # ------------------------------------------------------------------ the generic nested form
 
 
-def records_from_tree(attrs: Mapping[str, Any]) -> list[list[Record]]:
+def records_from_tree(view: SpanView) -> list[list[Record]]:
     """`records`, read from the nested form of the keys: any key shape; where a key is
     both a value and a parent the first value is kept, and values that are not objects
     where objects belong are read as nothing, as the readers of the nested form read them."""
     found: list[list[Record]] = []
     for section, prefix in enumerate(SECTIONS):
-        entries = indexed(unflatten(attrs, prefix))
+        entries = indexed(view.unflatten(prefix))
         if section in _ITEM_PATHS:
             outer, field = _ITEM_PATHS[section]
             items = []

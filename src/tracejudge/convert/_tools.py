@@ -21,13 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
-from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMInteraction, LLMToolCall, LLMToolResponse, to_json_string
 
-__all__ = ["OPENINFERENCE_KIND", "OPERATION", "ToolRun", "tool_run", "supply_results"]
+__all__ = ["ToolRun", "run", "supply_results"]
 
 _MAX_JSON_CHARS = 2_000_000  # larger results are kept as recorded
 
@@ -42,29 +40,14 @@ class ToolRun:
     used: bool = False
 
 
-#: A tool span's `gen_ai.operation.name`, or else its OpenInference span kind: `tool_run`
-#: reads no other span.
-OPERATION = semconv.OPERATION_EXECUTE_TOOL
-OPENINFERENCE_KIND = semconv.OPENINFERENCE_KIND_TOOL
-
-
-def tool_run(span: SpanRecord) -> ToolRun | None:
-    """The tool run a span records, or None when it is not a tool span with a tool name."""
-    attrs = span.attributes
-    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == OPERATION:
-        name = as_str(attrs.get(semconv.GEN_AI_TOOL_NAME))
-        result = attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT)
-        call_id = as_str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID))
-    elif attrs.get(semconv.OPENINFERENCE_SPAN_KIND) == OPENINFERENCE_KIND:
-        name = as_str(attrs.get(semconv.TOOL_NAME))
-        result = attrs.get(semconv.OUTPUT_VALUE)
-        call_id = as_str(attrs.get(semconv.GEN_AI_TOOL_CALL_ID))
-    else:
-        return None
+def run(name: Any, call_id: Any, result: Any) -> ToolRun | None:
+    """The tool run of a tool span's recorded name, call id and result (as the span's
+    convention reads them), or None when it names no tool."""
+    name = as_str(name)
     if name is None:
         return None
     text = None if result is None else _result_text(to_json_string(result))
-    return ToolRun(name=name, call_id=call_id, result=text)
+    return ToolRun(name=name, call_id=as_str(call_id), result=text)
 
 
 def _result_text(text: str) -> str:

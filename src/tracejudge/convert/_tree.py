@@ -1,21 +1,20 @@
 """Span records -> MultiAgentTrace: find the agents, place every model call in one.
 
-Agents are `invoke_agent` spans (ours, or any OTel GenAI instrumentation's) and
-OpenInference AGENT spans. Model calls are LLM spans of any convention; which
-convention module reads a span is decided here, from its attributes. Each model
-call belongs to its nearest agent ancestor; calls outside every agent, and spans
-whose parent is missing, belong to the root. Items are ordered by start time. A call
-recorded by several instrumentations (nested or side by side) is one interaction: see
-`_merge` for how such records are matched and merged.
+What each span is comes from the conventions table (`conventions`), asked once per span
+(`classify`): agents and workflows, model calls, tool runs, hand-offs. The walk reads
+nothing else of a span's attributes. Each model call belongs to its nearest agent
+ancestor; calls outside every agent, and spans whose parent is missing, belong to the
+root. Items are ordered by start time. A call recorded by several instrumentations
+(nested or side by side) is one interaction: see `_merge` for how such records are
+matched and merged.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from operator import itemgetter
-from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import (
@@ -26,14 +25,15 @@ from tracejudge.convert import (
     _merge,
     _missing,
     _tools,
-    genai_semconv,
-    openinference,
-    openllmetry,
+    conventions,
     smolagents,
 )
-from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str, forget_index
+from tracejudge.convert._agents import Readings
+from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._construct import build
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions import Convention, Kind
 from tracejudge.models import (
     AgentInstance,
     LLMInput,
@@ -43,7 +43,7 @@ from tracejudge.models import (
     MultiAgentTrace,
 )
 
-__all__ = ["build_traces", "ROOT_AGENT_ID", "ROOT_AGENT_NAME"]
+__all__ = ["build_traces", "classify", "ROOT_AGENT_ID", "ROOT_AGENT_NAME"]
 
 logger = logging.getLogger("tracejudge.convert")
 
@@ -51,15 +51,6 @@ logger = logging.getLogger("tracejudge.convert")
 ROOT_AGENT_ID = "root"
 ROOT_AGENT_NAME = "root"
 
-_LLM_OPERATIONS = frozenset(
-    {
-        semconv.OPERATION_CHAT,
-        semconv.OPERATION_TEXT_COMPLETION,
-        semconv.OPERATION_GENERATE_CONTENT,
-        semconv.OPERATION_RESPONSES,
-    }
-)
-_LEGACY_REQUEST_TYPES = frozenset({"chat", "completion"})
 #: The fields of a converted interaction counted as set (`tool_results` is set later, when
 #: a tool span supplies results).
 _INTERACTION_GIVEN = frozenset(LLMInteraction.model_fields) - {"tool_results"}
@@ -79,72 +70,36 @@ class _Agent:
 # --------------------------------------------------------------------------- classification
 
 
-def agent_identity(span: SpanRecord) -> tuple[str | None, str] | None:
-    """(declared agent id or None, agent name) when the span itself is an agent run
-    (LangGraph nodes, found from the whole trace, are not seen here: see `_agents`)."""
-    return _agents.identity(span)
-
-
-# What reads a model-call span (see `_reader`).
-_OPENINFERENCE, _LEGACY, _SEMCONV = 1, 2, 3
-
-
-def _reader(span: SpanRecord) -> int | None:
-    """Which convention module reads the span: `_OPENINFERENCE`, `_LEGACY` (OpenLLMetry
-    before 0.55) or `_SEMCONV`, or None when it records no model call. Each predicate is
-    asked at most once: the ones that look at flattened keys index the span's attributes
-    anew whenever another span was indexed in between."""
-    attrs = span.attributes
-    if openinference.is_llm(span):
-        if openinference.has_messages(span) or not genai_semconv.has_content(span):
-            return _OPENINFERENCE
-        return _SEMCONV
-    if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) is not None:
-        return None  # another OpenInference kind: chain, tool, retriever, embedding ...
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    request_type = attrs.get(semconv.LLM_REQUEST_TYPE) if operation is None else None
-    if operation is not None:
-        if as_str(operation) not in _LLM_OPERATIONS:
-            return None
-    elif request_type is not None:  # OpenLLMetry before 0.55: chat, completion, embedding ...
-        if as_str(request_type) not in _LEGACY_REQUEST_TYPES:
-            return None
-    elif genai_semconv.has_content(span):  # no kind recorded: a call if it holds messages
-        return _SEMCONV
-    else:
-        return _LEGACY if openllmetry.is_legacy(span) else None
-    # A model call by its kind: OpenLLMetry's older attributes only where there is no other
-    if genai_semconv.has_content(span):
-        return _SEMCONV
-    return _LEGACY if openllmetry.is_legacy(span) else _SEMCONV
+def classify(spans: Iterable[SpanRecord]) -> Readings:
+    """What the conventions table says of each span it knows: (the span's view, the
+    convention that claims it, its `Kind`), by span id."""
+    readings: Readings = {}
+    for span in spans:
+        view = SpanView(span)
+        found = conventions.classify(view)
+        if found is not None:
+            readings[span.span_id] = (view, found[0], found[1])
+    return readings
 
 
 def is_llm_span(span: SpanRecord) -> bool:
     """Whether the span records one call to a model, in any convention we read."""
-    return _reader(span) is not None
+    found = conventions.classify(SpanView(span))
+    return found is not None and found[1] is Kind.MODEL_CALL
 
 
 def extract(span: SpanRecord) -> Extraction:
-    """Read one LLM span with the module of the convention it follows."""
-    reader = _reader(span)
-    if reader is None:  # not a model call: read as what it looks most like
-        legacy = not genai_semconv.has_content(span) and openllmetry.is_legacy(span)
-        reader = _LEGACY if legacy else _SEMCONV
-    return _read(span, reader)
+    """Read one span as a model call: by the convention that claims it as one, else by
+    the GenAI conventions (a span of no known convention, read as what it looks most like)."""
+    view = SpanView(span)
+    return _normalised(view, conventions.call_reader(view).model_call(view))
 
 
-def _read(span: SpanRecord, reader: int) -> Extraction:
-    if reader == _OPENINFERENCE:
-        extraction = openinference.extract(span)
-    else:
-        if reader == _LEGACY:
-            extraction = openllmetry.extract_legacy(span)
-        else:
-            extraction = genai_semconv.extract(span)
-        openllmetry.unrecorded_server_tools(span, extraction)
+def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
+    """Rules every producer's calls share, applied after its convention read the call."""
     if not {item.role for item in extraction.inputs} <= smolagents.KNOWN_ROLES:
         extraction.inputs = smolagents.map_roles(
-            extraction.inputs, _describe(span), extraction.warnings
+            extraction.inputs, _describe(view), extraction.warnings
         )
     return extraction
 
@@ -175,7 +130,7 @@ def _sort_key(span: SpanRecord | None, seq: int) -> tuple[bool, int, int]:
 _first = itemgetter(0)
 
 
-def _describe(span: SpanRecord) -> str:
+def _describe(span: SpanRecord | SpanView) -> str:
     return f"span {span.name!r} ({span.span_id})"
 
 
@@ -212,7 +167,6 @@ def build_traces(
         return (start is None, start or 0, index)
 
     traces: list[MultiAgentTrace] = []
-    forget_index()  # attributes may have changed in place since a conversion before
     for index in sorted(range(len(groups)), key=first_start):
         spans = groups[index]
         assert spans is not None
@@ -225,18 +179,7 @@ def build_traces(
             continue
         if trace is not None:
             traces.append(trace)
-    forget_index()
     return traces
-
-
-def _may_be_tool_or_handoff(attrs: dict[str, Any]) -> bool:
-    """Whether `_tools.tool_run` or `_handoffs.handoff` may find something in the span: the
-    operations and span kinds they read (compared with ==: a value may be unhashable)."""
-    operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
-    if operation == _tools.OPERATION or operation == _handoffs.OPERATION:
-        return True
-    kind = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
-    return kind == _tools.OPENINFERENCE_KIND or kind == _handoffs.OPENINFERENCE_KIND
 
 
 def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
@@ -255,212 +198,288 @@ def _start_ns(span: SpanRecord) -> int | None:
 def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
     """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
     when it holds no agent and no model call."""
-    layout = _agents.layout(spans)
-    spans = layout.spans
-    seq = {span.span_id: i for i, span in enumerate(spans)}
-    by_id = layout.by_id
-
-    agents: dict[str, _Agent] = {}
-    llm_spans: list[SpanRecord] = []
-    readable: list[tuple[SpanRecord, Extraction]] = []
-    unreadable: list[str] = []  # warnings, given after those about agents
-    used_ids: set[str] = set()
-    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
-    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
-    with_events: list[SpanRecord] = []  # (where evaluation events may be)
-    identities = layout.identities
-    for span in spans:  # one pass sorts out every kind of span the tree uses
-        identity = identities.get(span.span_id)
-        if identity is not None:
-            declared, name = identity
-            agent_id = declared or span.span_id
-            if agent_id in used_ids:
-                warnings.append(
-                    f"{_describe(span)}: agent id {agent_id!r} is used by another agent span; "
-                    f"this one is {agent_id}#{span.span_id}"
-                )
-                agent_id = f"{agent_id}#{span.span_id}"
-            used_ids.add(agent_id)
-            agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
-        else:
-            reader = _reader(span)
-            if reader is not None:
-                llm_spans.append(span)
-                # Read now, while the span's attributes are the ones indexed (see `_reader`).
-                extraction = _extract(span, reader, unreadable)
-                if extraction is not None:
-                    readable.append((span, extraction))
-        if _may_be_tool_or_handoff(span.attributes):  # (two calls a span: 1% of the time)
-            run = _tools.tool_run(span)
-            if run is not None:
-                tool_runs.append((span, run))
-            found = _handoffs.handoff(span)
-            if found is not None:
-                handoffs.append((span, found))
-        if span.events:
-            with_events.append(span)
-    if not agents and not llm_spans:
+    trace = _TraceBuild(spans, warnings)
+    if not trace.sort_out():
         return None
-    llm_ids = {span.span_id for span in llm_spans}
+    placed = trace.place()
+    trace.choose_root()
+    trace.assemble(placed)
+    return trace.attach()
 
-    def placement(span: SpanRecord) -> tuple[str | None, str | None, bool]:
-        """(nearest agent ancestor's span id, nearest LLM ancestor's span id, whether the
-        chain of parents is broken: a parent id that is not in the input)."""
+
+#: Where a span sits: (its nearest agent ancestor's span id, its nearest model-call
+#: ancestor's span id, whether the chain of parents is broken: a parent not in the input)
+_Place = tuple["str | None", "str | None", bool]
+
+
+class _TraceBuild:
+    """One trace's spans made into a MultiAgentTrace, phase by phase: sort out what each
+    span is (`sort_out`), place agents and calls in the tree (`place`), choose the root
+    (`choose_root`), put interactions and child agents in order (`assemble`), and attach
+    what other spans record: tool results, hand-offs, answers, evaluations (`attach`)."""
+
+    def __init__(self, spans: list[SpanRecord], warnings: list[str]) -> None:
+        self.readings = classify(spans)
+        layout = self.layout = _agents.layout(spans, self.readings)
+        self.spans = layout.spans
+        self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
+        self.by_id = layout.by_id
+        self.warnings = warnings
+        self.agents: dict[str, _Agent] = {}  # by span id
+        self.used_ids: set[str] = set()
+        self.llm_ids: set[str] = set()
+        self.readable: list[tuple[SpanRecord, Extraction]] = []
+        self.unreadable: list[str] = []  # warnings, given after those about agents
+        self.tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
+        self.handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
+        self.with_events: list[SpanRecord] = []  # (where evaluation events may be)
+        self.parent_of_agent: dict[str, str | None] = {}
+        self.top_agents: list[str] = []
+        self.orphan_agents: list[str] = []
+        self.loose: list[SpanRecord] = []  # model calls outside every agent
+        self.orphan_calls: list[SpanRecord] = []  # model calls whose parent is missing
+        self.root = _Agent(id=ROOT_AGENT_ID, name=ROOT_AGENT_NAME, span=None)  # (chosen later)
+        self.implicit_root: _Agent | None = None
+
+    # ----------------------------------------------------------------- 1. sort out
+
+    def sort_out(self) -> bool:
+        """Read every span as what the table says it is; whether the trace holds an agent
+        or a model call."""
+        identities = self.layout.identities
+        for span in self.spans:
+            if span.events:
+                self.with_events.append(span)
+            identity = identities.get(span.span_id)
+            if identity is not None:
+                self._add_agent(span, identity)
+                continue
+            reading = self.readings.get(span.span_id)
+            if reading is None:
+                continue
+            view, convention, kind = reading
+            if kind is Kind.MODEL_CALL:
+                self.llm_ids.add(span.span_id)
+                extraction = _extract(view, convention, self.unreadable)
+                if extraction is not None:
+                    self.readable.append((span, extraction))
+            elif kind is Kind.TOOL_RUN:
+                run = convention.tool_run(view)
+                if run is not None:
+                    self.tool_runs.append((span, run))
+            elif kind is Kind.HANDOFF:
+                found = convention.handoff(view)
+                if found is not None:
+                    self.handoffs.append((span, found))
+        return bool(self.agents or self.llm_ids)
+
+    def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> None:
+        declared, name = identity
+        agent_id = declared or span.span_id
+        if agent_id in self.used_ids:
+            self.warnings.append(
+                f"{_describe(span)}: agent id {agent_id!r} is used by another agent span; "
+                f"this one is {agent_id}#{span.span_id}"
+            )
+            agent_id = f"{agent_id}#{span.span_id}"
+        self.used_ids.add(agent_id)
+        self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+
+    # ----------------------------------------------------------------- 2. place
+
+    def placement(self, span: SpanRecord) -> _Place:
+        """Where the span sits (see `_Place`)."""
         seen = {span.span_id}
         parent_id = span.parent_id
         llm_ancestor = None
         while parent_id and parent_id not in seen:
             seen.add(parent_id)
-            if parent_id in agents:
+            if parent_id in self.agents:
                 return parent_id, llm_ancestor, False
-            parent = by_id.get(parent_id)
+            parent = self.by_id.get(parent_id)
             if parent is None:
                 return None, llm_ancestor, True
-            if parent_id in llm_ids and llm_ancestor is None:
+            if parent_id in self.llm_ids and llm_ancestor is None:
                 llm_ancestor = parent_id
             parent_id = parent.parent_id
         return None, llm_ancestor, False
 
-    agent_places = {
-        span_id: placement(agent.span) for span_id, agent in agents.items() if agent.span
-    }
-    parent_of_agent = {span_id: place[0] for span_id, place in agent_places.items()}
-    _break_cycles(parent_of_agent, agents, seq, warnings)
-    top_agents = [span_id for span_id, parent in parent_of_agent.items() if parent is None]
-    # Top agents whose parent span is missing from the input (as opposed to real roots).
-    orphan_agents = [span_id for span_id in top_agents if agent_places[span_id][2]]
-    loose: list[SpanRecord] = []  # model calls outside every agent
-    orphan_calls: list[SpanRecord] = []  # model calls whose parent span is missing
-    places = {span.span_id: placement(span) for span in llm_spans}
-    warnings.extend(unreadable)
-    placed: list[tuple[_merge.Call, str | None]] = []
-    for call in _merge.group_calls(readable, lambda span: places[span.span_id][1]):
-        agent_span_id, _, broken = places[call.span.span_id]
-        placed.append((call, agent_span_id))
-        if agent_span_id is None:
-            (orphan_calls if broken else loose).append(call.span)
-        for inner, outer in call.doubled:
-            warnings.append(
-                f"{_describe(inner)}: nested in model-call span {outer.span_id} of the same "
-                f"instrumentation ({inner.scope}), which wrapped the client twice; read as "
-                "one call"
+    def owner(self, span: SpanRecord) -> _Agent:
+        """The agent a span belongs to: its nearest agent ancestor, else the root."""
+        agent_span_id = self.placement(span)[0]
+        return self.agents[agent_span_id] if agent_span_id is not None else self.root
+
+    def place(self) -> list[tuple[_merge.Call, str | None]]:
+        """Each agent's parent agent, and each model call (its records grouped) with the
+        span id of the agent it belongs to (None: outside every agent)."""
+        agent_places = {
+            span_id: self.placement(agent.span)
+            for span_id, agent in self.agents.items()
+            if agent.span
+        }
+        self.parent_of_agent = {span_id: place[0] for span_id, place in agent_places.items()}
+        _break_cycles(self.parent_of_agent, self.agents, self.seq, self.warnings)
+        self.top_agents = [s for s, parent in self.parent_of_agent.items() if parent is None]
+        # Top agents whose parent span is missing from the input (as opposed to real roots).
+        self.orphan_agents = [s for s in self.top_agents if agent_places[s][2]]
+        places = {span.span_id: self.placement(span) for span, _ in self.readable}
+        self.warnings.extend(self.unreadable)
+        placed: list[tuple[_merge.Call, str | None]] = []
+        for call in _merge.group_calls(self.readable, lambda span: places[span.span_id][1]):
+            agent_span_id, _, broken = places[call.span.span_id]
+            placed.append((call, agent_span_id))
+            if agent_span_id is None:
+                (self.orphan_calls if broken else self.loose).append(call.span)
+            for inner, outer in call.doubled:
+                self.warnings.append(
+                    f"{_describe(inner)}: nested in model-call span {outer.span_id} of the "
+                    f"same instrumentation ({inner.scope}), which wrapped the client twice; "
+                    "read as one call"
+                )
+        return placed
+
+    # ----------------------------------------------------------------- 3. choose the root
+
+    def choose_root(self) -> None:
+        """The one real root agent, or (several top agents, or model calls outside every
+        agent) an implicit root agent holding them. Spans whose parent is missing attach
+        to the root; a lone agent whose parent is missing is the root itself (the spans of
+        one agent's subtree, as `AgentTracer.trace` reads them)."""
+        agents, orphans = self.agents, self.orphan_agents
+        real_roots = [span_id for span_id in self.top_agents if span_id not in orphans]
+        if not self.loose and len(real_roots) == 1:
+            self.root = agents[real_roots[0]]
+        elif not self.loose and not real_roots and not self.orphan_calls and len(orphans) == 1:
+            self.root = agents[orphans[0]]
+        else:
+            root_id = ROOT_AGENT_ID
+            while root_id in self.used_ids:
+                root_id = "_" + root_id
+            self.root = self.implicit_root = _Agent(id=root_id, name=ROOT_AGENT_NAME, span=None)
+        for span_id in self.top_agents:
+            if agents[span_id] is not self.root:
+                if span_id in orphans and self.implicit_root is None:
+                    self.warnings.append(
+                        f"{_describe(self.by_id[span_id])}: its parent span is missing; "
+                        "attached to the root agent"
+                    )
+                self.root.items.append((self.seq[span_id], agents[span_id].id))
+        if self.orphan_calls and self.implicit_root is None:
+            self.warnings.append(
+                f"{len(self.orphan_calls)} model-call spans whose parent span is missing; "
+                "attached to the root agent"
             )
 
-    # The root: the one real root agent, or (several top agents, or model calls outside
-    # every agent) an implicit root agent holding them. Spans whose parent is missing
-    # attach to the root; a lone agent whose parent is missing is the root itself (the
-    # spans of one agent's subtree, as `AgentTracer.trace` reads them).
-    real_roots = [span_id for span_id in top_agents if span_id not in orphan_agents]
-    implicit_root = None
-    if not loose and len(real_roots) == 1:
-        root = agents[real_roots[0]]
-    elif not loose and not real_roots and not orphan_calls and len(orphan_agents) == 1:
-        root = agents[orphan_agents[0]]
-    else:
-        root_id = ROOT_AGENT_ID
-        while root_id in used_ids:
-            root_id = "_" + root_id
-        implicit_root = _Agent(id=root_id, name=ROOT_AGENT_NAME, span=None)
-        root = implicit_root
-    for span_id in top_agents:
-        if agents[span_id] is not root:
-            if span_id in orphan_agents and implicit_root is None:
-                warnings.append(
-                    f"{_describe(by_id[span_id])}: its parent span is missing; "
-                    "attached to the root agent"
-                )
-            root.items.append((seq[span_id], agents[span_id].id))
-    if orphan_calls and implicit_root is None:
-        warnings.append(
-            f"{len(orphan_calls)} model-call spans whose parent span is missing; "
-            "attached to the root agent"
-        )
+    # ----------------------------------------------------------------- 4. assemble
 
-    for span_id, parent in parent_of_agent.items():
-        if parent is not None:
-            child = agents[span_id]
-            agents[parent].items.append((seq[span_id], child.id))
+    def assemble(self, placed: list[tuple[_merge.Call, str | None]]) -> None:
+        """Child agents and interactions into their agents, in start order; tool call ids
+        joined across the trace; tool results from tool spans."""
+        for span_id, parent in self.parent_of_agent.items():
+            if parent is not None:
+                self.agents[parent].items.append((self.seq[span_id], self.agents[span_id].id))
+        aliases: dict[str, str] = {}
+        for call, agent_span_id in placed:
+            interaction = _interaction(call, self.warnings, aliases)
+            owner = self.agents[agent_span_id] if agent_span_id is not None else self.root
+            owner.items.append((self.seq[call.span.span_id], interaction))
+        for agent in self.all_agents():
+            agent.items.sort(key=_first)
+        _join_tool_ids(self.all_agents(), aliases)
+        self._supply_tool_results()
 
-    aliases: dict[str, str] = {}
-    for call, agent_span_id in placed:
-        interaction = _interaction(call, warnings, aliases)
-        owner = agents[agent_span_id] if agent_span_id is not None else root
-        owner.items.append((seq[call.span.span_id], interaction))
+    def all_agents(self) -> list[_Agent]:
+        implicit = [self.implicit_root] if self.implicit_root is not None else []
+        return implicit + list(self.agents.values())
 
-    all_agents = ([implicit_root] if implicit_root else []) + list(agents.values())
-    for agent in all_agents:
-        agent.items.sort(key=_first)
-    _join_tool_ids(all_agents, aliases)
-    _supply_tool_results(tool_runs, agents, root, placement)
+    def _supply_tool_results(self) -> None:
+        """Complete each agent's tool results from its tool spans (see `_tools`)."""
+        runs: dict[int, list[_tools.ToolRun]] = {}
+        for span, run in self.tool_runs:
+            runs.setdefault(id(self.owner(span)), []).append(run)
+        if not runs:
+            return
+        for owner in self.all_agents():
+            owned = runs.get(id(owner))
+            if owned:  # (`supply_results` does nothing without runs)
+                interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
+                _tools.supply_results(interactions, owned)
 
-    by_agent_id = {agent.id: agent for agent in all_agents}
-    instances: dict[str, AgentInstance] = {}
-    stack = [root.id]
-    while stack:  # depth first from the root, so the dict reads like the tree
-        agent = by_agent_id[stack.pop()]
-        if agent.id in instances:
-            continue
-        instances[agent.id] = build(
-            AgentInstance,
+    # ----------------------------------------------------------------- 5. attach
+
+    def attach(self) -> MultiAgentTrace:
+        """The agent instances, depth first from the root, with their hand-offs, answers
+        and evaluations, as one trace."""
+        instances = self._instances()
+        _record_handoffs(self, instances)
+        _answers.fill_answers(instances, self.root.id, self._recorded_answers(instances))
+        _place_evaluations(self, instances)
+        # Built without validation: the converter guarantees what `MultiAgentTrace` checks
+        # (the root is an instance, each key is its instance's id, every child id is an
+        # instance: `instances` holds the tree walked from the root; no cycle: cut above).
+        return build(
+            MultiAgentTrace,
             {
-                "id": agent.id,
-                "name": agent.name,
-                "interactions": [item for _, item in agent.items],
-                "output": None,
-                "handoff": None,
-                "span_id": agent.span.span_id if agent.span is not None else None,
-                "evaluations": None,
+                "root_agent_instance_id": self.root.id,
+                "agent_instance_by_id": instances,
+                "warnings": self.warnings,
+                "trace_id": self.spans[0].trace_id if self.spans else None,
             },
-            _AGENT_GIVEN,
         )
-        stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
-    _record_handoffs(handoffs, agents, root, parent_of_agent, placement, instances)
-    recorded = {}
-    for span_id, agent in agents.items():
-        for record in layout.output_spans.get(span_id, []):
-            text = _answers.recorded_output(record)
-            if text is not None:
-                recorded[agent.id] = text
-                break
-        instance = instances.get(agent.id)
-        if agent.id not in recorded and instance is not None and agent.span is not None:
-            text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
-            if text is not None:
-                recorded[agent.id] = text
-    _answers.fill_answers(instances, root.id, recorded)
-    _place_evaluations(with_events, agents, root, instances, placement, warnings)
-    # Built without validation: the converter guarantees what `MultiAgentTrace` checks
-    # (the root is an instance, each key is its instance's id, every child id is an
-    # instance: `instances` holds the tree walked from the root; no cycle: cut above).
-    return build(
-        MultiAgentTrace,
-        {
-            "root_agent_instance_id": root.id,
-            "agent_instance_by_id": instances,
-            "warnings": warnings,
-            "trace_id": spans[0].trace_id if spans else None,
-        },
-    )
+
+    def _instances(self) -> dict[str, AgentInstance]:
+        by_agent_id = {agent.id: agent for agent in self.all_agents()}
+        instances: dict[str, AgentInstance] = {}
+        stack = [self.root.id]
+        while stack:  # depth first from the root, so the dict reads like the tree
+            agent = by_agent_id[stack.pop()]
+            if agent.id in instances:
+                continue
+            instances[agent.id] = build(
+                AgentInstance,
+                {
+                    "id": agent.id,
+                    "name": agent.name,
+                    "interactions": [item for _, item in agent.items],
+                    "output": None,
+                    "handoff": None,
+                    "span_id": agent.span.span_id if agent.span is not None else None,
+                    "evaluations": None,
+                },
+                _AGENT_GIVEN,
+            )
+            stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
+        return instances
+
+    def _recorded_answers(self, instances: dict[str, AgentInstance]) -> dict[str, str]:
+        """Each agent's answer as its own spans record it (or its last tool result, for
+        an agent that ended on a tool)."""
+        recorded = {}
+        for span_id, agent in self.agents.items():
+            for record in self.layout.output_spans.get(span_id, []):
+                text = _answers.recorded_output(record)
+                if text is not None:
+                    recorded[agent.id] = text
+                    break
+            instance = instances.get(agent.id)
+            if agent.id not in recorded and instance is not None and agent.span is not None:
+                text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
+                if text is not None:
+                    recorded[agent.id] = text
+        return recorded
 
 
-def _place_evaluations(
-    spans: list[SpanRecord],
-    agents: dict[str, _Agent],
-    root: _Agent,
-    instances: dict[str, AgentInstance],
-    placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
-    warnings: list[str],
-) -> None:
-    """Put every evaluation event of `spans` (the trace's spans that have events, in start
-    order) on the agent it judges (see `_evaluations`): the instance the event names, else
-    the agent whose span carries it, else the nearest agent above that span."""
-    for span in spans:
+def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
+    """Put every evaluation event of the trace's spans that have events (in start order)
+    on the agent it judges (see `_evaluations`): the instance the event names, else the
+    agent whose span carries it, else the nearest agent above that span."""
+    for span in trace.with_events:
         for event in span.events:
             if not _evaluations.is_evaluation(event):
                 continue
             result = _evaluations.recorded_evaluation(event)
             if result is None:
-                warnings.append(
+                trace.warnings.append(
                     f"{_describe(span)}: an evaluation event without "
                     f"{semconv.GEN_AI_EVALUATION_NAME}; skipped"
                 )
@@ -468,12 +487,10 @@ def _place_evaluations(
             named = _evaluations.judged_instance(event)
             if named in instances:
                 owner = instances[named]
-            elif span.span_id in agents:
-                owner = instances[agents[span.span_id].id]
+            elif span.span_id in trace.agents:
+                owner = instances[trace.agents[span.span_id].id]
             else:
-                agent_span_id = placement(span)[0]
-                owner_agent = agents[agent_span_id] if agent_span_id is not None else root
-                owner = instances[owner_agent.id]
+                owner = instances[trace.owner(span).id]
             owner.evaluations = [*(owner.evaluations or []), result]
 
 
@@ -502,12 +519,12 @@ def _break_cycles(
         )
 
 
-def _extract(span: SpanRecord, reader: int, warnings: list[str]) -> Extraction | None:
+def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Extraction | None:
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        return _read(span, reader)
+        return _normalised(view, convention.model_call(view))
     except Exception as exc:  # attribute data is untrusted: report, never raise
-        warnings.append(f"{_describe(span)}: unreadable ({type(exc).__name__}: {exc}); skipped")
+        warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None
 
 
@@ -573,41 +590,12 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     return interaction
 
 
-def _supply_tool_results(
-    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]],
-    agents: dict[str, _Agent],
-    root: _Agent,
-    placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
-) -> None:
-    """Complete each agent's tool results from its tool spans (see `_tools`), given with
-    their runs in start order."""
-    runs: dict[int, list[_tools.ToolRun]] = {}
-    for span, run in tool_runs:
-        agent_span_id = placement(span)[0]
-        owner = agents[agent_span_id] if agent_span_id is not None else root
-        runs.setdefault(id(owner), []).append(run)
-    if not runs:
-        return
-    for owner in [root, *agents.values()]:
-        owned = runs.get(id(owner))
-        if owned:  # (`supply_results` does nothing without runs)
-            interactions = [item for _, item in owner.items if isinstance(item, LLMInteraction)]
-            _tools.supply_results(interactions, owned)
-
-
-def _record_handoffs(
-    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]],
-    agents: dict[str, _Agent],
-    root: _Agent,
-    parent_of_agent: dict[str, str | None],
-    placement: Callable[[SpanRecord], tuple[str | None, str | None, bool]],
-    instances: dict[str, AgentInstance],
-) -> None:
+def _record_handoffs(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
     """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`), given
     with what each records, in start order."""
-    for span, found in handoffs:
-        agent_span_id = placement(span)[0]
-        owner = agents[agent_span_id] if agent_span_id is not None else root
+    agents, parent_of_agent = trace.agents, trace.parent_of_agent
+    for span, found in trace.handoffs:
+        owner = trace.owner(span)
         if found.from_agent and owner.name != found.from_agent:
             named = [a for a in agents.values() if a.name == found.from_agent and a.span]
             covering = [a for a in named if _started_before(a.span, found.start_ns)]

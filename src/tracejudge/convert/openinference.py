@@ -40,6 +40,7 @@ from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._oi_keys import Record
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, TokenUsage
 
 __all__ = ["is_llm", "is_agent", "agent_name", "has_messages", "extract"]
@@ -82,10 +83,11 @@ def has_messages(span: SpanRecord) -> bool:
     return any(key.startswith(_MESSAGE_STARTS) for key in attrs)
 
 
-def extract(span: SpanRecord) -> Extraction:
+def extract(span: SpanRecord | SpanView) -> Extraction:
     """Everything the span says about its model call, in wire form."""
+    span = view_of(span)
     attrs = span.attributes
-    inputs, outputs, tool_records, prompts, choices = _oi_keys.records(attrs)
+    inputs, outputs, tool_records, prompts, choices = _oi_keys.records(span)
     extraction = Extraction(has_content=has_messages(span))
     extraction.model = as_str(attrs.get(semconv.LLM_MODEL_NAME)) or _requested_model(attrs)
     extraction.usage = _usage(attrs)

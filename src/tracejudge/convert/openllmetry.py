@@ -25,7 +25,6 @@ from tracejudge.convert._common import (
     Extraction,
     as_str,
     finish_reason,
-    has_indexed,
     hashable,
     indexed,
     load_json,
@@ -37,12 +36,12 @@ from tracejudge.convert._common import (
     tool_call,
     tool_response,
     tools,
-    unflatten,
 )
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._legacy_keys import TOOL_CALLS
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolDefinition
 
 __all__ = ["is_legacy", "extract_legacy", "unrecorded_server_tools"]
@@ -57,8 +56,9 @@ def is_legacy(span: SpanRecord) -> bool:
     return _legacy_keys.has_indexed_keys(span.attributes)
 
 
-def extract_legacy(span: SpanRecord) -> Extraction:
+def extract_legacy(span: SpanRecord | SpanView) -> Extraction:
     """Everything a pre-0.55 OpenLLMetry span says about its model call, in wire form."""
+    span = view_of(span)
     attrs = span.attributes
     extraction = Extraction()
     model_and_usage(attrs, extraction)
@@ -67,9 +67,9 @@ def extract_legacy(span: SpanRecord) -> Extraction:
         prompts, completions, functions = groups
         extraction.has_content = bool(prompts or completions)
     else:
-        prompts, completions, functions = _from_tree(attrs)
-        extraction.has_content = has_indexed(attrs, semconv.GEN_AI_PROMPT) or has_indexed(
-            attrs, semconv.GEN_AI_COMPLETION
+        prompts, completions, functions = _from_tree(span)
+        extraction.has_content = span.has_indexed(semconv.GEN_AI_PROMPT) or span.has_indexed(
+            semconv.GEN_AI_COMPLETION
         )
 
     # (Indices in order with `sorted`: in one pass, not a list of entries made first.)
@@ -103,15 +103,15 @@ def extract_legacy(span: SpanRecord) -> Extraction:
     return extraction
 
 
-def _from_tree(attrs: dict[str, Any]) -> tuple[dict[int, Any], ...]:
+def _from_tree(span: SpanView) -> tuple[dict[int, Any], ...]:
     """What `_legacy_keys.read` gives, read through the generic nested-dict index (for keys
     of a shape that only it reads right); each message's fields a dict of its own."""
 
     def messages(prefix: str) -> dict[int, Any]:
-        entries = indexed(unflatten(attrs, prefix))
+        entries = indexed(span.unflatten(prefix))
         return {i: _owned(e) if is_mapping(e) else e for i, e in enumerate(entries)}
 
-    functions = indexed(unflatten(attrs, semconv.LLM_REQUEST_FUNCTIONS))
+    functions = indexed(span.unflatten(semconv.LLM_REQUEST_FUNCTIONS))
     return (
         messages(semconv.GEN_AI_PROMPT),
         messages(semconv.GEN_AI_COMPLETION),

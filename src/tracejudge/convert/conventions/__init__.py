@@ -1,0 +1,72 @@
+"""The span conventions the converter reads, as one ordered table.
+
+Each row is one producer convention: an object (see `Convention`) that recognises its
+spans and reads them. The tree walk asks every span of a trace, once, which row claims it
+(`classify`: the first whose `kind` answers) and then reads the span through that row
+alone; nothing else in the converter looks at a span's attributes to decide what it is.
+
+Order matters where spans carry several producers' marks: LangGraph's node metadata rides
+on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
+OpenInference LLM spans may also carry GenAI messages.
+
+Adding a producer
+-----------------
+
+1. Its attribute names go in `tracejudge/semconv.py` (no literal key anywhere else).
+2. One module here with one `Convention` subclass and its instance: `kind` says which
+   spans are its and what each is (cheaply: it is asked of spans of every producer after
+   the rows above it); `agent`, `model_call`, `tool_run`, `handoff` read what the kinds
+   it answers promise. Messages become `Extraction`s with `convert._common`'s helpers.
+3. One row in `TABLE`, above any row that would claim its spans first.
+4. Recorded fixtures (tests/fixtures/frameworks) and the tests that read them.
+"""
+
+from __future__ import annotations
+
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.genai import GENAI
+from tracejudge.convert.conventions.langgraph import LANGGRAPH
+from tracejudge.convert.conventions.openinference import OPENINFERENCE
+from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+
+__all__ = [
+    "GENAI",
+    "LANGGRAPH",
+    "LEGACY_OPENLLMETRY",
+    "TABLE",
+    "Convention",
+    "Identity",
+    "Kind",
+    "classify",
+]
+
+#: The conventions, in the order they are asked.
+TABLE: tuple[Convention, ...] = (
+    LANGGRAPH,
+    OPENINFERENCE,
+    TRACELOOP,
+    GENAI,
+    LEGACY_OPENLLMETRY,
+)
+
+
+def call_reader(span: SpanView) -> Convention:
+    """The convention that reads `span` as a model call: the one that claims it as one,
+    else (a span no convention calls a model call) the one whose messages it carries."""
+    found = classify(span)
+    if found is not None and found[1] is Kind.MODEL_CALL:
+        return found[0]
+    if LEGACY_OPENLLMETRY.carries_messages(span):
+        return LEGACY_OPENLLMETRY
+    return GENAI
+
+
+def classify(span: SpanView) -> tuple[Convention, str] | None:
+    """(the convention that claims the span, the span's `Kind`), or None when no
+    convention knows it."""
+    for convention in TABLE:
+        kind = convention.kind(span)
+        if kind is not None:
+            return convention, kind
+    return None

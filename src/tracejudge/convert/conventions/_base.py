@@ -1,0 +1,72 @@
+"""What a convention is: one object that recognises its producer's spans and reads them.
+
+The tree walk asks the table (`conventions.TABLE`) of every span, in order, "is this span
+yours, and what kind is it?" (`kind`); the first convention that answers owns the span, and
+the walk then asks that convention, and only it, what the span holds: an agent's identity
+(`agent`), a model call (`model_call`), a tool run (`tool_run`) or a hand-off
+(`handoff`). A convention reads attributes through the span's `SpanView` and names them
+from `tracejudge.semconv`; it knows nothing of the tree.
+"""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from tracejudge.convert._common import Extraction
+from tracejudge.convert._handoffs import Handoff
+from tracejudge.convert._tools import ToolRun
+from tracejudge.convert._view import SpanView
+
+__all__ = ["Convention", "Identity", "Kind"]
+
+#: (the agent id the span declares, or None; the agent's name)
+Identity = tuple["str | None", str]
+
+
+class Kind:
+    """What a span is, as its convention says. The values are plain strings (they are
+    shown by `tracejudge inspect`); compare them with `is` or `==`."""
+
+    AGENT = "agent"
+    #: a run of several agents that the framework records as one span: the root agent
+    WORKFLOW = "workflow"
+    MODEL_CALL = "model call"
+    TOOL_RUN = "tool run"
+    HANDOFF = "hand-off"
+    #: the convention's, but nothing the trace holds (a chain step, a retriever, a task)
+    STEP = "step"
+
+
+class Convention:
+    """One producer's span convention. Subclasses set `name` and answer `kind`; each of
+    the other methods is asked only of spans whose `kind` said so."""
+
+    #: Short name, shown by `tracejudge inspect` and in warnings.
+    name: ClassVar[str] = "convention"
+    #: How a user turns message content capture on for this producer (for the warning on
+    #: a model call recorded without content); None when content is always recorded.
+    content_setting: ClassVar[str | None] = None
+
+    def kind(self, span: SpanView) -> str | None:
+        """The span's `Kind` when the span is this convention's, else None (the next
+        convention of the table is asked)."""
+        return None
+
+    def agent(self, span: SpanView) -> Identity:
+        """The identity of an AGENT or WORKFLOW span."""
+        raise NotImplementedError(f"{self.name} reads no agent spans")
+
+    def model_call(self, span: SpanView) -> Extraction:
+        """Everything a MODEL_CALL span says about its call, in wire form."""
+        raise NotImplementedError(f"{self.name} reads no model calls")
+
+    def tool_run(self, span: SpanView) -> ToolRun | None:
+        """The run a TOOL_RUN span records (None when it names no tool)."""
+        return None
+
+    def handoff(self, span: SpanView) -> Handoff | None:
+        """The hand-off a HANDOFF span records."""
+        return None
+
+    def __repr__(self) -> str:
+        return f"<convention {self.name}>"

@@ -1,0 +1,114 @@
+"""The OTel GenAI semantic conventions, by `gen_ai.operation.name`: tracejudge's own
+agent spans and any GenAI instrumentation's (`invoke_agent`, `invoke_workflow`, `chat`,
+`execute_tool`, `handoff` ...), and model-call spans that carry GenAI messages without an
+operation (OpenLLMetry's `llm.request.type` spans since 0.55, older semconv).
+
+Messages are read by `convert.genai_semconv`: the `gen_ai.input.messages` family of
+attributes, the inference-details event, or the per-message events.
+"""
+
+from __future__ import annotations
+
+from tracejudge import semconv
+from tracejudge.convert import _handoffs, _tools, genai_semconv, openllmetry
+from tracejudge.convert._common import Extraction, as_str
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions._base import Convention, Identity, Kind
+
+__all__ = ["GENAI", "GenAISemconv", "LLM_OPERATIONS"]
+
+#: The operations of a call to a model.
+LLM_OPERATIONS = frozenset(
+    {
+        semconv.OPERATION_CHAT,
+        semconv.OPERATION_TEXT_COMPLETION,
+        semconv.OPERATION_GENERATE_CONTENT,
+        semconv.OPERATION_RESPONSES,
+    }
+)
+#: OpenLLMetry's `llm.request.type` values of a call to a model.
+LEGACY_REQUEST_TYPES = frozenset({"chat", "completion"})
+_KINDS = {
+    semconv.OPERATION_INVOKE_AGENT: Kind.AGENT,
+    semconv.OPERATION_INVOKE_WORKFLOW: Kind.WORKFLOW,
+    semconv.OPERATION_EXECUTE_TOOL: Kind.TOOL_RUN,
+    semconv.OPERATION_HANDOFF: Kind.HANDOFF,
+}
+_AGENT_SPAN_START = semconv.INVOKE_AGENT_SPAN_PREFIX + " "
+
+
+def named_like_agent(name: str) -> bool:
+    return name == semconv.INVOKE_AGENT_SPAN_PREFIX or name.startswith(_AGENT_SPAN_START)
+
+
+class GenAISemconv(Convention):
+    name = "genai"
+    content_setting = (
+        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (OTel contrib), "
+        "TRACELOOP_TRACE_CONTENT=true (OpenLLMetry)"
+    )
+
+    def kind(self, span: SpanView) -> str | None:
+        attrs = span.attributes
+        operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
+        if operation is None:
+            if named_like_agent(span.name):
+                return Kind.AGENT
+            request_type = attrs.get(semconv.LLM_REQUEST_TYPE)
+            if request_type is not None:  # OpenLLMetry: chat, completion, embedding ...
+                if as_str(request_type) not in LEGACY_REQUEST_TYPES:
+                    return None
+                if genai_semconv.has_content(span) or not openllmetry.is_legacy(span):
+                    return Kind.MODEL_CALL
+                return None  # its messages are in the pre-0.55 keys (see `openllmetry`)
+            return Kind.MODEL_CALL if genai_semconv.has_content(span) else None
+        if type(operation) is not str:
+            operation = as_str(operation)
+        if operation in LLM_OPERATIONS:
+            if genai_semconv.has_content(span) or not openllmetry.is_legacy(span):
+                return Kind.MODEL_CALL
+            return None
+        return _KINDS.get(operation, Kind.STEP)  # type: ignore[arg-type]
+
+    def agent(self, span: SpanView) -> Identity:
+        attrs = span.attributes
+        declared = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
+        if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_INVOKE_WORKFLOW:
+            name = as_str(attrs.get(semconv.GEN_AI_WORKFLOW_NAME)) or as_str(
+                attrs.get(semconv.GEN_AI_AGENT_NAME)
+            )
+            return declared, name or _after(span.name, semconv.OPERATION_INVOKE_WORKFLOW)
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
+        if name is None and named_like_agent(span.name):
+            name = span.name[len(semconv.INVOKE_AGENT_SPAN_PREFIX) :].strip() or None
+        name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
+        return declared, name or "agent"
+
+    def model_call(self, span: SpanView) -> Extraction:
+        extraction = genai_semconv.extract(span)
+        openllmetry.unrecorded_server_tools(span, extraction)
+        return extraction
+
+    def tool_run(self, span: SpanView) -> _tools.ToolRun | None:
+        attrs = span.attributes
+        return _tools.run(
+            attrs.get(semconv.GEN_AI_TOOL_NAME),
+            attrs.get(semconv.GEN_AI_TOOL_CALL_ID),
+            attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT),
+        )
+
+    def handoff(self, span: SpanView) -> _handoffs.Handoff | None:
+        attrs = span.attributes
+        return _handoffs.Handoff(
+            from_agent=_handoffs.known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_FROM_AGENT))),
+            to_agent=_handoffs.known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_TO_AGENT))),
+            start_ns=span.record.start_ns,
+        )
+
+
+def _after(name: str, prefix: str) -> str:
+    rest = name[len(prefix) :].strip() if name.startswith(prefix) else name
+    return rest or "workflow"
+
+
+GENAI = GenAISemconv()

@@ -1,0 +1,93 @@
+"""OpenInference (Arize): spans typed by `openinference.span.kind`. LLM spans are model
+calls (flattened `llm.input_messages.*` keys), AGENT spans agents, TOOL spans tool runs
+(or hand-offs: the Agents SDK's `handoff to <agent>`), and OpenInference's CrewAI crew
+run (`Crew_<id>.kickoff`, a CHAIN span) the crew's agent. Other kinds (CHAIN, RETRIEVER,
+EMBEDDING ...) are steps.
+
+An LLM span that holds no OpenInference messages but GenAI ones
+(`OPENINFERENCE_ENABLE_GENAI_SEMCONV`) is left to `genai`, as is any other span that
+also names a GenAI operation.
+"""
+
+from __future__ import annotations
+
+from tracejudge import semconv
+from tracejudge.convert import _handoffs, _tools, genai_semconv, openinference
+from tracejudge.convert._common import Extraction, as_str
+from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions._base import Convention, Identity, Kind
+
+__all__ = ["OPENINFERENCE"]
+
+#: Suffixes frameworks add to an agent's name in the span name.
+_NAME_SUFFIXES = (".run", "._execute_core")
+_KICKOFF = ".kickoff"
+_CREW = "crew"
+
+
+class OpenInference(Convention):
+    name = "openinference"
+    content_setting = "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS"
+
+    def kind(self, span: SpanView) -> str | None:
+        attrs = span.attributes
+        span_kind = attrs.get(semconv.OPENINFERENCE_SPAN_KIND)
+        if span_kind is None:
+            return None
+        if span_kind == semconv.OPENINFERENCE_KIND_LLM:
+            if openinference.has_messages(span) or not genai_semconv.has_content(span):
+                return Kind.MODEL_CALL
+            return None
+        if attrs.get(semconv.CREWAI_CREW_AGENTS) is not None and span.name.endswith(_KICKOFF):
+            return Kind.AGENT
+        if span_kind == semconv.OPENINFERENCE_KIND_AGENT:
+            return Kind.AGENT
+        if span_kind == semconv.OPENINFERENCE_KIND_TOOL:
+            if attrs.get(semconv.TOOL_NAME) is None and span.name.startswith(
+                semconv.OPENINFERENCE_HANDOFF_PREFIX
+            ):
+                return Kind.HANDOFF
+            return Kind.TOOL_RUN
+        if attrs.get(semconv.GEN_AI_OPERATION_NAME) is not None:
+            return None  # also a GenAI span: `genai` says what it is
+        return Kind.STEP
+
+    def agent(self, span: SpanView) -> Identity:
+        attrs = span.attributes
+        declared = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
+        name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
+        if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) != semconv.OPENINFERENCE_KIND_AGENT:
+            return declared, name or _CREW  # the crew run
+        name = name or as_str(attrs.get(semconv.AGENT_NAME))
+        return declared, name or _strip_suffix(span.name) or "agent"
+
+    def model_call(self, span: SpanView) -> Extraction:
+        return openinference.extract(span)
+
+    def tool_run(self, span: SpanView) -> _tools.ToolRun | None:
+        attrs = span.attributes
+        return _tools.run(
+            attrs.get(semconv.TOOL_NAME),
+            attrs.get(semconv.GEN_AI_TOOL_CALL_ID),
+            attrs.get(semconv.OUTPUT_VALUE),
+        )
+
+    def handoff(self, span: SpanView) -> _handoffs.Handoff | None:
+        attrs = span.attributes
+        prefix = semconv.OPENINFERENCE_HANDOFF_PREFIX
+        target = as_str(attrs.get(semconv.OUTPUT_VALUE)) or span.name[len(prefix) :].strip()
+        return _handoffs.Handoff(
+            from_agent=_handoffs.known(as_str(attrs.get(semconv.INPUT_VALUE))),
+            to_agent=_handoffs.known(target),
+            start_ns=span.record.start_ns,
+        )
+
+
+def _strip_suffix(name: str) -> str:
+    for suffix in _NAME_SUFFIXES:
+        if name.endswith(suffix) and len(name) > len(suffix):
+            return name[: -len(suffix)]
+    return name
+
+
+OPENINFERENCE = OpenInference()
