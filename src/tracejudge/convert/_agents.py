@@ -10,7 +10,10 @@ Two instrumentation habits are then undone, so that one agent run is one agent:
   (OpenLLMetry's `invoke_agent researcher` beside the `execute_task researcher` that holds
   the researcher's calls) owns that subtree;
 - an agent span whose nearest agent ancestor has the same name and no other agent child
-  (`invoke_agent X` around `X.workflow`) is that ancestor: the two are one agent.
+  (`invoke_agent X` around `X.workflow`) is that ancestor: the two are one agent. Only a
+  direct child is folded so: an agent run inside a tool run or a model call of its
+  ancestor is an agent of its own, whatever its name (pydantic-ai calls every unnamed
+  agent `agent`; an agent run by another's tool, or by MCP sampling, is its child).
 """
 
 from __future__ import annotations
@@ -108,7 +111,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     if adopted is not spans:
         spans = adopted
         by_id = {span.span_id: span for span in spans}
-    _fold_twins(spans, by_id, identities, output_spans)
+    _fold_twins(spans, by_id, identities, output_spans, readings)
     return Layout(spans=spans, identities=identities, output_spans=output_spans, by_id=by_id)
 
 
@@ -164,6 +167,7 @@ def _fold_twins(
     by_id: dict[str, SpanRecord],
     identities: dict[str, Identity],
     output_spans: dict[str, list[SpanRecord]],
+    readings: Readings,
 ) -> None:
     parent_agent: dict[str, str | None] = {
         span.span_id: _agent_above(span, by_id, identities)
@@ -178,10 +182,35 @@ def _fold_twins(
         parent = parent_agent[span_id]
         if parent is None or parent not in identities or span_id not in identities:
             continue
-        if identities[parent][1] == identities[span_id][1] and agent_children[parent] == [span_id]:
-            del identities[span_id]
-            output_spans.setdefault(parent, []).extend(output_spans.pop(span_id, []))
-            # The twin's agent children are the parent's now.
-            agent_children[parent] = agent_children.pop(span_id, [])
-            for child in agent_children[parent]:
-                parent_agent[child] = parent
+        if identities[parent][1] != identities[span_id][1] or agent_children[parent] != [span_id]:
+            continue
+        if _inside_a_call(by_id[span_id], parent, by_id, readings):
+            continue
+        del identities[span_id]
+        output_spans.setdefault(parent, []).extend(output_spans.pop(span_id, []))
+        # The twin's agent children are the parent's now.
+        agent_children[parent] = agent_children.pop(span_id, [])
+        for child in agent_children[parent]:
+            parent_agent[child] = parent
+
+
+#: Spans an agent run inside is an agent of its own: a tool run, a model call.
+_CALL_KINDS = (Kind.TOOL_RUN, Kind.MODEL_CALL)
+
+
+def _inside_a_call(
+    span: SpanRecord, agent_id: str, by_id: dict[str, SpanRecord], readings: Readings
+) -> bool:
+    """Whether a tool run or model call lies between `span` and its agent ancestor."""
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    while parent_id and parent_id != agent_id and parent_id not in seen:
+        reading = readings.get(parent_id)
+        if reading is not None and reading[2] in _CALL_KINDS:
+            return True
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return False
+        seen.add(parent_id)
+        parent_id = parent.parent_id
+    return False
