@@ -215,8 +215,9 @@ def convert_whole(path: str) -> int:
 
 def convert_stream(path: str) -> int:
     """Stream the file: a trace is converted once two lines have passed without it."""
-    from tracejudge.convert import read_otlp_batches, traces_from_records
+    from tracejudge.convert import ConversionMemo, read_otlp_batches, traces_from_records
 
+    memo = ConversionMemo()  # what is learnt of the keys serves every trace of the stream
     pending: dict[str, list[Any]] = {}
     last_seen: dict[str, int] = {}
     spans = converted = 0
@@ -227,10 +228,10 @@ def convert_stream(path: str) -> int:
             spans += 1
         done = [t for t, seen in last_seen.items() if seen < number - 1]
         for trace_id in done:
-            converted += len(traces_from_records(pending.pop(trace_id)))
+            converted += len(traces_from_records(pending.pop(trace_id), memo=memo))
             del last_seen[trace_id]
     for records in pending.values():
-        converted += len(traces_from_records(records))
+        converted += len(traces_from_records(records, memo=memo))
     return spans
 
 

@@ -79,6 +79,12 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "TokenUsage",
         "TraceRewardRequest",
         "to_json_string",
+        # tracejudge inspect (issue #19)
+        "Inspection",
+        "InspectedAgent",
+        "InspectedProducer",
+        "InspectedSpan",
+        "InspectedTrace",
     ],
     "tracejudge.checks": [
         "ALL",
@@ -177,6 +183,12 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "OTLPBatch",
         "read_otlp_batches",
         "traces_from_records",
+        # one memo for a stream of conversions (issue #19)
+        "ConversionMemo",
+        # tracejudge inspect (issue #19)
+        "inspect_otlp",
+        "inspect_records",
+        "inspect_spans",
     ],
     "tracejudge.judges": [
         "AnthropicJudge",

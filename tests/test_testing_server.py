@@ -6,6 +6,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import anthropic
 import httpx
@@ -396,6 +397,120 @@ def test_anthropic_error_format(server: ScriptedLLMServer, claude: anthropic.Ant
         "type": "error",
         "error": {"type": "overloaded_error", "message": "overloaded"},
     }
+
+
+# -- Gemini (google-genai; skipped where it is not installed, as in CI) ------------------------
+
+
+@pytest.fixture
+def gemini(server: ScriptedLLMServer, monkeypatch: pytest.MonkeyPatch) -> Any:
+    genai = pytest.importorskip("google.genai")
+    monkeypatch.setenv("GOOGLE_GENAI_USE_VERTEXAI", "false")
+    return genai.Client(api_key="dummy", http_options=genai.types.HttpOptions(base_url=server.url))
+
+
+def _gemini_tool() -> Any:
+    from google.genai import types
+
+    weather = types.FunctionDeclaration(
+        name="get_weather",
+        description="The weather in a city.",
+        parameters=types.Schema(
+            type="OBJECT", properties={"city": types.Schema(type="STRING")}, required=["city"]
+        ),
+    )
+    return types.GenerateContentConfig(
+        system_instruction="be brief", tools=[types.Tool(function_declarations=[weather])]
+    )
+
+
+def test_gemini_text_usage_and_finish_reason(server: ScriptedLLMServer, gemini: Any) -> None:
+    server.add(Reply.text("Bonjour.", usage={"prompt_tokens": 12, "completion_tokens": 3}))
+    response = gemini.models.generate_content(
+        model="gemini-2.5-flash", contents="Say hello in French.", config=_gemini_tool()
+    )
+    assert response.text == "Bonjour."
+    assert response.candidates[0].finish_reason.value == "STOP"
+    assert response.candidates[0].content.role == "model"
+    usage = response.usage_metadata
+    assert (usage.prompt_token_count, usage.candidates_token_count) == (12, 3)
+    assert usage.total_token_count == 15
+    request = server.requests[0]
+    assert request.path == "/v1beta/models/gemini-2.5-flash:generateContent"
+    assert request.headers["x-goog-api-key"] == "dummy"
+    user = {"parts": [{"text": "Say hello in French."}], "role": "user"}
+    assert request.json["contents"] == [user]
+    assert request.json["systemInstruction"]["parts"] == [{"text": "be brief"}]
+    assert request.json["tools"][0]["functionDeclarations"][0]["name"] == "get_weather"
+
+
+def test_gemini_parallel_function_calls(server: ScriptedLLMServer, gemini: Any) -> None:
+    server.add(
+        Reply.tool_calls(
+            [
+                ToolCall("get_weather", {"city": "Paris"}),
+                ToolCall("get_weather", {"city": "Rome"}, id="fc-2"),
+            ],
+            content="Checking both.",
+        ),
+        Reply.text("x", finish_reason="length"),
+    )
+    response = gemini.models.generate_content(
+        model="gemini-2.5-flash", contents="Weather in Paris and Rome?", config=_gemini_tool()
+    )
+    assert response.candidates[0].finish_reason.value == "STOP"
+    text, first, second = response.candidates[0].content.parts
+    assert text.text == "Checking both."
+    assert first.function_call.name == "get_weather"
+    assert first.function_call.args == {"city": "Paris"}
+    assert first.function_call.id is None  # the real API sends none; clients make their own
+    assert (second.function_call.args, second.function_call.id) == ({"city": "Rome"}, "fc-2")
+    assert [call.args for call in response.function_calls] == [{"city": "Paris"}, {"city": "Rome"}]
+    truncated = gemini.models.generate_content(model="gemini-2.5-flash", contents="More.")
+    assert truncated.candidates[0].finish_reason.value == "MAX_TOKENS"
+
+
+def test_gemini_stream(server: ScriptedLLMServer, gemini: Any) -> None:
+    server.add(
+        Reply.text("Paris is sunny and mild today.", usage={"prompt_tokens": 7}),
+        Reply.tool_calls([ToolCall("get_weather", {"city": "Paris"})], content="One moment."),
+    )
+    chunks = list(
+        gemini.models.generate_content_stream(model="gemini-2.5-flash", contents="Weather?")
+    )
+    assert len(chunks) > 1
+    assert "".join(chunk.text for chunk in chunks) == "Paris is sunny and mild today."
+    assert [c.candidates[0].finish_reason for c in chunks[:-1]] == [None] * (len(chunks) - 1)
+    assert chunks[-1].candidates[0].finish_reason.value == "STOP"
+    assert chunks[-1].usage_metadata.prompt_token_count == 7
+    assert chunks[-1].usage_metadata.candidates_token_count >= 1
+    path = "/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"
+    assert server.requests[0].path == path
+
+    calls = list(
+        gemini.models.generate_content_stream(
+            model="gemini-2.5-flash", contents="Weather?", config=_gemini_tool()
+        )
+    )
+    assert "".join(chunk.text or "" for chunk in calls) == "One moment."
+    assert calls[-1].function_calls[0].args == {"city": "Paris"}
+
+
+async def test_gemini_async_stream(server: ScriptedLLMServer, gemini: Any) -> None:
+    server.add(Reply.text("async Gemini"))
+    stream = await gemini.aio.models.generate_content_stream(model="gemini-x", contents="hi")
+    assert "".join([chunk.text async for chunk in stream]) == "async Gemini"
+
+
+def test_gemini_error_format(server: ScriptedLLMServer, gemini: Any) -> None:
+    from google.genai import errors
+
+    server.add(Reply.error(429, message="quota"))
+    with pytest.raises(errors.ClientError) as info:
+        gemini.models.generate_content(model="gemini-x", contents="hi")
+    assert info.value.code == 429
+    assert info.value.status == "RESOURCE_EXHAUSTED"
+    assert info.value.message == "quota"
 
 
 # -- errors, raw, defaults ---------------------------------------------------------------------

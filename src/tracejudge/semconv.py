@@ -122,6 +122,58 @@ CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
 
+# Google ADK (`google-adk`), its own spans (convert/conventions/adk.py). Schema v1 (ADK 1.x,
+# and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): an `invocation` root, the call on a
+# `call_llm` span as Gemini request / response JSON; schema v2 (2.x's default): GenAI
+# semconv spans. Tool spans carry the tool's class; a transfer is `TransferToAgentTool`.
+ADK_SCOPE = "gcp.vertex.agent"
+ADK_INVOCATION_SPAN = "invocation"
+ADK_LLM_REQUEST = "gcp.vertex.agent.llm_request"
+ADK_LLM_RESPONSE = "gcp.vertex.agent.llm_response"
+ADK_TOOL_CALL_ARGS = "gcp.vertex.agent.tool_call_args"
+ADK_TOOL_RESPONSE = "gcp.vertex.agent.tool_response"
+ADK_EVENT_ID = "gcp.vertex.agent.event_id"
+GEN_AI_TOOL_TYPE = "gen_ai.tool.type"
+ADK_TRANSFER_TOOL = "TransferToAgentTool"
+ADK_TRANSFER_TARGET = "agent_name"  # transfer_to_agent's argument
+ADK_MERGED_TOOLS = "(merged tools)"  # the summary span of parallel tool calls
+ADK_CALL_ID_PREFIX = "adk-"  # ADK's client-side function call ids, never sent to the model
+
+# The Vercel AI SDK's own spans (`ai` 3-6 `experimental_telemetry`, AI SDK 7's
+# `LegacyOpenTelemetry`; convert/conventions/vercel_ai.py). Every span names its operation:
+# `ai.generateText` (the run) holds `ai.generateText.doGenerate` spans (the model calls)
+# and `ai.toolCall` spans. Values are JSON strings; see packages/ai/core/telemetry and
+# generate-text/generate-text.ts in vercel/ai.
+AI_OPERATION_ID = "ai.operationId"
+AI_FUNCTION_ID = "ai.telemetry.functionId"  # the user's `functionId`: names the run
+AI_RESOURCE_NAME = "resource.name"  # the same functionId, as a span attribute
+AI_RUN_OPERATIONS = ("ai.generateText", "ai.streamText", "ai.generateObject", "ai.streamObject")
+AI_CALL_SUFFIXES = (".doGenerate", ".doStream")  # appended to a run's operation
+AI_OPERATION_TOOL_CALL = "ai.toolCall"
+AI_MODEL_ID = "ai.model.id"
+AI_PROMPT_MESSAGES = "ai.prompt.messages"
+AI_PROMPT_TOOLS = "ai.prompt.tools"  # a list of JSON strings, one per tool
+AI_RESPONSE_TEXT = "ai.response.text"
+AI_RESPONSE_TOOL_CALLS = "ai.response.toolCalls"
+AI_RESPONSE_OBJECT = "ai.response.object"  # generateObject / streamObject
+AI_RESPONSE_REASONING = "ai.response.reasoning"  # AI SDK 6+
+AI_RESPONSE_FINISH_REASON = "ai.response.finishReason"
+# AI SDK 3.2 and earlier (3.3 and 3.4 write both spellings)
+AI_RESULT_TEXT = "ai.result.text"
+AI_RESULT_TOOL_CALLS = "ai.result.toolCalls"
+AI_RESULT_OBJECT = "ai.result.object"
+AI_FINISH_REASON = "ai.finishReason"
+AI_RESPONSE_MODEL = "ai.response.model"
+AI_USAGE_INPUT_TOKENS = "ai.usage.inputTokens"  # AI SDK 5+ (v5's doGenerate: promptTokens)
+AI_USAGE_OUTPUT_TOKENS = "ai.usage.outputTokens"
+AI_USAGE_TOTAL_TOKENS = "ai.usage.totalTokens"
+AI_USAGE_PROMPT_TOKENS = "ai.usage.promptTokens"  # AI SDK 4 (and 5's doGenerate spans)
+AI_USAGE_COMPLETION_TOKENS = "ai.usage.completionTokens"
+AI_TOOL_CALL_NAME = "ai.toolCall.name"
+AI_TOOL_CALL_ID = "ai.toolCall.id"
+AI_TOOL_CALL_ARGS = "ai.toolCall.args"
+AI_TOOL_CALL_RESULT = "ai.toolCall.result"
+
 # --- evaluation results written back onto traces (tracejudge.evaluation.events), read back
 # by the converter. OTel GenAI `gen_ai.evaluation.result` event: parented to the span of
 # the operation it judges, or carrying `gen_ai.response.id` when there is no span id.

@@ -35,6 +35,18 @@ NO_OUTPUTS = {
     "openai_agents_openllmetry_chat": "opentelemetry.instrumentation.openai_agents",
 }
 
+#: Recordings made with message content capture off, and their instrumentation scope:
+#: only the calls are known, and each call's warning says so (test_producers_*).
+NO_CONTENT = {
+    "vercel_v6_private": "ai",
+    **{
+        f"{base}{twin}": "gcp.vertex.agent"
+        for base in ("adk_transfer_v2_nocontent", "adk_transfer_v1_nocontent")
+        + ("adk1_transfer_nocontent",)
+        for twin in ("", "_composed")
+    },
+}
+
 #: Recordings whose conversion still misses what the program did, and why: their tool
 #: call, result and answer checks are expected to fail (strictly: a fix shows).
 KNOWN_GAPS = {
@@ -85,16 +97,24 @@ def sdk_spans(records: list[SpanRecord]) -> list[ReadableSpan]:
     return spans
 
 
+def language(name: str) -> str:
+    """The program's language: a Node ("js") program exported OTLP from its own process."""
+    return PROGRAMS[meta(name)["program"]].language
+
+
 def converted(name: str) -> MultiAgentTrace:
     """The recording converted from OTLP protobuf, after checking that OTLP/JSON and
-    in-process SDK spans give the same trace, extensions and warnings included."""
+    in-process SDK spans give the same trace, extensions and warnings included (a Node
+    program's spans exist only as OTLP)."""
     from_pb = traces_from_otlp(FIXTURES / f"{name}.pb")
     from_json = traces_from_otlp(FIXTURES / f"{name}.jsonl")
-    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
-    in_process = traces_from_spans(sdk_spans(records))
+    others = [from_json]
+    if language(name) == "python":
+        records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+        others.append(traces_from_spans(sdk_spans(records)))
     with_calls = [t for t in from_pb if t.has_llm_interactions]
     assert len(with_calls) == 1, [t.root.name for t in from_pb]
-    for other in (from_json, in_process):
+    for other in others:
         assert [t.to_wire() for t in other] == [t.to_wire() for t in from_pb]
         assert [t.warnings for t in other] == [t.warnings for t in from_pb]
     return with_calls[0]
@@ -145,7 +165,8 @@ def recording(request: pytest.FixtureRequest) -> tuple[str, dict[str, Any], Mult
 def test_every_framework_and_instrumentation_is_recorded() -> None:
     bases = {name.removesuffix("_composed") for name in RECORDINGS}
     for base in bases:
-        assert f"{base}_composed" in RECORDINGS, base
+        # A Node program runs in its own process: tracejudge's tracer cannot wrap it.
+        assert (f"{base}_composed" in RECORDINGS) == (language(base) == "python"), base
     programs = {meta(name)["program"] for name in RECORDINGS}
     assert programs == set(PROGRAMS)
     for name in RECORDINGS:
@@ -170,7 +191,7 @@ def test_tool_calls_results_and_answers(
     if name in KNOWN_GAPS:
         request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[name]))
     expected = PROGRAMS[info["program"]].expected
-    if name in NO_OUTPUTS:
+    if name in NO_OUTPUTS or name in NO_CONTENT:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
     top = framework_root(trace, info["composed"])
     calls = [
@@ -223,8 +244,8 @@ def test_no_warnings_where_the_instrumentation_recorded_everything(
     recording: tuple[str, dict[str, Any], MultiAgentTrace],
 ) -> None:
     name, _, trace = recording
-    if name in NO_OUTPUTS:
-        pytest.skip("see test_a_call_without_output_names_the_instrumentation_and_the_fix")
+    if name in NO_OUTPUTS or name in NO_CONTENT:
+        pytest.skip("see the tests of calls recorded without output or content")
     assert trace.warnings == [], name
 
 

@@ -12,6 +12,7 @@ import pytest
 
 from tracejudge import semconv
 from tracejudge.convert import _common, _legacy_keys, openllmetry
+from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
 
@@ -114,7 +115,7 @@ def _random_attrs(rng: random.Random, *, irregular: bool) -> dict[str, Any]:
 
 def _generic(span: SpanRecord, monkeypatch: pytest.MonkeyPatch) -> _common.Extraction:
     with monkeypatch.context() as patch:
-        patch.setattr(_legacy_keys, "read", lambda attrs: None)
+        patch.setattr(_legacy_keys, "read", lambda attrs, memo: None)
         return openllmetry.extract_legacy(span)
 
 
@@ -126,7 +127,7 @@ def test_the_one_pass_reading_of_legacy_keys_gives_what_the_index_gives(
     shortcuts = 0
     for _ in range(400):
         span = _span(_random_attrs(rng, irregular=irregular))
-        shortcuts += _legacy_keys.read(span.attributes) is not None
+        shortcuts += _legacy_keys.read(span.attributes, ConversionMemo()) is not None
         fast = openllmetry.extract_legacy(span)
         assert fast == _generic(span, monkeypatch), span.attributes
     # Regular keys alone are read in one pass; any irregular one sends the span the
@@ -160,14 +161,13 @@ def test_legacy_tool_calls_and_gaps_are_read_in_index_order() -> None:
 def test_is_legacy_answers_what_has_indexed_answers() -> None:
     rng = random.Random(SEED)
     keys = REGULAR_KEYS + IRREGULAR_KEYS + OTHER_KEYS
+    memo = ConversionMemo()
     for round_ in range(600):
         if round_ % 150 == 0:
-            _legacy_keys._shapes.clear()  # as when the remembered shapes are full
-            _legacy_keys._plain.clear()
-            _legacy_keys._legacy.clear()
+            memo = ConversionMemo()  # as when the remembered shapes are full
         chosen = rng.sample(keys, rng.randint(0, 4))
         chosen += [f"new.key.{rng.randint(0, 50)}"]
         attrs = dict.fromkeys(chosen, "x")
         view = SpanView(_span(attrs))
         expected = any(view.has_indexed(p) for p in (PROMPT, COMPLETION, FUNCTIONS))
-        assert openllmetry.is_legacy(_span(attrs)) is expected, chosen
+        assert openllmetry.is_legacy(SpanView(_span(attrs), memo)) is expected, chosen

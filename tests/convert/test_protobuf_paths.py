@@ -63,7 +63,8 @@ def test_parsed_whole_or_walked_every_fixture_reads_alike(
     # 0: every ResourceSpans walked; 2000: large ones walked, their ScopeSpans parsed whole
     monkeypatch.setattr(_otlp, "_WHOLE_BYTES", whole_bytes)
     for data, expected in zip(inputs, whole, strict=True):
-        assert _decoded(data) == expected
+        # (compared as reprs: the AI SDK 4 records unknown usage as NaN, never equal to itself)
+        assert repr(_decoded(data)) == repr(expected)
 
 
 def _field(number: int, payload: bytes) -> bytes:

@@ -19,7 +19,7 @@ import sqlite3
 from collections.abc import Iterator
 from typing import Any
 
-from tracejudge.convert import EventRecord, OTLPBatch, SpanRecord
+from tracejudge.convert import ConversionMemo, EventRecord, OTLPBatch, SpanRecord
 
 __all__ = ["Spool"]
 
@@ -30,6 +30,9 @@ class Spool:
     """The spool file `spool.sqlite` in `directory`."""
 
     def __init__(self, directory: str | os.PathLike[str]) -> None:
+        #: What the converter learns of the input's attribute keys, shared by its traces
+        #: (each converted alone, from `load`)
+        self.memo = ConversionMemo()
         self._db = sqlite3.connect(os.path.join(directory, "spool.sqlite"))
         # A scratch file: no journal, no fsync. Losing it to a crash loses nothing.
         self._db.executescript(

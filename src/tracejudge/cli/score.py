@@ -95,7 +95,7 @@ def _traces(spool: Spool, key: str) -> list[tuple[str, MultiAgentTrace]]:
     spans, events, document = spool.load(key)
     if document is not None:
         return [(key, MultiAgentTrace.model_validate(document))]
-    traces = traces_from_records(spans, events)
+    traces = traces_from_records(spans, events, memo=spool.memo)
     return [(key, trace) for trace in traces]  # one trace id: at most one trace
 
 

@@ -15,6 +15,11 @@ Input without any model call (empty, not OTLP, agents that made no LLM call) giv
 a `TraceList` whose `has_llm_interactions` is False and whose
 `require_llm_interactions()` raises `NoLLMInteractionsError`, the error evaluating
 such a trace raises.
+
+`inspect_otlp`, `inspect_spans` and `inspect_records` take the same inputs and say what
+the conversion made of each span (`tracejudge.models.Inspection`): the producers found,
+the spans read and those ignored with the reason, the agents, the warnings. This is
+what `tracejudge inspect` prints.
 """
 
 from __future__ import annotations
@@ -26,6 +31,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from tracejudge.convert._gc import without_gc
+from tracejudge.convert._inspect import inspect_records as _inspect_records
+from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._otlp import (
     MAX_INFLATED_BYTES,
     OTLPDecodeError,
@@ -44,14 +51,18 @@ from tracejudge.convert._records import (
 from tracejudge.convert._source import Source, sources
 from tracejudge.convert._tree import ROOT_AGENT_ID, ROOT_AGENT_NAME, build_traces
 from tracejudge.convert.stream import OTLPBatch, read_otlp_batches
-from tracejudge.models import MultiAgentTrace, no_llm_interactions_error
+from tracejudge.models import Inspection, MultiAgentTrace, no_llm_interactions_error
 
 __all__ = [
     "traces_from_spans",
     "traces_from_otlp",
     "traces_from_records",
+    "inspect_otlp",
+    "inspect_spans",
+    "inspect_records",
     "read_otlp_batches",
     "OTLPBatch",
+    "ConversionMemo",
     "TraceList",
     "OTLPDecodeError",
     "SpanRecord",
@@ -116,10 +127,12 @@ class TraceList(list[MultiAgentTrace]):
         raise no_llm_interactions_error(found + (f" ({reasons})" if reasons else ""))
 
 
-def _result(records: list[SpanRecord], warnings: list[str]) -> TraceList:
+def _result(
+    records: list[SpanRecord], warnings: list[str], memo: ConversionMemo | None = None
+) -> TraceList:
     """The traces of `records`, a list of the caller's own that this empties."""
     count = len(records)
-    traces = build_traces(records, warnings, release=True)
+    traces = build_traces(records, warnings, release=True, memo=memo)
     if not any(trace.has_llm_interactions for trace in traces):
         what = "no spans" if not count else f"{count} spans but no model call"
         warnings = [*warnings, f"{_NO_CALLS}the input holds {what}"]
@@ -139,6 +152,13 @@ def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None
     trace). Traces with neither an agent span nor a model call are left out; see
     `TraceList` for what an input without any model call gives.
     """
+    return _result(*_sdk_records(spans, logs))
+
+
+def _sdk_records(
+    spans: Iterable[Any], logs: Iterable[Any] | None
+) -> tuple[list[SpanRecord], list[str]]:
+    """(span records, warnings) of SDK spans and log records."""
     warnings: list[str] = []
     records: list[SpanRecord] = []
     skipped = 0
@@ -159,7 +179,7 @@ def traces_from_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None
             if item is not None:
                 placed.append(item)
         attach_events(records, placed)
-    return _result(records, warnings)
+    return records, warnings
 
 
 @without_gc
@@ -168,18 +188,29 @@ def traces_from_records(
     events: Iterable[tuple[str, str, EventRecord]] = (),
     *,
     warnings: Iterable[str] = (),
+    memo: ConversionMemo | None = None,
 ) -> TraceList:
     """Convert span records (and log-record events placed by trace and span id), as
     `read_otlp_batches` yields them, into one MultiAgentTrace per trace id. For callers
     that read a large input piece by piece and convert one trace at a time: give all
-    the records of a trace at once. `warnings` are copied into the result and each trace.
+    the records of a trace at once, and one `ConversionMemo` to every call, so that what
+    is learnt of the attribute keys reading one trace serves the next (results are the
+    same without). `warnings` are copied into the result and each trace.
     """
+    return _result(*_placed_records(spans, events, warnings), memo)
+
+
+def _placed_records(
+    spans: Iterable[SpanRecord],
+    events: Iterable[tuple[str, str, EventRecord]],
+    warnings: Iterable[str],
+) -> tuple[list[SpanRecord], list[str]]:
     records = list(spans)
     unplaced = attach_events(records, list(events))
     found = list(warnings)
     if unplaced:
         found.append(f"{unplaced} log records belong to no span in the input; ignored")
-    return _result(records, found)
+    return records, found
 
 
 OTLPSource = bytes | bytearray | memoryview | str | os.PathLike[str]
@@ -213,6 +244,13 @@ def traces_from_otlp(
     wrong type (`TypeError`), or when protobuf is given and `opentelemetry-proto` is
     not installed (an `ImportError` that says so).
     """
+    return _result(*_otlp_records(source, logs, max_inflated_bytes))
+
+
+def _otlp_records(
+    source: OTLPSource, logs: OTLPSource | None, max_inflated_bytes: int
+) -> tuple[list[SpanRecord], list[str]]:
+    """(span records with their log events attached, warnings) of OTLP data."""
     warnings: list[str] = []
     limit = {"max_inflated_bytes": max_inflated_bytes}
     records, events = _decoded(source, "", functools.partial(_traces, **limit), warnings)
@@ -223,7 +261,40 @@ def traces_from_otlp(
     unplaced = attach_events(records, events)
     if unplaced:
         warnings.append(f"{unplaced} log records belong to no span in the input; ignored")
-    return _result(records, warnings)
+    return records, warnings
+
+
+# --------------------------------------------------------------------------- inspection
+
+
+def inspect_otlp(
+    source: OTLPSource,
+    *,
+    logs: OTLPSource | None = None,
+    max_inflated_bytes: int = MAX_INFLATED_BYTES,
+) -> Inspection:
+    """What `traces_from_otlp` makes of each span of the same arguments, per trace: the
+    producers found (instrumentation scope and version, the conventions that read their
+    spans), the spans read and those ignored with the reason, the agents with their
+    calls, and every warning (see `tracejudge.models.Inspection`). Raises only as
+    `traces_from_otlp` does."""
+    return _inspect_records(*_otlp_records(source, logs, max_inflated_bytes))
+
+
+def inspect_spans(spans: Iterable[Any], *, logs: Iterable[Any] | None = None) -> Inspection:
+    """`inspect_otlp` for OpenTelemetry SDK spans, taken as `traces_from_spans` takes them."""
+    return _inspect_records(*_sdk_records(spans, logs))
+
+
+def inspect_records(
+    spans: Iterable[SpanRecord],
+    events: Iterable[tuple[str, str, EventRecord]] = (),
+    *,
+    warnings: Iterable[str] = (),
+) -> Inspection:
+    """`inspect_otlp` for span records and placed log events, as `read_otlp_batches`
+    yields them (taken as `traces_from_records` takes them)."""
+    return _inspect_records(*_placed_records(spans, events, warnings))
 
 
 def _traces(

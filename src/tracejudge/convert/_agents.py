@@ -10,10 +10,16 @@ Two instrumentation habits are then undone, so that one agent run is one agent:
   (OpenLLMetry's `invoke_agent researcher` beside the `execute_task researcher` that holds
   the researcher's calls) owns that subtree;
 - an agent span whose nearest agent ancestor has the same name and no other agent child
-  (`invoke_agent X` around `X.workflow`) is that ancestor: the two are one agent. Only a
-  direct child is folded so: an agent run inside a tool run or a model call of its
-  ancestor is an agent of its own, whatever its name (pydantic-ai calls every unnamed
-  agent `agent`; an agent run by another's tool, or by MCP sampling, is its child).
+  (`invoke_agent X` around `X.workflow`) is that ancestor: the two are one agent;
+- a workflow's first agent child is the workflow itself when it has the workflow's name,
+  or the workflow has none, whatever other agents the workflow ran: Google ADK wraps the
+  run of the runner's root agent X in `invoke_workflow X` (schema v2) or an unnamed
+  `invocation` (schema v1), and an agent X transfers to runs beside X in it; the two are
+  one agent (named X), and the agents beside it are its children.
+
+Both fold only a direct child: an agent run inside a tool run or a model call of its
+ancestor is an agent of its own, whatever its name (pydantic-ai calls every unnamed agent
+`agent`; an agent run by another's tool, or by MCP sampling, is its child).
 """
 
 from __future__ import annotations
@@ -32,6 +38,8 @@ __all__ = ["Layout", "layout"]
 #: (the span's view, the convention that claims it, its kind), by span id
 Readings = dict[str, tuple[SpanView, Convention, str]]
 _AGENT_KINDS = (Kind.AGENT, Kind.WORKFLOW)
+#: The name of a workflow that has none of its own and no agent to take it from.
+_UNNAMED_WORKFLOW = "workflow"
 
 
 @dataclass
@@ -42,13 +50,15 @@ class Layout:
     the input is not changed); `identities` maps each agent span's id to its identity;
     `output_spans` lists, per agent span, the spans whose recorded output is that agent's
     (itself first, then the twins folded into it); LangGraph node agents have none, since
-    a node's output is a state update, not an answer. `by_id` maps span ids to `spans`.
+    a node's output is a state update, not an answer. `by_id` maps span ids to `spans`;
+    `warnings` says what agent spans' identities lack (`Convention.identity_warnings`).
     """
 
     spans: list[SpanRecord]
     identities: dict[str, Identity] = field(default_factory=dict)
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
     by_id: dict[str, SpanRecord] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
 
 
 def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
@@ -88,6 +98,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     by_id = {span.span_id: span for span in spans}
     identities: dict[str, Identity] = {}
     output_spans: dict[str, list[SpanRecord]] = {}
+    warnings: list[str] = []
     nodes = {
         span_id: view
         for span_id, (view, convention, kind) in readings.items()
@@ -105,14 +116,25 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
             continue  # a step of the node it is nested in, whatever its kind
         identities[span.span_id] = convention.agent(view)
         output_spans[span.span_id] = [span]
+        warnings.extend(convention.identity_warnings(view))
 
     node_names = {span_id: LANGGRAPH.agent(view)[1] for span_id, view in nodes.items()}
     adopted = _adopt_covered_siblings(spans, by_id, identities, node_names)
     if adopted is not spans:
         spans = adopted
         by_id = {span.span_id: span for span in spans}
-    _fold_twins(spans, by_id, identities, output_spans, readings)
-    return Layout(spans=spans, identities=identities, output_spans=output_spans, by_id=by_id)
+    workflows = {span_id for span_id, reading in readings.items() if reading[2] is Kind.WORKFLOW}
+    _fold_twins(spans, by_id, identities, output_spans, readings, workflows)
+    for span_id in workflows:
+        if span_id in identities and not identities[span_id][1]:
+            identities[span_id] = (identities[span_id][0], _UNNAMED_WORKFLOW)
+    return Layout(
+        spans=spans,
+        identities=identities,
+        output_spans=output_spans,
+        by_id=by_id,
+        warnings=warnings,
+    )
 
 
 def _adopt_covered_siblings(
@@ -168,6 +190,7 @@ def _fold_twins(
     identities: dict[str, Identity],
     output_spans: dict[str, list[SpanRecord]],
     readings: Readings,
+    workflows: set[str],
 ) -> None:
     parent_agent: dict[str, str | None] = {
         span.span_id: _agent_above(span, by_id, identities)
@@ -182,14 +205,20 @@ def _fold_twins(
         parent = parent_agent[span_id]
         if parent is None or parent not in identities or span_id not in identities:
             continue
-        if identities[parent][1] != identities[span_id][1] or agent_children[parent] != [span_id]:
+        name, siblings = identities[span_id][1], agent_children[parent]
+        if parent in workflows:  # the workflow of its first agent (see the docstring)
+            if siblings[0] != span_id or identities[parent][1] not in (name, ""):
+                continue
+        elif identities[parent][1] != name or siblings != [span_id]:
             continue
         if _inside_a_call(by_id[span_id], parent, by_id, readings):
             continue
+        if parent in workflows:
+            identities[parent] = (identities[parent][0], name)
         del identities[span_id]
         output_spans.setdefault(parent, []).extend(output_spans.pop(span_id, []))
-        # The twin's agent children are the parent's now.
-        agent_children[parent] = agent_children.pop(span_id, [])
+        # The twin's agent children are the parent's now, before the agents beside it.
+        agent_children[parent] = agent_children.pop(span_id, []) + siblings[1:]
         for child in agent_children[parent]:
             parent_agent[child] = parent
 

@@ -11,6 +11,9 @@ graph's recorded output is its final state: the answer is its last message.
 An agent whose run ended with its tools' results (no text after them, each result
 recorded by its tool span) answers with those results (`tool_answer`).
 
+An agent that handed its work off to an agent it ran itself (Google ADK's
+`transfer_to_agent` to a sub-agent) answers with that agent's answer.
+
 An agent that made no model call of its own (a workflow wrapper, the implicit root, a
 user's `AgentTracer("app")`, a graph) and recorded no output answers with its last
 child that answered, skipping routing decisions: a router's `{"next": "FINISH"}` says
@@ -161,6 +164,12 @@ def fill_answers(
         if agent_id in recorded:
             agent.output = recorded[agent_id]
             return
+        if agent.handoff:  # handed off to an agent it ran (ADK's transfer to a sub-agent)
+            for child in reversed(children):
+                child_agent = instances.get(child)
+                if child_agent is not None and child_agent.name == agent.handoff:
+                    agent.output = child_agent.final_output
+                    return
         if len(children) < len(agent.interactions):
             return  # a model call of its own (an item that is not a child id)
         for child in reversed(children):

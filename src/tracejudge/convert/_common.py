@@ -17,6 +17,7 @@ from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
+from tracejudge.convert._memo import REMEMBERED_TOOLS, ConversionMemo
 from tracejudge.models import (
     LLMInput,
     LLMOutput,
@@ -82,6 +83,11 @@ class Extraction:
     refusal: str | None = None
     reasoning: list[str] = field(default_factory=list)
     server_tools: list[LLMToolCall] = field(default_factory=list)
+    #: Set by the tree walk for a call without content: how the producer's content
+    #: capture is turned on (None: unknown), and for a call in no convention tracejudge
+    #: reads, the attribute keys that may hold its messages (else None).
+    content_setting: str | None = None
+    unread_keys: list[str] | None = None
     _choices: int = 0
 
     def add_choice(
@@ -175,13 +181,16 @@ _FINISH_ALIASES = {
     "stop_sequence": "stop",
     "max_tokens": "length",
     "max_output_tokens": "length",  # Responses API `incomplete_details.reason`
+    "tool-calls": FINISH_TOOL_CALLS,  # the Vercel AI SDK (also its gen_ai.* keys)
+    "content-filter": "content_filter",
 }
 
 
 def finish_reason(value: Any) -> str | None:
-    """One finish reason, in OpenAI's words: `tool_call` (OpenLLMetry), `function_call`
-    and Anthropic's `tool_use` are `tool_calls`; `end_turn` and `stop_sequence` are
-    `stop`; `max_tokens` is `length`. Others (`content_filter`, `refusal`) are kept."""
+    """One finish reason, in OpenAI's words: `tool_call` (OpenLLMetry), `function_call`,
+    Anthropic's `tool_use` and the Vercel AI SDK's `tool-calls` are `tool_calls`;
+    `end_turn` and `stop_sequence` are `stop`; `max_tokens` is `length`; the AI SDK's
+    `content-filter` is `content_filter`. Others (`refusal`) are kept."""
     text = as_str(value)
     if text is None:
         return None
@@ -330,24 +339,20 @@ def tools(definitions: Any, warnings: list[str], what: str) -> list[LLMToolDefin
         return None
 
 
-#: Tool definitions already read, by the raw attribute values they were read from (see
-#: `remembered_tools`); cleared when full.
-_TOOLS_REMEMBERED = 512
-_tool_fields: dict[Hashable, tuple[tuple[str, str, str], ...]] = {}
-
-
 def remembered_tools(
     key: Hashable,
     read: Callable[[list[str]], list[LLMToolDefinition] | None],
     warnings: list[str],
+    memo: ConversionMemo,
 ) -> list[LLMToolDefinition] | None:
     """`read(warnings)`, remembered by `key`: the raw attribute values the definitions are
     read from (None: not remembered). An agent offers the same tools on every call, and
     reading them (parsing each JSON schema, validating the definitions, encoding the
     schema back to a string) was a tenth of the converter's time. Same key, same values:
     each call still gets definitions of its own. Reads that warn are not remembered."""
+    remembered = memo.tools
     if key is not None:
-        known = _tool_fields.get(key)
+        known = remembered.get(key)
         if known is not None:
             return [
                 build(LLMToolDefinition, {"name": n, "description": d, "parameters": p})
@@ -357,9 +362,9 @@ def remembered_tools(
     definitions = read(found)
     warnings.extend(found)
     if key is not None and definitions is not None and not found:
-        if len(_tool_fields) >= _TOOLS_REMEMBERED:
-            _tool_fields.clear()
-        _tool_fields[key] = tuple((t.name, t.description, t.parameters) for t in definitions)
+        if len(remembered) >= REMEMBERED_TOOLS:
+            remembered.clear()
+        remembered[key] = tuple((t.name, t.description, t.parameters) for t in definitions)
     return definitions
 
 

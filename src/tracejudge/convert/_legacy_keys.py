@@ -10,8 +10,8 @@ OpenLLMetry 0.54 and earlier write `gen_ai.prompt.{i}.<field>`,
 starts with a digit (a leading zero, a deeper path, a value where a parent goes) makes
 `read` answer None, and the caller reads the span the generic way.
 
-What each key is (`_shape`) is worked out once per key string: instrumentations write
-the same keys on every span.
+What each key is (`_shape`) is worked out once per key string and conversion
+(`ConversionMemo`): instrumentations write the same keys on every span.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import in_order, list_index
+from tracejudge.convert._memo import REMEMBERED_KEYS, ConversionMemo
 
 __all__ = ["PROMPTS", "COMPLETIONS", "FUNCTIONS", "TOOL_CALLS", "has_indexed_keys", "read"]
 
@@ -41,13 +42,9 @@ _STARTS = (
 _Shape = tuple[int, int, str, int, str]
 _IRREGULAR: Any = ("irregular",)
 _UNSEEN: Any = ("unseen",)
-_shapes: dict[str, _Shape | None] = {}
-# The keys known to be no legacy key, and the ones known to be one, as sets: a span's
-# whole key view is compared with them at C speed (`has_indexed_keys`).
-_plain: set[str] = set()
-_legacy: set[str] = set()
-# Cleared when full: hostile input may make up keys without end.
-_REMEMBERED = 20_000
+# The memo's `legacy_plain` and `legacy_keys`: the keys known to be no legacy key, and the
+# ones known to be one, as sets: a span's whole key view is compared with them at C speed
+# (`has_indexed_keys`).
 
 
 def _shape_of(key: str) -> _Shape | None:
@@ -70,46 +67,49 @@ def _shape_of(key: str) -> _Shape | None:
     return _IRREGULAR
 
 
-def _shape(key: str) -> _Shape | None:
+def _shape(key: str, memo: ConversionMemo) -> _Shape | None:
+    shapes = memo.legacy_shapes
     try:
-        return _shapes[key]
+        return shapes[key]
     except KeyError:
         pass
     shape = _shape_of(key)
-    if len(_shapes) >= _REMEMBERED:
-        _shapes.clear()
-        _plain.clear()
-        _legacy.clear()
-    _shapes[key] = shape
-    (_plain if shape is None else _legacy).add(key)
+    if len(shapes) >= REMEMBERED_KEYS:
+        shapes.clear()
+        memo.legacy_plain.clear()
+        memo.legacy_keys.clear()
+    shapes[key] = shape
+    (memo.legacy_plain if shape is None else memo.legacy_keys).add(key)
     return shape
 
 
-def has_indexed_keys(attrs: dict[str, Any]) -> bool:
+def has_indexed_keys(attrs: dict[str, Any], memo: ConversionMemo) -> bool:
     """Whether any key is `gen_ai.prompt.<digit>…`, `gen_ai.completion.<digit>…` or
-    `llm.request.functions.<digit>…` (what `_common.has_indexed` answers for the three)."""
+    `llm.request.functions.<digit>…` (what `SpanView.has_indexed` answers for the three)."""
     keys = attrs.keys()
-    if keys <= _plain:  # every key seen before, none a legacy key: most spans
+    if keys <= memo.legacy_plain:  # every key seen before, none a legacy key: most spans
         return False
-    if not keys.isdisjoint(_legacy):
+    if not keys.isdisjoint(memo.legacy_keys):
         return True
-    return any(_shape(key) is not None for key in keys)
+    return any(_shape(key, memo) is not None for key in keys)
 
 
-def read(attrs: dict[str, Any]) -> tuple[dict[int, dict[str, Any]], ...] | None:
+def read(
+    attrs: dict[str, Any], memo: ConversionMemo
+) -> tuple[dict[int, dict[str, Any]], ...] | None:
     """The messages of the prompt, of the completion and the request's functions, each a
     dict of field dicts by index (in no order: `sorted` gives the index order); a
     message's `tool_calls` (when it has any) a list of field dicts in index order. None
     when some key is irregular (see above)."""
     groups: tuple[dict[int, dict[str, Any]], ...] = ({}, {}, {})
     with_calls: list[dict[str, Any]] = []
-    get = _shapes.get
+    get = memo.legacy_shapes.get
     for key in attrs:
         shape = get(key, _UNSEEN)
         if shape is None:  # most keys: the value is not even looked up
             continue
         if shape is _UNSEEN:
-            shape = _shape(key)
+            shape = _shape(key, memo)
             if shape is None:
                 continue
         if shape is _IRREGULAR:

@@ -24,8 +24,10 @@ How two model-call spans of one trace are matched as the same call, strongest ru
    input messages, end their inputs with the same message.
 
 An instrumentation never records one call twice except when it wrapped the client
-twice (OpenLLMetry instrumented a second time): such twins are nested, they are still
-one call, and they are the one case that gives a warning.
+twice (OpenLLMetry instrumented a second time): such twins are nested spans of one name,
+they are still one call, and they are the one case that gives a warning. (A framework
+may record a call as a step around its own native span of it, as Google ADK's schema v1
+does with `call_llm` around `generate_content`: nested records of one call, no warning.)
 
 The group's records are merged into one `Extraction`: the record with output and usage
 wins (then: with inputs, with tools, the outermost), and every field it lacks is filled
@@ -189,7 +191,13 @@ def group_calls(
             continue
         if node.response_id and above.response_id and node.response_id != above.response_id:
             continue
-        same_scope = node.span.scope is not None and node.span.scope == above.span.scope
+        # A client wrapped twice nests a span of its own name; a framework's step around
+        # its native span of the call (ADK's `call_llm` > `generate_content`) is not that.
+        same_scope = (
+            node.span.scope is not None
+            and node.span.scope == above.span.scope
+            and node.span.name == above.span.name
+        )
         union(node.index, above.index, forced=True)
         if same_scope:
             doubled.append((node, above))
@@ -367,6 +375,8 @@ def merge(call: Call) -> Extraction:
         refusal=primary.refusal,
         reasoning=list(primary.reasoning),
         server_tools=list(primary.server_tools),
+        content_setting=primary.content_setting,
+        unread_keys=primary.unread_keys,
     )
     for _, other in call.records:
         if other is primary:

@@ -18,6 +18,7 @@ from typing import Any
 from tracejudge import semconv
 from tracejudge.convert._common import in_order, indexed, list_index
 from tracejudge.convert._json import is_mapping
+from tracejudge.convert._memo import REMEMBERED_KEYS
 from tracejudge.convert._view import SpanView
 
 __all__ = ["SECTIONS", "records", "records_from_tree"]
@@ -67,12 +68,12 @@ def records(view: SpanView) -> list[list[Record]]:
     # need no sorting, a tenth of the pass's time) unless one comes below it.
     tops = [-1, -1, -1, -1, -1]
     in_index_order = True
-    shapes = _shapes
+    shapes = view.memo.oi_shapes
     for key, value in view.attributes.items():
         try:
             shape = shapes[key]
         except KeyError:
-            shape = _learn(key)
+            shape = _learn(key, shapes)
         if shape is None:
             continue
         section, index, group, position, field = shape
@@ -109,22 +110,20 @@ def records(view: SpanView) -> list[list[Record]]:
 # pass does not know.
 _Shape = tuple[int, int, "str | None", int, str]
 _UNKNOWN: _Shape = (-1, 0, None, 0, "")
-# Instrumentations write the same keys on every span, so each key is split once; cleared
-# when full (hostile input may make up keys without end).
-_shapes: dict[str, _Shape | None] = {}
-_SHAPES_REMEMBERED = 20_000
+# Instrumentations write the same keys on every span, so each key is split once per
+# conversion (`ConversionMemo.oi_shapes`).
 _STARTS = tuple(section + "." for section in SECTIONS)
 
 
-def _learn(key: str) -> _Shape | None:
+def _learn(key: str, shapes: dict[str, _Shape | None]) -> _Shape | None:
     shape = None
     for section, start in enumerate(_STARTS):
         if key.startswith(start):
             shape = _shape(section, key[len(start) :].split(".")) or _UNKNOWN
             break
-    if len(_shapes) >= _SHAPES_REMEMBERED:
-        _shapes.clear()
-    _shapes[key] = shape
+    if len(shapes) >= REMEMBERED_KEYS:
+        shapes.clear()
+    shapes[key] = shape
     return shape
 
 

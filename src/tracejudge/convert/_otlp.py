@@ -204,6 +204,7 @@ class _ProtobufReader:
         self.broken = 0
         self.resources = 0
         self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
+        self.scope_version: str | None = None  # and its version
 
     def varint(self) -> int | None:
         """The next varint; None at a clean end of the stream."""
@@ -266,6 +267,7 @@ class _ProtobufReader:
         if depth == 2 and number == 1:  # ScopeSpans.scope: its name goes on the spans
             scope = self.parse(self.scope_type, size)
             self.scope = (scope.name or None) if scope is not None else None
+            self.scope_version = (scope.version or None) if scope is not None else None
         elif number != _SPAN_PATH[depth]:
             self.skip(size)
         elif depth < len(_SPAN_PATH) - 1:
@@ -287,7 +289,7 @@ class _ProtobufReader:
             if span is None:
                 self.broken += 1
             else:
-                self.spans.append(_pb_span(span, self.scope))
+                self.spans.append(_pb_span(span, self.scope, self.scope_version))
 
     def whole(self, depth: int, payload: bytes) -> bool:
         """Take the spans of a ResourceSpans (depth 0) or ScopeSpans (depth 1) when it
@@ -304,14 +306,15 @@ class _ProtobufReader:
             return False
         spans = self.spans
         for scope_spans in scopes:
-            scope = scope_spans.scope.name or None
-            spans.extend([_pb_span(span, scope) for span in scope_spans.spans])
+            scope = scope_spans.scope
+            name, version = scope.name or None, scope.version or None
+            spans.extend([_pb_span(span, name, version) for span in scope_spans.spans])
         return True
 
     def walk(self, depth: int, size: int) -> None:
         """The next `size` bytes, a ResourceSpans or ScopeSpans, read field by field."""
         if depth == 1:
-            self.scope = None
+            self.scope = self.scope_version = None
         self.message(depth + 1, size)
 
     def parse(self, message_type: Any, size: int) -> Any | None:
@@ -432,7 +435,7 @@ def _seconds(nanos: int) -> float | None:
     return nanos / 1e9 if nanos > 0 else None
 
 
-def _pb_span(span: Any, scope: str | None = None) -> SpanRecord:
+def _pb_span(span: Any, scope: str | None = None, version: str | None = None) -> SpanRecord:
     status = span.status
     events = span.events
     return SpanRecord(
@@ -457,6 +460,7 @@ def _pb_span(span: Any, scope: str | None = None) -> SpanRecord:
         if events
         else [],
         scope=scope,
+        scope_version=version,
     )
 
 
@@ -581,12 +585,18 @@ def _read_documents(
             continue
         otlp_documents += 1
         for scope in _children(resource_spans, "scopeSpans", "scope_spans"):
-            scope_name = _get(_get(scope, "scope"), "name")
+            scope_info = _get(scope, "scope")
+            scope_name = _get(scope_info, "name")
+            scope_version = _get(scope_info, "version")
+            if not (isinstance(scope_name, str) and scope_name):
+                scope_name = None
+            if not (isinstance(scope_version, str) and scope_version):
+                scope_version = None
             for raw in _list(_get(scope, "spans")):
                 span = _guarded(_json_span, raw, where, warnings)
                 if span is not None:
-                    if isinstance(scope_name, str) and scope_name:
-                        span.scope = scope_name
+                    span.scope = scope_name
+                    span.scope_version = scope_version
                     spans.append(span)
         for scope in _children(resource_logs, "scopeLogs", "scope_logs"):
             for raw in _list(_get(scope, "logRecords", "log_records")):
@@ -828,9 +838,11 @@ def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[Span
             scope = scope_spans.scope
             name = scope.name if scope is not None else None
             scope_name = name if isinstance(name, str) and name else None
+            version = scope.version if scope is not None else None
+            scope_version = version if isinstance(version, str) and version else None
             for raw in scope_spans.spans:
                 try:
-                    span = _typed_span(raw, where, warnings, scope_name)
+                    span = _typed_span(raw, where, warnings, scope_name, scope_version)
                 except RecursionError:  # values nested deeper than Python recurses
                     warnings.append(
                         f"OTLP/JSON {where}: a span or log record nested too deeply; skipped"
@@ -840,7 +852,9 @@ def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[Span
                     spans.append(span)
 
 
-def _typed_span(raw: Any, where: str, warnings: list[str], scope: str | None) -> SpanRecord | None:
+def _typed_span(
+    raw: Any, where: str, warnings: list[str], scope: str | None, scope_version: str | None
+) -> SpanRecord | None:
     trace_id = _json_id(raw.traceId, 16)
     span_id = _json_id(raw.spanId, 8)
     if trace_id is None or span_id is None:
@@ -876,6 +890,7 @@ def _typed_span(raw: Any, where: str, warnings: list[str], scope: str | None) ->
             for event in raw.events
         ],
         scope=scope,
+        scope_version=scope_version,
     )
 
 

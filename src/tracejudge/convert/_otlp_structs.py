@@ -72,6 +72,7 @@ class Span(Struct, gc=False):
 
 class Scope(Struct, gc=False):
     name: Any = None
+    version: Any = None
 
 
 class ScopeSpans(Struct, gc=False):

@@ -53,6 +53,8 @@ class SpanRecord:
     events: list[EventRecord] = field(default_factory=list)
     #: The name of the instrumentation scope (library) that recorded the span, or None.
     scope: str | None = None
+    #: The version of that instrumentation scope, or None when not recorded.
+    scope_version: str | None = None
 
     @property
     def start(self) -> float | None:
@@ -144,6 +146,7 @@ def span_record(span: Any) -> SpanRecord:
     status = getattr(span, "status", None)
     status_code = getattr(getattr(status, "status_code", None), "name", STATUS_UNSET)
     kind = getattr(getattr(span, "kind", None), "name", None)
+    scope = getattr(span, "instrumentation_scope", None)
     events = [
         EventRecord(
             name=str(getattr(event, "name", "")),
@@ -164,7 +167,8 @@ def span_record(span: Any) -> SpanRecord:
         kind=kind,
         attributes=_attributes(getattr(span, "attributes", None)),
         events=events,
-        scope=getattr(getattr(span, "instrumentation_scope", None), "name", None) or None,
+        scope=getattr(scope, "name", None) or None,
+        scope_version=getattr(scope, "version", None) or None,
     )
 
 

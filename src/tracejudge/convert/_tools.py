@@ -23,7 +23,14 @@ from typing import Any
 
 from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
-from tracejudge.models import LLMInput, LLMInteraction, LLMToolCall, LLMToolResponse, to_json_string
+from tracejudge.models import (
+    LLMInput,
+    LLMInteraction,
+    LLMOutput,
+    LLMToolCall,
+    LLMToolResponse,
+    to_json_string,
+)
 
 __all__ = ["ToolRun", "run", "supply_results"]
 
@@ -38,16 +45,23 @@ class ToolRun:
     call_id: str | None
     result: str | None
     used: bool = False
+    #: the arguments as the tool span records them (JSON text), and when it started: for a
+    #: call no model-call span recorded (see `join_unrecorded_calls`)
+    arguments: str | None = None
+    start_ns: int | None = None
 
 
-def run(name: Any, call_id: Any, result: Any) -> ToolRun | None:
-    """The tool run of a tool span's recorded name, call id and result (as the span's
-    convention reads them), or None when it names no tool."""
+def run(
+    name: Any, call_id: Any, result: Any, arguments: Any = None, start_ns: int | None = None
+) -> ToolRun | None:
+    """The tool run of a tool span's recorded name, call id, result and arguments (as the
+    span's convention reads them), or None when it names no tool."""
     name = as_str(name)
     if name is None:
         return None
     text = None if result is None else _result_text(to_json_string(result))
-    return ToolRun(name=name, call_id=as_str(call_id), result=text)
+    given = None if arguments is None else to_json_string(arguments)
+    return ToolRun(name, as_str(call_id), text, arguments=given, start_ns=start_ns)
 
 
 def _result_text(text: str) -> str:
@@ -113,6 +127,7 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
     if not runs:
         return
     matched = _match_runs(interactions, runs)
+    join_unrecorded_calls(interactions, runs)
     if not matched:
         return
     answered: set[str] = set()
@@ -150,3 +165,29 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             answered.add(call.id)
         if recorded:
             interaction.tool_results = recorded
+
+
+def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
+    """A tool run with a call id that none of the agent's interactions shows (the model
+    call recorded no output: content capture off, or a producer that writes calls only
+    on its tool spans) is a call of the interaction that made it: the agent's last one
+    that started before the run. The call joins that interaction's output, its result
+    the interaction's `tool_results`."""
+    for tool_run in runs:
+        if tool_run.used or not tool_run.call_id or tool_run.start_ns is None:
+            continue
+        maker = None
+        for interaction in interactions:
+            start = interaction.start_time
+            if start is not None and start * 1e9 <= tool_run.start_ns:
+                maker = interaction
+        if maker is None or any(c.id == tool_run.call_id for c in maker.tool_calls):
+            continue
+        tool_run.used = True
+        call = LLMToolCall(
+            id=tool_run.call_id, name=tool_run.name, parameters=tool_run.arguments or "{}"
+        )
+        maker.output_messages.append(LLMOutput(type="tool_call", content=call))
+        if tool_run.result is not None:
+            response = LLMToolResponse(id=call.id, response=tool_run.result, name=call.name)
+            maker.tool_results = [*(maker.tool_results or []), response]

@@ -31,6 +31,7 @@ from tracejudge.convert import (
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._construct import build
+from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import Convention, Kind
@@ -39,6 +40,7 @@ from tracejudge.models import (
     LLMInput,
     LLMInteraction,
     LLMToolCall,
+    LLMToolDefinition,
     LLMToolResponse,
     MultiAgentTrace,
 )
@@ -65,17 +67,20 @@ class _Agent:
     span: SpanRecord | None
     # (position of its span in start order, interaction or child agent id)
     items: list[tuple[int, LLMInteraction | str]] = field(default_factory=list)
+    #: the tools its span says it offers (Strands, Agent Framework: `invoke_agent` spans)
+    tools: list[LLMToolDefinition] | None = None
 
 
 # --------------------------------------------------------------------------- classification
 
 
-def classify(spans: Iterable[SpanRecord]) -> Readings:
+def classify(spans: Iterable[SpanRecord], memo: ConversionMemo | None = None) -> Readings:
     """What the conventions table says of each span it knows: (the span's view, the
     convention that claims it, its `Kind`), by span id."""
+    memo = memo if memo is not None else ConversionMemo()
     readings: Readings = {}
     for span in spans:
-        view = SpanView(span)
+        view = SpanView(span, memo)
         found = conventions.classify(view)
         if found is not None:
             readings[span.span_id] = (view, found[0], found[1])
@@ -96,12 +101,26 @@ def extract(span: SpanRecord) -> Extraction:
 
 
 def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
-    """Rules every producer's calls share, applied after its convention read the call."""
-    if not {item.role for item in extraction.inputs} <= smolagents.KNOWN_ROLES:
+    """Rules every producer's calls share, applied after its convention read the call:
+    the chat roles (`model` is Gemini's assistant, `developer` OpenAI's newer system,
+    `function` the older tool role), and smolagents' tool roles."""
+    roles = {item.role for item in extraction.inputs}
+    if not roles <= _CHAT_ROLES:
+        if not roles.isdisjoint(_ROLE_ALIASES):
+            extraction.inputs = [
+                item.model_copy(update={"role": _ROLE_ALIASES[item.role]})
+                if item.role in _ROLE_ALIASES
+                else item
+                for item in extraction.inputs
+            ]
         extraction.inputs = smolagents.map_roles(
             extraction.inputs, _describe(view), extraction.warnings
         )
     return extraction
+
+
+_ROLE_ALIASES = {"model": "assistant", "developer": "system", "function": "tool"}
+_CHAT_ROLES = frozenset({"system", "user", "assistant", "tool"})
 
 
 def error_text(span: SpanRecord) -> str | None:
@@ -135,10 +154,15 @@ def _describe(span: SpanRecord | SpanView) -> str:
 
 
 def build_traces(
-    records: Iterable[SpanRecord], warnings: list[str], *, release: bool = False
+    records: Iterable[SpanRecord],
+    warnings: list[str],
+    *,
+    release: bool = False,
+    memo: ConversionMemo | None = None,
 ) -> list[MultiAgentTrace]:
     """One MultiAgentTrace per trace id holding an agent or model call, ordered by first
     span start. `warnings` (about the input as a whole) are copied into every trace.
+    `memo` carries what was learnt reading spans before (see `_memo`); a new one without.
 
     With `release`, `records` (a list) is the converter's own: it is emptied once its
     records are grouped by trace, and each trace's records are let go once the trace is
@@ -167,13 +191,14 @@ def build_traces(
         return (start is None, start or 0, index)
 
     traces: list[MultiAgentTrace] = []
+    memo = memo if memo is not None else ConversionMemo()
     for index in sorted(range(len(groups)), key=first_start):
         spans = groups[index]
         assert spans is not None
         if release:
             groups[index] = None
         try:
-            trace = _build_trace(spans, list(warnings))
+            trace = _build_trace(spans, list(warnings), memo)
         except Exception:  # a safety net: one broken trace must not lose the others
             logger.exception("tracejudge.convert: could not convert a trace; skipped")
             continue
@@ -195,10 +220,12 @@ def _start_ns(span: SpanRecord) -> int | None:
     return span.start_ns
 
 
-def _build_trace(spans: list[SpanRecord], warnings: list[str]) -> MultiAgentTrace | None:
+def _build_trace(
+    spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo
+) -> MultiAgentTrace | None:
     """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
     when it holds no agent and no model call."""
-    trace = _TraceBuild(spans, warnings)
+    trace = _TraceBuild(spans, warnings, memo)
     if not trace.sort_out():
         return None
     placed = trace.place()
@@ -218,9 +245,10 @@ class _TraceBuild:
     (`choose_root`), put interactions and child agents in order (`assemble`), and attach
     what other spans record: tool results, hand-offs, answers, evaluations (`attach`)."""
 
-    def __init__(self, spans: list[SpanRecord], warnings: list[str]) -> None:
-        self.readings = classify(spans)
+    def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
+        self.readings = classify(spans, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
+        warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
         self.by_id = layout.by_id
@@ -251,10 +279,12 @@ class _TraceBuild:
             if span.events:
                 self.with_events.append(span)
             identity = identities.get(span.span_id)
-            if identity is not None:
-                self._add_agent(span, identity)
-                continue
             reading = self.readings.get(span.span_id)
+            if identity is not None:
+                agent = self._add_agent(span, identity)
+                if reading is not None:
+                    agent.tools = reading[1].agent_tools(reading[0], self.warnings)
+                continue
             if reading is None:
                 continue
             view, convention, kind = reading
@@ -273,7 +303,7 @@ class _TraceBuild:
                     self.handoffs.append((span, found))
         return bool(self.agents or self.llm_ids)
 
-    def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> None:
+    def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
         declared, name = identity
         agent_id = declared or span.span_id
         if agent_id in self.used_ids:
@@ -283,7 +313,8 @@ class _TraceBuild:
             )
             agent_id = f"{agent_id}#{span.span_id}"
         self.used_ids.add(agent_id)
-        self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+        agent = self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+        return agent
 
     # ----------------------------------------------------------------- 2. place
 
@@ -385,6 +416,8 @@ class _TraceBuild:
             owner.items.append((self.seq[call.span.span_id], interaction))
         for agent in self.all_agents():
             agent.items.sort(key=_first)
+            if agent.tools is not None:
+                _offer_agent_tools(agent)
         _join_tool_ids(self.all_agents(), aliases)
         self._supply_tool_results()
 
@@ -469,6 +502,14 @@ class _TraceBuild:
         return recorded
 
 
+def _offer_agent_tools(agent: _Agent) -> None:
+    """The tools an agent's span lists are offered in each of its calls that records none
+    (the calls' own lists, where recorded, are what the model saw)."""
+    for _, item in agent.items:
+        if isinstance(item, LLMInteraction) and item.tools_available is None:
+            item.tools_available = list(agent.tools or [])
+
+
 def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
     """Put every evaluation event of the trace's spans that have events (in start order)
     on the agent it judges (see `_evaluations`): the instance the event names, else the
@@ -522,10 +563,15 @@ def _break_cycles(
 def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Extraction | None:
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        return _normalised(view, convention.model_call(view))
+        extraction = _normalised(view, convention.model_call(view))
     except Exception as exc:  # attribute data is untrusted: report, never raise
         warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None
+    if not extraction.has_content:  # (said in `_interaction`, once the call is merged)
+        extraction.content_setting = convention.content_hint(view)
+        if convention is conventions.UNRECOGNISED:
+            extraction.unread_keys = conventions.UNRECOGNISED.possible_content(view)
+    return extraction
 
 
 def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]) -> LLMInteraction:
@@ -573,7 +619,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     warnings.extend(extraction.warnings)
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
-        warnings.append(f"{_describe(span)}: no message content recorded (content capture off?)")
+        _missing.no_content_warning(span, extraction, warnings)
     if span.running:
         warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
     elif (

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import EventRecord, SpanRecord
 
 __all__ = ["FLATTENED_PREFIXES", "SpanView"]
@@ -40,13 +41,16 @@ class SpanView:
     """A span's record, with its flattened keys indexed on first use.
 
     It answers what the conventions read of a span (`attributes`, `events`, `name`,
-    `span_id`, `scope`, and the rest through `record`), so the readers take either.
+    `span_id`, `scope`, and the rest through `record`), so the readers take either; `memo`
+    is the conversion's (see `_memo`).
     """
 
-    __slots__ = ("record", "attributes", "events", "name", "span_id", "scope", "_trees")
+    __slots__ = ("record", "attributes", "events", "name", "span_id", "scope", "memo", "_trees")
 
-    def __init__(self, record: SpanRecord) -> None:
+    def __init__(self, record: SpanRecord, memo: ConversionMemo | None = None) -> None:
         self.record = record
+        #: what the conventions learnt from the spans read before this one
+        self.memo = memo if memo is not None else ConversionMemo()
         self.attributes: dict[str, Any] = record.attributes
         self.events: list[EventRecord] = record.events
         self.name = record.name

@@ -48,6 +48,7 @@ from tracejudge.convert._common import (
 )
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import EventRecord, SpanRecord
+from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, LLMToolResponse
 
 __all__ = ["extract", "has_content"]
@@ -86,8 +87,9 @@ def has_content(span: SpanRecord) -> bool:
     return any(event.name in _MESSAGE_EVENTS for event in span.events)
 
 
-def extract(span: SpanRecord) -> Extraction:
+def extract(span: SpanRecord | SpanView) -> Extraction:
     """Everything the span says about its model call, in wire form."""
+    span = view_of(span)
     extraction = Extraction()
     merged = _merged(span)
     model_and_usage(merged, extraction)
@@ -217,7 +219,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
             return tools(load_json(raw, f"{what} {key}", warnings), warnings, what)
 
         remembered = ("semconv", raw) if type(raw) is str else None
-        extraction.tools = remembered_tools(remembered, read, extraction.warnings)
+        extraction.tools = remembered_tools(remembered, read, extraction.warnings, span.memo)
 
 
 def _one_answer(attrs: Mapping[str, Any], span: SpanRecord, messages: int) -> bool:

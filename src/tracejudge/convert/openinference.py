@@ -132,7 +132,7 @@ def extract(span: SpanRecord | SpanView) -> Extraction:
             return tools(schemas, warnings, what) if schemas else None
 
         remembered = hashable(("openinference", *raw_schemas))
-        extraction.tools = remembered_tools(remembered, read, extraction.warnings)
+        extraction.tools = remembered_tools(remembered, read, extraction.warnings, span.memo)
 
     extraction.call_aliases = _call_aliases(attrs.get(semconv.INPUT_VALUE))
     return extraction

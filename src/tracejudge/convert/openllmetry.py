@@ -51,9 +51,10 @@ RESPONSES_SPAN = "openai.response"
 _TOOL_ROLES = ("tool", "function")
 
 
-def is_legacy(span: SpanRecord) -> bool:
+def is_legacy(span: SpanRecord | SpanView) -> bool:
     """Whether the span carries OpenLLMetry's pre-0.55 indexed attributes."""
-    return _legacy_keys.has_indexed_keys(span.attributes)
+    span = view_of(span)
+    return _legacy_keys.has_indexed_keys(span.attributes, span.memo)
 
 
 def extract_legacy(span: SpanRecord | SpanView) -> Extraction:
@@ -62,7 +63,7 @@ def extract_legacy(span: SpanRecord | SpanView) -> Extraction:
     attrs = span.attributes
     extraction = Extraction()
     model_and_usage(attrs, extraction)
-    groups = _legacy_keys.read(attrs)
+    groups = _legacy_keys.read(attrs, span.memo)
     if groups is not None:
         prompts, completions, functions = groups
         extraction.has_content = bool(prompts or completions)
@@ -99,7 +100,7 @@ def extract_legacy(span: SpanRecord | SpanView) -> Extraction:
             return tools(functions, warnings, what)
 
         remembered = hashable(("openllmetry", *(tuple(e.items()) for e in entries)))
-        extraction.tools = remembered_tools(remembered, read, extraction.warnings)
+        extraction.tools = remembered_tools(remembered, read, extraction.warnings, span.memo)
     return extraction
 
 

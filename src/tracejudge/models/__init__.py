@@ -25,6 +25,8 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
   their limits (criterion length, tags).
+- `_inspection`: what the converter made of an input's spans (`tracejudge inspect`):
+  producers, spans read and ignored, agents, warnings; a stable JSON shape.
 """
 
 from __future__ import annotations
@@ -44,6 +46,16 @@ from tracejudge.models._chat_session import (
     interactions_from_messages,
     text_of,
     tool_definitions,
+)
+from tracejudge.models._inspection import (
+    ANSWER_EXCERPT,
+    IGNORED_REASONS,
+    INSPECTION_VERSION,
+    InspectedAgent,
+    InspectedProducer,
+    InspectedSpan,
+    InspectedTrace,
+    Inspection,
 )
 from tracejudge.models._interaction import LLMInteraction, TokenUsage
 from tracejudge.models._messages import (
@@ -125,4 +137,13 @@ __all__ = [
     "MAX_TAG_LENGTH",
     "validate_criterion_text",
     "validate_tags",
+    # what the converter made of spans (`tracejudge inspect`)
+    "Inspection",
+    "InspectedTrace",
+    "InspectedProducer",
+    "InspectedSpan",
+    "InspectedAgent",
+    "IGNORED_REASONS",
+    "INSPECTION_VERSION",
+    "ANSWER_EXCERPT",
 ]

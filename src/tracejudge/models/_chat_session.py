@@ -55,7 +55,7 @@ def text_of(content: Any) -> str:
 
 
 def tool_definitions(tools: Sequence[Mapping[str, Any]] | None) -> list[LLMToolDefinition] | None:
-    """OpenAI (nested or flat) or Anthropic tool definitions -> LLMToolDefinition."""
+    """OpenAI (nested or flat), Anthropic or MCP tool definitions -> LLMToolDefinition."""
     if not tools:
         return None
     definitions = []
@@ -64,7 +64,9 @@ def tool_definitions(tools: Sequence[Mapping[str, Any]] | None) -> list[LLMToolD
             continue
         spec = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
         name = spec.get("name") or tool.get("type") or "tool"
-        schema = spec.get("parameters", spec.get("input_schema", {}))
+        # `inputSchema`: MCP tools, and the Vercel AI SDK's (AI SDK 5+, also in
+        # `gen_ai.tool.definitions` from @ai-sdk/otel)
+        schema = spec.get("parameters", spec.get("input_schema", spec.get("inputSchema", {})))
         definitions.append(
             LLMToolDefinition(
                 name=str(name),

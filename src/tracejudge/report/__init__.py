@@ -11,6 +11,10 @@ CLI, the server and the examples can all print the same thing.
   `format_agent_tree(trace)`: one line per agent, depth first, with its model and
   tool calls and its parent.
 
+- `inspection`: `format_inspection(inspection)`: what the converter made of each
+  trace's spans (`tracejudge inspect`): producers, spans read and ignored with the
+  reason, the agent tree, warnings.
+
 - `results`: scored traces as result lines (what `tracejudge score --out` writes), and
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
   the worst findings first.
@@ -27,6 +31,7 @@ from tracejudge.report.html import (
     trace_entry,
     write_report,
 )
+from tracejudge.report.inspection import format_inspection
 from tracejudge.report.results import Finding, ScoreSummary, format_summary, result_lines
 from tracejudge.report.text import format_agent_tree, format_results
 
@@ -35,6 +40,7 @@ __all__ = [
     "ScoreSummary",
     "content_security_policy",
     "format_agent_tree",
+    "format_inspection",
     "format_results",
     "format_summary",
     "render_trace_page",

@@ -1,4 +1,5 @@
-"""A scripted, OpenAI- and Anthropic-compatible LLM HTTP server for tests and offline demos.
+"""A scripted, OpenAI-, Anthropic- and Gemini-compatible LLM HTTP server for tests and offline
+demos.
 
 :class:`ScriptedLLMServer` listens on ``127.0.0.1`` (a free port chosen at start) and answers
 each model call with the next reply from a FIFO queue of scripted :class:`Reply` objects (or
@@ -7,6 +8,9 @@ callables producing one).  The same reply renders in whichever wire format the e
 * ``POST /v1/chat/completions`` -- OpenAI Chat Completions (also ``"stream": true`` SSE)
 * ``POST /v1/responses``        -- OpenAI Responses API (also ``"stream": true`` SSE)
 * ``POST /v1/messages``         -- Anthropic Messages API (also ``"stream": true`` SSE)
+* ``POST /v1beta/models/{model}:generateContent`` -- Gemini API (and
+  ``:streamGenerateContent?alt=sse``); point ``google-genai`` at :attr:`ScriptedLLMServer.url`
+  with ``http_options=types.HttpOptions(base_url=server.url)``
 * ``GET /v1/models``            -- a one-entry model list containing ``scripted-model``
 
 Point real SDK clients at it::
@@ -29,7 +33,8 @@ Layout
 * ``_rendered``  -- a rendered response, and the JSON / SSE shapes renderers build.
 * ``_renderer``  -- the :class:`Renderer` base and the helpers renderers share (usage
   estimate, streaming pieces, OpenAI error body).
-* ``_openai_chat``, ``_openai_responses``, ``_anthropic_messages`` -- one renderer per API.
+* ``_openai_chat``, ``_openai_responses``, ``_anthropic_messages``, ``_gemini`` -- one
+  renderer per API.
 
 Adding a route
 --------------

@@ -12,6 +12,7 @@ from collections.abc import Iterable, Iterator
 from typing import ClassVar
 
 from tracejudge.testing._anthropic_messages import MessagesRenderer
+from tracejudge.testing._gemini import GenerateContentRenderer, StreamGenerateContentRenderer
 from tracejudge.testing._loopback import LoopbackHTTPServer
 from tracejudge.testing._openai_chat import ChatCompletionsRenderer
 from tracejudge.testing._openai_responses import ResponsesRenderer
@@ -25,6 +26,8 @@ RENDERERS: tuple[type[Renderer], ...] = (
     ChatCompletionsRenderer,
     ResponsesRenderer,
     MessagesRenderer,
+    GenerateContentRenderer,
+    StreamGenerateContentRenderer,
 )
 """The routes every server answers, one renderer per provider API."""
 
@@ -35,7 +38,8 @@ _PROCESS_WIDE_IDS: dict[str, Iterator[int]] = {}
 
 
 class ScriptedLLMServer:
-    """An OpenAI- and Anthropic-compatible HTTP server on 127.0.0.1 that replays scripted replies.
+    """An OpenAI-, Anthropic- and Gemini-compatible HTTP server on 127.0.0.1 that replays scripted
+    replies.
 
     Args:
         replies: Initial queue of :class:`Reply` objects (a plain string is

@@ -7,7 +7,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
-OpenInference LLM spans may also carry GenAI messages.
+OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran.
 
 Adding a producer
 -----------------
@@ -15,7 +16,8 @@ Adding a producer
 1. Its attribute names go in `tracejudge/semconv.py` (no literal key anywhere else).
 2. One module here with one `Convention` subclass and its instance: `kind` says which
    spans are its and what each is (cheaply: it is asked of spans of every producer after
-   the rows above it); `agent`, `model_call`, `tool_run`, `handoff` read what the kinds
+   the rows above it, unless its `marker_keys` / `marker_scopes` / `marker_names` say
+   which spans can be its); `agent`, `model_call`, `tool_run`, `handoff` read what the kinds
    it answers promise. Messages become `Extraction`s with `convert._common`'s helpers.
 3. One row in `TABLE`, above any row that would claim its spans first.
 4. Recorded fixtures (tests/fixtures/frameworks) and the tests that read them.
@@ -25,29 +27,46 @@ from __future__ import annotations
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
+from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
+    "ADK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "TABLE",
+    "VERCEL_AI",
+    "UNRECOGNISED",
     "Convention",
     "Identity",
     "Kind",
+    "call_reader",
     "classify",
 ]
 
 #: The conventions, in the order they are asked.
 TABLE: tuple[Convention, ...] = (
     LANGGRAPH,
+    # Before OPENINFERENCE and GENAI: the AI SDK's model-call spans also carry gen_ai.*
+    # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
+    # keeping the ai.* keys (which alone name the run by its functionId).
+    VERCEL_AI,
+    # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
+    # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
+    # transfers).
+    ADK,
     OPENINFERENCE,
     TRACELOOP,
     GENAI,
     LEGACY_OPENLLMETRY,
+    # Last: a span no row above reads that names a model and counts tokens.
+    UNRECOGNISED,
 )
 
 
@@ -65,7 +84,16 @@ def call_reader(span: SpanView) -> Convention:
 def classify(span: SpanView) -> tuple[Convention, str] | None:
     """(the convention that claims the span, the span's `Kind`), or None when no
     convention knows it."""
+    keys = span.attributes.keys()
     for convention in TABLE:
+        markers = convention.marker_keys
+        if (
+            markers is not None
+            and keys.isdisjoint(markers)
+            and span.scope not in convention.marker_scopes
+            and span.name not in convention.marker_names
+        ):
+            continue
         kind = convention.kind(span)
         if kind is not None:
             return convention, kind

@@ -16,6 +16,7 @@ from tracejudge.convert._common import Extraction
 from tracejudge.convert._handoffs import Handoff
 from tracejudge.convert._tools import ToolRun
 from tracejudge.convert._view import SpanView
+from tracejudge.models import LLMToolDefinition
 
 __all__ = ["Convention", "Identity", "Kind"]
 
@@ -46,15 +47,47 @@ class Convention:
     #: How a user turns message content capture on for this producer (for the warning on
     #: a model call recorded without content); None when content is always recorded.
     content_setting: ClassVar[str | None] = None
+    #: The attribute in which the producer names its own kind of span (OpenInference's
+    #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
+    #: convention calls steps; None when it has none.
+    kind_attribute: ClassVar[str | None] = None
+    #: What every span of this convention carries, when something does: one of these
+    #: attribute keys, or one of these instrumentation scopes or span names. The table
+    #: asks `kind` only of spans that carry one (a set comparison, not a call), so that
+    #: a long table costs little for spans of the rows below; None: ask every span.
+    marker_keys: ClassVar[frozenset[str] | None] = None
+    marker_scopes: ClassVar[frozenset[str]] = frozenset()
+    marker_names: ClassVar[frozenset[str]] = frozenset()
+
+    def content_hint(self, span: SpanView) -> str | None:
+        """How to get the messages of a model call this span recorded without them."""
+        return self.content_setting
 
     def kind(self, span: SpanView) -> str | None:
         """The span's `Kind` when the span is this convention's, else None (the next
         convention of the table is asked)."""
         return None
 
+    def step_kind(self, span: SpanView) -> str | None:
+        """The producer's own name for the kind of a span (see `kind_attribute`)."""
+        if self.kind_attribute is None:
+            return None
+        value = span.attributes.get(self.kind_attribute)
+        return None if value is None else str(value)
+
     def agent(self, span: SpanView) -> Identity:
         """The identity of an AGENT or WORKFLOW span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
+
+    def identity_warnings(self, span: SpanView) -> list[str]:
+        """What an AGENT or WORKFLOW span's identity lacks (a run recorded with no name),
+        said once per agent span; none by default."""
+        return []
+
+    def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
+        """The tools an AGENT span says its agent offers the model (they apply to the
+        agent's calls that record none of their own), or None."""
+        return None
 
     def model_call(self, span: SpanView) -> Extraction:
         """Everything a MODEL_CALL span says about its call, in wire form."""

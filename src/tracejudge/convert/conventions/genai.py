@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from tracejudge import semconv
 from tracejudge.convert import _handoffs, _tools, genai_semconv, openllmetry
-from tracejudge.convert._common import Extraction, as_str
+from tracejudge.convert._common import Extraction, as_str, load_json, tools
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.models import LLMToolDefinition
 
 __all__ = ["GENAI", "GenAISemconv", "LLM_OPERATIONS"]
 
@@ -41,12 +42,31 @@ def named_like_agent(name: str) -> bool:
     return name == semconv.INVOKE_AGENT_SPAN_PREFIX or name.startswith(_AGENT_SPAN_START)
 
 
+_OPENLLMETRY_CONTENT = (
+    "TRACELOOP_TRACE_CONTENT=true; in its events mode (use_legacy_attributes=False) the "
+    "messages are log records: give them too (traces_from_otlp(..., logs=...))"
+)
+_CONTRIB_CONTENT = (
+    "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only; with event_only the "
+    "messages are log records: give them too (traces_from_otlp(..., logs=...))"
+)
+#: Instrumentation scopes of the OTel contrib GenAI instrumentations (the others named
+#: `opentelemetry.instrumentation.*` are OpenLLMetry's).
+_CONTRIB_SCOPES = ("opentelemetry.util.genai", "opentelemetry.instrumentation.openai_v2")
+
+
 class GenAISemconv(Convention):
     name = "genai"
-    content_setting = (
-        "OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=span_only (OTel contrib), "
-        "TRACELOOP_TRACE_CONTENT=true (OpenLLMetry)"
-    )
+    content_setting = f"{_CONTRIB_CONTENT} (OTel contrib), {_OPENLLMETRY_CONTENT} (OpenLLMetry)"
+    kind_attribute = semconv.GEN_AI_OPERATION_NAME
+
+    def content_hint(self, span: SpanView) -> str | None:
+        scope = span.scope or ""
+        if scope.startswith(_CONTRIB_SCOPES) or scope.endswith("_v2"):
+            return _CONTRIB_CONTENT
+        if scope.startswith("opentelemetry.instrumentation."):
+            return _OPENLLMETRY_CONTENT
+        return self.content_setting
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes
@@ -84,6 +104,14 @@ class GenAISemconv(Convention):
         name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
         return declared, name or "agent"
 
+    def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
+        raw = span.attributes.get(semconv.GEN_AI_TOOL_DEFINITIONS)
+        if raw is None:
+            return None
+        what = f"span {span.name!r} ({span.span_id})"
+        found = load_json(raw, f"{what} {semconv.GEN_AI_TOOL_DEFINITIONS}", warnings)
+        return tools(found, warnings, what)
+
     def model_call(self, span: SpanView) -> Extraction:
         extraction = genai_semconv.extract(span)
         openllmetry.unrecorded_server_tools(span, extraction)
@@ -95,6 +123,8 @@ class GenAISemconv(Convention):
             attrs.get(semconv.GEN_AI_TOOL_NAME),
             attrs.get(semconv.GEN_AI_TOOL_CALL_ID),
             attrs.get(semconv.GEN_AI_TOOL_CALL_RESULT),
+            attrs.get(semconv.GEN_AI_TOOL_CALL_ARGUMENTS),
+            span.record.start_ns,
         )
 
     def handoff(self, span: SpanView) -> _handoffs.Handoff | None:

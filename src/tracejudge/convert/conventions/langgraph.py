@@ -20,6 +20,8 @@ __all__ = ["LANGGRAPH", "LangGraph"]
 
 class LangGraph(Convention):
     name = "langgraph"
+    # OpenLLMetry's node runs name their task; OpenInference's carry LangChain metadata.
+    marker_keys = frozenset({semconv.GEN_AI_TASK_NAME, semconv.OPENINFERENCE_METADATA})
 
     def kind(self, span: SpanView) -> str | None:
         if langgraph.node_name(span) is not None:

@@ -27,7 +27,9 @@ _CREW = "crew"
 
 class OpenInference(Convention):
     name = "openinference"
+    marker_keys = frozenset({semconv.OPENINFERENCE_SPAN_KIND})
     content_setting = "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS"
+    kind_attribute = semconv.OPENINFERENCE_SPAN_KIND
 
     def kind(self, span: SpanView) -> str | None:
         attrs = span.attributes

@@ -22,6 +22,8 @@ class Traceloop(Convention):
     """OpenLLMetry's framework spans: workflows and tasks."""
 
     name = "openllmetry-frameworks"
+    marker_keys = frozenset({semconv.TRACELOOP_SPAN_KIND})
+    kind_attribute = semconv.TRACELOOP_SPAN_KIND
 
     def kind(self, span: SpanView) -> str | None:
         traceloop_kind = span.attributes.get(semconv.TRACELOOP_SPAN_KIND)
