@@ -47,16 +47,6 @@ NO_CONTENT = {
     },
 }
 
-#: Recordings whose conversion still misses what the program did, and why: their tool
-#: call, result and answer checks are expected to fail (strictly: a fix shows).
-KNOWN_GAPS = {
-    name: "ADK schema v2 streaming (SSE) writes every streamed chunk of a LiteLlm call as "
-    "its own gen_ai.output.messages entry (a tool call repeated with null arguments, the "
-    "answer in pieces); read by the GenAI convention, the chunks are not aggregated, and "
-    "composed, ADK's span wins the merge over OpenLLMetry's complete wire-level openai.chat "
-    "span. Needs ADK's streamed chunks read as one answer (the ADK convention)"
-    for name in ("adk_litellm_stream", "adk_litellm_stream_composed")
-}
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
 OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"
@@ -185,11 +175,9 @@ def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAge
 
 
 def test_tool_calls_results_and_answers(
-    recording: tuple[str, dict[str, Any], MultiAgentTrace], request: pytest.FixtureRequest
+    recording: tuple[str, dict[str, Any], MultiAgentTrace],
 ) -> None:
     name, info, trace = recording
-    if name in KNOWN_GAPS:
-        request.applymarker(pytest.mark.xfail(strict=True, reason=KNOWN_GAPS[name]))
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS or name in NO_CONTENT:
         pytest.skip("the instrumentation records no outputs (see the warning test)")

@@ -10,9 +10,19 @@ each. The live tests of plain `litellm.completion` are in tests/tracing/test_ope
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
-from tests.convert.test_frameworks import FIXTURES, OPENLLMETRY_OPENAI, meta, sdk_spans
+from tests.convert.test_frameworks import (
+    FIXTURES,
+    OPENLLMETRY_OPENAI,
+    converted,
+    framework_root,
+    meta,
+    sdk_spans,
+)
+from tests.fixtures.frameworks.programs import QUESTION
 from tests.fixtures.frameworks.programs_litellm import ANSWER, NOTE
 from tracejudge.convert import traces_from_spans
 from tracejudge.convert._otlp import decode
@@ -54,3 +64,17 @@ def test_the_openllmetry_spans_alone_hold_every_call_whole(name: str) -> None:
         [],
     ]
     assert [i.output_text for i in calls[2:]] == [NOTE, ANSWER]
+
+
+@pytest.mark.parametrize("name", ["adk_litellm_stream", "adk_litellm_stream_composed"])
+def test_a_streamed_litellm_answer_is_its_aggregate_once(name: str) -> None:
+    """ADK's LiteLlm writes each streamed chunk and then the whole answer again: the answer
+    is that whole, once (not the chunks and the whole), its tool call with its arguments."""
+    trace = converted(name)
+    lead = framework_root(trace, meta(name)["composed"])
+    asked, answered = lead.llm_interactions
+    assert [(c.id, c.name, json.loads(c.parameters)) for c in asked.tool_calls] == [
+        ("call_ask", "weather_agent", {"request": QUESTION})
+    ]
+    assert [m.content for m in answered.output_messages] == [ANSWER]
+    assert lead.final_output == trace.final_output == ANSWER
