@@ -121,6 +121,72 @@ PYDANTIC_AI_FINAL_RESULT = "final_result"
 CREWAI_CREW_NAME = "crewai.crew.name"
 CREWAI_CREW_RESULT = "crewai.crew.result"
 CREWAI_CREW_AGENTS = "crew_agents"  # OpenInference's CrewAI crew span
+# OpenInference AutoGen AgentChat (convert/conventions/autogen.py): its agent spans are
+# `<agent>.on_messages_stream` with the agent in `graph.node.id`; an AutoGen tool result
+# message is role `function` with each result as JSON `{name, content, call_id, is_error}`
+# under `llm.input_messages.<i>.function.<j>` (beside, not under, `message`).
+OPENINFERENCE_AUTOGEN_SCOPE = "openinference.instrumentation.autogen_agentchat"
+GRAPH_NODE_ID = "graph.node.id"
+AUTOGEN_AGENT_SPAN_SUFFIX = ".on_messages_stream"
+OI_FUNCTION = "function"
+AUTOGEN_RESULT_CALL_ID = "call_id"
+AUTOGEN_RESULT_NAME = "name"
+AUTOGEN_RESULT_CONTENT = "content"
+# LlamaIndex agents (convert/conventions/llamaindex_*.py). Neither instrumentation records
+# an agent's name on a span: the workflow's events do (`AgentInput`, `AgentSetup`: the
+# current agent), as a Python repr in OpenInference's `output.value`
+# (`AgentSetup(input=[...], current_agent_name='x')`) and as JSON in OpenLLMetry's
+# `traceloop.entity.output` (`{"input": [...], "current_agent_name": "x"}`).
+OPENINFERENCE_LLAMAINDEX_SCOPE = "openinference.instrumentation.llama_index"
+OPENLLMETRY_LLAMAINDEX_SCOPE = "opentelemetry.instrumentation.llamaindex"
+LLAMAINDEX_AGENT_EVENTS = ("AgentInput(", "AgentSetup(")  # reprs of the events naming it
+LLAMAINDEX_CURRENT_AGENT = "current_agent_name"
+LLAMAINDEX_EVENT_INPUT = "input"  # the key an AgentInput / AgentSetup event has
+LLAMAINDEX_PREPARE_CHAT = "._prepare_chat_with_tools"  # builds a request, sends nothing
+LLAMAINDEX_HANDOFF_TOOL = "handoff"  # AgentWorkflow's hand-off tool: handoff(to_agent, reason)
+LLAMAINDEX_HANDOFF_TO = "to_agent"
+TRACELOOP_ENTITY_INPUT = "traceloop.entity.input"
+TOOL_ARGUMENTS = "tool.arguments"  # OpenLLMetry LlamaIndex's tool step
+LLM_TOKEN_COUNT_PREFIX = "llm.token_count."
+# logfire (pydantic/logfire): every span names its message template; a span's kind is its
+# template (logfire/_internal/integrations/openai_agents.py, llm_providers/*.py)
+LOGFIRE_MSG_TEMPLATE = "logfire.msg_template"
+LOGFIRE_SPAN_TYPE = "logfire.span_type"
+LOGFIRE_PENDING_SPAN = "pending_span"  # a copy logfire sends while the span runs
+LOGFIRE_REQUEST_DATA = "request_data"  # the request JSON (format version 1: all of it)
+LOGFIRE_RESPONSE_DATA = "response_data"  # the response, format version 1
+LOGFIRE_EVENTS = "events"  # Responses API messages, as one JSON list of event dicts
+LOGFIRE_AGENT_NAME = "name"  # `Agent run`, `Function`, `OpenAI Agents trace` spans
+LOGFIRE_FROM_AGENT = "from_agent"
+LOGFIRE_TO_AGENT = "to_agent"
+LOGFIRE_INPUT = "input"  # the Agents SDK's generation and function spans
+LOGFIRE_OUTPUT = "output"
+LOGFIRE_RESPONSE = "response"  # the Agents SDK's Responses API span: the Response JSON
+LOGFIRE_ANTHROPIC = "anthropic"  # the GEN_AI_SYSTEM of instrument_anthropic's spans
+# Strands Agents' own spans (strands/telemetry/tracer.py). By default (GenAI semconv 1.36)
+# each message is a span event whose attribute holds JSON Bedrock content blocks
+# (`[{"text"}]`, `[{"toolUse"}]`, `[{"toolResult"}]`); `gen_ai.agent.tools` lists the tool
+# names, `gen_ai.tool.definitions` (opt-in) holds Bedrock tool specs (`inputSchema.json`).
+STRANDS_SCOPE = "strands.telemetry.tracer"
+STRANDS_PROVIDER = "strands-agents"  # gen_ai.system (default) / gen_ai.provider.name (latest)
+STRANDS_EVENT_CONTENT = "content"  # gen_ai.<role>.message events: the message's blocks
+STRANDS_EVENT_MESSAGE = "message"  # gen_ai.choice events: the answer (blocks, or text)
+STRANDS_EVENT_FINISH_REASON = "finish_reason"
+GEN_AI_AGENT_TOOLS = "gen_ai.agent.tools"
+OPERATION_EVENT_LOOP_CYCLE = "execute_event_loop_cycle"
+STRANDS_WORKFLOW_OPERATIONS = ("invoke_swarm", "invoke_graph")
+STRANDS_REDACTED = "[REDACTED]"  # a message Strands' opt-in redaction left out
+STRANDS_HANDOFF_TOOL = "handoff_to_agent"  # a Swarm's transfer tool (strands/multiagent/swarm.py)
+STRANDS_HANDOFF_TARGET = "agent_name"  # its argument naming the agent handed to
+# Microsoft Agent Framework's own spans (agent_framework/observability.py): GenAI semconv,
+# with `gen_ai.response.finish_reasons` written as JSON text.
+AGENT_FRAMEWORK_SCOPE = "agent_framework"
+AGENT_FRAMEWORK_PROVIDER = "microsoft.agent_framework"
+AGENT_FRAMEWORK_WORKFLOW_RUN = "workflow.run"  # span name of a workflow's run: the root agent
+AGENT_FRAMEWORK_WORKFLOW_NAME = "workflow.name"
+AGENT_FRAMEWORK_WORKFLOW_ID = "workflow.id"
+# HandoffBuilder's `handoff_to_<agent>` tool result, in the agent span's output messages
+AGENT_FRAMEWORK_HANDOFF_TO = "handoff_to"
 
 # Google ADK (`google-adk`), its own spans (convert/conventions/adk.py). Schema v1 (ADK 1.x,
 # and 2.x with ADK_TELEMETRY_SCHEMA_VERSION_OPT_IN=1): an `invocation` root, the call on a

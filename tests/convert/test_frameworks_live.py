@@ -32,6 +32,8 @@ DEFAULT = {
     "pydantic_ai_v6_chat",
     "smolagents_openinference",
     "vercel_v6_agent",
+    "strands",
+    "agent_framework",
 }
 TIMEOUT_S = 300
 

@@ -29,27 +29,43 @@ from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import (
     ADK,
+    AGENT_FRAMEWORK,
     GENAI,
     LEGACY_OPENLLMETRY,
+    LOGFIRE,
     OPENINFERENCE,
+    STRANDS,
     VERCEL_AI,
     Kind,
 )
 from tracejudge.convert.conventions import classify as classify_span
+from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
+from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
+from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
 from tracejudge.models import AgentInstance, MultiAgentTrace
 
 _OPENINFERENCE, _LEGACY, _SEMCONV, _VERCEL = "openinference", "legacy", "semconv", "vercel"
+# Strands' and Agent Framework's model calls are GenAI `chat` spans, which the long way
+# read as GenAI semconv; their own rows read what is theirs in them (Bedrock blocks ...).
 _READERS = {
     OPENINFERENCE: _OPENINFERENCE,
     LEGACY_OPENLLMETRY: _LEGACY,
     GENAI: _SEMCONV,
+    STRANDS: _SEMCONV,
+    AGENT_FRAMEWORK: _SEMCONV,
     VERCEL_AI: _VERCEL,
 }
 
 
 #: Conventions added after the table: the spans they claim had no reading before it.
-_ADDED_LATER = (ADK,)
+_ADDED_LATER = (
+    ADK,
+    LOGFIRE,
+    OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
+    OPENLLMETRY_LLAMAINDEX,
+)
 
 
 def _reader(span: SpanRecord) -> str | None:
@@ -57,7 +73,7 @@ def _reader(span: SpanRecord) -> str | None:
     found = classify_span(SpanView(span))
     if found is None or found[1] is not Kind.MODEL_CALL:
         return None
-    return _READERS[found[0]]
+    return _READERS.get(found[0], found[0].name)
 
 
 def _added_later(span: SpanRecord) -> bool:

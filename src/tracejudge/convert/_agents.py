@@ -4,6 +4,10 @@ conventions table says of each span (`conventions.classify`).
 Agent spans are the spans the table classifies as agents or workflows, with one rule of
 LangGraph's: a node nested in another node is a step of the outer node's agent.
 
+A framework that runs its agents' steps side by side marks whose turn it is with a step
+(a TURN span): that agent runs the turn span and its later siblings until a turn of
+another agent, which are re-parented under the turn span (copies), itself the agent span.
+
 Two instrumentation habits are then undone, so that one agent run is one agent:
 
 - a childless agent span that covers, in time, a sibling subtree of the same name
@@ -26,6 +30,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import as_str
@@ -118,6 +123,9 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         output_spans[span.span_id] = [span]
         warnings.extend(convention.identity_warnings(view))
 
+    if any(kind is Kind.TURN for _, _, kind in readings.values()):
+        spans = _take_turns(spans, readings, identities)
+        by_id = {span.span_id: span for span in spans}
     node_names = {span_id: LANGGRAPH.agent(view)[1] for span_id, view in nodes.items()}
     adopted = _adopt_covered_siblings(spans, by_id, identities, node_names)
     if adopted is not spans:
@@ -135,6 +143,46 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         by_id=by_id,
         warnings=warnings,
     )
+
+
+def _take_turns(
+    spans: list[SpanRecord], readings: Readings, identities: dict[str, Identity]
+) -> list[SpanRecord]:
+    """`spans` (in start order) with each turn's later siblings re-parented under it, up
+    to the next turn of another agent (a turn of the same agent is a step of the first);
+    each turn span that starts a run of its agent is an agent span, ending when its last
+    step ends. Its own output is the framework's event, not the agent's answer: the
+    agent's answer is its last call's."""
+    new_parent: dict[str, str] = {}
+    new_end: dict[str, int] = {}
+    current: dict[str | None, tuple[str, str]] = {}  # parent id -> (turn span id, agent name)
+    for span in spans:
+        reading = readings.get(span.span_id)
+        if span.span_id in identities:
+            continue
+        active = current.get(span.parent_id)
+        if reading is not None and reading[2] is Kind.TURN:
+            identity = reading[1].agent(reading[0])
+            if active is None or active[1] != identity[1]:
+                identities[span.span_id] = identity
+                current[span.parent_id] = (span.span_id, identity[1])
+                continue
+        if active is not None:
+            new_parent[span.span_id] = active[0]
+            if span.end_ns is not None:
+                new_end[active[0]] = max(new_end.get(active[0], 0), span.end_ns)
+    if not new_parent:
+        return spans
+    result = []
+    for span in spans:
+        changes: dict[str, Any] = {}
+        if span.span_id in new_parent:
+            changes["parent_id"] = new_parent[span.span_id]
+        end = new_end.get(span.span_id)
+        if end is not None and span.end_ns is not None and end > span.end_ns:
+            changes["end_ns"] = end
+        result.append(dataclasses.replace(span, **changes) if changes else span)
+    return result
 
 
 def _adopt_covered_siblings(

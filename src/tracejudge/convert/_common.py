@@ -83,6 +83,10 @@ class Extraction:
     refusal: str | None = None
     reasoning: list[str] = field(default_factory=list)
     server_tools: list[LLMToolCall] = field(default_factory=list)
+    #: The record holds the response of a call whose request is recorded on the model-call
+    #: span before it (same parent, same scope): logfire's streamed responses. The walk
+    #: joins the two records into one call (see `_merge`).
+    response_apart: bool = False
     #: Set by the tree walk for a call without content: how the producer's content
     #: capture is turned on (None: unknown), and for a call in no convention tracejudge
     #: reads, the attribute keys that may hold its messages (else None).

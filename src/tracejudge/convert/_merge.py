@@ -22,6 +22,17 @@ How two model-call spans of one trace are matched as the same call, strongest ru
    one a dated version of the other such as `gpt-4o` / `gpt-4o-2024-08-06`, or one
    unknown), overlap for at least 90% of the shorter span, and, when both recorded
    input messages, end their inputs with the same message.
+4. **Same content, one after the other**: neither rule decides, the spans come from
+   different instrumentation scopes (both known), name compatible models, end their
+   inputs with the same message and hold the same answer (its text and tool call ids),
+   and one starts within `ADJACENT_NS` of the other's end. LlamaIndex's streamed calls:
+   OpenInference's `astream_chat` span ends as the stream is handed back, before the
+   openai client's span of the same call (a sibling, not a child) starts.
+
+A record that holds only the response of a call whose request another span recorded
+(`Extraction.response_apart`: logfire's streamed responses, written after the stream was
+read) joins the nearest model-call record before it of the same parent and scope that
+has no output, whatever the rules above say.
 
 An instrumentation never records one call twice except when it wrapped the client
 twice (OpenLLMetry instrumented a second time): such twins are nested spans of one name,
@@ -30,9 +41,10 @@ may record a call as a step around its own native span of it, as Google ADK's sc
 does with `call_llm` around `generate_content`: nested records of one call, no warning.)
 
 The group's records are merged into one `Extraction`: the record with output and usage
-wins (then: with inputs, with tools, the outermost), and every field it lacks is filled
-from the others in order (inputs, outputs, tools, model, usage, finish reasons, other
-choices, refusal, reasoning, built-in tool calls, aliases). Usage is never summed: it
+wins (then: with inputs, with every tool result readable, with tools, the outermost),
+and every field it lacks is filled from the others in order (inputs, outputs, tools,
+model, usage, finish reasons, other choices, refusal, reasoning, built-in tool calls,
+aliases). Usage is never summed: it
 is the same call's usage seen twice. The interaction keeps the winner's times and sits
 where the outermost span of the group sits.
 """
@@ -55,6 +67,8 @@ __all__ = ["Call", "group_calls", "merge", "response_id"]
 
 #: Rule 3: the share of the shorter span's duration the two spans must overlap.
 MIN_OVERLAP = 0.9
+#: Rule 4: how long after one record ends the other may start (nanoseconds).
+ADJACENT_NS = 1_000_000_000
 # Raw response JSON bigger than this is not parsed for its id (it is only a hint).
 _MAX_RAW_RESPONSE_CHARS = 2_000_000
 
@@ -85,13 +99,27 @@ class Call:
         return self._primary
 
 
-def _completeness(extraction: Extraction) -> tuple[bool, bool, bool, bool]:
+def _completeness(extraction: Extraction) -> tuple[bool, bool, bool, bool, bool]:
+    """How complete a record is, best last: output, usage, input; then whether every tool
+    result in its input is readable (a framework's record may hold its own types where the
+    client's span inside it holds what went on the wire: OpenInference AutoGen's `function`
+    results); then the tools."""
     return (
         bool(extraction.outputs),
         extraction.usage is not None,
         bool(extraction.inputs),
+        _results_readable(extraction.inputs),
         extraction.tools is not None,
     )
+
+
+def _results_readable(inputs: list[LLMInput]) -> bool:
+    """Whether no tool result of `inputs` lost its text."""
+    for message in inputs:
+        content = message.content
+        if isinstance(content, LLMToolResponse) and not content.response:
+            return False
+    return True
 
 
 # --------------------------------------------------------------------------- response ids
@@ -182,6 +210,15 @@ def group_calls(
         scopes[keep] |= scopes[gone]
         return True
 
+    # A response recorded apart: the request before it (same parent and scope).
+    answered: set[int] = set()
+    for node in nodes:
+        if node.extraction.response_apart:
+            request = _request_of(node, nodes, answered)
+            if request is not None:
+                answered.add(request.index)
+                union(node.index, request.index, forced=True)
+
     doubled: list[tuple[_Node, _Node]] = []
     # Rule 1: nested.
     for node in nodes:
@@ -228,6 +265,21 @@ def group_calls(
                 if _same_by_model_and_time(first, second):
                     union(first.index, second.index)
 
+    # Rule 4: the same content, one record right after the other.
+    by_content: dict[tuple[Any, ...], list[_Node]] = {}
+    for node in nodes if _two_scopes(records) else ():
+        key = _content_key(node.extraction)
+        if key is not None and node.span.scope:
+            by_content.setdefault(key, []).append(node)
+    for group in by_content.values():
+        if len(group) < 2:
+            continue
+        group = sorted(group, key=lambda n: (n.span.start_ns or 0, n.index))
+        for i, first in enumerate(group):
+            for second in group[i + 1 :]:
+                if _adjacent(first, second) and find(first.index) != find(second.index):
+                    union(first.index, second.index)
+
     members: dict[int, list[_Node]] = {}
     for node in nodes:
         members.setdefault(find(node.index), []).append(node)
@@ -262,9 +314,15 @@ def _apart(
     span_ids = {span.span_id for span, _ in records}
     if any(llm_ancestor(span) in span_ids for span, _ in records):
         return False
+    if any(extraction.response_apart for _, extraction in records):
+        return False
     named = [found for found in ids if found]
     if len(set(named)) != len(named):
         return False
+    if _two_scopes(records):
+        keys = [key for _, ex in records if (key := _content_key(ex)) is not None]
+        if len(set(keys)) != len(keys):
+            return False  # rule 4 would compare them
     siblings: dict[str | None, list[SpanRecord]] = {}
     for span, _ in records:
         siblings.setdefault(span.parent_id, []).append(span)
@@ -278,6 +336,29 @@ def _apart(
             if (second.start_ns or 0) <= (first.end_ns or second.start_ns or 0):
                 return False  # rule 3 would compare them
     return True
+
+
+def _request_of(response: _Node, nodes: Sequence[_Node], answered: set[int]) -> _Node | None:
+    """The record of the request whose response `response` holds: of the records before
+    it with the same parent and scope, no output, no response apart and not answered yet,
+    the latest with the same input messages (streams read in parallel end in any order),
+    else the latest."""
+    span, inputs = response.span, response.extraction.inputs
+    latest = same_inputs = None
+    for node in nodes[: response.index]:
+        other = node.span
+        if (
+            other.parent_id == span.parent_id
+            and other.scope == span.scope
+            and node.index not in answered
+            and not node.extraction.response_apart
+            and not node.extraction.outputs
+            and (other.start_ns or 0) <= (span.start_ns or 0)
+        ):
+            latest = node
+            if inputs and node.extraction.inputs == inputs:
+                same_inputs = node
+    return same_inputs or latest
 
 
 def _start_or_zero(span: SpanRecord) -> int:
@@ -333,6 +414,50 @@ def _same_by_model_and_time(first: _Node, second: _Node) -> bool:
         return False
     a, b = first.extraction.inputs, second.extraction.inputs
     return not (a and b and _message_key(a[-1]) != _message_key(b[-1]))
+
+
+def _two_scopes(records: Sequence[tuple[SpanRecord, Extraction]]) -> bool:
+    """Whether two known instrumentation scopes recorded calls here (rule 4 needs them)."""
+    first = None
+    for span, _ in records:
+        scope = span.scope
+        if scope:
+            if first is None:
+                first = scope
+            elif scope != first:
+                return True
+    return False
+
+
+def _content_key(extraction: Extraction) -> tuple[Any, ...] | None:
+    """What rule 4 compares: the last input message and the answer (texts, tool call
+    ids), or None for a record without both."""
+    if not extraction.inputs or not extraction.outputs:
+        return None
+    answer = []
+    for output in extraction.outputs:
+        content = output.content
+        if isinstance(content, LLMToolCall):
+            answer.append(("call", content.id))
+        elif content.strip():
+            answer.append(("text", " ".join(content.split())))
+    if not answer:
+        return None
+    return (_message_key(extraction.inputs[-1]), tuple(answer))
+
+
+def _adjacent(first: _Node, second: _Node) -> bool:
+    """Rule 4 for two records of the same content, `first` starting first."""
+    a, b = first.span, second.span
+    if not a.scope or not b.scope or a.scope == b.scope:
+        return False
+    if first.response_id and second.response_id:
+        return False  # rule 2 decided
+    if not _compatible_models(first.extraction.model, second.extraction.model):
+        return False
+    if a.end_ns is None or b.start_ns is None:
+        return False
+    return b.start_ns - a.end_ns <= ADJACENT_NS
 
 
 def _compatible_models(first: str | None, second: str | None) -> bool:

@@ -282,6 +282,12 @@ class _ProtobufReader:
             outer, self.stream = self.stream, io.BytesIO(payload)
             try:
                 self.walk(depth, size)
+            except _Broken as error:
+                # The copy ends where the message does: a field cut off by its end runs past
+                # the message, as the walk of the stream itself finds it.
+                if len(payload) == size and str(error).startswith("it ends inside"):
+                    raise _Broken("a field runs past its message") from None
+                raise
             finally:
                 self.stream = outer
         else:
@@ -461,6 +467,9 @@ def _pb_span(span: Any, scope: str | None = None, version: str | None = None) ->
         else [],
         scope=scope,
         scope_version=version,
+        links=tuple((link.trace_id.hex(), link.span_id.hex()) for link in links)
+        if (links := span.links)
+        else (),
     )
 
 
@@ -797,7 +806,21 @@ def _json_span(raw: Any, where: str, warnings: list[str]) -> SpanRecord | None:
         kind=_json_enum(_get(raw, "kind"), _KIND_NAMES, "SPAN_KIND_"),
         attributes=_json_attributes(_get(raw, "attributes")),
         events=events,
+        links=_json_links(_get(raw, "links")),
     )
+
+
+def _json_links(raw: Any) -> tuple[tuple[str, str], ...]:
+    """(trace id, span id) of each OTLP/JSON span link that has both."""
+    if not raw:
+        return ()
+    found = []
+    for link in _list(raw):
+        if _json.is_mapping(link):
+            trace_id, span_id = _json_ids(link)
+            if trace_id is not None and span_id is not None:
+                found.append((trace_id, span_id))
+    return tuple(found)
 
 
 def _json_log(raw: Any, where: str, warnings: list[str]) -> PlacedEvent | None:
@@ -891,6 +914,14 @@ def _typed_span(
         ],
         scope=scope,
         scope_version=scope_version,
+        links=tuple(
+            (trace_id, span_id)
+            for link in raw.links
+            if (trace_id := _json_id(link.traceId, 16)) is not None
+            and (span_id := _json_id(link.spanId, 8)) is not None
+        )
+        if raw.links
+        else (),
     )
 
 

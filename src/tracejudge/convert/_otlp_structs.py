@@ -52,6 +52,13 @@ class Status(Struct, gc=False):
     message: Any = None
 
 
+class Link(Struct, gc=False):
+    traceId: Any = None
+    spanId: Any = None
+    trace_id: Refused = 0
+    span_id: Refused = 0
+
+
 class Span(Struct, gc=False):
     traceId: Any = None
     spanId: Any = None
@@ -62,6 +69,7 @@ class Span(Struct, gc=False):
     endTimeUnixNano: Any = None
     attributes: list[KeyValue] = []
     events: list[Event] = []
+    links: list[Link] = []
     status: Status | None = None
     trace_id: Refused = 0
     span_id: Refused = 0

@@ -55,6 +55,9 @@ class SpanRecord:
     scope: str | None = None
     #: The version of that instrumentation scope, or None when not recorded.
     scope_version: str | None = None
+    #: The spans this span links to, as (trace id, span id): a framework that starts a
+    #: new trace for each message it passes (AutoGen's runtime) ties them by links.
+    links: tuple[tuple[str, str], ...] = ()
 
     @property
     def start(self) -> float | None:
@@ -169,7 +172,22 @@ def span_record(span: Any) -> SpanRecord:
         events=events,
         scope=getattr(scope, "name", None) or None,
         scope_version=getattr(scope, "version", None) or None,
+        links=_links(getattr(span, "links", None)),
     )
+
+
+def _links(links: Any) -> tuple[tuple[str, str], ...]:
+    """The (trace id, span id) of each of an SDK span's links with a valid context."""
+    if not links:
+        return ()
+    found = []
+    for link in links:
+        context = getattr(link, "context", None)
+        trace_id = hex_id(getattr(context, "trace_id", None), 32)
+        span_id = hex_id(getattr(context, "span_id", None), 16)
+        if trace_id is not None and span_id is not None:
+            found.append((trace_id, span_id))
+    return tuple(found)
 
 
 def log_event(record: Any) -> tuple[str, str, EventRecord] | None:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.convert import _json
-from tracejudge.convert._common import as_str
+from tracejudge.convert._common import FINISH_TOOL_CALLS, as_str
 from tracejudge.models import (
     LLMInput,
     LLMInteraction,
@@ -49,6 +49,9 @@ class ToolRun:
     #: call no model-call span recorded (see `join_unrecorded_calls`)
     arguments: str | None = None
     start_ns: int | None = None
+    #: The agent the run handed off to, for a framework's hand-off tool (LlamaIndex's
+    #: `handoff`): the run is also the hand-off.
+    handoff_to: str | None = None
 
 
 def run(
@@ -191,3 +194,33 @@ def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun
         if tool_run.result is not None:
             response = LLMToolResponse(id=call.id, response=tool_run.result, name=call.name)
             maker.tool_results = [*(maker.tool_results or []), response]
+    _join_calls_seen_in_history(interactions, runs)
+
+
+def _join_calls_seen_in_history(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
+    """A call that a later input shows (the conversation handed back) but no output does:
+    the interaction that made it finished for tool calls and recorded none (OpenLLMetry's
+    LlamaIndex chat spans write each call as an empty part). The run that names its call
+    id joins the output of the agent's last interaction started before the run, when that
+    interaction finished for tool calls; its result stays where the later input has it."""
+    made = {c.id for interaction in interactions for c in interaction.tool_calls}
+    for tool_run in runs:
+        if not tool_run.used or not tool_run.call_id or tool_run.start_ns is None:
+            continue
+        if tool_run.call_id in made:
+            continue
+        maker = None
+        for interaction in interactions:
+            start = interaction.start_time
+            if start is not None and start * 1e9 <= tool_run.start_ns:
+                maker = interaction
+        if maker is None or maker.finish_reason != FINISH_TOOL_CALLS:
+            continue
+        shown = (m.content for m in maker.input_messages)
+        if any(isinstance(c, LLMToolCall) and c.id == tool_run.call_id for c in shown):
+            continue
+        call = LLMToolCall(
+            id=tool_run.call_id, name=tool_run.name, parameters=tool_run.arguments or "{}"
+        )
+        maker.output_messages.append(LLMOutput(type="tool_call", content=call))
+        made.add(call.id)

@@ -56,6 +56,7 @@ ROOT_AGENT_NAME = "root"
 #: The fields of a converted interaction counted as set (`tool_results` is set later, when
 #: a tool span supplies results).
 _INTERACTION_GIVEN = frozenset(LLMInteraction.model_fields) - {"tool_results"}
+_NO_TOOL_CALL = "finished for tool calls, but no tool call was recorded"
 #: The fields of a converted agent instance counted as set (the others are set later).
 _AGENT_GIVEN = frozenset({"id", "name", "interactions", "span_id"})
 
@@ -169,6 +170,7 @@ def build_traces(
     built, so that their memory serves the traces built after it instead of new pages.
     """
     by_trace: dict[str, dict[str, SpanRecord]] = {}
+    linking: list[SpanRecord] = []
     for record in records:
         spans = by_trace.get(record.trace_id)
         if spans is None:
@@ -177,6 +179,10 @@ def build_traces(
         # The same span seen twice (running, then ended): keep the ended copy.
         if previous is None or (previous.running and not record.running):
             spans[record.span_id] = record
+        if record.links:
+            linking.append(record)
+    if linking:
+        _join_linked(by_trace, linking)
     # Each trace's spans in start order: its first span's start is the trace's (unknown
     # only when every start is: those sort last).
     groups: list[list[SpanRecord] | None] = [
@@ -205,6 +211,37 @@ def build_traces(
         if trace is not None:
             traces.append(trace)
     return traces
+
+
+def _join_linked(by_trace: dict[str, dict[str, SpanRecord]], linking: list[SpanRecord]) -> None:
+    """Traces tied by span links become one: AutoGen's runtime starts a new trace for each
+    message it passes, linked to the span that sent it (autogen-core's
+    `_telemetry/_tracing.py`: `start_as_current_span(..., links=get_telemetry_links(parent))`),
+    so one `team.run` is a dozen traces, its agents in different ones. Each group of traces
+    linked to one another (those in the input) is kept under the trace id of its first
+    trace in input order; the spans keep their parents, so each trace's root stays a root."""
+    joined: dict[str, str] = {}
+
+    def top(trace_id: str) -> str:
+        while trace_id in joined:
+            trace_id = joined[trace_id]
+        return trace_id
+
+    order = {trace_id: i for i, trace_id in enumerate(by_trace)}
+    for record in linking:
+        for linked_trace, _ in record.links:
+            if linked_trace not in by_trace:
+                continue
+            a, b = top(record.trace_id), top(linked_trace)
+            if a != b:
+                first, second = (a, b) if order[a] < order[b] else (b, a)
+                joined[second] = first
+    for trace_id in list(joined):
+        target = top(trace_id)
+        spans = by_trace.pop(trace_id)
+        into = by_trace[target]
+        for span_id, record in spans.items():
+            into.setdefault(span_id, record)
 
 
 def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
@@ -268,6 +305,9 @@ class _TraceBuild:
         self.orphan_calls: list[SpanRecord] = []  # model calls whose parent is missing
         self.root = _Agent(id=ROOT_AGENT_ID, name=ROOT_AGENT_NAME, span=None)  # (chosen later)
         self.implicit_root: _Agent | None = None
+        #: (scope, how to get agents) of the first model call whose producer names its
+        #: agents only in recorded content (`Convention.agent_setting`)
+        self.agentless: tuple[str, str] | None = None
 
     # ----------------------------------------------------------------- 1. sort out
 
@@ -275,6 +315,7 @@ class _TraceBuild:
         """Read every span as what the table says it is; whether the trace holds an agent
         or a model call."""
         identities = self.layout.identities
+        named = False  # an agent named by a producer that names them only in content
         for span in self.spans:
             if span.events:
                 self.with_events.append(span)
@@ -284,12 +325,18 @@ class _TraceBuild:
                 agent = self._add_agent(span, identity)
                 if reading is not None:
                     agent.tools = reading[1].agent_tools(reading[0], self.warnings)
+                    handoff = reading[1].agent_handoff(reading[0])
+                    if handoff is not None:
+                        self.handoffs.append((span, handoff))
+                    named |= reading[1].agent_setting is not None
                 continue
             if reading is None:
                 continue
             view, convention, kind = reading
             if kind is Kind.MODEL_CALL:
                 self.llm_ids.add(span.span_id)
+                if convention.agent_setting is not None and self.agentless is None:
+                    self.agentless = (span.scope or convention.name, convention.agent_setting)
                 extraction = _extract(view, convention, self.unreadable)
                 if extraction is not None:
                     self.readable.append((span, extraction))
@@ -297,10 +344,19 @@ class _TraceBuild:
                 run = convention.tool_run(view)
                 if run is not None:
                     self.tool_runs.append((span, run))
+                    if run.handoff_to:
+                        handoff = _handoffs.Handoff(None, run.handoff_to, span.start_ns)
+                        self.handoffs.append((span, handoff))
             elif kind is Kind.HANDOFF:
                 found = convention.handoff(view)
                 if found is not None:
                     self.handoffs.append((span, found))
+        if self.agentless is not None and not named:
+            scope, setting = self.agentless
+            self.unreadable.append(
+                f"{scope} recorded no agent identity: its model calls belong to the agent "
+                f"around them (or the root); {setting}"
+            )
         return bool(self.agents or self.llm_ids)
 
     def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
@@ -437,6 +493,7 @@ class _TraceBuild:
             if owned:  # (`supply_results` does nothing without runs)
                 interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
                 _tools.supply_results(interactions, owned)
+                _drop_answered_warnings(interactions, self.warnings)
 
     # ----------------------------------------------------------------- 5. attach
 
@@ -508,6 +565,16 @@ def _offer_agent_tools(agent: _Agent) -> None:
     for _, item in agent.items:
         if isinstance(item, LLMInteraction) and item.tools_available is None:
             item.tools_available = list(agent.tools or [])
+
+
+def _drop_answered_warnings(interactions: list[LLMInteraction], warnings: list[str]) -> None:
+    """The tool spans supplied the calls of a call that finished for tool calls without
+    recording them: the warning that none was recorded no longer holds."""
+    for interaction in interactions:
+        if interaction.finish_reason != FINISH_TOOL_CALLS or not interaction.tool_calls:
+            continue
+        mark = f"({interaction.span_id}): {_NO_TOOL_CALL}"
+        warnings[:] = [w for w in warnings if not w.endswith(mark)]
 
 
 def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
@@ -599,7 +666,8 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
             "tools_available": None if extraction.tools is None else list(extraction.tools),
             "model": extraction.model,
             "usage": extraction.usage,
-            "start_time": span.start,
+            # (a response recorded apart: the call started with its request's span)
+            "start_time": call.span.start if primary[1].response_apart else span.start,
             "end_time": span.end,
             "error": error,
             "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
@@ -628,9 +696,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         and not interaction.tool_calls
         and not extraction.server_tools
     ):
-        warnings.append(
-            f"{_describe(span)}: finished for tool calls, but no tool call was recorded"
-        )
+        warnings.append(f"{_describe(span)}: {_NO_TOOL_CALL}")
     elif error is None and _missing.output_missing(extraction):
         warnings.append(_missing.no_output_warning(span))
     return interaction

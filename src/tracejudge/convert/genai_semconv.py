@@ -68,12 +68,15 @@ _MESSAGE_EVENTS = frozenset(
         semconv.EVENT_INFERENCE_DETAILS,
     }
 )
-_CONTENT_KEYS = (
+#: The keys of message content. Tool definitions are not: instrumentations record them
+#: with content capture off (the contrib google-genai instrumentation), or beside content
+#: of their own (logfire's format version 1).
+_MESSAGE_KEYS = (
     semconv.GEN_AI_INPUT_MESSAGES,
     semconv.GEN_AI_OUTPUT_MESSAGES,
     semconv.GEN_AI_SYSTEM_INSTRUCTIONS,
-    semconv.GEN_AI_TOOL_DEFINITIONS,
 )
+_CONTENT_KEYS = (*_MESSAGE_KEYS, semconv.GEN_AI_TOOL_DEFINITIONS)
 # Event attributes that describe the event, not the message (when read as a body).
 _EVENT_META_KEYS = frozenset(
     {semconv.GEN_AI_SYSTEM, semconv.GEN_AI_PROVIDER_NAME, semconv.EVENT_NAME}
@@ -82,7 +85,7 @@ _EVENT_META_KEYS = frozenset(
 
 def has_content(span: SpanRecord) -> bool:
     """Whether the span carries GenAI semconv messages (attributes or events)."""
-    if not span.attributes.keys().isdisjoint(_CONTENT_KEYS):  # (no generator: asked of every span)
+    if not span.attributes.keys().isdisjoint(_MESSAGE_KEYS):  # (no generator: asked of every span)
         return True
     return any(event.name in _MESSAGE_EVENTS for event in span.events)
 
@@ -167,7 +170,10 @@ def _system_text(value: Any, what: str, extraction: Extraction) -> str:
 
 
 def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: SpanRecord) -> None:
-    extraction.has_content = True
+    for key in _MESSAGE_KEYS:
+        if attrs.get(key) is not None:
+            extraction.has_content = True
+            break
     warnings = extraction.warnings
     key = semconv.GEN_AI_INPUT_MESSAGES
     inputs = extraction.inputs
@@ -186,18 +192,33 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
             extraction.inputs.insert(0, LLMInput(role="system", type="text", content=system))
 
     key = semconv.GEN_AI_OUTPUT_MESSAGES
-    messages = _message_list(attrs.get(key), span, key, extraction)
-    one_answer = len(messages) > 1 and _one_answer(attrs, span, len(messages))
-    for message in messages:
+    outputs = _message_list(attrs.get(key), span, key, extraction)
+    one_answer = len(outputs) > 1 and _one_answer(attrs, span, len(outputs))
+    # Streamed chunks written as messages (the contrib google-genai instrumentation): each
+    # chunk but the last has an empty finish reason; they are one answer, concatenated.
+    chunks: tuple[list[str], list[LLMToolCall]] | None = None
+    last = len(outputs) - 1
+    for position, message in enumerate(outputs):
         # One output message per choice (`n` > 1 gives several), or parts of one answer.
         parts = _usual_parts(message)
+        if parts is not None and position < last and message.get("finish_reason") == "":
+            chunks = chunks or ([], [])
+            chunks[0].extend(parts[1])
+            chunks[1].extend(parts[2])
+            continue
         if parts is not None:
             _, texts, calls, _ = parts
+            if chunks is not None:
+                texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
+                chunks = None
             reason = finish_reason(message.get("finish_reason"))
             extraction.add_choice(texts, calls, finish=reason, same_choice=one_answer)
             continue
         apart: dict[str, list[str]] = {}
         _, texts, calls, _ = parts_message(message, _describe(span), warnings, apart)
+        if chunks is not None:
+            texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
+            chunks = None
         reason = None
         if is_mapping(message):
             reason = finish_reason(message.get("finish_reason"))

@@ -8,7 +8,8 @@ alone; nothing else in the converter looks at a span's attributes to decide what
 Order matters where spans carry several producers' marks: LangGraph's node metadata rides
 on OpenInference and OpenLLMetry spans; OpenLLMetry's framework kinds on GenAI spans;
 OpenInference LLM spans may also carry GenAI messages; the Vercel AI SDK's spans carry
-`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran.
+`gen_ai.*` keys, and OpenInference's kinds where its Vercel span processor ran; logfire's
+model-call spans carry `gen_ai.operation.name` without (format version 1) GenAI messages.
 
 Adding a producer
 -----------------
@@ -28,18 +29,27 @@ from __future__ import annotations
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.adk import ADK
+from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
+from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.convert.conventions.langgraph import LANGGRAPH
+from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX
+from tracejudge.convert.conventions.llamaindex_openllmetry import OPENLLMETRY_LLAMAINDEX
+from tracejudge.convert.conventions.logfire import LOGFIRE
 from tracejudge.convert.conventions.openinference import OPENINFERENCE
 from tracejudge.convert.conventions.openllmetry import LEGACY_OPENLLMETRY, TRACELOOP
+from tracejudge.convert.conventions.strands import STRANDS
 from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
     "ADK",
+    "AGENT_FRAMEWORK",
     "GENAI",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
+    "LOGFIRE",
+    "STRANDS",
     "TABLE",
     "VERCEL_AI",
     "UNRECOGNISED",
@@ -57,12 +67,20 @@ TABLE: tuple[Convention, ...] = (
     # keys, and @arizeai/openinference-vercel adds OpenInference kinds to its spans while
     # keeping the ai.* keys (which alone name the run by its functionId).
     VERCEL_AI,
+    # Strands' and Agent Framework's own spans, by their instrumentation scope alone: before
+    # ADK, which claims GenAI `execute_tool` spans that carry `gen_ai.tool.type`.
+    STRANDS,  # (GenAI operations, but Bedrock content blocks in their events)
+    AGENT_FRAMEWORK,  # (GenAI, with its own workflow spans)
     # Before OpenInference: its ADK instrumentor writes its LLM and TOOL kinds on ADK's
     # `call_llm` and `execute_tool` spans, whose ADK attributes say more (finish reasons,
     # transfers).
     ADK,
+    OPENINFERENCE_AUTOGEN,
+    OPENINFERENCE_LLAMAINDEX,
     OPENINFERENCE,
+    OPENLLMETRY_LLAMAINDEX,
     TRACELOOP,
+    LOGFIRE,
     GENAI,
     LEGACY_OPENLLMETRY,
     # Last: a span no row above reads that names a model and counts tokens.

@@ -36,6 +36,10 @@ class Kind:
     HANDOFF = "hand-off"
     #: the convention's, but nothing the trace holds (a chain step, a retriever, a task)
     STEP = "step"
+    #: a step that says which agent runs from here on: the agent it names (`agent`) runs
+    #: this span and its later siblings, until a turn of another agent (LlamaIndex's
+    #: `AgentWorkflow` steps are siblings, each event naming the current agent)
+    TURN = "agent turn"
 
 
 class Convention:
@@ -47,6 +51,10 @@ class Convention:
     #: How a user turns message content capture on for this producer (for the warning on
     #: a model call recorded without content); None when content is always recorded.
     content_setting: ClassVar[str | None] = None
+    #: For a producer whose agents are named only in recorded content (LlamaIndex's
+    #: workflow events): how a user gets them; a trace of its model calls without any
+    #: agent says so with this. None: no agent is the producer's to name.
+    agent_setting: ClassVar[str | None] = None
     #: The attribute in which the producer names its own kind of span (OpenInference's
     #: CHAIN, a Traceloop task), shown by `tracejudge inspect` for the spans this
     #: convention calls steps; None when it has none.
@@ -76,7 +84,7 @@ class Convention:
         return None if value is None else str(value)
 
     def agent(self, span: SpanView) -> Identity:
-        """The identity of an AGENT or WORKFLOW span."""
+        """The identity of an AGENT, WORKFLOW or TURN span."""
         raise NotImplementedError(f"{self.name} reads no agent spans")
 
     def identity_warnings(self, span: SpanView) -> list[str]:
@@ -87,6 +95,11 @@ class Convention:
     def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
         """The tools an AGENT span says its agent offers the model (they apply to the
         agent's calls that record none of their own), or None."""
+        return None
+
+    def agent_handoff(self, span: SpanView) -> Handoff | None:
+        """The hand-off an AGENT span records of its own agent (where no span of its own
+        records it: the agent's tool result that passed the run on), or None."""
         return None
 
     def model_call(self, span: SpanView) -> Extraction:

@@ -26,17 +26,22 @@ def _tool_problem(
     tools: dict[str, LLMToolDefinition],
     fallback: dict[str, LLMToolDefinition],
     children: frozenset[str] = frozenset(),
+    *,
+    arguments_known: bool = True,
 ) -> str | None:
     """Why a call is invalid, or None. `tools` are the interaction's (availability is
     checked only when there are some); `fallback` the agent's other interactions' tools,
     for the schema where the interaction recorded none; `children` the names of the child
     agents the agent ran, which it may call as tools (smolagents' managed agents, which
-    OpenInference leaves out of the recorded tools)."""
+    OpenInference leaves out of the recorded tools). Without `arguments_known` only the
+    tool's availability is checked."""
     tool = tools.get(call.name) or tools.get(f"{call.name}_preview")
     known = call.name in children or bool(_TOOL_SERVERS & tools.keys())
     if tools and tool is None and not known:
         available = ", ".join(sorted(tools))
         return f"names tool {call.name!r}, which was not available (available: {available})"
+    if not arguments_known:
+        return None
     raw = call.parameters
     try:
         arguments: Any = json.loads(raw) if raw.strip() else {}
@@ -134,8 +139,12 @@ def _find_outcomes(run: Run) -> list[CallOutcome]:
         tools = {tool.name: tool for tool in interaction.tools_available or []}
         # Results the tool spans recorded where no later input carries them.
         recorded = {result.id: result for result in interaction.tool_results or []}
+        # A call made where no message was recorded (content capture off) is known from its
+        # tool span; with no arguments there (`{}`), they were not recorded, not empty.
+        unrecorded = not interaction.input_messages
         for call in calls:
-            problem = _tool_problem(call, tools, agent_tools, children)
+            known = not (unrecorded and call.parameters == "{}")
+            problem = _tool_problem(call, tools, agent_tools, children, arguments_known=known)
             if problem:
                 outcomes.append(CallOutcome(i, call, "invalid", problem))
                 continue
