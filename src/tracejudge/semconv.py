@@ -33,6 +33,7 @@ GEN_AI_SYSTEM = "gen_ai.system"
 GEN_AI_REQUEST_MODEL = "gen_ai.request.model"
 GEN_AI_RESPONSE_MODEL = "gen_ai.response.model"
 GEN_AI_RESPONSE_FINISH_REASONS = "gen_ai.response.finish_reasons"
+GEN_AI_REQUEST_CHOICE_COUNT = "gen_ai.request.choice.count"  # written when `n` != 1
 GEN_AI_RESPONSE_ID = "gen_ai.response.id"
 ANTHROPIC_STOP_REASON = "anthropic.message.stop_reason"  # the anthropic SDK's own spans
 GEN_AI_INPUT_MESSAGES = "gen_ai.input.messages"
@@ -47,6 +48,8 @@ GEN_AI_USAGE_COMPLETION_TOKENS = "gen_ai.usage.completion_tokens"  # semconv bef
 OPERATION_TEXT_COMPLETION = "text_completion"
 OPERATION_GENERATE_CONTENT = "generate_content"
 OPERATION_RESPONSES = "responses"
+# OpenLLMetry's span of a Responses API call (its openai and openai_agents instrumentations)
+OPENLLMETRY_RESPONSES_SPAN = "openai.response"
 # OTel GenAI events (span events, or log records tied to a span)
 EVENT_INFERENCE_DETAILS = "gen_ai.client.inference.operation.details"
 EVENT_SYSTEM_MESSAGE = "gen_ai.system.message"

@@ -12,14 +12,19 @@ import pytest
 
 from tests.convert.test_frameworks import FIXTURES, RECORDINGS, converted, framework_root, meta
 from tests.fixtures.frameworks.programs import PROGRAMS
-from tests.fixtures.frameworks.programs_adk import ADK_ANSWER, ROME, STREAM_ANSWER
+from tests.fixtures.frameworks.programs_adk import (
+    ADK_ANSWER,
+    PROGRAMS_ADK,
+    ROME,
+    STREAM_ANSWER,
+)
 from tests.fixtures.frameworks.record_adk import DEFECTS
 from tracejudge.convert import traces_from_otlp
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMToolResponse, MultiAgentTrace
 
-ADK = [name for name in RECORDINGS if meta(name)["program"].startswith("adk_")]
+ADK = [name for name in RECORDINGS if meta(name)["program"] in PROGRAMS_ADK]
 TRANSFERS = [name for name in ADK if meta(name)["program"] == "adk_transfer"]
 WITH_CONTENT = [name for name in ADK if "_nocontent" not in name]
 NO_CONTENT = [name for name in ADK if "_nocontent" in name]

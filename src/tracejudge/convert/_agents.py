@@ -20,6 +20,10 @@ Two instrumentation habits are then undone, so that one agent run is one agent:
   run of the runner's root agent X in `invoke_workflow X` (schema v2) or an unnamed
   `invocation` (schema v1), and an agent X transfers to runs beside X in it; the two are
   one agent (named X), and the agents beside it are its children.
+
+Both fold only a direct child: an agent run inside a tool run or a model call of its
+ancestor is an agent of its own, whatever its name (pydantic-ai calls every unnamed agent
+`agent`; an agent run by another's tool, or by MCP sampling, is its child).
 """
 
 from __future__ import annotations
@@ -128,7 +132,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         spans = adopted
         by_id = {span.span_id: span for span in spans}
     workflows = {span_id for span_id, reading in readings.items() if reading[2] is Kind.WORKFLOW}
-    _fold_twins(spans, by_id, identities, output_spans, workflows)
+    _fold_twins(spans, by_id, identities, output_spans, readings, workflows)
     for span_id in workflows:
         if span_id in identities and not identities[span_id][1]:
             identities[span_id] = (identities[span_id][0], _UNNAMED_WORKFLOW)
@@ -233,6 +237,7 @@ def _fold_twins(
     by_id: dict[str, SpanRecord],
     identities: dict[str, Identity],
     output_spans: dict[str, list[SpanRecord]],
+    readings: Readings,
     workflows: set[str],
 ) -> None:
     parent_agent: dict[str, str | None] = {
@@ -252,12 +257,37 @@ def _fold_twins(
         if parent in workflows:  # the workflow of its first agent (see the docstring)
             if siblings[0] != span_id or identities[parent][1] not in (name, ""):
                 continue
-            identities[parent] = (identities[parent][0], name)
         elif identities[parent][1] != name or siblings != [span_id]:
             continue
+        if _inside_a_call(by_id[span_id], parent, by_id, readings):
+            continue
+        if parent in workflows:
+            identities[parent] = (identities[parent][0], name)
         del identities[span_id]
         output_spans.setdefault(parent, []).extend(output_spans.pop(span_id, []))
         # The twin's agent children are the parent's now, before the agents beside it.
         agent_children[parent] = agent_children.pop(span_id, []) + siblings[1:]
         for child in agent_children[parent]:
             parent_agent[child] = parent
+
+
+#: Spans an agent run inside is an agent of its own: a tool run, a model call.
+_CALL_KINDS = (Kind.TOOL_RUN, Kind.MODEL_CALL)
+
+
+def _inside_a_call(
+    span: SpanRecord, agent_id: str, by_id: dict[str, SpanRecord], readings: Readings
+) -> bool:
+    """Whether a tool run or model call lies between `span` and its agent ancestor."""
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    while parent_id and parent_id != agent_id and parent_id not in seen:
+        reading = readings.get(parent_id)
+        if reading is not None and reading[2] in _CALL_KINDS:
+            return True
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return False
+        seen.add(parent_id)
+        parent_id = parent.parent_id
+    return False

@@ -195,12 +195,13 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
 
     key = semconv.GEN_AI_OUTPUT_MESSAGES
     outputs = _message_list(attrs.get(key), span, key, extraction)
+    one_answer = len(outputs) > 1 and _one_answer(attrs, span, len(outputs))
     # Streamed chunks written as messages (the contrib google-genai instrumentation): each
     # chunk but the last has an empty finish reason; they are one answer, concatenated.
     chunks: tuple[list[str], list[LLMToolCall]] | None = None
     last = len(outputs) - 1
     for position, message in enumerate(outputs):
-        # One output message per choice (`n` > 1 gives several).
+        # One output message per choice (`n` > 1 gives several), or parts of one answer.
         parts = _usual_parts(message)
         if parts is not None and position < last and message.get("finish_reason") == "":
             chunks = chunks or ([], [])
@@ -213,7 +214,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
                 texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
                 chunks = None
             reason = finish_reason(message.get("finish_reason"))
-            extraction.add_choice(texts, calls, finish=reason)
+            extraction.add_choice(texts, calls, finish=reason, same_choice=one_answer)
             continue
         apart: dict[str, list[str]] = {}
         _, texts, calls, _ = parts_message(message, _describe(span), warnings, apart)
@@ -229,6 +230,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
             refusal=apart.get("refusal", ()),
             reasoning=apart.get("reasoning", ()),
             finish=reason,
+            same_choice=one_answer,
         )
 
     key = semconv.GEN_AI_TOOL_DEFINITIONS
@@ -241,6 +243,31 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
 
         remembered = ("semconv", raw) if type(raw) is str else None
         extraction.tools = remembered_tools(remembered, read, extraction.warnings, span.memo)
+
+
+def _one_answer(attrs: Mapping[str, Any], span: SpanRecord, messages: int) -> bool:
+    """Whether several output messages are parts of one answer rather than `n` > 1 choices.
+
+    The conventions write one output message per choice, but producers also write each
+    output item of a Responses API answer (OpenLLMetry's openai_agents, `_hooks.py`: a
+    message per function call, so parallel calls look like choices) or each streamed chunk
+    as a message of its own. A call with several choices says so: the request's
+    `gen_ai.request.choice.count` (written when `n` != 1), and one finish reason per choice
+    in `gen_ai.response.finish_reasons` (each choice ends with its own: OpenLLMetry's and
+    the contrib openai-v2 Chat Completions spans; a Responses answer's reasons are per
+    kind of item, deduplicated). The Responses API has no `n`: its messages are one answer.
+    """
+    count = as_int(attrs.get(semconv.GEN_AI_REQUEST_CHOICE_COUNT))
+    if count is not None:
+        return count <= 1
+    if span.name == semconv.OPENLLMETRY_RESPONSES_SPAN:
+        return True
+    if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_RESPONSES:
+        return True
+    reasons = attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
+    if isinstance(reasons, str):
+        reasons = (reasons,)
+    return not isinstance(reasons, (list, tuple)) or len(reasons) != messages
 
 
 def _usual_parts(

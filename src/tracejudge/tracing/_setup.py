@@ -17,7 +17,7 @@ from opentelemetry.sdk.trace import SpanProcessor, TracerProvider
 
 from tracejudge import _env
 from tracejudge.errors import MissingDependencyError
-from tracejudge.tracing import _openllmetry_hook
+from tracejudge.tracing import _openai_post, _openllmetry_hook
 from tracejudge.tracing._export import otlp_processor
 from tracejudge.tracing._processors import (
     DEFAULT_MAX_SPANS_PER_TRACE,
@@ -32,6 +32,16 @@ logger = logging.getLogger("tracejudge.tracing")
 
 class Instruments(Enum):
     """LLM client libraries `ComposoTracer.init` can instrument (through OpenLLMetry).
+
+    ``OPENAI`` records every chat call made with the `openai` client: through
+    ``chat.completions.create`` / ``parse`` / ``with_raw_response``, and through the
+    client's low-level ``post("/chat/completions", ...)``, which is how LiteLLM sends its
+    ``openai/...`` models and the OpenAI-compatible providers it routes through the `openai`
+    client (``litellm.completion`` / ``acompletion``, streamed or not, and the frameworks
+    built on LiteLLM: Google ADK's ``LiteLlm``, CrewAI, smolagents' ``LiteLLMModel``). Each
+    call is recorded once, as the same OpenLLMetry span ``create`` makes. LiteLLM's other
+    providers (``anthropic/...``, ``gemini/...``) send with their own HTTP client and are not
+    recorded by any of these.
 
     ``Instruments("openai")`` also accepts a member's name, in any case (``"OPENAI"``,
     ``"OpenAI"``); an unknown name raises a ValueError that lists the valid ones.
@@ -213,6 +223,8 @@ def _instrument(instrument: Instruments, cls: type) -> None:
         instrumentor.instrument(tracer_provider=_instrumentation_provider)
         if instrument is Instruments.OPENAI:
             _openllmetry_hook.install()  # no event loop per call (see the module)
+            # LiteLLM and other callers of the client's low-level `post` (see the module)
+            _openai_post.install(_instrumentation_provider)
     if getattr(instrumentor, "is_instrumented_by_opentelemetry", True):
         _instrumented.add(instrument)
     else:

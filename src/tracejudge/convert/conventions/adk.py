@@ -274,6 +274,7 @@ def _one_streamed_answer(span: SpanView, extraction: Extraction) -> None:
     messages = _list(_object_or_list(span.attributes.get(semconv.GEN_AI_OUTPUT_MESSAGES)))
     if not messages:
         return
+    messages = _without_repeated_chunks(messages)
     parts: list[Any] = []  # the aggregated answer's parts: texts merged, calls in order
     reason = None
     for message in messages:
@@ -299,6 +300,45 @@ def _one_streamed_answer(span: SpanView, extraction: Extraction) -> None:
     extraction.outputs = []
     extraction.alternatives = []
     extraction.add_choice(texts, calls, finish=reason, same_choice=True)
+
+
+def _without_repeated_chunks(messages: list[Any]) -> list[Any]:
+    """The messages of a stream whose end repeats it whole: only that end.
+
+    ADK's `LiteLlm` model yields each streamed chunk (partial: no finish reason) and then
+    the aggregated answer again, its text and its complete tool calls
+    (`generate_content_async` in google/adk/models/lite_llm.py: `_finalize_text_response`,
+    `_finalize_tool_call_response`), where Gemini's last chunk holds only its own piece. When
+    the messages that end with a finish reason hold the partial chunks' text and calls (the
+    chunks' calls by id, their arguments still empty), they alone are the answer."""
+    ends = [
+        is_mapping(message) and bool(finish_reason(message.get("finish_reason")))
+        for message in messages
+    ]
+    first_end = ends.index(True) if True in ends else len(messages)
+    if first_end == 0 or first_end == len(messages) or not all(ends[first_end:]):
+        return messages
+    chunks, final = messages[:first_end], messages[first_end:]
+    chunk_text, chunk_ids = _text_and_call_ids(chunks)
+    final_text, final_ids = _text_and_call_ids(final)
+    if chunk_text == final_text and chunk_ids <= final_ids:
+        return final
+    return messages
+
+
+def _text_and_call_ids(messages: list[Any]) -> tuple[str, set[str]]:
+    text, ids = "", set()
+    for message in messages:
+        if not is_mapping(message):
+            continue
+        for part in _list(message.get("parts")):
+            if not is_mapping(part):
+                continue
+            if part.get("type") == "text" and part.get("content") is not None:
+                text += text_value(part.get("content"))
+            elif part.get("type") == "tool_call":
+                ids.add(as_str(part.get("id")) or "")
+    return text, ids
 
 
 # --------------------------------------------------------------------------- values

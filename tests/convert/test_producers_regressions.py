@@ -1,0 +1,79 @@
+"""Two regressions on frameworks already supported, read from live recordings
+(tests/fixtures/frameworks/programs_regressions.py).
+
+* openai-agents + OpenLLMetry, Responses API, three parallel function calls: OpenLLMetry's
+  openai_agents instrumentation writes each output item as its own message in
+  `gen_ai.output.messages`. One Responses answer is one answer: all three calls are kept,
+  in order, and none is an "alternative" (an `n` > 1 Chat Completions answer still gives
+  alternatives: the replayed `*-multiple-choices` cassettes in tests/replay check that).
+* pydantic-ai, an unnamed agent (`agent`) whose tool runs another unnamed agent: the inner
+  agent is a child of the outer one (same-name folding is for a direct child only, never
+  across a tool run or a model call), and each keeps its own calls.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.convert.test_frameworks import converted, framework_root
+from tests.fixtures.frameworks.programs import QUESTION, get_weather_result
+from tests.fixtures.frameworks.programs_regressions import (
+    CITIES,
+    PARALLEL_ANSWER,
+    UNNAMED,
+    UNNAMED_ANSWER,
+    UNNAMED_NOTE,
+)
+from tracejudge.models import LLMInteraction, LLMToolResponse
+
+
+def responses(interaction: LLMInteraction) -> list[LLMToolResponse]:
+    """The tool results in the call's input."""
+    return [m.content for m in interaction.input_messages if isinstance(m.content, LLMToolResponse)]
+
+
+PARALLEL = ["openai_agents_openllmetry_parallel", "openai_agents_openllmetry_parallel_composed"]
+UNNAMED_RECORDINGS = ["pydantic_ai_unnamed", "pydantic_ai_unnamed_composed"]
+
+
+@pytest.mark.parametrize("name", PARALLEL)
+def test_parallel_function_calls_of_one_responses_answer_are_all_kept(name: str) -> None:
+    trace = converted(name)
+    agent = framework_root(trace, name.endswith("_composed"))
+    if agent.name != "weather_agent":  # the Agents SDK's workflow wraps the agent
+        (child,) = agent.child_ids
+        agent = trace.agent_instance_by_id[child]
+    first, last = agent.llm_interactions
+    calls = [(c.id, c.name, json.loads(c.parameters)) for c in first.tool_calls]
+    assert calls == [
+        (f"call_w{n}", "get_weather", {"city": city}) for n, city in enumerate(CITIES, 1)
+    ]
+    assert not first.alternatives
+    assert first.finish_reason == "tool_calls"
+    # Each result is in the next call's input, joined to its call by id.
+    results = {r.id: r.response for r in responses(last)}
+    assert results == {f"call_w{n}": get_weather_result(city) for n, city in enumerate(CITIES, 1)}
+    assert agent.final_output == trace.final_output == PARALLEL_ANSWER
+
+
+@pytest.mark.parametrize("name", UNNAMED_RECORDINGS)
+def test_an_unnamed_agent_run_by_a_tool_of_an_unnamed_agent_is_its_child(name: str) -> None:
+    trace = converted(name)
+    outer = framework_root(trace, name.endswith("_composed"))
+    assert outer.name == UNNAMED
+    (inner_id,) = outer.child_ids
+    inner = trace.agent_instance_by_id[inner_id]
+    assert inner.name == UNNAMED and not inner.child_ids
+
+    # The outer agent's calls are its own two: the tool call and the answer.
+    asked, answered = outer.llm_interactions
+    assert [(c.id, c.name) for c in asked.tool_calls] == [("call_ask", "ask_helper")]
+    assert [r.response for r in responses(answered)] == [UNNAMED_NOTE]
+    assert outer.final_output == trace.final_output == UNNAMED_ANSWER
+    # The inner agent's are the other two: it was asked the question by the tool.
+    looked_up, noted = inner.llm_interactions
+    assert any(m.content == QUESTION for m in looked_up.input_messages)
+    assert [c.name for c in looked_up.tool_calls] == ["get_weather"]
+    assert inner.final_output == UNNAMED_NOTE
