@@ -177,3 +177,25 @@ def test_peak_memory_is_bounded_by_the_trace_not_the_input(tmp_path: Path) -> No
     grown = 800 * 20_000 / 2**20  # MiB of OTLP/JSON more in the larger input
     assert peaks[1000] < 150, peaks  # MiB; reading the whole input took over 8x its size
     assert peaks[1000] - peaks[200] < grown / 3, (peaks, size)
+
+
+def test_traces_tied_by_span_links_are_scored_as_one_run(tmp_path: Path) -> None:
+    """AutoGen's runtime starts a trace for every message of a run, linked to the span
+    that sent it: the spool takes the linked traces out together, as the converter reads
+    a whole file (one trace holding every agent of the run)."""
+    from tracejudge.convert import traces_from_otlp
+    from tracejudge.convert._otlp import decode
+
+    recording = FIXTURES / "frameworks" / "autogen_openinference.pb"
+    whole = [t for t in traces_from_otlp(recording) if t.has_llm_interactions]
+    assert len(whole) == 1
+    linked = {span.trace_id for span in decode(recording.read_bytes())[0]}
+    assert len(linked) > 3  # the run's messages, each a trace of its own
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(recording), "--out", str(out)]) == 0
+    lines = _lines(out)
+    (trace_id,) = {line["trace_id"] for line in lines}  # one run, one trace
+    assert trace_id in linked
+    agents = {agent["name"] for line in lines for agent in line["agents"].values()}
+    assert agents == {agent.name for agent in whole[0].iter_agents()}
+    assert {"weather_agent", "writer"} <= agents

@@ -3,8 +3,10 @@
 `tracejudge score` reads its inputs once, piece by piece, into the spool: span records
 and log-record events under their trace id, MultiAgentTrace documents under a key of
 their own. Then it takes the traces out one at a time, so memory holds the largest
-trace, not the input. The report's per-trace data waits here too until the end, when
-the HTML report is written worst first.
+trace, not the input. Traces tied by span links (AutoGen's runtime starts one per
+message of a run) are taken out together, as one trace, under the first one's key. The
+report's per-trace data waits here too until the end, when the HTML report is written
+worst first.
 
 Records are pickled: the spool is written and read by this process only, in a private
 temporary directory, and deleted with it.
@@ -46,6 +48,10 @@ class Spool:
             """
         )
         self._indexed = False
+        # Trace id -> a trace id it is linked to, first seen first (a union-find forest
+        # over the linked traces only: most inputs have none).
+        self._linked: dict[str, str] = {}
+        self._members: dict[str, list[str]] = {}
 
     def close(self) -> None:
         self._db.close()
@@ -53,6 +59,10 @@ class Spool:
     # ------------------------------------------------------------------ input
 
     def add_batch(self, source: str, batch: OTLPBatch) -> None:
+        for span in batch.spans:
+            for linked_trace, _ in span.links:
+                if linked_trace != span.trace_id:
+                    self._link(span.trace_id, linked_trace)
         rows: list[tuple[str, int, str, bytes]] = [
             (span.trace_id, _SPAN, source, pickle.dumps(span, pickle.HIGHEST_PROTOCOL))
             for span in batch.spans
@@ -62,6 +72,16 @@ class Spool:
             for event in batch.events
         ]
         self._insert(rows)
+
+    def _top(self, trace_id: str) -> str:
+        while trace_id in self._linked:
+            trace_id = self._linked[trace_id]
+        return trace_id
+
+    def _link(self, first: str, second: str) -> None:
+        a, b = self._top(first), self._top(second)
+        if a != b:
+            self._linked[b] = a
 
     def add_document(self, key: str, source: str, document: Any) -> None:
         """A MultiAgentTrace document (its JSON value), to be scored under `key`."""
@@ -85,14 +105,24 @@ class Spool:
             self._indexed = True
 
     def keys(self) -> list[tuple[str, str]]:
-        """(key, source of its first item) of every trace, in order of first appearance."""
+        """(key, source of its first item) of every trace, in order of first appearance;
+        linked traces are one, under the key of the first of them to appear."""
         self._index()
         rows = self._db.execute(
             "SELECT key, source, MIN(seq) AS first FROM items WHERE kind != ? "
             "GROUP BY key ORDER BY first",
             (_LINE,),
         )
-        return [(key, source) for key, source, _ in rows]
+        keys: list[tuple[str, str]] = []
+        first_of: dict[str, str] = {}  # a group of linked traces -> its first key
+        self._members = {}
+        for key, source, _ in rows:
+            first = first_of.setdefault(self._top(key), key)
+            if first == key:
+                keys.append((key, source))
+            else:
+                self._members.setdefault(first, [first]).append(key)
+        return keys
 
     def load(self, key: str) -> tuple[list[SpanRecord], list[tuple[str, str, EventRecord]], Any]:
         """(span records, events, the MultiAgentTrace document or None) under `key`."""
@@ -100,9 +130,11 @@ class Spool:
         spans: list[SpanRecord] = []
         events: list[tuple[str, str, EventRecord]] = []
         document = None
+        members = self._members.get(key, [key])
+        marks = ", ".join("?" * len(members))
         for kind, data in self._db.execute(
-            "SELECT kind, data FROM items WHERE key = ? AND kind != ? ORDER BY seq",
-            (key, _LINE),
+            f"SELECT kind, data FROM items WHERE key IN ({marks}) AND kind != ? ORDER BY seq",
+            (*members, _LINE),
         ):
             if kind == _SPAN:
                 spans.append(pickle.loads(data))
