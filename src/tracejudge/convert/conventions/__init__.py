@@ -106,20 +106,37 @@ def call_reader(span: SpanView) -> Convention:
     return GENAI
 
 
+#: The rows asked of every span (no markers), and every marker of the others: a span that
+#: carries none of these is asked of the unmarked rows alone (most spans: one comparison).
+_UNMARKED = tuple(c for c in TABLE if c.marker_keys is None)
+_MARKED_ROWS = tuple(
+    (c, c.marker_keys, c.marker_scopes, c.marker_names) for c in TABLE if c.marker_keys is not None
+)
+_ANY_KEY = frozenset().union(*(row[1] for row in _MARKED_ROWS))
+_ANY_SCOPE = frozenset().union(*(row[2] for row in _MARKED_ROWS))
+_ANY_NAME = frozenset().union(*(row[3] for row in _MARKED_ROWS))
+
+
 def classify(span: SpanView) -> tuple[Convention, str] | None:
     """(the convention that claims the span, the span's `Kind`), or None when no
     convention knows it."""
     keys = span.attributes.keys()
-    for convention in TABLE:
-        markers = convention.marker_keys
-        if (
-            markers is not None
-            and keys.isdisjoint(markers)
-            and span.scope not in convention.marker_scopes
-            and span.name not in convention.marker_names
-        ):
-            continue
+    if keys.isdisjoint(_ANY_KEY) and span.scope not in _ANY_SCOPE and span.name not in _ANY_NAME:
+        rows: tuple[Convention, ...] = _UNMARKED
+    else:
+        rows = tuple(
+            c
+            for c, markers, scopes, names in _ROWS
+            if markers is None
+            or not keys.isdisjoint(markers)
+            or span.scope in scopes
+            or span.name in names
+        )
+    for convention in rows:
         kind = convention.kind(span)
         if kind is not None:
             return convention, kind
     return None
+
+
+_ROWS = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in TABLE)
