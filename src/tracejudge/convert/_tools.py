@@ -179,11 +179,7 @@ def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun
     for tool_run in runs:
         if tool_run.used or not tool_run.call_id or tool_run.start_ns is None:
             continue
-        maker = None
-        for interaction in interactions:
-            start = interaction.start_time
-            if start is not None and start * 1e9 <= tool_run.start_ns:
-                maker = interaction
+        maker = _last_started_before(interactions, tool_run.start_ns)
         if maker is None or any(c.id == tool_run.call_id for c in maker.tool_calls):
             continue
         tool_run.used = True
@@ -195,6 +191,18 @@ def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun
             response = LLMToolResponse(id=call.id, response=tool_run.result, name=call.name)
             maker.tool_results = [*(maker.tool_results or []), response]
     _join_calls_seen_in_history(interactions, runs)
+
+
+def _last_started_before(
+    interactions: list[LLMInteraction], start_ns: int
+) -> LLMInteraction | None:
+    """The last of the agent's interactions (in order) that started before `start_ns`."""
+    maker = None
+    for interaction in interactions:
+        start = interaction.start_time
+        if start is not None and start * 1e9 <= start_ns:
+            maker = interaction
+    return maker
 
 
 def _join_calls_seen_in_history(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
@@ -209,11 +217,7 @@ def _join_calls_seen_in_history(interactions: list[LLMInteraction], runs: list[T
             continue
         if tool_run.call_id in made:
             continue
-        maker = None
-        for interaction in interactions:
-            start = interaction.start_time
-            if start is not None and start * 1e9 <= tool_run.start_ns:
-                maker = interaction
+        maker = _last_started_before(interactions, tool_run.start_ns)
         if maker is None or maker.finish_reason != FINISH_TOOL_CALLS:
             continue
         shown = (m.content for m in maker.input_messages)
