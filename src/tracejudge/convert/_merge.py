@@ -188,119 +188,151 @@ def group_calls(
     ids = [response_id(span) for span, _ in records]
     if _apart(records, ids, llm_ancestor):  # the usual case: every call recorded once
         return [_single_call(span, ex, ids[i]) for i, (span, ex) in enumerate(records)]
-    nodes = [_Node(span, ex, ids[i], i) for i, (span, ex) in enumerate(records)]
-    by_id = {node.span.span_id: node for node in nodes}
-    parent = list(range(len(nodes)))
-    scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
+    grouping = _Grouping([_Node(span, ex, ids[i], i) for i, (span, ex) in enumerate(records)])
+    grouping.join_responses_apart()
+    grouping.join_nested(llm_ancestor)
+    grouping.join_by_response_id()
+    grouping.join_overlapping_siblings()
+    if _two_scopes(records):
+        grouping.join_same_content()
+    return grouping.calls(llm_ancestor)
 
-    def find(i: int) -> int:
+
+class _Grouping:
+    """The records of one trace's model calls, joined into calls rule by rule (a
+    union-find over the records; each join keeps the lower index as the group's)."""
+
+    def __init__(self, nodes: list[_Node]) -> None:
+        self.nodes = nodes
+        self.by_id = {node.span.span_id: node for node in nodes}
+        self.parent = list(range(len(nodes)))
+        self.scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
+        #: (inner, outer) records of a client wrapped twice by one instrumentation
+        self.doubled: list[tuple[_Node, _Node]] = []
+
+    def find(self, i: int) -> int:
+        parent = self.parent
         while parent[i] != i:
             parent[i] = parent[parent[i]]
             i = parent[i]
         return i
 
-    def union(a: int, b: int, *, forced: bool = False) -> bool:
-        ra, rb = find(a), find(b)
+    def union(self, a: int, b: int, *, forced: bool = False) -> bool:
+        ra, rb = self.find(a), self.find(b)
         if ra == rb:
             return True
-        if not forced and scopes[ra] & scopes[rb]:
+        if not forced and self.scopes[ra] & self.scopes[rb]:
             return False  # one instrumentation records each call once
         keep, gone = min(ra, rb), max(ra, rb)
-        parent[gone] = keep
-        scopes[keep] |= scopes[gone]
+        self.parent[gone] = keep
+        self.scopes[keep] |= self.scopes[gone]
         return True
 
-    # A response recorded apart: the request before it (same parent and scope).
-    answered: set[int] = set()
-    for node in nodes:
-        if node.extraction.response_apart:
-            request = _request_of(node, nodes, answered)
-            if request is not None:
-                answered.add(request.index)
-                union(node.index, request.index, forced=True)
+    def join_responses_apart(self) -> None:
+        """A response recorded apart (logfire's streaming log span): the request before
+        it, of the same parent and scope."""
+        answered: set[int] = set()
+        for node in self.nodes:
+            if node.extraction.response_apart:
+                request = _request_of(node, self.nodes, answered)
+                if request is not None:
+                    answered.add(request.index)
+                    self.union(node.index, request.index, forced=True)
 
-    doubled: list[tuple[_Node, _Node]] = []
-    # Rule 1: nested.
-    for node in nodes:
-        above_id = llm_ancestor(node.span)
-        above = by_id.get(above_id) if above_id else None
-        if above is None:
-            continue
-        if node.response_id and above.response_id and node.response_id != above.response_id:
-            continue
-        # A client wrapped twice nests a span of its own name; a framework's step around
-        # its native span of the call (ADK's `call_llm` > `generate_content`) is not that.
-        same_scope = (
-            node.span.scope is not None
-            and node.span.scope == above.span.scope
-            and node.span.name == above.span.name
-        )
-        union(node.index, above.index, forced=True)
-        if same_scope:
-            doubled.append((node, above))
+    def join_nested(self, llm_ancestor: Callable[[SpanRecord], str | None]) -> None:
+        """Rule 1: a record nested in another's span (unless their response ids differ)."""
+        for node in self.nodes:
+            above_id = llm_ancestor(node.span)
+            above = self.by_id.get(above_id) if above_id else None
+            if above is None:
+                continue
+            if node.response_id and above.response_id and node.response_id != above.response_id:
+                continue
+            # A client wrapped twice nests a span of its own name; a framework's step around
+            # its native span of the call (ADK's `call_llm` > `generate_content`) is not that.
+            same_scope = (
+                node.span.scope is not None
+                and node.span.scope == above.span.scope
+                and node.span.name == above.span.name
+            )
+            self.union(node.index, above.index, forced=True)
+            if same_scope:
+                self.doubled.append((node, above))
 
-    # Rule 2: the same response id.
-    with_id: dict[str, list[_Node]] = {}
-    for node in nodes:
-        if node.response_id:
-            with_id.setdefault(node.response_id, []).append(node)
-    for group in with_id.values():
-        for i, first in enumerate(group):
-            for second in group[i + 1 :]:
-                if _overlap(first.span, second.span, any_overlap=True):
-                    union(first.index, second.index)
+    def join_by_response_id(self) -> None:
+        """Rule 2: the same response id, spans that overlap."""
+        with_id: dict[str, list[_Node]] = {}
+        for node in self.nodes:
+            if node.response_id:
+                with_id.setdefault(node.response_id, []).append(node)
+        for group in with_id.values():
+            for i, first in enumerate(group):
+                for second in group[i + 1 :]:
+                    if _overlap(first.span, second.span, any_overlap=True):
+                        self.union(first.index, second.index)
 
-    # Rule 3: siblings of compatible models that overlap in time.
-    siblings: dict[str | None, list[_Node]] = {}
-    for node in nodes:
-        siblings.setdefault(node.span.parent_id, []).append(node)
-    for group in siblings.values():
-        if len(group) < 2:
-            continue
-        group = sorted(group, key=lambda n: (n.span.start_ns or 0, n.index))
-        for i, first in enumerate(group):
-            for second in group[i + 1 :]:
-                if (second.span.start_ns or 0) > (first.span.end_ns or second.span.start_ns or 0):
-                    break  # sorted by start: no later sibling overlaps `first`
-                if _same_by_model_and_time(first, second):
-                    union(first.index, second.index)
+    def join_overlapping_siblings(self) -> None:
+        """Rule 3: siblings of compatible models that overlap in time."""
+        siblings: dict[str | None, list[_Node]] = {}
+        for node in self.nodes:
+            siblings.setdefault(node.span.parent_id, []).append(node)
+        for group in siblings.values():
+            if len(group) < 2:
+                continue
+            group = sorted(group, key=lambda n: (n.span.start_ns or 0, n.index))
+            for i, first in enumerate(group):
+                for second in group[i + 1 :]:
+                    if (second.span.start_ns or 0) > (
+                        first.span.end_ns or second.span.start_ns or 0
+                    ):
+                        break  # sorted by start: no later sibling overlaps `first`
+                    if _same_by_model_and_time(first, second):
+                        self.union(first.index, second.index)
 
-    # Rule 4: the same content, one record right after the other.
-    by_content: dict[tuple[Any, ...], list[_Node]] = {}
-    for node in nodes if _two_scopes(records) else ():
-        key = _content_key(node.extraction)
-        if key is not None and node.span.scope:
-            by_content.setdefault(key, []).append(node)
-    for group in by_content.values():
-        if len(group) < 2:
-            continue
-        group = sorted(group, key=lambda n: (n.span.start_ns or 0, n.index))
-        for i, first in enumerate(group):
-            for second in group[i + 1 :]:
-                if _adjacent(first, second) and find(first.index) != find(second.index):
-                    union(first.index, second.index)
+    def join_same_content(self) -> None:
+        """Rule 4 (where two instrumentations recorded calls): the same content, one
+        record right after the other."""
+        by_content: dict[tuple[Any, ...], list[_Node]] = {}
+        for node in self.nodes:
+            key = _content_key(node.extraction)
+            if key is not None and node.span.scope:
+                by_content.setdefault(key, []).append(node)
+        for group in by_content.values():
+            if len(group) < 2:
+                continue
+            group = sorted(group, key=lambda n: (n.span.start_ns or 0, n.index))
+            for i, first in enumerate(group):
+                for second in group[i + 1 :]:
+                    if _adjacent(first, second) and self.find(first.index) != self.find(
+                        second.index
+                    ):
+                        self.union(first.index, second.index)
 
-    members: dict[int, list[_Node]] = {}
-    for node in nodes:
-        members.setdefault(find(node.index), []).append(node)
-    doubled_in: dict[int, list[tuple[SpanRecord, SpanRecord]]] = {}
-    for inner, outer_node in doubled:
-        doubled_in.setdefault(find(inner.index), []).append((inner.span, outer_node.span))
-    placed = []
-    for root, group in members.items():
-        if len(group) == 1:
-            outer = group[0]  # the usual case: a call recorded once
-        else:
-            outer = min(group, key=lambda n: (_depth_in(n, group, llm_ancestor, by_id), n.index))
-        call = Call(
-            span=outer.span,
-            records=[(n.span, n.extraction) for n in group],
-            doubled=doubled_in.get(root, []),
-            response_ids={n.span.span_id: n.response_id for n in group},
-        )
-        placed.append((outer.index, call))
-    placed.sort(key=lambda item: item[0])  # in the order of their outermost records
-    return [call for _, call in placed]
+    def calls(self, llm_ancestor: Callable[[SpanRecord], str | None]) -> list[Call]:
+        """One call per group, in the order of their outermost records."""
+        members: dict[int, list[_Node]] = {}
+        for node in self.nodes:
+            members.setdefault(self.find(node.index), []).append(node)
+        doubled_in: dict[int, list[tuple[SpanRecord, SpanRecord]]] = {}
+        for inner, outer_node in self.doubled:
+            doubled_in.setdefault(self.find(inner.index), []).append((inner.span, outer_node.span))
+        placed = []
+        for root, group in members.items():
+            if len(group) == 1:
+                outer = group[0]  # the usual case: a call recorded once
+            else:
+                outer = min(
+                    group, key=lambda n: (_depth_in(n, group, llm_ancestor, self.by_id), n.index)
+                )
+            call = Call(
+                span=outer.span,
+                records=[(n.span, n.extraction) for n in group],
+                doubled=doubled_in.get(root, []),
+                response_ids={n.span.span_id: n.response_id for n in group},
+            )
+            placed.append((outer.index, call))
+        placed.sort(key=lambda item: item[0])
+        return [call for _, call in placed]
 
 
 def _apart(
