@@ -220,8 +220,18 @@ def finish_reason(value: Any) -> str | None:
 
 
 def finish_reasons(value: Any) -> list[str]:
+    """Each finish reason of an attribute value, in OpenAI's words (see `finish_reason`).
+    A JSON list written as text (logfire's and Agent Framework's
+    `gen_ai.response.finish_reasons`, `'["tool_use"]'`) is read as the list."""
     if value is None:  # (asked of every span, and of several keys in turn)
         return []
+    if type(value) is str and value.startswith("["):
+        try:
+            listed = _json.loads(value)
+        except (ValueError, RecursionError):
+            listed = None
+        if isinstance(listed, list):
+            value = listed
     items = value if isinstance(value, (list, tuple)) else (value,)
     return [reason for reason in map(finish_reason, items) if reason]
 

@@ -2,8 +2,9 @@
 
 Its agent, model-call and tool spans follow the GenAI conventions (`invoke_agent` with the
 agent's `gen_ai.tool.definitions`, `chat`, `execute_tool`) and are read as `genai` reads
-them, except that `gen_ai.response.finish_reasons` is the JSON text of a list
-(`json.dumps([finish_reason])`, agent_framework/observability.py). A workflow run
+them (its `gen_ai.response.finish_reasons` is the JSON text of a list,
+`json.dumps([finish_reason])` in agent_framework/observability.py, which
+`_common.finish_reasons` reads as the list, as it does logfire's). A workflow run
 (`workflow.run`, named by `workflow.name`) is the root agent; its executor, edge-group and
 message spans are steps. A hand-off workflow's (`HandoffBuilder`) hand-off has no span: its
 `handoff_to_<agent>` call is answered by middleware with `{"handoff_to": "<agent>"}`,
@@ -20,7 +21,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _handoffs, _json
-from tracejudge.convert._common import PART_TOOL_RESPONSE, Extraction, as_str, finish_reasons
+from tracejudge.convert._common import PART_TOOL_RESPONSE, as_str
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Identity, Kind
@@ -74,20 +75,6 @@ class AgentFramework(GenAISemconv):
             return None
         name = self.agent(span)[1]
         return _handoffs.Handoff(from_agent=name, to_agent=target, start_ns=span.record.start_ns)
-
-    def model_call(self, span: SpanView) -> Extraction:
-        extraction = super().model_call(span)
-        raw = span.attributes.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
-        if isinstance(raw, str) and raw.startswith("["):
-            try:
-                listed = _json.loads(raw)
-            except (ValueError, RecursionError):
-                return extraction
-            as_read = finish_reasons(raw)
-            if extraction.finish_reasons[: len(as_read)] == as_read:
-                rest = extraction.finish_reasons[len(as_read) :]
-                extraction.finish_reasons = finish_reasons(listed) + rest
-        return extraction
 
 
 def _loaded(value: Any) -> Any:

@@ -40,7 +40,6 @@ from tracejudge.convert._common import (
     as_int,
     as_str,
     finish_reason,
-    finish_reasons,
     load_json,
     message_inputs,
     model_and_usage,
@@ -133,7 +132,6 @@ class Logfire(Convention):
             response = load_json(attrs[semconv.LOGFIRE_RESPONSE], _what(span), [])
             if is_mapping(response):
                 extraction.tools = tools(response.get("tools"), extraction.warnings, _what(span))
-        _listed_finish_reasons(span, extraction)
         extraction.response_apart = template == STREAMING_RESPONSE
         return extraction
 
@@ -150,17 +148,6 @@ class Logfire(Convention):
             to_agent=_handoffs.known(as_str(attrs.get(semconv.LOGFIRE_TO_AGENT))),
             start_ns=span.record.start_ns,
         )
-
-
-def _listed_finish_reasons(span: SpanView, extraction: Extraction) -> None:
-    """logfire writes `gen_ai.response.finish_reasons` as a JSON list in a string
-    (`'["tool_use"]'`): read the list."""
-    raw = span.attributes.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
-    if not (isinstance(raw, str) and raw.startswith("[")):
-        return
-    listed = finish_reasons(load_json(raw, _what(span), extraction.warnings))
-    others = [r for r in extraction.finish_reasons if not r.startswith("[") and r not in listed]
-    extraction.finish_reasons = listed + others
 
 
 def _template(span: SpanView) -> str:
