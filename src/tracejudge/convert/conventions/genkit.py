@@ -51,7 +51,6 @@ _ACTION_KINDS = {
     semconv.GENKIT_SUBTYPE_MODEL: Kind.MODEL_CALL,
     semconv.GENKIT_SUBTYPE_TOOL: Kind.TOOL_RUN,
 }
-_ROLES = {"model": "assistant"}
 #: Genkit's finish reasons that are not OpenAI's words (`blocked`: a safety block).
 _FINISH = {"blocked": "content_filter", "interrupted": "tool_calls"}
 
@@ -122,7 +121,7 @@ def _message(
         return "user", [text_value(message)] if message is not None else [], [], []
     role = as_str(message.get("role")) or "user"
     texts, calls, responses = _parts(message.get("content"), [])
-    return _ROLES.get(role, role), texts, calls, responses
+    return role, texts, calls, responses  # (`model` is read as assistant by the walk)
 
 
 def _parts(
