@@ -45,12 +45,15 @@ def test_a_directory_of_every_format_gives_one_line_per_trace_and_criterion(
             "source",
             "criterion",
             "overall_score",
+            "fail_under",
+            "failing_agents",
+            "worst_agent",
             "explanation",
             "agents",
         }
         by_trace.setdefault(line["trace_id"], set()).add(line["criterion"])
         for instance_id, agent in line["agents"].items():
-            assert instance_id and set(agent) == {"name", "score", "explanation"}
+            assert instance_id and set(agent) - {"steps"} == {"name", "score", "explanation"}
     assert len(by_trace) == 4 and all(c == CHECKS for c in by_trace.values())
     assert {line["source"] for line in lines} == {
         str(inputs / "a.jsonl"),
@@ -60,7 +63,7 @@ def test_a_directory_of_every_format_gives_one_line_per_trace_and_criterion(
     }
     # the summary: the demo's planted faults first, then the table by agent name
     findings, table = done.stdout.split("\n\n", 1)
-    assert findings.startswith("Findings below 1 (worst 2 of 2):")
+    assert findings.startswith("Failing agents, below 1 (worst 2 of 2):")
     assert "call_h1 (search_hotels)" in findings and "'15%'" in findings
     assert "researcher" in table and "median" in table and "4 traces" in table
 

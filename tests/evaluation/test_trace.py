@@ -119,10 +119,22 @@ def test_each_agent_instance_is_judged_and_aggregated(
     assert runner.results_by_agent_instance_id == {"t1": None}
     assert runner.summary_statistics.median is None
 
+    # The verdict per agent: the mean hides the writer's 0.00, these do not.
+    assert result.fail_under == 0.5
+    assert result.worst_agent is not None
+    assert (result.worst_agent.agent_name, result.worst_agent.agent_instance_id) == (
+        "writer",
+        "w1",
+    )
+    assert result.worst_agent.score == 0.0
+    assert result.failing_agents == 2  # w1 (0.00) and r2 (0.33)
+    assert [a.agent_instance_id for a in result.failing()] == ["w1", "r2"]
+
     lines = result.explanation.splitlines()
     assert lines[0] == "Overall score 0.50: the mean of 4 agent scores."
+    assert lines[1] == "2 of 4 below 0.5: writer 0.00, researcher 0.33."
     assert "- orchestrator (o1): 1.00 - o1 did its part." in lines
-    assert "- tool_runner (t1): not evaluated" in lines
+    assert "- tool_runner (t1): not applicable (nothing to judge)" in lines
     assert result.usage is not None and result.usage.calls == 4
 
 

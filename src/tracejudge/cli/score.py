@@ -10,8 +10,9 @@ keeping every finished line. At the end: the summary by agent name (as text; wit
 `--json`, one JSON object `{"summary": {...}}`; with `--json-lines`, every result line
 as it is scored, then that object), and the HTML report with `--html`.
 
-Exit status: 0 done; 1 a score below `--fail-under`, or a trace that could not be
-scored (a judge error: its lines are not written, so `--resume` retries it); 2 bad
+Exit status: 0 done; 1 an agent scoring below `--fail-under` on any criterion (never a
+mean: one failed agent among ten fails the run), or a trace that could not be scored
+(a judge error: its lines are not written, so `--resume` retries it); 2 bad
 usage or input (one line naming the file and the problem); 130 interrupted.
 """
 
@@ -156,7 +157,7 @@ async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
         run.progress.advance()
 
 
-def _service(judge: str | None, concurrency: int) -> Any:
+def _service(judge: str | None, concurrency: int, fail_under: float | None = None) -> Any:
     """The evaluation service with the judge `--judge` names, or the environment's."""
     from tracejudge.evaluation.service import EvaluationService
     from tracejudge.judges import default_judge, judge_from_spec
@@ -169,7 +170,9 @@ def _service(judge: str | None, concurrency: int) -> Any:
         if judge:  # asked for by name: a usage problem now
             raise UsageError(f"--judge {judge}: {error}") from None
         problem = error  # from the environment: only a problem if a criterion needs it
-    return EvaluationService(built, max_concurrency=concurrency * 4, judge_problem=problem)
+    return EvaluationService(
+        built, max_concurrency=concurrency * 4, judge_problem=problem, fail_under=fail_under
+    )
 
 
 def read_criteria_file(path: str) -> list[str]:
@@ -208,13 +211,12 @@ def run(args: argparse.Namespace) -> int:
         validate_criteria(list(criteria))
     except BadRequestError as error:
         raise UsageError(f"bad criterion: {error}") from None
-    service = _service(args.judge, args.concurrency)
+    service = _service(args.judge, args.concurrency, args.fail_under)
     service.require_judge(criteria)  # a missing judge fails now, not after reading
     sources = expand_inputs(args.inputs)
     if sum(s.path is None for s in sources) > 1:
         raise UsageError("- (standard input) can be given once")
-    bar = args.fail_under if args.fail_under is not None else 1.0
-    summary = ScoreSummary(bar=bar)
+    summary = ScoreSummary(bar=args.fail_under)
     with tempfile.TemporaryDirectory(prefix="tracejudge-score-") as directory:
         spool = Spool(directory)
         try:
@@ -345,7 +347,9 @@ def add_parser(commands: Any) -> None:
         "and trace files), globs, or - for standard input; OTLP/JSON lines, OTLP protobuf, "
         "gzip, MultiAgentTrace JSON or JSON lines, told apart by content. Exit status: 0 "
         "done, 1 a score below --fail-under or a trace that could not be scored, 2 bad "
-        "usage or input, 130 interrupted.",
+        "usage or input, 130 interrupted. An agent fails a criterion below its bar: "
+        "--fail-under X for every criterion, else 1.0 for a check and 0.5 for a judged "
+        "criterion.",
     )
     score.add_argument("inputs", nargs="+", metavar="INPUT", help="file, directory, glob or -")
     score.add_argument(
@@ -383,7 +387,8 @@ def add_parser(commands: Any) -> None:
         "--fail-under",
         type=_fraction,
         metavar="X",
-        help="exit with status 1 when any overall score is below X (0..1)",
+        help="hold every agent's score to X (0..1) and exit with status 1 when any agent "
+        "scores below it on any criterion",
     )
     score.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     score.add_argument(

@@ -40,8 +40,10 @@ from tracejudge.models import (
     JudgeUsage,
     MultiAgentTrace,
     MultiAgentTraceResponse,
+    ScoredAgent,
     ScoreResponse,
     SummaryStatistics,
+    default_bar,
 )
 
 __all__ = [
@@ -119,7 +121,9 @@ def _score_response(verdict: Verdict, judge: Judge, model: type[R], **fields: An
 
 def _format_score(result: ScoreResponse | None) -> str:
     if result is None:
-        return "not evaluated"
+        return "not applicable (nothing to judge)"
+    if result.not_evaluated is not None:
+        return f"not evaluated ({result.not_evaluated})"
     if result.score is None:
         return "not applicable"
     return f"{result.score:.2f}"
@@ -129,13 +133,19 @@ def _one_line(text: str) -> str:
     return " ".join(text.split())
 
 
-def summarize_trace_response(response: MultiAgentTraceResponse) -> MultiAgentTraceResponse:
-    """Fill the flat fields (`agent_scores`, `overall_score`, `explanation`) from
-    `results_by_agent_name`, for answers (a remote server's) that carry only the wire fields.
+def summarize_trace_response(
+    response: MultiAgentTraceResponse, *, fail_under: float | None = None
+) -> MultiAgentTraceResponse:
+    """Fill the flat fields (`agent_scores`, `overall_score`, `explanation`) and the
+    verdict per agent (`fail_under`, `worst_agent`, `failing_agents`) from
+    `results_by_agent_name`, for answers (a remote server's) that carry only the wire
+    fields. `fail_under`: the bar when the answer names none (`tracejudge.models.
+    default_bar`); an answer that names its bar keeps it.
 
     `overall_score` is the mean of the agent instances' non-null scores, None when
-    no instance has a score.
+    no instance has a score; `worst_agent` the lowest-scoring instance.
     """
+    bar = response.bar(fail_under if response.fail_under is None else None)
     agent_scores: dict[str, float | None] = {}
     lines: list[str] = []
     for name, result in response.results_by_agent_name.items():
@@ -145,11 +155,16 @@ def summarize_trace_response(response: MultiAgentTraceResponse) -> MultiAgentTra
             lines.append(f"- {name} ({instance_id}): {_format_score(score)}{detail}")
     values = [s for s in agent_scores.values() if s is not None]
     overall = statistics.fmean(values) if values else None
+    failing = response.failing(bar)
     if overall is None:
         summary = "No agent received a score, so there is no overall score."
     else:
         plural = "s" if len(values) != 1 else ""
         summary = f"Overall score {overall:.2f}: the mean of {len(values)} agent score{plural}."
+        if failing:
+            named = ", ".join(f"{a.agent_name} {a.score:.2f}" for a in failing[:5])
+            more = f" and {len(failing) - 5} more" if len(failing) > 5 else ""
+            summary += f"\n{len(failing)} of {len(values)} below {bar:g}: {named}{more}."
     update: dict[str, Any] = {}
     if not response.agent_scores:
         update["agent_scores"] = agent_scores
@@ -157,6 +172,20 @@ def summarize_trace_response(response: MultiAgentTraceResponse) -> MultiAgentTra
         update["overall_score"] = overall
     if not response.explanation:
         update["explanation"] = "\n".join([summary, *lines])
+    if response.fail_under is None:
+        update["fail_under"] = bar
+    if response.worst_agent is None and values:
+        update["worst_agent"] = min(
+            (
+                ScoredAgent(agent_name=result.agent_name, agent_instance_id=i, score=a.score)
+                for result in response.results_by_agent_name.values()
+                for i, a in result.results_by_agent_instance_id.items()
+                if a is not None and a.score is not None
+            ),
+            key=lambda agent: agent.score,
+        )
+    if response.failing_agents is None:
+        update["failing_agents"] = len(failing)
     return response.model_copy(update=update) if update else response
 
 
@@ -167,13 +196,15 @@ def trace_response(
     *,
     usage: JudgeUsage | None = None,
     request_id: str | None = None,
+    fail_under: float | None = None,
 ) -> MultiAgentTraceResponse:
     """Aggregate per-instance results into the answer for one criterion.
 
     Instances are grouped by agent name, each group with `SummaryStatistics` of its
     non-null scores; `agent_scores` maps every instance id to its score;
     `overall_score` is the mean of the non-null instance scores (None if there is
-    none); `explanation` has one line per instance.
+    none); `worst_agent` and `failing_agents` hold the instances to `fail_under` (the
+    bar); `explanation` has one line per instance.
     """
     by_name: dict[str, dict[str, ScoreResponse | None]] = {}
     for agent in trace.iter_agents():
@@ -193,6 +224,7 @@ def trace_response(
         results_by_agent_name=results_by_agent_name,
         criterion=criterion,
         usage=usage,
+        fail_under=fail_under,
     )
     return summarize_trace_response(response)
 
@@ -214,13 +246,24 @@ class Evaluator:
     "Fails if"; text without one of these is judged as Reward), or `TraceCheck`
     objects. At most `max_concurrency` judge calls of this evaluator are in flight
     at once, whatever the judge (the HTTP judges also bound their own requests).
+    `fail_under`: the bar every agent's score is held to (None: each criterion's
+    default, `tracejudge.models.default_bar`).
     """
 
-    def __init__(self, judge: Judge | None = None, *, max_concurrency: int = 16) -> None:
+    def __init__(
+        self,
+        judge: Judge | None = None,
+        *,
+        max_concurrency: int = 16,
+        fail_under: float | None = None,
+    ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        if fail_under is not None and not 0.0 <= fail_under <= 1.0:
+            raise ValueError(f"fail_under must be between 0 and 1, got {fail_under}")
         self.judge = judge
         self.max_concurrency = max_concurrency
+        self.fail_under = fail_under
         # An asyncio.Semaphore belongs to one event loop: one per loop that uses this.
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -303,15 +346,17 @@ class Evaluator:
         `renders` may be shared by calls for several criteria on the same trace, so
         each agent is rendered once rather than once per criterion.
         """
+        is_check = not isinstance(criterion, str)
+        bar = self.fail_under if self.fail_under is not None else default_bar(is_check)
         if not isinstance(criterion, str):
             results = dict(await run_check(criterion, trace))
-            return trace_response(trace, criterion_name(criterion), results)
+            return trace_response(trace, criterion_name(criterion), results, fail_under=bar)
         self.require_judge([criterion])
         agents = list(trace.iter_agents())
         cache = renders if renders is not None else {}
         scores = await gather_all(self._score_agent(trace, a, criterion, cache) for a in agents)
         results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
-        return trace_response(trace, criterion, results, usage=_sum_usage(scores))
+        return trace_response(trace, criterion, results, usage=_sum_usage(scores), fail_under=bar)
 
     async def _score_agent(
         self,

@@ -114,7 +114,8 @@ class EvaluationService:
     `judge_problem` is the error to raise when a text criterion needs a judge and there
     is none because the configured one could not be built (say, a missing key): it tells
     the user more than "no judge configured". At most `max_concurrency` judge calls of
-    this service are in flight at once.
+    this service are in flight at once. `fail_under`: the bar every agent's score is held
+    to (None: each criterion's own, `tracejudge.models.default_bar`).
     """
 
     def __init__(
@@ -123,10 +124,12 @@ class EvaluationService:
         *,
         max_concurrency: int = 16,
         judge_problem: ComposoError | None = None,
+        fail_under: float | None = None,
     ) -> None:
         self.judge = judge
         self.judge_problem = judge_problem
-        self._evaluator = Evaluator(judge, max_concurrency=max_concurrency)
+        self.fail_under = fail_under
+        self._evaluator = Evaluator(judge, max_concurrency=max_concurrency, fail_under=fail_under)
 
     # ------------------------------------------------------------------ checks on requests
 

@@ -21,6 +21,7 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_interaction`: one model call and its token usage.
 - `_chat_session`: OpenAI / Anthropic message lists -> model calls.
 - `_trace`: agent instances and the trace tree.
+- `_verdict`: what failing means: bars, the worst agent, the failing pairs of a trace.
 - `_answers`: scores and evaluation results, judge usage, task status.
 - `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
@@ -37,9 +38,12 @@ from tracejudge.models._answers import (
     JudgeUsage,
     MultiAgentTraceResponse,
     ScoreResponse,
+    ScoreStatus,
     SummaryStatistics,
     TaskResponse,
     TaskStatus,
+    TraceVerdict,
+    VerdictStatus,
 )
 from tracejudge.models._base import EXTENSIONS, INTERACTION_EXTENSION_FIELDS
 from tracejudge.models._chat_session import (
@@ -90,6 +94,15 @@ from tracejudge.models._trace import (
     is_routing_decision,
     no_llm_interactions_error,
 )
+from tracejudge.models._verdict import (
+    CHECK_BAR,
+    JUDGED_BAR,
+    Failure,
+    ScoredAgent,
+    Step,
+    default_bar,
+    fails,
+)
 
 __all__ = [
     "LIGHTNING_CORE_PREFIX",
@@ -125,6 +138,17 @@ __all__ = [
     "MultiAgentTraceResponse",
     "TaskResponse",
     "TaskStatus",
+    "ScoreStatus",
+    # verdicts: which agents failed which criteria
+    "Step",
+    "ScoredAgent",
+    "Failure",
+    "TraceVerdict",
+    "VerdictStatus",
+    "CHECK_BAR",
+    "JUDGED_BAR",
+    "default_bar",
+    "fails",
     # evaluation results recorded on a trace
     "RecordedEvaluation",
     "LABEL_PASS",

@@ -7,9 +7,10 @@ import statistics
 from collections.abc import Sequence
 from typing import Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from tracejudge.models._base import WireModel
+from tracejudge.models._verdict import JUDGED_BAR, Failure, ScoredAgent, Step, fails
 
 __all__ = [
     "AgentTraceResult",
@@ -17,9 +18,12 @@ __all__ = [
     "JudgeUsage",
     "MultiAgentTraceResponse",
     "ScoreResponse",
+    "ScoreStatus",
     "SummaryStatistics",
     "TaskResponse",
     "TaskStatus",
+    "TraceVerdict",
+    "VerdictStatus",
 ]
 
 
@@ -44,15 +48,38 @@ class JudgeUsage(WireModel):
         )
 
 
+ScoreStatus = Literal["scored", "not_applicable", "not_evaluated"]
+
+
 class ScoreResponse(WireModel):
-    """A score in 0..1 (None: the criterion does not apply) with its explanation."""
+    """A score in 0..1 (None: the criterion does not apply) with its explanation.
+
+    tracejudge adds `steps` (where in the agent the finding points: the checks know) and
+    `not_evaluated` (why no judgement could be made, say a budget ran out: the score is
+    then None but the criterion is not "not applicable"; see `status`).
+    """
 
     score: float | None = None
     explanation: str
     cleaned_explanation: str | None = None
     usage: JudgeUsage | None = None
+    steps: list[Step] | None = None
+    not_evaluated: str | None = None
 
-    _omit_when_none = frozenset({"cleaned_explanation", "usage"})
+    _omit_when_none = frozenset({"cleaned_explanation", "usage", "steps", "not_evaluated"})
+
+    @property
+    def status(self) -> ScoreStatus:
+        """scored, not_applicable (score None) or not_evaluated (with its reason)."""
+        if self.not_evaluated is not None:
+            return "not_evaluated"
+        return "not_applicable" if self.score is None else "scored"
+
+    @model_validator(mode="after")
+    def _not_evaluated_has_no_score(self) -> ScoreResponse:
+        if self.not_evaluated is not None and self.score is not None:
+            raise ValueError("a result that was not evaluated has no score: leave score null")
+        return self
 
     @field_validator("score")
     @classmethod
@@ -69,7 +96,9 @@ class EvaluationResponse(ScoreResponse):
 
     criterion: str | None = None
 
-    _omit_when_none = frozenset({"cleaned_explanation", "usage", "criterion"})
+    _omit_when_none = frozenset(
+        {"cleaned_explanation", "usage", "steps", "not_evaluated", "criterion"}
+    )
 
 
 class SummaryStatistics(WireModel):
@@ -110,7 +139,10 @@ class MultiAgentTraceResponse(WireModel):
 
     Carries the wire fields (`request_id`, `results_by_agent_name`) and the
     seed SDK's flat fields: `agent_scores` (agent instance id -> score),
-    `overall_score` (mean of the non-null agent scores) and `explanation`.
+    `overall_score` (mean of the non-null agent scores) and `explanation`; and the
+    verdict per agent (`tracejudge.models._verdict` says what failing means):
+    `fail_under` (the bar), `worst_agent` (the lowest-scoring instance) and
+    `failing_agents` (how many instances scored below the bar).
     """
 
     request_id: str
@@ -120,11 +152,113 @@ class MultiAgentTraceResponse(WireModel):
     explanation: str = ""
     criterion: str = ""
     usage: JudgeUsage | None = None
+    fail_under: float | None = None
+    worst_agent: ScoredAgent | None = None
+    failing_agents: int | None = None
 
-    _omit_when_none = frozenset({"usage"})
+    _omit_when_none = frozenset({"usage", "fail_under", "worst_agent", "failing_agents"})
+
+    def bar(self, fail_under: float | None = None) -> float:
+        """The bar an agent's score is held to: `fail_under` when given, else this
+        answer's own, else the judged criteria's default."""
+        if fail_under is not None:
+            return fail_under
+        return self.fail_under if self.fail_under is not None else JUDGED_BAR
+
+    def failing(self, fail_under: float | None = None) -> list[ScoredAgent]:
+        """The instances below the bar, worst first (tree order among equals)."""
+        bar = self.bar(fail_under)
+        found = [
+            ScoredAgent(agent_name=result.agent_name, agent_instance_id=instance_id, score=score)
+            for result in self.results_by_agent_name.values()
+            for instance_id, answer in result.results_by_agent_instance_id.items()
+            if answer is not None and (score := answer.score) is not None and fails(score, bar)
+        ]
+        return sorted(found, key=lambda agent: agent.score)
 
     def __str__(self) -> str:
         return self.model_dump_json(indent=2)
+
+
+VerdictStatus = Literal["passed", "failed", "unscored"]
+
+
+class TraceVerdict(WireModel):
+    """A trace's verdict over all its criteria (see this module's docstring).
+
+    `status`: failed (some pair is below its bar), passed (something was scored and
+    nothing failed), unscored (nothing got a score: every pair was not applicable or not
+    evaluated). `failing_agents` counts distinct instances that failed at least one
+    criterion; `scored`, `not_applicable` and `not_evaluated` count pairs.
+    """
+
+    status: VerdictStatus
+    worst_score: float | None = None
+    worst: ScoredAgent | None = None
+    worst_criterion: str | None = None
+    failing_agents: int = 0
+    failures: list[Failure] = Field(default_factory=list)
+    scored: int = 0
+    not_applicable: int = 0
+    not_evaluated: int = 0
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
+
+    @classmethod
+    def of(
+        cls, responses: Sequence[MultiAgentTraceResponse], *, fail_under: float | None = None
+    ) -> TraceVerdict:
+        """The verdict of a trace's answers (one per criterion). `fail_under` replaces each
+        answer's own bar."""
+        failures: list[tuple[float, int, Failure]] = []
+        failing: set[str] = set()
+        worst: tuple[float, ScoredAgent, str] | None = None
+        scored = not_applicable = not_evaluated = 0
+        for response in responses:
+            bar = response.bar(fail_under)
+            for result in response.results_by_agent_name.values():
+                for instance_id, answer in result.results_by_agent_instance_id.items():
+                    if answer is not None and answer.not_evaluated is not None:
+                        not_evaluated += 1
+                        continue
+                    if answer is None or answer.score is None:
+                        not_applicable += 1
+                        continue
+                    scored += 1
+                    score = answer.score
+                    if worst is None or score < worst[0]:
+                        agent = ScoredAgent(
+                            agent_name=result.agent_name,
+                            agent_instance_id=instance_id,
+                            score=score,
+                        )
+                        worst = (score, agent, response.criterion)
+                    if fails(score, bar):
+                        failing.add(instance_id)
+                        failure = Failure(
+                            criterion=response.criterion,
+                            agent_name=result.agent_name,
+                            agent_instance_id=instance_id,
+                            score=score,
+                            fail_under=bar,
+                            explanation=answer.explanation,
+                            steps=list(answer.steps or ()),
+                        )
+                        failures.append((score, len(failures), failure))
+        status: VerdictStatus = "failed" if failures else "passed" if scored else "unscored"
+        return cls(
+            status=status,
+            worst_score=worst[0] if worst else None,
+            worst=worst[1] if worst else None,
+            worst_criterion=worst[2] if worst else None,
+            failing_agents=len(failing),
+            failures=[f for _, _, f in sorted(failures, key=lambda item: item[:2])],
+            scored=scored,
+            not_applicable=not_applicable,
+            not_evaluated=not_evaluated,
+        )
 
 
 TaskStatus = Literal["queued", "running", "done", "failed"]

@@ -32,13 +32,21 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from tracejudge.models import (
+    JUDGED_BAR,
     LLMInteraction,
     LLMToolCall,
     LLMToolResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
+    fails,
 )
-from tracejudge.report.results import ScoreSummary, format_summary, result_lines
+from tracejudge.report.results import (
+    ScoreSummary,
+    bars_text,
+    format_summary,
+    line_bar,
+    result_lines,
+)
 
 __all__ = ["content_security_policy", "render_trace_page", "trace_entry", "write_report"]
 
@@ -110,24 +118,31 @@ def trace_entry(
             node["calls"] = [_call(i, max_text) for i in agent.llm_interactions]
         tree.append(node)
     results = []
+    failing = False
     for line in lines:
         by_agent = line.get("agents") or {}
+        bar = line_bar(line)
+        agent_rows = [
+            [index[i], a.get("score"), _cut(a.get("explanation"), max_text)]
+            for i, a in by_agent.items()
+            if i in index
+        ]
+        failing = failing or any(fails(row[1], bar) for row in agent_rows)
         results.append(
             {
                 "criterion": line["criterion"],
                 "overall": line.get("overall_score"),
+                "bar": bar,
                 "explanation": _cut(line.get("explanation"), max_text),
-                "agents": [
-                    [index[i], a.get("score"), _cut(a.get("explanation"), max_text)]
-                    for i, a in by_agent.items()
-                    if i in index
-                ],
+                "agents": agent_rows,
             }
         )
-    scores = [r["overall"] for r in results if r["overall"] is not None]
+    # A trace shows its worst agent's score, never a mean that hides it.
+    scores = [row[1] for r in results for row in r["agents"] if row[1] is not None]
     entry: dict[str, Any] = {
         "id": trace_id,
         "worst": min(scores) if scores else None,
+        "failing": failing,
         "agents": tree,
         "results": results,
     }
@@ -226,7 +241,8 @@ def write_report(
         '<span id="tj-page"></span> <button id="tj-next" type="button">next</button></div>'
         '<div id="tj-list"></div></section>\n'
     )
-    out.write(f'<script type="application/json" id="tj-meta">{_json({"bar": summary.bar})}')
+    meta = {"bar": summary.bar if summary.bar is not None else JUDGED_BAR}
+    out.write(f'<script type="application/json" id="tj-meta">{_json(meta)}')
     out.write('</script>\n<script type="application/json" id="tj-data">[')
     written = 0
     for number, entry in enumerate(entries):
@@ -247,9 +263,9 @@ def _home_link(home: str | None) -> str:
 def _score_class(score: float | None, bar: float) -> str:
     if score is None:
         return "na"
-    if score >= bar:
-        return "good"
-    return "bad" if score < 0.5 else "warn"
+    if score < bar:
+        return "bad"
+    return "warn" if score < 1.0 else "good"
 
 
 def _overview(summary: ScoreSummary) -> str:
@@ -257,27 +273,32 @@ def _overview(summary: ScoreSummary) -> str:
     names = summary.agent_names
     parts = [
         '<section id="overview"><h2>Overview</h2><p class="counts">',
-        f"<b>{summary.traces}</b> traces, <b>{len(summary.failing_traces)}</b> with a score "
-        f"below {summary.bar:g}; <b>{len(names)}</b> agents ({e(', '.join(names))}); "
+        f"<b>{summary.traces}</b> traces, <b>{len(summary.failing_traces)}</b> failing "
+        f"(an agent {e(bars_text(summary))}); <b>{len(names)}</b> agents ({e(', '.join(names))}); "
         f"<b>{len(summary.criteria)}</b> criteria; {summary.findings_count} findings.</p>",
         '<div class="charts">',
     ]
     for criterion in summary.criteria:
-        parts.append(_histogram(criterion, summary.overall.get(criterion, [])))
+        parts.append(_histogram(criterion, summary.worst.get(criterion, [])))
     parts.append("</div>")
     parts.append('<table class="summary"><thead><tr><th>agent</th><th>instances</th>')
-    parts.append("<th>criterion</th><th>median</th><th>min</th><th>max</th></tr></thead><tbody>")
+    parts.append(
+        "<th>criterion</th><th>failing</th><th>mean</th><th>median</th><th>min</th>"
+        "<th>max</th></tr></thead><tbody>"
+    )
     for name in names:
         for criterion in summary.criteria:
             found = summary.stats(name, criterion)
             if found is None:
                 continue
-            cells = "".join(
-                f'<td class="{_score_class(v, summary.bar)}">{v:.2f}</td>' for v in found
-            )
+            bar = summary.bar_of(criterion)
+            values = (found.mean, found.median, found.min, found.max)
+            cells = "".join(f'<td class="{_score_class(v, bar)}">{v:.2f}</td>' for v in values)
+            failing = "bad" if found.failing else "good"
             parts.append(
                 f"<tr><td>{e(name)}</td><td>{summary.instances(name)}</td>"
-                f"<td>{e(criterion)}</td>{cells}</tr>"
+                f'<td>{e(criterion)}</td><td class="{failing}">{found.failing} of '
+                f"{found.scored}</td>{cells}</tr>"
             )
     parts.append("</tbody></table>")
     parts.append(f"<details><summary>Summary as text</summary><pre>{e(format_summary(summary))}")
@@ -304,7 +325,7 @@ def _histogram(criterion: str, scores: Sequence[float], bins: int = 10) -> str:
     e = html.escape
     return (
         f'<figure class="chart"><svg width="{width}" height="{height}" role="img" '
-        f'aria-label="{e(criterion)}: distribution of overall scores">{"".join(bars)}'
+        f'aria-label="{e(criterion)}: distribution of worst agent scores">{"".join(bars)}'
         f'<text x="0" y="88" font-size="10">0</text><text x="{width - 12}" y="88" '
         f'font-size="10">1</text></svg><figcaption>{e(criterion)} '
         f"({len(scores)})</figcaption></figure>"
@@ -346,10 +367,10 @@ var failing=document.getElementById("tj-failing"),pageLabel=document.getElementB
 var page=0,shown=data;
 function el(tag,cls,text){var n=document.createElement(tag);if(cls)n.className=cls;
  if(text!==undefined&&text!==null)n.textContent=String(text);return n;}
-function cls(s){if(s===null||s===undefined)return "na";if(s>=meta.bar)return "good";
- return s<0.5?"bad":"warn";}
+function cls(s,bar){if(s===null||s===undefined)return "na";if(s<bar)return "bad";
+ return s<1?"warn":"good";}
 function fmt(s){return (s===null||s===undefined)?"n/a":s.toFixed(2);}
-function failingEntry(t){return t.worst!==null&&t.worst<meta.bar;}
+function failingEntry(t){return t.failing;}
 function text(t){var parts=[t.id,t.source||""];t.agents.forEach(function(a){parts.push(a.name);});
  t.results.forEach(function(r){parts.push(r.criterion,r.explanation);
  r.agents.forEach(function(x){parts.push(x[2]);});});return parts.join("\n").toLowerCase();}
@@ -373,23 +394,25 @@ function calls(agent){var box=el("details");
 function tree(t){var kids={};t.agents.forEach(function(a,i){var p=a.parent===null?-1:a.parent;
  (kids[p]=kids[p]||[]).push(i);});
  function scoresOf(i){var rows=[];t.results.forEach(function(r){r.agents.forEach(function(x){
-  if(x[0]===i)rows.push({c:r.criterion,s:x[1],e:x[2]});});});
-  function rank(r){return r.s===null?2:(r.s<meta.bar?0:1);}
+  if(x[0]===i)rows.push({c:r.criterion,s:x[1],e:x[2],b:r.bar});});});
+  function rank(r){return r.s===null?2:(r.s<r.b?0:1);}
   rows.sort(function(a,b){return rank(a)-rank(b);});return rows;}
  function node(i){var a=t.agents[i],li=el("li","agent"),rows=scoresOf(i);
-  if(rows.some(function(r){return r.s!==null&&r.s<meta.bar;}))li.className+=" failing";
+  if(rows.some(function(r){return r.s!==null&&r.s<r.b;}))li.className+=" failing";
   li.appendChild(el("div","agent-name",a.name));rows.forEach(function(r){
-   var d=el("div","result");d.appendChild(el("span","score "+cls(r.s),fmt(r.s)));
+   var d=el("div","result");d.appendChild(el("span","score "+cls(r.s,r.b),fmt(r.s)));
    d.appendChild(el("b",null,r.c+" "));if(r.e)d.appendChild(el("span","expl",r.e));
    li.appendChild(d);});li.appendChild(calls(a));
   var sub=kids[i];if(sub){var ul=el("ul","tree");sub.forEach(function(k){ul.appendChild(node(k));});
    li.appendChild(ul);}return li;}
  var ul=el("ul","tree");(kids[-1]||[]).forEach(function(i){ul.appendChild(node(i));});return ul;}
 function traceView(t,open){var d=el("details","trace");d.id="trace-"+t.id;
- var s=el("summary");s.appendChild(el("span","score "+cls(t.worst),fmt(t.worst)));
+ var s=el("summary");s.appendChild(el("span","score "+(t.failing?"bad":cls(t.worst,0)),
+  fmt(t.worst)));
  s.appendChild(document.createTextNode(" trace "+t.id+(t.source?" ("+t.source+")":"")+" · "+
   t.agents.length+" agents · "));t.results.forEach(function(r){
-  s.appendChild(el("span","score "+cls(r.overall),r.criterion+" "+fmt(r.overall)+" "));});
+  var low=null;r.agents.forEach(function(x){if(x[1]!==null&&(low===null||x[1]<low))low=x[1];});
+  s.appendChild(el("span","score "+cls(low,r.bar),r.criterion+" "+fmt(low)+" "));});
  d.appendChild(s);var filled=false;function fill(){if(filled)return;filled=true;
   d.appendChild(tree(t));}
  d.addEventListener("toggle",function(){if(d.open)fill();});if(open){fill();d.open=true;}

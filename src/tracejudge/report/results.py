@@ -4,14 +4,20 @@ A result line is the JSON object `tracejudge score --out` writes, one per trace 
 criterion::
 
     {"trace_id": "4bf92f35...", "source": "traces.jsonl", "criterion": "loops",
-     "overall_score": 0.5, "explanation": "...",
-     "agents": {"<instance id>": {"name": "researcher", "score": 0.5,
-                                 "explanation": "..."}}}
+     "overall_score": 0.5, "fail_under": 1.0, "failing_agents": 1,
+     "worst_agent": {"agent_name": "researcher", "agent_instance_id": "...", "score": 0.0},
+     "explanation": "...",
+     "agents": {"<instance id>": {"name": "researcher", "score": 0.0,
+                                 "explanation": "...", "steps": [{"interaction": 2}]}}}
 
-(`score` is null where the criterion does not apply to that agent.) The summary is
-made from result lines, so that lines read back from an earlier run (`--resume`) count
-the same as new ones. It keeps every score (a few floats per agent and criterion) but
-only the worst findings, so it stays small at any number of traces.
+(`score` is null where the criterion does not apply to that agent; `steps` is there when
+the finding points at model calls; `"not_evaluated": "<reason>"` when no judgement could
+be made.) An agent fails a criterion when its score is below the line's `fail_under`
+(see `tracejudge.models.TraceVerdict`); a trace fails when any of its agents fails any
+criterion. The summary is made from result lines, so that lines read back from an
+earlier run (`--resume`) count the same as new ones. It keeps every score (a few floats
+per agent and criterion) but only the worst findings, so it stays small at any number of
+traces.
 """
 
 from __future__ import annotations
@@ -22,9 +28,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
+from tracejudge.models import JUDGED_BAR, MultiAgentTrace, MultiAgentTraceResponse, fails
 
-__all__ = ["Finding", "ScoreSummary", "format_summary", "result_lines"]
+__all__ = ["CriterionStats", "Finding", "ScoreSummary", "format_summary", "result_lines"]
 
 #: How many findings (agent scores below the bar) the summary keeps, worst first.
 MAX_FINDINGS = 20
@@ -44,22 +50,40 @@ def result_lines(
         for agent in trace.iter_agents():
             result = response.results_by_agent_name.get(agent.name)
             detail = result.results_by_agent_instance_id.get(agent.id) if result else None
-            agents[agent.id] = {
+            entry: dict[str, Any] = {
                 "name": agent.name,
                 "score": detail.score if detail is not None else None,
                 "explanation": detail.explanation if detail is not None else "",
             }
+            if detail is not None and detail.steps:
+                entry["steps"] = [s.model_dump() for s in detail.steps]
+            if detail is not None and detail.not_evaluated is not None:
+                entry["not_evaluated"] = detail.not_evaluated
+            agents[agent.id] = entry
         line: dict[str, Any] = {"trace_id": trace_id}
         if source is not None:
             line["source"] = source
+        worst = response.worst_agent
         line.update(
             criterion=response.criterion,
             overall_score=response.overall_score,
+            fail_under=response.bar(),
+            failing_agents=len(response.failing()),
+            worst_agent=worst.model_dump() if worst is not None else None,
             explanation=response.explanation,
             agents=agents,
         )
         lines.append(line)
     return lines
+
+
+def line_bar(line: Mapping[str, Any], fail_under: float | None = None) -> float:
+    """The bar a result line's agents are held to: `fail_under` when given, else the
+    line's own (lines written before bars were recorded: the judged criteria's)."""
+    if fail_under is not None:
+        return fail_under
+    bar = line.get("fail_under")
+    return float(bar) if isinstance(bar, (int, float)) else JUDGED_BAR
 
 
 @dataclass(frozen=True)
@@ -71,30 +95,62 @@ class Finding:
     criterion: str
     agent: str
     explanation: str
+    agent_instance_id: str = ""
+    steps: tuple[Mapping[str, Any], ...] = ()
+
+
+@dataclass(frozen=True)
+class CriterionStats:
+    """One agent name on one criterion over many traces: how many instances were scored
+    and failed, and the mean, median, min and max of their scores."""
+
+    scored: int
+    failing: int
+    mean: float
+    median: float
+    min: float
+    max: float
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "scored": self.scored,
+            "failing": self.failing,
+            "mean": self.mean,
+            "median": self.median,
+            "min": self.min,
+            "max": self.max,
+        }
 
 
 @dataclass
 class _Scores:
     instances: int = 0
     by_criterion: dict[str, list[float]] = field(default_factory=dict)
+    failing: dict[str, int] = field(default_factory=dict)
 
 
 class ScoreSummary:
     """Scores of many traces by agent name and criterion, and the worst findings.
 
-    `bar`: an agent or overall score below it is a finding and the trace fails.
+    `bar`: when given, every agent score below it is a finding and fails its trace (what
+    `--fail-under` sets); None holds each criterion to its own bar (the line's
+    `fail_under`).
     """
 
-    def __init__(self, bar: float = 1.0) -> None:
+    def __init__(self, bar: float | None = None) -> None:
         self.bar = bar
         self.criteria: list[str] = []
         self.trace_ids: set[str] = set()
         self.failing_traces: set[str] = set()
         self.findings_count = 0
+        self.not_evaluated = 0
         self.overall: dict[str, list[float]] = {}
+        #: criterion -> each trace's worst agent score on it (what the charts show).
+        self.worst: dict[str, list[float]] = {}
+        self.bars: dict[str, float] = {}
         self._agents: dict[str, _Scores] = {}
         self._instances: set[tuple[str, str]] = set()
-        self._findings: list[Finding] = []  # a heap of the worst, by negated order
+        self._findings: list[tuple[float, int, Finding]] = []  # a heap of the worst
 
     @property
     def traces(self) -> int:
@@ -104,52 +160,86 @@ class ScoreSummary:
     def agent_names(self) -> list[str]:
         return list(self._agents)
 
+    def bar_of(self, criterion: str) -> float:
+        """The bar the criterion's scores are held to in this summary."""
+        if self.bar is not None:
+            return self.bar
+        return self.bars.get(criterion, JUDGED_BAR)
+
     def add(self, lines: Iterable[Mapping[str, Any]]) -> None:
         """Count result lines (of one trace or several)."""
         for line in lines:
             trace_id = str(line["trace_id"])
             criterion = str(line["criterion"])
+            bar = line_bar(line, self.bar)
             self.trace_ids.add(trace_id)
             if criterion not in self.criteria:
                 self.criteria.append(criterion)
+            self.bars.setdefault(criterion, line_bar(line))
             overall = line.get("overall_score")
             if overall is not None:
                 self.overall.setdefault(criterion, []).append(float(overall))
-                if overall < self.bar:
-                    self.failing_traces.add(trace_id)
+            lowest: float | None = None
             for instance_id, agent in (line.get("agents") or {}).items():
                 name = str(agent.get("name"))
                 scores = self._agents.setdefault(name, _Scores())
                 if (trace_id, instance_id) not in self._instances:
                     self._instances.add((trace_id, instance_id))
                     scores.instances += 1
+                if agent.get("not_evaluated") is not None:
+                    self.not_evaluated += 1
                 score = agent.get("score")
                 if score is None:
                     continue
-                scores.by_criterion.setdefault(criterion, []).append(float(score))
-                if score < self.bar:
-                    self._found(Finding(score, trace_id, criterion, name, agent["explanation"]))
+                score = float(score)
+                lowest = score if lowest is None else min(lowest, score)
+                scores.by_criterion.setdefault(criterion, []).append(score)
+                if fails(score, bar):
+                    scores.failing[criterion] = scores.failing.get(criterion, 0) + 1
+                    self.failing_traces.add(trace_id)
+                    self._found(
+                        Finding(
+                            score,
+                            trace_id,
+                            criterion,
+                            name,
+                            str(agent.get("explanation") or ""),
+                            agent_instance_id=str(instance_id),
+                            steps=tuple(agent.get("steps") or ()),
+                        )
+                    )
+            if lowest is not None:
+                self.worst.setdefault(criterion, []).append(lowest)
 
     def _found(self, finding: Finding) -> None:
         self.findings_count += 1
         # Keep the MAX_FINDINGS lowest scores: a max-heap by score, via negation.
-        item = (-finding.score, self.findings_count, finding)
+        item = (-finding.score, -self.findings_count, finding)
         if len(self._findings) < MAX_FINDINGS:
             heapq.heappush(self._findings, item)
-        elif item[0] > self._findings[0][0]:
+        elif item[:2] > self._findings[0][:2]:
             heapq.heapreplace(self._findings, item)
 
     @property
     def findings(self) -> list[Finding]:
         """The worst findings kept, lowest score first (earliest first among equals)."""
-        return [f for _, _, f in sorted(self._findings, key=lambda i: (-i[0], i[1]))]
+        return [f for _, _, f in sorted(self._findings, key=lambda i: (-i[0], -i[1]))]
 
-    def stats(self, agent: str, criterion: str) -> tuple[float, float, float] | None:
-        """(median, min, max) of an agent name's scores on a criterion, or None."""
-        scores = self._agents[agent].by_criterion.get(criterion)
+    def stats(self, agent: str, criterion: str) -> CriterionStats | None:
+        """An agent name's scores on a criterion (failing count, mean, median, min, max),
+        or None when it got none."""
+        found = self._agents[agent]
+        scores = found.by_criterion.get(criterion)
         if not scores:
             return None
-        return statistics.median(scores), min(scores), max(scores)
+        return CriterionStats(
+            scored=len(scores),
+            failing=found.failing.get(criterion, 0),
+            mean=statistics.fmean(scores),
+            median=statistics.median(scores),
+            min=min(scores),
+            max=max(scores),
+        )
 
     def instances(self, agent: str) -> int:
         return self._agents[agent].instances
@@ -162,36 +252,52 @@ class ScoreSummary:
             for criterion in self.criteria:
                 found = self.stats(name, criterion)
                 if found is not None:
-                    criteria[criterion] = dict(zip(("median", "min", "max"), found, strict=True))
+                    criteria[criterion] = found.as_dict()
             agents[name] = {"instances": self.instances(name), "criteria": criteria}
         return {
             "traces": self.traces,
             "failing_traces": len(self.failing_traces),
             "bar": self.bar,
+            "bars": {c: self.bar_of(c) for c in self.criteria},
             "criteria": list(self.criteria),
             "agents": agents,
             "findings": self.findings_count,
+            "not_evaluated": self.not_evaluated,
             "worst_findings": [
                 {
                     "trace_id": f.trace_id,
                     "criterion": f.criterion,
                     "agent": f.agent,
+                    "agent_instance_id": f.agent_instance_id,
                     "score": f.score,
                     "explanation": f.explanation,
+                    "steps": list(f.steps),
                 }
                 for f in self.findings
             ],
         }
 
 
+def bars_text(summary: ScoreSummary) -> str:
+    """How the summary holds scores: 'below 0.5', or 'below its bar (checks 1, ...)'."""
+    if summary.bar is not None:
+        return f"below {summary.bar:g}"
+    bars = sorted({summary.bar_of(c) for c in summary.criteria})
+    if len(bars) == 1:
+        return f"below {bars[0]:g}"
+    return "below their criterion's bar (" + ", ".join(f"{b:g}" for b in bars) + ")"
+
+
 def format_summary(summary: ScoreSummary) -> str:
-    """The findings below the bar first (the worst, with their explanation), then a table
-    of agent names x criteria: instances, and median / min / max of their scores."""
+    """The failing agents first (the worst, with their explanation), then a table of
+    agent names x criteria: instances, failing, and mean / median / min / max of their
+    scores; then how many traces fail."""
     lines: list[str] = []
     findings = summary.findings
     if findings:
         lines.append(
-            f"Findings below {summary.bar:g} (worst {len(findings)} of {summary.findings_count}):"
+            f"Failing agents, {bars_text(summary)} "
+            f"(worst {len(findings)} of {summary.findings_count}):"
         )
         for f in findings:
             explanation = " ".join(f.explanation.split())
@@ -209,7 +315,7 @@ def format_summary(summary: ScoreSummary) -> str:
     criterion_width = max([len(_label(c)) for c in summary.criteria] + [9]) + 2
     lines.append(
         f"{'agent':<{agent_width}}{'instances':>9}  {'criterion':<{criterion_width}}"
-        f"{'median':>7}{'min':>7}{'max':>7}"
+        f"{'failing':>9}{'mean':>7}{'median':>7}{'min':>7}{'max':>7}"
     )
     for name in names:
         first = True
@@ -223,17 +329,21 @@ def format_summary(summary: ScoreSummary) -> str:
                 else " " * (agent_width + 9)
             )
             first = False
-            median, low, high = found
+            failing = f"{found.failing}/{found.scored}"
             lines.append(
-                f"{head}  {_label(criterion):<{criterion_width}}"
-                f"{median:>7.2f}{low:>7.2f}{high:>7.2f}"
+                f"{head}  {_label(criterion):<{criterion_width}}{failing:>9}"
+                f"{found.mean:>7.2f}{found.median:>7.2f}{found.min:>7.2f}{found.max:>7.2f}"
             )
         if first:
             lines.append(f"{name:<{agent_width}}{summary.instances(name):>9}  (no scores)")
     lines.append("")
-    lines.append(
-        f"{summary.traces} traces, {len(summary.failing_traces)} with a score below {summary.bar:g}"
+    tail = (
+        f"{summary.traces} traces, {len(summary.failing_traces)} failing "
+        f"(an agent {bars_text(summary)})"
     )
+    if summary.not_evaluated:
+        tail += f"; {summary.not_evaluated} agent results not evaluated (left out of the figures)"
+    lines.append(tail)
     return "\n".join(lines)
 
 

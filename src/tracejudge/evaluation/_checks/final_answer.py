@@ -81,6 +81,16 @@ class FinalAnswer(BuiltinCheck):
             self.name = "final_answer(allow_refusal=True)"
 
     def _score(self, run: Run) -> ScoreResponse | None:
+        result = self._score_ending(run)
+        if result is None or result.score is None or result.score >= 1.0:
+            return result
+        # A failing ending is the agent's last model call (and its dangling tool call).
+        index = len(run.llm) - 1
+        calls = run.llm[index].tool_calls
+        step = run.step(index, calls[-1] if calls else None)
+        return result.model_copy(update={"steps": [step]})
+
+    def _score_ending(self, run: Run) -> ScoreResponse | None:
         if not run.llm:
             return None
         index = len(run.llm) - 1

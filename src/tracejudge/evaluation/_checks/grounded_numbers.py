@@ -112,7 +112,9 @@ class GroundedNumbers(BuiltinCheck):
             notes.append(f"{unverifiable}, so the values not found cannot be verified")
             return ScoreResponse(score=None, explanation=explain(summary, problems, notes))
         return ScoreResponse(
-            score=grounded / len(stated), explanation=explain(summary, problems, notes)
+            score=grounded / len(stated),
+            explanation=explain(summary, problems, notes),
+            steps=[run.step(index)] if ungrounded else None,
         )
 
     @staticmethod

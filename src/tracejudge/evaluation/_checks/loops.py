@@ -102,11 +102,13 @@ class Loops(BuiltinCheck):
             shown.setdefault(key, text)
             previous_reply = key
         problems: list[str] = []
+        steps: list[tuple[int, LLMToolCall | None]] = []
         repeats = 0
         for key, made in calls.items():
             count = sum(1 for *_, repeat in made if repeat)
             if count:
                 repeats += count
+                steps.extend((i, c) for i, c, repeat in made if repeat)
                 why = (
                     "; it had already got a result" if key in answered and not self.polling else ""
                 )
@@ -119,6 +121,7 @@ class Loops(BuiltinCheck):
             count = sum(1 for _, repeat in said if repeat)
             if count:
                 repeats += count
+                steps.extend((i, None) for i, repeat in said if repeat)
                 problems.append(
                     f"{run.name} gave the same reply {len(said)} times "
                     f"(llm_interactions{list_indexes(i for i, _ in said)}): {short(shown[key])!r}"
@@ -130,7 +133,11 @@ class Loops(BuiltinCheck):
             f"{run.name} is stuck: {repeats} of its {plural(actions, 'action')} "
             f"{'repeats' if repeats == 1 else 'repeat'} an earlier one."
         )
-        return ScoreResponse(score=1.0 - repeats / actions, explanation=explain(summary, problems))
+        return ScoreResponse(
+            score=1.0 - repeats / actions,
+            explanation=explain(summary, problems),
+            steps=[run.step(i, c) for i, c in sorted(steps, key=lambda step: step[0])],
+        )
 
 
 def loops_with(max_repeats: int = 3, *, polling: bool = False) -> Loops:

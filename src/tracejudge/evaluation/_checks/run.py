@@ -17,6 +17,7 @@ from tracejudge.models import (
     LLMToolCall,
     MultiAgentTrace,
     ScoreResponse,
+    Step,
 )
 
 __all__ = ["Run", "BuiltinCheck"]
@@ -54,6 +55,13 @@ class Run:
         if call is not None:
             place += f", tool call {call.id} ({call.name})"
         return place
+
+    @staticmethod
+    def step(index: int, call: LLMToolCall | None = None) -> Step:
+        """The step `where(index, call)` names, as data (what a finding points to)."""
+        if call is None:
+            return Step(interaction=index)
+        return Step(interaction=index, tool_call_id=call.id, tool_name=call.name)
 
     @property
     def recorded(self) -> bool:

@@ -33,9 +33,8 @@ class ToolArguments(BuiltinCheck):
         outcomes = call_outcomes(run)
         if not outcomes:
             return None
-        problems = [
-            f"{run.where(o.index, o.call)}: {o.detail}" for o in outcomes if o.status == "invalid"
-        ]
+        invalid = [o for o in outcomes if o.status == "invalid"]
+        problems = [f"{run.where(o.index, o.call)}: {o.detail}" for o in invalid]
         unrecorded = sorted({o.index for o in outcomes if not run.llm[o.index].tools_available})
         notes = []
         if unrecorded:
@@ -46,7 +45,9 @@ class ToolArguments(BuiltinCheck):
         valid = len(outcomes) - len(problems)
         summary = f"{run.name}: {valid} of {plural(len(outcomes), 'tool call')} valid."
         return ScoreResponse(
-            score=valid / len(outcomes), explanation=explain(summary, problems, notes)
+            score=valid / len(outcomes),
+            explanation=explain(summary, problems, notes),
+            steps=[run.step(o.index, o.call) for o in invalid] or None,
         )
 
 

@@ -45,6 +45,7 @@ class ToolResults(BuiltinCheck):
                 explanation=explain(f"{run.name}: no tool call to judge here.", (), notes),
             )
         problems = []
+        steps = [run.step(o.index, o.call) for o in counted if o.status in ("missing", "error")]
         for o in counted:
             if o.status == "missing":
                 problems.append(f"{run.where(o.index, o.call)}: no result ({o.detail})")
@@ -64,7 +65,11 @@ class ToolResults(BuiltinCheck):
             f"{run.name}: {ok} of {plural(len(counted), 'tool call')} got a result that is "
             f"not an error ({plural(errors, 'error')}, {missing} without a result)."
         )
-        return ScoreResponse(score=ok / len(counted), explanation=explain(summary, problems, notes))
+        return ScoreResponse(
+            score=ok / len(counted),
+            explanation=explain(summary, problems, notes),
+            steps=steps or None,
+        )
 
     @staticmethod
     def _notes(outcomes: Sequence[CallOutcome]) -> list[str]:
