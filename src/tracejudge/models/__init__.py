@@ -23,6 +23,7 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_trace`: agent instances and the trace tree.
 - `_verdict`: what failing means: bars, the worst agent, the failing pairs of a trace.
 - `_answers`: scores and evaluation results, judge usage, task status.
+- `_pricing`: what model calls cost, by model (the agents' calls and the judge's).
 - `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
   their limits (criterion length, tags).
@@ -70,6 +71,7 @@ from tracejudge.models._messages import (
     LLMToolResponse,
     to_json_string,
 )
+from tracejudge.models._pricing import DEFAULT_PRICES, Price, PriceTable, load_prices
 from tracejudge.models._recorded import (
     LABEL_FAIL,
     LABEL_NOT_APPLICABLE,
@@ -149,6 +151,11 @@ __all__ = [
     "JUDGED_BAR",
     "default_bar",
     "fails",
+    # what model calls cost
+    "Price",
+    "PriceTable",
+    "DEFAULT_PRICES",
+    "load_prices",
     # evaluation results recorded on a trace
     "RecordedEvaluation",
     "LABEL_PASS",
