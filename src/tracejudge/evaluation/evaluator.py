@@ -106,10 +106,11 @@ def _score_response(verdict: Verdict, judge: Judge, model: type[R], **fields: An
     """The verdict as a `model` (ScoreResponse or a subclass, with its other `fields`)."""
     try:
         return model(
-            score=verdict.score,
+            score=None if verdict.not_evaluated is not None else verdict.score,
             explanation=verdict.explanation,
             cleaned_explanation=verdict.cleaned_explanation,
             usage=verdict.usage,
+            not_evaluated=verdict.not_evaluated,
             **fields,
         )
     except ValidationError as exc:

@@ -92,7 +92,8 @@ class JudgeRequest:
 class Verdict:
     """A judge's answer to one `JudgeRequest`.
 
-    `score` is in 0..1 (1.0 best; None when the criterion does not apply). `usage` counts
+    `score` is in 0..1 (1.0 best; None when the criterion does not apply, or when
+    `not_evaluated` says why no judgement was made). `usage` counts
     the HTTP requests made (retries and re-asks included), cache hits, tokens and time.
     `raw` holds what the score was made from: `reply` (the JSON object the model gave),
     `text` (its reply text), `score_source` ("logprobs", "reported", "passed" or
@@ -105,6 +106,9 @@ class Verdict:
     cleaned_explanation: str | None = None
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     raw: dict[str, Any] = field(default_factory=dict)
+    #: Why no judgement could be made (a budget or a cap ran out before a verdict): the
+    #: score is then None, and the result is "not evaluated", never "not applicable".
+    not_evaluated: str | None = None
 
 
 @runtime_checkable
