@@ -23,6 +23,7 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_trace`: agent instances and the trace tree.
 - `_verdict`: what failing means: bars, the worst agent, the failing pairs of a trace.
 - `_answers`: scores and evaluation results, judge usage, task status.
+- `_attribution`: which agent and step caused a failure: ranked `Cause`s.
 - `_pricing`: what model calls cost, by model (the agents' calls and the judge's).
 - `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
@@ -45,6 +46,12 @@ from tracejudge.models._answers import (
     TaskStatus,
     TraceVerdict,
     VerdictStatus,
+)
+from tracejudge.models._attribution import (
+    ATTRIBUTION_METHODS,
+    Attribution,
+    AttributionMethod,
+    Cause,
 )
 from tracejudge.models._base import EXTENSIONS, INTERACTION_EXTENSION_FIELDS
 from tracejudge.models._chat_session import (
@@ -151,6 +158,11 @@ __all__ = [
     "JUDGED_BAR",
     "default_bar",
     "fails",
+    # attribution: which agent and step caused a failure
+    "Attribution",
+    "Cause",
+    "AttributionMethod",
+    "ATTRIBUTION_METHODS",
     # what model calls cost
     "Price",
     "PriceTable",
