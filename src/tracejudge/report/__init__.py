@@ -18,6 +18,8 @@ CLI, the server and the examples can all print the same thing.
 - `results`: scored traces as result lines (what `tracejudge score --out` writes), and
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
   the worst findings first.
+- `attribution`: `format_attribution(attribution)`: what failed and the ranked causes
+  (`tracejudge attribute`).
 - `html`: the self-contained HTML report (`write_report`, `trace_entry`), the page of
   one trace (`render_trace_page`), and the Content-Security-Policy they run under
   (`content_security_policy`).
@@ -25,6 +27,7 @@ CLI, the server and the examples can all print the same thing.
 
 from __future__ import annotations
 
+from tracejudge.report.attribution import format_attribution
 from tracejudge.report.html import (
     content_security_policy,
     render_trace_page,
@@ -39,6 +42,7 @@ __all__ = [
     "Finding",
     "ScoreSummary",
     "content_security_policy",
+    "format_attribution",
     "format_agent_tree",
     "format_inspection",
     "format_results",
