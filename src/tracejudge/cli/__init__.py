@@ -6,10 +6,13 @@
     tracejudge inspect INPUT...      what the converter reads of each trace's spans: producers,
                                      spans read and ignored (why), agents, warnings
     tracejudge attribute INPUT...    which agent and step caused each failed trace, ranked
+    tracejudge bench attribution DATA  measure attribution methods and a judge on labelled
+                                     failed traces (Who&When, MP-Bench, your own)
     tracejudge rubric DATASET.jsonl  score a dataset against a rubric with a judge model
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
 
-One module per command (`demo`, `score`, `inspect`, `attribute`, `rubric`, `serve`), each with
+One module per command (`demo`, `score`, `inspect`, `attribute`, `bench`, `rubric`,
+`serve`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
@@ -26,14 +29,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tracejudge.cli import attribute, demo, inspect, rubric, score, serve
+from tracejudge.cli import attribute, bench, demo, inspect, rubric, score, serve
 from tracejudge.cli._errors import UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, inspect, attribute, rubric, serve)
+COMMANDS = (demo, score, inspect, attribute, bench, rubric, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

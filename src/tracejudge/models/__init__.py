@@ -24,6 +24,8 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_verdict`: what failing means: bars, the worst agent, the failing pairs of a trace.
 - `_answers`: scores and evaluation results, judge usage, task status.
 - `_attribution`: which agent and step caused a failure: ranked `Cause`s.
+- `_estimate`: a statistic with its bootstrap interval.
+- `_bench`: the attribution benchmark's results, per item and per split and method.
 - `_pricing`: what model calls cost, by model (the agents' calls and the judge's).
 - `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
@@ -54,11 +56,13 @@ from tracejudge.models._attribution import (
     Cause,
 )
 from tracejudge.models._base import EXTENSIONS, INTERACTION_EXTENSION_FIELDS
+from tracejudge.models._bench import BenchItemResult, BenchReport, BenchRow
 from tracejudge.models._chat_session import (
     interactions_from_messages,
     text_of,
     tool_definitions,
 )
+from tracejudge.models._estimate import Estimate
 from tracejudge.models._inspection import (
     ANSWER_EXCERPT,
     IGNORED_REASONS,
@@ -163,6 +167,10 @@ __all__ = [
     "Cause",
     "AttributionMethod",
     "ATTRIBUTION_METHODS",
+    "Estimate",
+    "BenchItemResult",
+    "BenchRow",
+    "BenchReport",
     # what model calls cost
     "Price",
     "PriceTable",

@@ -19,7 +19,8 @@ CLI, the server and the examples can all print the same thing.
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
   the worst findings first.
 - `attribution`: `format_attribution(attribution)`: what failed and the ranked causes
-  (`tracejudge attribute`).
+  (`tracejudge attribute`); `format_bench` / `render_bench_html`: the attribution
+  benchmark (`tracejudge bench attribution`) as a table and a self-contained page.
 - `html`: the self-contained HTML report (`write_report`, `trace_entry`), the page of
   one trace (`render_trace_page`), and the Content-Security-Policy they run under
   (`content_security_policy`).
@@ -27,7 +28,7 @@ CLI, the server and the examples can all print the same thing.
 
 from __future__ import annotations
 
-from tracejudge.report.attribution import format_attribution
+from tracejudge.report.attribution import format_attribution, format_bench, render_bench_html
 from tracejudge.report.html import (
     content_security_policy,
     render_trace_page,
@@ -43,6 +44,8 @@ __all__ = [
     "ScoreSummary",
     "content_security_policy",
     "format_attribution",
+    "format_bench",
+    "render_bench_html",
     "format_agent_tree",
     "format_inspection",
     "format_results",
