@@ -266,7 +266,7 @@ def test_the_labels_file_reads_back_and_names_each_problem(tmp_path: Path) -> No
     for line, problem in [
         (
             '{"trace_id": "t", "agent": "w", "criterion": "c", "verdict": "ok"}',
-            "line 1: field 'verdict': must be \"pass\" or \"fail\" (or give \"score\" in 0..1), "
+            'line 1: field \'verdict\': must be "pass" or "fail" (or give "score" in 0..1), '
             "got 'ok'",
         ),
         (

@@ -44,11 +44,17 @@ def band_of(value: float) -> tuple[AgreementBand, str]:
 def describe(kappa: Estimate) -> tuple[AgreementBand | None, str, list[str]]:
     """The band of `kappa`, a sentence on what it supports, and cautions (an interval that
     reaches into a lower band, too few items)."""
+    cautions = []
+    if kappa.n < ENOUGH_ITEMS:
+        cautions.append(
+            f"only {kappa.n} labelled items: about {ENOUGH_ITEMS} give an interval narrow "
+            "enough to trust"
+        )
     if kappa.value is None:
-        return None, "no band: Cohen's kappa is undefined here (one label only)", []
+        why = "no band: Cohen's kappa is undefined here (people and judge used one label only)"
+        return None, why, cautions
     band, supports = band_of(kappa.value)
     text = f"kappa {kappa.value:.2f} is in the {band} band: it supports {supports}"
-    cautions = []
     if kappa.low is not None:
         lower, _ = band_of(kappa.low)
         if lower != band:
@@ -56,9 +62,4 @@ def describe(kappa: Estimate) -> tuple[AgreementBand | None, str, list[str]]:
                 f"the 95% interval reaches down to {kappa.low:.2f}, into the {lower} band: "
                 "label more items before relying on this band"
             )
-    if kappa.n < ENOUGH_ITEMS:
-        cautions.append(
-            f"only {kappa.n} labelled items: about {ENOUGH_ITEMS} give an interval narrow "
-            "enough to trust"
-        )
     return band, text, cautions

@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
+from os import PathLike
 from typing import Any
 
 from tracejudge import _stats
@@ -95,7 +96,7 @@ def _estimate(statistic: Any, n: int, resamples: int, seed: int, value: float | 
 
 
 async def acalibrate(
-    labels: Sequence[HumanLabel],
+    labels: Sequence[HumanLabel] | str | PathLike[str],
     *,
     traces: Mapping[str, MultiAgentTrace] | Iterable[MultiAgentTrace],
     judge: Any = None,
@@ -106,14 +107,19 @@ async def acalibrate(
     concurrency: int = 8,
 ) -> CalibrationReport:
     """How far `judge` (a spec such as "openai:gpt-4.1-mini", a `Judge`, or an
-    `EvaluationService`) agrees with `labels` on `traces` (a mapping of trace id to trace,
-    or traces that carry their `trace_id`). `samples` > 1 judges every item that many
+    `EvaluationService`) agrees with `labels` (`HumanLabel`s, or the path of a labels
+    file) on `traces` (a mapping of trace id to trace, or traces that carry their
+    `trace_id`). `samples` > 1 judges every item that many
     times (a judge built here from a spec then caches nothing) and reports repeatability."""
     from tracejudge.evaluation.service import EvaluationService
     from tracejudge.judges import judge_from_spec
 
     if samples < 1:
         raise BadRequestError(f"samples must be at least 1, got {samples}")
+    if isinstance(labels, (str, PathLike)):
+        from tracejudge.calibration._labels import read_labels
+
+        labels = read_labels(labels)
     notes: list[str] = []
     owned = None
     if isinstance(judge, EvaluationService):
@@ -368,7 +374,7 @@ def _repeatability(
 
 
 def calibrate(
-    labels: Sequence[HumanLabel],
+    labels: Sequence[HumanLabel] | str | PathLike[str],
     *,
     traces: Mapping[str, MultiAgentTrace] | Iterable[MultiAgentTrace],
     judge: Any = None,
