@@ -17,7 +17,7 @@ the transcript, `_transcript`).
 from __future__ import annotations
 
 import math
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -291,8 +291,3 @@ JUDGE_METHODS: dict[str, Callable[[MethodContext], Awaitable[list[Candidate]]]] 
     "binary_search": binary_search,
     "counterfactual": counterfactual,
 }
-
-
-def methods_needing_judge(methods: Sequence[str]) -> list[str]:
-    """The methods of `methods` that ask a judge."""
-    return [m for m in methods if m in JUDGE_METHODS]

@@ -57,11 +57,6 @@ class TraceSteps(Sequence[StepRef]):
         """The first instance (tree order) of the agent called `name` (case ignored)."""
         return self._names.get(name.strip().casefold())
 
-    def last_of(self, agent_id: str) -> StepRef | None:
-        """The agent's last step, or None for an agent without model calls."""
-        found = [s for s in self._steps if s.agent.id == agent_id]
-        return max(found, key=lambda s: s.interaction) if found else None
-
 
 def _tree_order(trace: MultiAgentTrace) -> list[tuple[AgentInstance, int, LLMInteraction]]:
     placed: list[tuple[AgentInstance, int, LLMInteraction]] = []
