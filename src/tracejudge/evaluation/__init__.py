@@ -69,6 +69,7 @@ _EXPORTS: dict[str, str] = {
     "SpendLimit": "tracejudge.evaluation.spend",
     "PricesOption": "tracejudge.evaluation.spend",
     "format_usd": "tracejudge.evaluation.spend",
+    "judge_model": "tracejudge.evaluation.spend",
     "resolve_prices": "tracejudge.evaluation.spend",
 }
 
@@ -110,6 +111,7 @@ __all__ = [
     "gather_all",
     "grounded_numbers",
     "is_check",
+    "judge_model",
     "loops",
     "loops_with",
     "render_agent",
@@ -197,5 +199,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         PricesOption,
         SpendLimit,
         format_usd,
+        judge_model,
         resolve_prices,
     )
