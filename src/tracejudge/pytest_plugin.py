@@ -12,7 +12,9 @@ Installed with tracejudge (the `pytest11` entry point), it offers:
   `Composo`; checks need none) and fails listing each agent, criterion, score and
   explanation that fell short, apart from criteria that errored and those left unscored
   (no judge configured). A criterion that does not apply to an agent (score None) is
-  never a failure.
+  never a failure. The verdict's `usage` is what the judge used; the report ends with it
+  in one line (judge calls, tokens in, cached, out, dollars for a priced model), and
+  after the tests one line gives the session's total.
 
     from tracejudge import checks
     from tracejudge.pytest_plugin import assert_trace
@@ -35,7 +37,8 @@ from tracejudge.evaluation import Criterion, TraceCheck, validate_criteria
 from tracejudge.evaluation.evaluator import criterion_name
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import JudgeUsage, MultiAgentTrace
+from tracejudge.report import usage_sentence
 from tracejudge.tracing import AgentTracer, ComposoTracer
 
 __all__ = ["Finding", "TraceAssertionError", "TraceVerdict", "assert_trace", "tracejudge_trace"]
@@ -83,6 +86,8 @@ class TraceVerdict:
 
     min_score: float
     findings: list[Finding] = field(default_factory=list)
+    #: What the judge used for this assertion (calls, tokens, dollars for a priced model).
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
 
     def of(self, kind: Kind) -> list[Finding]:
         return [f for f in self.findings if f.kind == kind]
@@ -117,6 +122,8 @@ class TraceVerdict:
             if found:
                 lines.append(heading)
                 lines.extend(f.line() for f in found)
+        if self.usage.calls or self.usage.cached_calls:
+            lines.append(usage_sentence(self.usage))
         return "\n".join(lines)
 
 
@@ -181,6 +188,7 @@ def assert_trace(
     finally:
         if owned and built is not None:
             _sync.run(built.aclose())
+    _SESSION.append(verdict.usage)
     if not verdict.ok:
         raise TraceAssertionError(verdict)
     return verdict
@@ -203,6 +211,8 @@ def _assess(
             Finding("errored", name, explanation=f"{type(error).__name__}: {error}")
         )
         return
+    if response.usage is not None:
+        verdict.usage = verdict.usage + response.usage
     names = {agent.id: agent.name for agent in trace.iter_agents()}
     for by_name in response.results_by_agent_name.values():
         for agent_id, result in by_name.results_by_agent_instance_id.items():
@@ -225,6 +235,23 @@ def _assess(
 
 
 # --------------------------------------------------------------------------- the plugin
+
+#: The judge usage of every `assert_trace` of this session, for the terminal summary.
+_SESSION: list[JudgeUsage] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _SESSION.clear()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line after the tests: what the judge used for every `assert_trace`."""
+    total = JudgeUsage()
+    for usage in _SESSION:
+        total = total + usage
+    _SESSION.clear()  # said once (a pytester run inside a test session has its own)
+    if total.calls or total.cached_calls:
+        terminalreporter.write_line(f"tracejudge: {usage_sentence(total)}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

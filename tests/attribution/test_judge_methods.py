@@ -261,3 +261,26 @@ async def test_a_judgement_over_budget_is_noted_not_guessed() -> None:
     assert attribution.failures == [
         "the user reports that this run failed (no check or criterion says how)"
     ]
+
+
+async def test_judge_methods_are_priced_and_stop_at_the_run_cap(
+    judge: OpenAICompatibleJudge, judge_server: ScriptedLLMServer
+) -> None:
+    judge_server.default = _reply({"explanation": "no", "decisive": False, "confidence": 0.5})
+    service = EvaluationService(
+        judge,
+        prices={"judge-model": {"input": 1.0, "output": 2.0}},  # dollars per million tokens
+        max_judge_tokens=200,
+    )
+    attribution = await service.attribute(
+        AttributionRequest(trace=_trace(), methods=["step_by_step"], failed=True)
+    )
+    # 110 tokens a call: the second call reaches the cap, the third is not made.
+    assert len(judge_server.requests) == 2 and attribution.causes == []
+    assert attribution.usage.calls == 2 and attribution.usage.input_tokens == 200
+    assert attribution.usage.cost_usd == pytest.approx((200 * 1.0 + 20 * 2.0) / 1e6)
+    assert service.spend.total.total_tokens == 220
+    assert any(
+        "not evaluated (the run's judge budget of 200 tokens was spent)" in n
+        for n in attribution.notes
+    )

@@ -108,7 +108,10 @@ def _run(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, *extra: str) -> BenchR
 def test_a_scripted_judge_scores_exactly_what_its_answers_earn(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    report = _run(tmp_path, monkeypatch, "--bootstrap", "500", "--seed", "3")
+    prices = tmp_path / "prices.json"
+    prices.write_text(json.dumps({"judge": {"input": 2.0, "output": 10.0}}))
+    options = ["--bootstrap", "500", "--seed", "3", "--judge-prices", str(prices)]
+    report = _run(tmp_path, monkeypatch, *options)
     rows = {(r.split, r.method): r for r in report.rows}
     assert set(rows) == {
         ("Hand-Crafted", "all_at_once"),
@@ -132,6 +135,7 @@ def test_a_scripted_judge_scores_exactly_what_its_answers_earn(
     assert (by_item["A"].predicted_step, by_item["A"].step_correct) == (10, False)
     assert (by_item["D"].predicted_step, by_item["D"].predicted_agent) == (None, _speaker(7))
     assert hand.judge_calls == 4 and hand.input_tokens_per_trace == 50
+    assert hand.cost_per_trace_usd == pytest.approx((50 * 2.0 + 5 * 10.0) / 1e6)
     # The intervals are numpy's percentiles of the same seeded resamples.
     flags = [0.0, 1.0, 0.0, 0.0]  # exact step per item, in order A, B, C, D
     samples = _stats.bootstrap_samples(4, 500, 3)

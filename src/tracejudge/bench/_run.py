@@ -6,7 +6,8 @@ unanswered (wrong) with the error kept. Rows are per split and method (and "all"
 the splits when there are several): agent accuracy, step accuracy (exact), within ±k,
 nDCG@k, each the mean over the items that carry that label with a percentile bootstrap
 95% interval (`resamples`, `seed`: the same seed gives the same intervals), and per trace
-the seconds, judge tokens and dollars (None unless every priced call was priced).
+the seconds, judge tokens and dollars (None when no verdict had a price: an unpriced
+model, or no judge call).
 """
 
 from __future__ import annotations
@@ -62,7 +63,7 @@ def _row(
         seconds_per_trace=sum(r.seconds for r in results) / n if n else 0.0,
         input_tokens_per_trace=sum(r.usage.input_tokens for r in results) / n if n else 0.0,
         output_tokens_per_trace=sum(r.usage.output_tokens for r in results) / n if n else 0.0,
-        cost_per_trace_usd=sum(priced) / n if n and priced and len(priced) == n else None,
+        cost_per_trace_usd=sum(priced) / n if n and priced else None,
         judge_calls=sum(r.usage.calls for r in results),
     )
 

@@ -128,7 +128,13 @@ def run(args: argparse.Namespace) -> int:
             validate_criteria(list(criteria))
         except BadRequestError as error:
             raise UsageError(f"bad criterion: {error}") from None
-    service = _service(args.judge, args.concurrency)
+    service = _service(
+        args.judge,
+        args.concurrency,
+        prices=args.judge_prices,
+        max_cost=args.max_judge_cost,
+        max_tokens=args.max_judge_tokens,
+    )
     judged = [m for m in methods if m != "checks"]
     if judged and service.judge is None:
         raise UsageError(
@@ -265,6 +271,23 @@ def add_parser(commands: Any) -> None:
     )
     parser.add_argument(
         "--concurrency", type=_positive(int), default=4, help="traces at once (default 4)"
+    )
+    parser.add_argument(
+        "--judge-prices",
+        metavar="FILE",
+        help="prices per million tokens for the judge's model, as tracejudge score takes them",
+    )
+    parser.add_argument(
+        "--max-judge-cost",
+        type=_positive(float),
+        metavar="USD",
+        help="stop starting judge calls once they cost this much (the rest: not evaluated)",
+    )
+    parser.add_argument(
+        "--max-judge-tokens",
+        type=_positive(int),
+        metavar="N",
+        help="stop starting judge calls once they used this many tokens",
     )
     parser.add_argument("--out", help="write one JSON line per trace to this file")
     parser.add_argument(

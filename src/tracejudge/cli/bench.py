@@ -45,7 +45,13 @@ def run(args: argparse.Namespace) -> int:
     from tracejudge.report import format_bench, render_bench_html
 
     methods = list(dict.fromkeys(args.method or ["checks"]))
-    service = _service(args.judge, args.concurrency)
+    service = _service(
+        args.judge,
+        args.concurrency,
+        prices=args.judge_prices,
+        max_cost=args.max_judge_cost,
+        max_tokens=args.max_judge_tokens,
+    )
     judged = [m for m in methods if m != "checks"]
     if judged and service.judge is None:
         raise UsageError(
@@ -166,6 +172,23 @@ def add_parser(commands: Any) -> None:
     )
     attribution.add_argument(
         "--concurrency", type=_positive(int), default=4, help="items at once (default 4)"
+    )
+    attribution.add_argument(
+        "--judge-prices",
+        metavar="FILE",
+        help="prices per million tokens for the judge's model, as tracejudge score takes them",
+    )
+    attribution.add_argument(
+        "--max-judge-cost",
+        type=_positive(float),
+        metavar="USD",
+        help="stop starting judge calls once they cost this much (the rest: not evaluated)",
+    )
+    attribution.add_argument(
+        "--max-judge-tokens",
+        type=_positive(int),
+        metavar="N",
+        help="stop starting judge calls once they used this many tokens",
     )
     attribution.add_argument("--out", help="write the report (every item) as JSON here")
     attribution.add_argument("--html", help="write the report as a self-contained HTML page")

@@ -32,7 +32,7 @@ from tracejudge.client._engine import (
     EvaluateResult,
     TraceResult,
 )
-from tracejudge.evaluation import TraceCheck
+from tracejudge.evaluation import PricesOption, TraceCheck
 from tracejudge.judges import CacheOption, Judge
 from tracejudge.models import Attribution, MultiAgentTraceResponse, TaskResponse
 
@@ -75,6 +75,7 @@ class _Client:
         max_concurrency: int = 16,
         max_concurrent_requests: int | None = None,
         emit_evaluation_events: bool = False,
+        prices: PricesOption = None,
     ) -> None:
         if max_concurrent_requests is not None:  # the Composo SDK's name (AsyncComposo)
             max_concurrency = max_concurrent_requests
@@ -89,6 +90,7 @@ class _Client:
             judge=judge,
             cache=cache,
             emit_events=emit_evaluation_events,
+            prices=prices,
         )
         self.api_key = api_key
         self.base_url = str(base_url).rstrip("/")
@@ -240,7 +242,11 @@ class Composo(_Client):
     SQLite, or a cache object) and `max_concurrency` (judge or server requests in
     flight, shared by every call of the client; `max_concurrent_requests` is the
     same) and `emit_evaluation_events` (write trace scores back onto the traces as
-    OTel GenAI evaluation events; see `evaluate_trace`). Without `judge`, the
+    OTel GenAI evaluation events; see `evaluate_trace`), and `prices` (what the
+    in-process judge's model costs, dollars per million tokens, over the shipped table:
+    `{"my-model": {"input": 0.3, "output": 1.2}}`, a `PriceTable` or a JSON file's path;
+    default the file TRACEJUDGE_JUDGE_PRICES names): each result's `usage` then carries
+    `cost_usd`. Without `judge`, the
     environment decides (see the module docs). A judge
     built here (from a spec or the environment) takes the client's `timeout`,
     `num_retries`, `cache` and `max_concurrency`, and is closed with the client; a

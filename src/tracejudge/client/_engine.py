@@ -24,6 +24,7 @@ from tracejudge.client._remote import RemoteServer
 from tracejudge.errors import BadRequestError, ComposoError
 from tracejudge.evaluation import (
     Criterion,
+    PricesOption,
     TaskRegistry,
     TraceCheck,
     gather_all,
@@ -101,6 +102,7 @@ class Engine:
         judge: str | Judge | None,
         cache: CacheOption,
         emit_events: bool = False,
+        prices: PricesOption = None,
     ) -> None:
         from tracejudge.judges import default_judge, judge_from_spec
 
@@ -138,7 +140,7 @@ class Engine:
                 problem = exc
             self._owns_judge = built is not None
         self.service = EvaluationService(
-            built, max_concurrency=options.max_concurrency, judge_problem=problem
+            built, max_concurrency=options.max_concurrency, judge_problem=problem, prices=prices
         )
 
     @property

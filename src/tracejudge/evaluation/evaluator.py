@@ -11,6 +11,7 @@ place that orchestrates a whole request (the client, the server and the CLI call
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import statistics
 import uuid
 import weakref
@@ -32,6 +33,7 @@ from tracejudge.evaluation.render import (
     render_agent,
     render_conversation,
 )
+from tracejudge.evaluation.spend import JudgeSpend
 from tracejudge.judges import Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
@@ -248,7 +250,8 @@ class Evaluator:
     objects. At most `max_concurrency` judge calls of this evaluator are in flight
     at once, whatever the judge (the HTTP judges also bound their own requests).
     `fail_under`: the bar every agent's score is held to (None: each criterion's
-    default, `tracejudge.models.default_bar`).
+    default, `tracejudge.models.default_bar`). `spend` prices each verdict and may refuse
+    a judgement before it starts (a cap was reached: the result is not evaluated).
     """
 
     def __init__(
@@ -257,6 +260,7 @@ class Evaluator:
         *,
         max_concurrency: int = 16,
         fail_under: float | None = None,
+        spend: JudgeSpend | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -265,6 +269,7 @@ class Evaluator:
         self.judge = judge
         self.max_concurrency = max_concurrency
         self.fail_under = fail_under
+        self.spend = spend
         # An asyncio.Semaphore belongs to one event loop: one per loop that uses this.
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -289,8 +294,19 @@ class Evaluator:
     async def _ask(self, request: JudgeRequest, model: type[R], **fields: Any) -> R:
         """The judge's verdict on `request` as a `model` (with its other `fields`)."""
         assert self.judge is not None  # require_judge ran before any call
+        spend = self.spend
         async with self._limit():
+            # The spend is asked as the judgement starts (not while it waits for a slot),
+            # and told what it used as soon as it returns.
+            refused = await spend.before(request.criterion) if spend is not None else None
+            if refused is not None:
+                return model(
+                    explanation=f"Not evaluated: {refused}.", not_evaluated=refused, **fields
+                )
             verdict = await self.judge.judge(request)
+            if spend is not None:
+                usage = await spend.after(request.criterion, verdict.usage)
+                verdict = dataclasses.replace(verdict, usage=usage)
         return _score_response(verdict, self.judge, model, **fields)
 
     # ------------------------------------------------------------------ conversations

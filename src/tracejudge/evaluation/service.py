@@ -18,6 +18,7 @@ criteria and agents, aggregates). Two kinds of request come in:
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -27,6 +28,13 @@ from tracejudge.evaluation._validate import Criterion, validate_criteria
 from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge, run_check
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
+from tracejudge.evaluation.spend import (
+    JudgeSpend,
+    PricesOption,
+    SpendLimit,
+    judge_model,
+    resolve_prices,
+)
 from tracejudge.judges import Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
@@ -122,6 +130,16 @@ class EvaluationService:
     the user more than "no judge configured". At most `max_concurrency` judge calls of
     this service are in flight at once. `fail_under`: the bar every agent's score is held
     to (None: each criterion's own, `tracejudge.models.default_bar`).
+
+    Every verdict's usage carries its cost, from `prices` (see
+    `tracejudge.evaluation.spend.PricesOption`; the judge's model unknown to the table:
+    tokens only). `max_judge_cost` (dollars) and `max_judge_tokens` cap what this service
+    may spend on the judge over its life (a `score` run): past a cap no new judgement
+    starts and the rest are not evaluated, with the reason; judgements already started
+    finish and are kept. A cost cap needs the judge's model to have a price: without one,
+    `ConfigurationError`, unless `max_judge_tokens` is given too (then tokens are capped,
+    and one warning says the cost cap is not). `spend_limits` are budgets kept elsewhere
+    (the server's daily ones). `spend` holds the run's total (`spend.total`).
     """
 
     def __init__(
@@ -131,11 +149,24 @@ class EvaluationService:
         max_concurrency: int = 16,
         judge_problem: ComposoError | None = None,
         fail_under: float | None = None,
+        prices: PricesOption = None,
+        max_judge_cost: float | None = None,
+        max_judge_tokens: int | None = None,
+        spend_limits: Sequence[SpendLimit] = (),
     ) -> None:
         self.judge = judge
         self.judge_problem = judge_problem
         self.fail_under = fail_under
-        self._evaluator = Evaluator(judge, max_concurrency=max_concurrency, fail_under=fail_under)
+        self.spend = JudgeSpend(
+            judge_model(judge) if judge is not None else None,
+            resolve_prices(prices),
+            max_cost_usd=max_judge_cost if judge is not None else None,
+            max_tokens=max_judge_tokens,
+            limits=spend_limits,
+        )
+        self._evaluator = Evaluator(
+            judge, max_concurrency=max_concurrency, fail_under=fail_under, spend=self.spend
+        )
 
     # ------------------------------------------------------------------ checks on requests
 
@@ -211,14 +242,21 @@ class EvaluationService:
     # ------------------------------------------------------------------ attribution
 
     async def judge_call(self, request: JudgeRequest) -> Verdict:
-        """One request to this service's judge, within its concurrency limit: the way
-        attribution reaches the judge (and so what a judge's budget and cost accounting
-        see)."""
+        """One request to this service's judge, within its concurrency limit and its spend
+        (the verdict priced, counted in `spend.total`; past a cap, not evaluated with the
+        reason): the way attribution reaches the judge. Budgets kept per criterion see
+        it as "attribution <question>"."""
         if self.judge is None:
             self.require_judge(["Reward"])  # raises the configured problem
         assert self.judge is not None
+        label = f"attribution {getattr(request, 'schema_name', 'question')}"
         async with self._evaluator._limit():
-            return await self.judge.judge(request)
+            refused = await self.spend.before(label)
+            if refused is not None:
+                return Verdict(score=None, explanation="", not_evaluated=refused)
+            verdict = await self.judge.judge(request)
+            usage = await self.spend.after(label, verdict.usage)
+            return dataclasses.replace(verdict, usage=usage)
 
     async def attribute(self, request: AttributionRequest) -> Attribution:
         """Which agent and step caused `request.trace`'s failure: ranked causes, the

@@ -155,4 +155,6 @@ class AnthropicJudge(HTTPJudge):
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             total_tokens=input_tokens + output_tokens,
+            cached_input_tokens=token_count(usage.get("cache_read_input_tokens")),
+            cache_write_tokens=token_count(usage.get("cache_creation_input_tokens")),
         )

@@ -73,6 +73,10 @@ class Answer:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    #: Prompt tokens read from the provider's prompt cache (counted in input_tokens too).
+    cached_input_tokens: int = 0
+    #: Prompt tokens written to the provider's prompt cache (counted in input_tokens too).
+    cache_write_tokens: int = 0
 
 
 @dataclass
@@ -83,9 +87,13 @@ class _Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     total_tokens: int = 0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
 
     def add(self, answer: Answer) -> None:
         self.input_tokens += answer.input_tokens
+        self.cached_input_tokens += answer.cached_input_tokens
+        self.cache_write_tokens += answer.cache_write_tokens
         self.output_tokens += answer.output_tokens
         self.total_tokens += answer.total_tokens or (answer.input_tokens + answer.output_tokens)
 
@@ -440,6 +448,8 @@ class HTTPJudge:
                 input_tokens=tally.input_tokens,
                 output_tokens=tally.output_tokens,
                 total_tokens=tally.total_tokens,
+                cached_input_tokens=tally.cached_input_tokens,
+                cache_write_tokens=tally.cache_write_tokens,
                 latency_seconds=time.perf_counter() - started,
             ),
             raw={

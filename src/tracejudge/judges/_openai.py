@@ -253,10 +253,13 @@ class OpenAICompatibleJudge(HTTPJudge):
         logprobs_field = choice.get("logprobs")
         logprobs = logprobs_field.get("content") if isinstance(logprobs_field, dict) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        details = usage.get("prompt_tokens_details")
+        cached = details.get("cached_tokens") if isinstance(details, dict) else None
         return Answer(
             text=content or "",
             logprobs=logprobs if isinstance(logprobs, list) and logprobs else None,
             input_tokens=token_count(usage.get("prompt_tokens")),
             output_tokens=token_count(usage.get("completion_tokens")),
             total_tokens=token_count(usage.get("total_tokens")),
+            cached_input_tokens=token_count(cached),
         )

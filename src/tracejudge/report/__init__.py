@@ -17,7 +17,8 @@ CLI, the server and the examples can all print the same thing.
 
 - `results`: scored traces as result lines (what `tracejudge score --out` writes), and
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
-  the worst findings first.
+  the worst findings first; `format_usage`: what the judge used per criterion and in
+  total (calls, tokens in, cached, out, dollars).
 - `attribution`: `format_attribution(attribution)`: what failed and the ranked causes
   (`tracejudge attribute`); `format_bench` / `render_bench_html`: the attribution
   benchmark (`tracejudge bench attribution`) as a table and a self-contained page.
@@ -38,7 +39,15 @@ from tracejudge.report.html import (
     write_report,
 )
 from tracejudge.report.inspection import format_inspection
-from tracejudge.report.results import Finding, ScoreSummary, format_summary, result_lines
+from tracejudge.report.results import (
+    Finding,
+    ScoreSummary,
+    format_summary,
+    format_usage,
+    result_lines,
+    usage_sentence,
+    usd,
+)
 from tracejudge.report.text import format_agent_tree, format_results
 
 __all__ = [
@@ -53,8 +62,11 @@ __all__ = [
     "format_inspection",
     "format_results",
     "format_summary",
+    "format_usage",
     "render_trace_page",
     "result_lines",
     "trace_entry",
+    "usage_sentence",
+    "usd",
     "write_report",
 ]

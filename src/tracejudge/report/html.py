@@ -14,7 +14,8 @@ model calls are embedded only until `max_bytes` of trace data are written (worst
 first); later traces keep their scores and explanations and say that their calls were
 left out.
 
-- `trace_entry(trace_id, trace, lines)`: one trace's embedded data, from its result lines.
+- `trace_entry(trace_id, trace, lines)`: one trace's embedded data, from its result lines
+  (with the judge's `usage` on the trace, and per criterion in `results`).
 - `write_report(out, summary, entries)`: the whole report, streamed to `out`.
 - `render_trace_page(trace, responses)`: a page for one trace (what the server serves at
   /ui/traces/{id}).
@@ -33,6 +34,7 @@ from typing import Any, TextIO
 
 from tracejudge.models import (
     JUDGED_BAR,
+    JudgeUsage,
     LLMInteraction,
     LLMToolCall,
     LLMToolResponse,
@@ -45,7 +47,10 @@ from tracejudge.report.results import (
     bars_text,
     format_summary,
     line_bar,
+    line_usage,
     result_lines,
+    usage_of,
+    usage_sentence,
 )
 
 __all__ = ["content_security_policy", "render_trace_page", "trace_entry", "write_report"]
@@ -119,6 +124,7 @@ def trace_entry(
         tree.append(node)
     results = []
     failing = False
+    spent: JudgeUsage | None = None
     for line in lines:
         by_agent = line.get("agents") or {}
         bar = line_bar(line)
@@ -128,15 +134,18 @@ def trace_entry(
             if i in index
         ]
         failing = failing or any(fails(row[1], bar) for row in agent_rows)
-        results.append(
-            {
-                "criterion": line["criterion"],
-                "overall": line.get("overall_score"),
-                "bar": bar,
-                "explanation": _cut(line.get("explanation"), max_text),
-                "agents": agent_rows,
-            }
-        )
+        result: dict[str, Any] = {
+            "criterion": line["criterion"],
+            "overall": line.get("overall_score"),
+            "bar": bar,
+            "explanation": _cut(line.get("explanation"), max_text),
+            "agents": agent_rows,
+        }
+        usage = usage_of(line)
+        if usage is not None:
+            result["usage"] = line_usage(usage)
+            spent = usage if spent is None else spent + usage
+        results.append(result)
     # A trace shows its worst agent's score, never a mean that hides it.
     scores = [row[1] for r in results for row in r["agents"] if row[1] is not None]
     entry: dict[str, Any] = {
@@ -146,6 +155,8 @@ def trace_entry(
         "agents": tree,
         "results": results,
     }
+    if spent is not None:
+        entry["usage"] = line_usage(spent)  # the judge's usage on this trace, all criteria
     source = next((line.get("source") for line in lines if line.get("source")), None)
     if source:
         entry["source"] = source
@@ -276,6 +287,7 @@ def _overview(summary: ScoreSummary) -> str:
         f"<b>{summary.traces}</b> traces, <b>{len(summary.failing_traces)}</b> failing "
         f"(an agent {e(bars_text(summary))}); <b>{len(names)}</b> agents ({e(', '.join(names))}); "
         f"<b>{len(summary.criteria)}</b> criteria; {summary.findings_count} findings.</p>",
+        _cost_line(summary),
         '<div class="charts">',
     ]
     for criterion in summary.criteria:
@@ -304,6 +316,26 @@ def _overview(summary: ScoreSummary) -> str:
     parts.append(f"<details><summary>Summary as text</summary><pre>{e(format_summary(summary))}")
     parts.append("</pre></details></section>\n")
     return "".join(parts)
+
+
+def _cost_line(summary: ScoreSummary) -> str:
+    """The judge's calls, tokens and dollars over the report, and how many results were
+    not evaluated (empty when nothing was judged)."""
+    if not summary.usage_by_criterion and not summary.not_evaluated:
+        return ""
+    e = html.escape
+    text = ""
+    if summary.usage_by_criterion:
+        text = f"{e(usage_sentence(summary.usage))}."
+        if summary.unpriced:
+            text += f" Cost unknown for {summary.unpriced} results (no price for the model)."
+    if summary.not_evaluated:
+        reasons = "; ".join(summary.not_evaluated_reasons)
+        text += (
+            f' <span class="na">{summary.not_evaluated} agent results not evaluated '
+            f"({e(reasons)}), left out of the figures.</span>"
+        )
+    return f'<p class="cost" id="tj-cost">{text.strip()}</p>'
 
 
 def _histogram(criterion: str, scores: Sequence[float], bins: int = 10) -> str:

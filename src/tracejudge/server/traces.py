@@ -60,6 +60,7 @@ def summary(row: TraceRow) -> dict[str, Any]:
         "span_count": row.span_count,
         "tags": row.tags,
         "scores": row.scores,
+        "judge_cost_usd": row.judge_cost_usd,
         "error": row.error,
     }
 
@@ -73,6 +74,7 @@ def evaluation(row: EvaluationRow) -> dict[str, Any]:
         "overall_score": row.overall_score,
         "created_at": row.created_at,
         "tags": row.tags,
+        "judge_cost_usd": row.judge_cost_usd,
         "response": json.loads(row.response),
     }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 from tracejudge.server.store._sql import InvalidCursorError
 from tracejudge.server.store.base import (
     EvaluationRow,
+    JudgeSpendRow,
     SpanBatch,
     Store,
     TaskRow,
@@ -22,6 +23,7 @@ from tracejudge.server.store.migrations import SCHEMA_VERSION
 __all__ = [
     "EvaluationRow",
     "InvalidCursorError",
+    "JudgeSpendRow",
     "SCHEMA_VERSION",
     "SpanBatch",
     "Store",
