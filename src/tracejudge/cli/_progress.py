@@ -16,14 +16,24 @@ class Progress:
 
     On a terminal with rich: a bar with items done, rate and time left. Otherwise one
     line about every 10% (and at least every 30 s), then a last line at the end.
-    `enabled=False` shows nothing.
+    `enabled=False` shows nothing. `verb` says what is done to them ("scored"); `label`
+    heads the bar.
     """
 
     def __init__(
-        self, total: int, noun: str, *, stream: TextIO | None = None, enabled: bool = True
+        self,
+        total: int,
+        noun: str,
+        *,
+        stream: TextIO | None = None,
+        enabled: bool = True,
+        verb: str = "scored",
+        label: str | None = None,
     ) -> None:
         self.total = total
         self.noun = noun
+        self.verb = verb
+        self.label = label
         self.done = 0
         self._stream = stream or sys.stderr
         self._enabled = enabled and total > 0
@@ -49,7 +59,7 @@ class Progress:
                 pass
             else:
                 self._bar = Bar(
-                    TextColumn(f"scoring {self.noun}s"),
+                    TextColumn(self.label or f"scoring {self.noun}s"),
                     BarColumn(),
                     MofNCompleteColumn(),
                     TextColumn("{task.fields[rate]}"),
@@ -83,7 +93,7 @@ class Progress:
 
     def _line(self) -> None:
         print(
-            f"scored {self.done}/{self.total} {self.noun}s ({self._rate():.1f}/s)",
+            f"{self.verb} {self.done}/{self.total} {self.noun}s ({self._rate():.1f}/s)",
             file=self._stream,
             flush=True,
         )

@@ -34,13 +34,14 @@ from tracejudge.client._engine import (
 )
 from tracejudge.evaluation import PricesOption, TraceCheck
 from tracejudge.judges import CacheOption, Judge
-from tracejudge.models import TaskResponse
+from tracejudge.models import Attribution, MultiAgentTraceResponse, TaskResponse
 
 __all__ = ["AsyncComposo", "Composo"]
 
 logger = logging.getLogger("tracejudge")
 
 TraceLike = Any  # MultiAgentTrace | AgentTracer-like | dict | JSON text
+Criteria = str | TraceCheck | list[str | TraceCheck]
 
 
 def _release(calls: _sync.CallGroup, engine: Engine) -> None:
@@ -167,6 +168,28 @@ class AsyncComposo(_Client):
             tags=tags,
             evaluate_latest=evaluate_latest,
             emit_events=emit_events,
+        )
+
+    async def attribute(
+        self,
+        trace: TraceLike,
+        methods: str | list[str] = "checks",
+        *,
+        criteria: Criteria | None = None,
+        responses: list[MultiAgentTraceResponse] | None = None,
+        outcome: str | None = None,
+        failed: bool | None = None,
+        max_step_chars: int = 3000,
+    ) -> Attribution:
+        """Which agent and step caused a trace's failure. See `Composo.attribute`."""
+        return await self._engine.attribute(
+            trace=trace,
+            methods=methods,
+            criteria=criteria,
+            responses=responses,
+            outcome=outcome,
+            failed=failed,
+            max_step_chars=max_step_chars,
         )
 
     async def get_task(self, task_id: str) -> TaskResponse:
@@ -346,6 +369,49 @@ class Composo(_Client):
                 tags=tags,
                 evaluate_latest=evaluate_latest,
                 emit_events=emit_events,
+            )
+        )
+
+    def attribute(
+        self,
+        trace: TraceLike,
+        methods: str | list[str] = "checks",
+        *,
+        criteria: Criteria | None = None,
+        responses: list[MultiAgentTraceResponse] | None = None,
+        outcome: str | None = None,
+        failed: bool | None = None,
+        max_step_chars: int = 3000,
+    ) -> Attribution:
+        """Which agent and which step caused a trace's failure: a ranked list of causes.
+
+        - `trace`: as `evaluate_trace` takes it.
+        - `methods`: "checks" (the default: the deterministic checks' findings, with their
+          exact steps, and the agents that failed a criterion) and/or the judge methods
+          "all_at_once", "step_by_step", "binary_search", "counterfactual" (need a judge);
+          the checks' findings rank first, then each judge method's, in the order given.
+        - `criteria`: what decides that the trace failed (default: the built-in checks);
+          `responses`: `evaluate_trace` answers the trace already has, used instead.
+        - `outcome`: what went wrong, in words (the trace failed; the judge is told);
+          `failed`: your word: True it failed (look for a cause even if no check fails),
+          False it did not.
+        - `max_step_chars`: characters of one message the judge methods show.
+
+        Returns a `tracejudge.models.Attribution`: `failed`, `failures` (what failed),
+        `causes` ranked (agent instance, `step` = its model call and tool call, `index` =
+        the step's place in the trace, `method`, `evidence`, `confidence`,
+        `consequence_of`, and for the counterfactual method `fix` and `outcome_changes`),
+        `usage` (the judge calls' tokens and cost), `notes`.
+        """
+        return self._run(
+            self._engine.attribute(
+                trace=trace,
+                methods=methods,
+                criteria=criteria,
+                responses=responses,
+                outcome=outcome,
+                failed=failed,
+                max_step_chars=max_step_chars,
             )
         )
 

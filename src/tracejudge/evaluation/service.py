@@ -10,18 +10,23 @@ criteria and agents, aggregates). Two kinds of request come in:
 - their in-process twins `ConversationRequest` / `TraceRequest`, which may carry several
   criteria and check objects, through `evaluate_conversation()` / `score_trace()`, or
   `conversation_work()` / `trace_work()` for one awaitable per criterion (the client's
-  background mode runs each as its own task).
+  background mode runs each as its own task);
+- an `AttributionRequest` (which agent and step caused a trace's failure), through
+  `attribute()`, and one (agent, criterion) pair through `score_agent()` (calibration's
+  unit).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.errors import BadRequestError, ComposoError
 from tracejudge.evaluation._validate import Criterion, validate_criteria
-from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge
+from tracejudge.evaluation.attribution import AttributionRequest
+from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge, run_check
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
 from tracejudge.evaluation.spend import (
     JudgeSpend,
@@ -30,13 +35,15 @@ from tracejudge.evaluation.spend import (
     judge_model,
     resolve_prices,
 )
-from tracejudge.judges import Judge
+from tracejudge.judges import Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
+    Attribution,
     EvaluationResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
     RewardRequest,
+    ScoreResponse,
     TraceRewardRequest,
 )
 
@@ -231,6 +238,57 @@ class EvaluationService:
         """Answer one wire `TraceRewardRequest` (POST /api/v1/evals/trace)."""
         (response,) = await gather_all(self.trace_work(TraceRequest.from_wire(request)))
         return response
+
+    # ------------------------------------------------------------------ attribution
+
+    async def judge_call(self, request: JudgeRequest) -> Verdict:
+        """One request to this service's judge, within its concurrency limit and its spend
+        (the verdict priced, counted in `spend.total`; past a cap, not evaluated with the
+        reason): the way attribution reaches the judge. Budgets kept per criterion see
+        it as "attribution <question>"."""
+        if self.judge is None:
+            self.require_judge(["Reward"])  # raises the configured problem
+        assert self.judge is not None
+        label = f"attribution {getattr(request, 'schema_name', 'question')}"
+        async with self._evaluator._limit():
+            refused = await self.spend.before(label)
+            if refused is not None:
+                return Verdict(score=None, explanation="", not_evaluated=refused)
+            verdict = await self.judge.judge(request)
+            usage = await self.spend.after(label, verdict.usage)
+            return dataclasses.replace(verdict, usage=usage)
+
+    async def attribute(self, request: AttributionRequest) -> Attribution:
+        """Which agent and step caused `request.trace`'s failure: ranked causes, the
+        deterministic findings first, then the judge methods picked (see
+        `tracejudge.evaluation.attribution`). Raises `ConfigurationError` when a judge
+        method is picked and the service has no judge, `BadRequestError` for an unknown
+        method, before anything is judged."""
+        from tracejudge.evaluation.attribution import run
+
+        judged = any(m != "checks" for m in request.checked_methods())
+        if judged and self.judge is None and self.judge_problem is not None:
+            raise self.judge_problem
+        return await run(
+            request,
+            score=self.score_trace,
+            judge_call=self.judge_call if self.judge is not None else None,
+            judge_name=str(getattr(self.judge, "name", self.judge)),
+        )
+
+    async def score_agent(
+        self, trace: MultiAgentTrace, agent_id: str, criterion: Criterion
+    ) -> ScoreResponse | None:
+        """One criterion for one agent instance of `trace`, judged (or checked) exactly as
+        `score_trace` judges that agent; None where it does not apply."""
+        (checked,), _ = validate_criteria([criterion])
+        agent = trace.agent_instance_by_id.get(agent_id)
+        if agent is None:
+            raise BadRequestError(f"the trace has no agent instance {agent_id!r}")
+        if not isinstance(checked, str):
+            return (await run_check(checked, trace)).get(agent_id)
+        self.require_judge([checked])
+        return await self._evaluator._score_agent(trace, agent, checked, {})
 
     # ------------------------------------------------------------------ closing
 

@@ -62,6 +62,10 @@ requests in flight (`max_concurrency`, default 16) and caches verdicts by judge,
 prompt and parameters (`cache=None`: in memory; `cache="judge-cache.sqlite"`: an SQLite
 file shared across runs; `cache=False`: off). Errors are never cached; the key includes
 the endpoint's URL (without credentials), so two servers of one model name do not share.
+A `StructuredRequest` asks a question whose answer is a JSON object of the asker's own
+schema (which step caused a failure, say) through the same `judge()`: the verdict has no
+score, and `reply_of(verdict)` is the object (see `_ask`).
+
 A judge may be used from several event loops in turn: it keeps connections per loop and
 closes them when that loop shuts down, or on `aclose()`.
 """
@@ -69,6 +73,7 @@ closes them when that loop shuts down, or on `aclose()`.
 from __future__ import annotations
 
 from tracejudge.judges._anthropic import AnthropicJudge
+from tracejudge.judges._ask import StructuredRequest, reply_of
 from tracejudge.judges._backend import HTTPJudge
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, SQLiteCache
 from tracejudge.judges._openai import (
@@ -94,6 +99,8 @@ __all__ = [
     "Verdict",
     "Judge",
     "DEFAULT_TARGET",
+    "StructuredRequest",
+    "reply_of",
     "HTTPJudge",
     "OpenAICompatibleJudge",
     "AnthropicJudge",

@@ -31,6 +31,7 @@ from tracejudge._http import (
 )
 from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
 from tracejudge.errors import TimeoutError as RequestTimeoutError
+from tracejudge.judges._ask import StructuredRequest, answer_structured, messages_for
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
 from tracejudge.judges._parse import (
     Judgement,
@@ -346,7 +347,7 @@ class HTTPJudge:
             raise BadRequestError("the criterion is empty; write what to reward or penalise")
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
-        messages = build_messages(request)
+        messages = messages_for(request) or build_messages(request)
         key: str | None = None
         if self.cache is not None:
             key = cache_key(self.name, self.model, messages, self._cache_parameters(request))
@@ -385,6 +386,10 @@ class HTTPJudge:
         started: float,
     ) -> Verdict:
         tally = _Tally()
+        if isinstance(request, StructuredRequest):  # a question with a schema of its own
+            return await answer_structured(
+                self, request, messages, client, deadline, started, tally
+            )
         answer, logprobs_asked = await self._ask(messages, request, client, deadline, tally)
         try:
             judgement, value, weighted = await self._off_loop(

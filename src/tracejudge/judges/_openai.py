@@ -15,6 +15,7 @@ import httpx
 from tracejudge import _env
 from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
 from tracejudge.errors import APIError, ConfigurationError
+from tracejudge.judges._ask import schema_for
 from tracejudge.judges._backend import (
     Answer,
     HTTPJudge,
@@ -23,7 +24,6 @@ from tracejudge.judges._backend import (
     token_count,
 )
 from tracejudge.judges._cache import CacheOption
-from tracejudge.judges._prompt import reply_schema
 from tracejudge.judges._types import JudgeRequest
 
 __all__ = ["OpenAICompatibleJudge", "OPENAI_COMPATIBLE_PROVIDERS", "RESPONSE_FORMATS"]
@@ -203,9 +203,9 @@ class OpenAICompatibleJudge(HTTPJudge):
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
-                    "name": "judgement",
+                    "name": getattr(request, "schema_name", "judgement"),
                     "strict": True,
-                    "schema": reply_schema(request.kind, request.clean_explanation),
+                    "schema": schema_for(request),
                 },
             }
         elif mode == "json_object":

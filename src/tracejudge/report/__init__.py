@@ -19,6 +19,10 @@ CLI, the server and the examples can all print the same thing.
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
   the worst findings first; `format_usage`: what the judge used per criterion and in
   total (calls, tokens in, cached, out, dollars).
+- `attribution`: `format_attribution(attribution)`: what failed and the ranked causes
+  (`tracejudge attribute`); `format_bench` / `render_bench_html`: the attribution
+  benchmark (`tracejudge bench attribution`) as a table and a self-contained page.
+- `calibration`: `format_calibration(report)`: a judge against people's labels.
 - `html`: the self-contained HTML report (`write_report`, `trace_entry`), the page of
   one trace (`render_trace_page`), and the Content-Security-Policy they run under
   (`content_security_policy`).
@@ -26,6 +30,8 @@ CLI, the server and the examples can all print the same thing.
 
 from __future__ import annotations
 
+from tracejudge.report.attribution import format_attribution, format_bench, render_bench_html
+from tracejudge.report.calibration import format_calibration
 from tracejudge.report.html import (
     content_security_policy,
     render_trace_page,
@@ -48,6 +54,10 @@ __all__ = [
     "Finding",
     "ScoreSummary",
     "content_security_policy",
+    "format_attribution",
+    "format_bench",
+    "format_calibration",
+    "render_bench_html",
     "format_agent_tree",
     "format_inspection",
     "format_results",
