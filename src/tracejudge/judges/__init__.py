@@ -70,6 +70,14 @@ from __future__ import annotations
 
 from tracejudge.judges._anthropic import AnthropicJudge
 from tracejudge.judges._backend import HTTPJudge
+from tracejudge.judges._budget import (
+    BYTES_PER_TOKEN,
+    CONTEXT_WINDOWS,
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_TOKENS,
+    context_window,
+    default_max_input_tokens,
+)
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, SQLiteCache
 from tracejudge.judges._openai import (
     OPENAI_COMPATIBLE_PROVIDERS,
@@ -77,6 +85,7 @@ from tracejudge.judges._openai import (
     OpenAICompatibleJudge,
 )
 from tracejudge.judges._prompt import DATA_END, DATA_START
+from tracejudge.judges._spans import JUDGE_SERVICE_NAME, JudgeSpans, SpansOption
 from tracejudge.judges._spec import (
     DEFAULT_JUDGE_MODEL,
     HOW_TO_CONFIGURE_A_JUDGE,
@@ -86,6 +95,7 @@ from tracejudge.judges._spec import (
     key_env_for,
     needs_api_key,
 )
+from tracejudge.judges._tools import Exploration, ExplorationLimits, ExplorationTool, SpendCheck
 from tracejudge.judges._types import DEFAULT_TARGET, CriterionKind, Judge, JudgeRequest, Verdict
 
 __all__ = [
@@ -112,4 +122,17 @@ __all__ = [
     "CacheOption",
     "DATA_START",
     "DATA_END",
+    "Exploration",
+    "ExplorationLimits",
+    "ExplorationTool",
+    "SpendCheck",
+    "BYTES_PER_TOKEN",
+    "CONTEXT_WINDOWS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_TOKENS",
+    "context_window",
+    "default_max_input_tokens",
+    "JudgeSpans",
+    "SpansOption",
+    "JUDGE_SERVICE_NAME",
 ]
