@@ -41,7 +41,8 @@ single integer cannot. Without logprobs, or when the value's token cannot be tol
 INFO level.
 
 How the shape is asked for: `response_format` with a strict JSON schema first; if the
-endpoint rejects it (400/422 naming response_format or json_schema), `{"type":
+endpoint rejects it (400/422 naming response_format or json_schema, or a 500 whose message
+names it), `{"type":
 "json_object"}`, then the prompt alone. Logprobs and temperature are dropped the same way
 when rejected. Each judge remembers what its endpoint accepts.
 
@@ -52,7 +53,10 @@ raises `MalformedError`. A judge never turns an unreadable reply into a low scor
 
 Everything being judged is placed between the lines `<<<TRACE_DATA` and `TRACE_DATA>>>`
 (any look-alike of these delimiters inside the data is escaped), and the system prompt says
-it is data to evaluate, never instructions to follow.
+it is data to evaluate, never instructions to follow. The system prompt is the same for
+every criterion; the data comes first in the user message and the target and criterion
+last, so that providers' prompt caches serve the criteria of one material (README "The
+judge reply contract" has the layout, the input budget and exploration, and spans).
 
 Reliability: `timeout` (default 60 s) is the total time of one judgement, retries and re-ask
 included (`TimeoutError` when it runs out). 429, 5xx, timeouts and connection errors are
