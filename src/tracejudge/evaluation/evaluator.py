@@ -26,6 +26,7 @@ from tracejudge.errors import (
 )
 from tracejudge.evaluation._checks.base import TraceCheck
 from tracejudge.evaluation._checks.run import BuiltinCheck
+from tracejudge.evaluation._fanout import PrefixWarmup
 from tracejudge.evaluation._validate import Criterion
 from tracejudge.evaluation.render import (
     RenderedContent,
@@ -286,11 +287,25 @@ class Evaluator:
 
             raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
 
-    async def _ask(self, request: JudgeRequest, model: type[R], **fields: Any) -> R:
-        """The judge's verdict on `request` as a `model` (with its other `fields`)."""
+    async def _ask(
+        self,
+        request: JudgeRequest,
+        model: type[R],
+        *,
+        warmup: PrefixWarmup | None = None,
+        prefix: str = "",
+        **fields: Any,
+    ) -> R:
+        """The judge's verdict on `request` as a `model` (with its other `fields`). With a
+        `warmup`, the first call of `prefix` runs before the others of it (cache warming);
+        the wait happens before a slot of the limit is taken."""
         assert self.judge is not None  # require_judge ran before any call
-        async with self._limit():
-            verdict = await self.judge.judge(request)
+        if warmup is None:
+            async with self._limit():
+                verdict = await self.judge.judge(request)
+        else:
+            async with warmup.turn(prefix), self._limit():
+                verdict = await self.judge.judge(request)
         return _score_response(verdict, self.judge, model, **fields)
 
     # ------------------------------------------------------------------ conversations
@@ -311,8 +326,10 @@ class Evaluator:
         *,
         evaluate_latest: bool = True,
         clean_explanation: bool = False,
+        warmup: PrefixWarmup | None = None,
     ) -> EvaluationResponse:
-        """One criterion applied to a conversation."""
+        """One criterion applied to a conversation (`warmup`: shared by the criteria of
+        one conversation, so that the first warms the prompt cache for the others)."""
         if not isinstance(criterion, str):
             results = await run_check(criterion, MultiAgentTrace.from_agent(agent))
             result = results.get(agent.id)
@@ -330,7 +347,9 @@ class Evaluator:
         request = JudgeRequest.of(
             criterion, rendered.content, target=rendered.target, clean_explanation=clean_explanation
         )
-        return await self._ask(request, EvaluationResponse, criterion=criterion)
+        return await self._ask(
+            request, EvaluationResponse, warmup=warmup, prefix=agent.id, criterion=criterion
+        )
 
     # ------------------------------------------------------------------ traces
 
@@ -340,12 +359,14 @@ class Evaluator:
         criterion: Criterion,
         *,
         renders: dict[str, RenderedContent] | None = None,
+        warmup: PrefixWarmup | None = None,
     ) -> MultiAgentTraceResponse:
         """One criterion applied to every agent instance of a trace.
 
         An instance with neither an LLM interaction nor a child agent gets None.
         `renders` may be shared by calls for several criteria on the same trace, so
-        each agent is rendered once rather than once per criterion.
+        each agent is rendered once rather than once per criterion; `warmup` too, so that
+        the first judgement of each agent warms the prompt cache for the others.
         """
         is_check = not isinstance(criterion, str)
         bar = self.fail_under if self.fail_under is not None else default_bar(is_check)
@@ -355,7 +376,9 @@ class Evaluator:
         self.require_judge([criterion])
         agents = list(trace.iter_agents())
         cache = renders if renders is not None else {}
-        scores = await gather_all(self._score_agent(trace, a, criterion, cache) for a in agents)
+        scores = await gather_all(
+            self._score_agent(trace, a, criterion, cache, warmup) for a in agents
+        )
         results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
         return trace_response(trace, criterion, results, usage=_sum_usage(scores), fail_under=bar)
 
@@ -365,6 +388,7 @@ class Evaluator:
         agent: AgentInstance,
         criterion: str,
         renders: dict[str, RenderedContent],
+        warmup: PrefixWarmup | None = None,
     ) -> ScoreResponse | None:
         if not agent.llm_interactions and not agent.child_ids:
             return None
@@ -372,4 +396,4 @@ class Evaluator:
         if rendered is None:
             rendered = renders[agent.id] = render_agent(trace, agent.id)
         request = JudgeRequest.of(criterion, rendered.content, target=rendered.target)
-        return await self._ask(request, ScoreResponse)
+        return await self._ask(request, ScoreResponse, warmup=warmup, prefix=agent.id)
