@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.evaluation._fanout import PrefixWarmup
 from tracejudge.evaluation._validate import Criterion, validate_criteria
 from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge, run_check
@@ -87,6 +88,8 @@ class TraceRequest:
     criteria: Sequence[Criterion]
     # Each agent rendered once for all criteria of the request.
     renders: dict[str, RenderedContent] = field(default_factory=dict, compare=False)
+    # The first judgement of each agent warms the prompt cache before its others start.
+    warmup: PrefixWarmup = field(default_factory=PrefixWarmup, compare=False)
 
     @classmethod
     def from_wire(cls, request: TraceRewardRequest) -> TraceRequest:
@@ -191,16 +194,22 @@ class EvaluationService:
         self.require_judge(criteria)
         agent = conversation_agent(request.messages, system=request.system, tools=request.tools)
         self._evaluator.require_conversation(agent)
-        return [self._score_conversation(agent, c, request) for c in criteria]
+        warmup = PrefixWarmup()
+        return [self._score_conversation(agent, c, request, warmup) for c in criteria]
 
     def _score_conversation(
-        self, agent: AgentInstance, criterion: Criterion, request: ConversationRequest
+        self,
+        agent: AgentInstance,
+        criterion: Criterion,
+        request: ConversationRequest,
+        warmup: PrefixWarmup,
     ) -> Awaitable[EvaluationResponse]:
         return self._evaluator.score_conversation(
             agent,
             criterion,
             evaluate_latest=request.evaluate_latest,
             clean_explanation=request.clean_explanation,
+            warmup=warmup,
         )
 
     async def evaluate_conversation(self, request: ConversationRequest) -> list[EvaluationResponse]:
@@ -224,7 +233,10 @@ class EvaluationService:
         request.trace.require_llm_interactions()
         self.require_judge(criteria)
         return [
-            self._evaluator.score_trace(request.trace, c, renders=request.renders) for c in criteria
+            self._evaluator.score_trace(
+                request.trace, c, renders=request.renders, warmup=request.warmup
+            )
+            for c in criteria
         ]
 
     async def score_trace(

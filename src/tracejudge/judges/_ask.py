@@ -22,19 +22,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.errors import MalformedError
 from tracejudge.judges._parse import ReplyError, extract_object
-from tracejudge.judges._prompt import DATA_END, DATA_START, escape_data, reply_schema
+from tracejudge.judges._prompt import DATA_END, DATA_START, escape_data
 from tracejudge.judges._types import CriterionKind, JudgeRequest, Verdict
-from tracejudge.models import JudgeUsage
 
 __all__ = [
     "StructuredRequest",
-    "answer_structured",
+    "structured_verdict",
     "messages_for",
     "read_answer",
     "reply_of",
-    "schema_for",
 ]
 
 
@@ -113,14 +110,6 @@ def messages_for(request: JudgeRequest) -> list[dict[str, str]] | None:
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def schema_for(request: JudgeRequest) -> dict[str, Any]:
-    """The JSON schema of the reply a request wants (a backend sends it as the
-    `response_format`)."""
-    if isinstance(request, StructuredRequest):
-        return dict(request.schema)
-    return reply_schema(request.kind, request.clean_explanation)
-
-
 def _check_value(key: str, value: Any, spec: Mapping[str, Any]) -> Any:
     """The value of one reply field, checked against its schema (lenient where a model's
     slip is unambiguous: "4" for 4, "true" for true); ReplyError says what is wrong."""
@@ -181,51 +170,33 @@ def _reask(problem: str, request: StructuredRequest) -> str:
     )
 
 
-async def answer_structured(
+async def structured_verdict(
     judge: Any,
     request: StructuredRequest,
-    messages: list[dict[str, str]],
+    messages: list[dict[str, Any]],
+    ask: Any,
     client: Any,
     deadline: float,
-    started: float,
     tally: Any,
+    started: float,
 ) -> Verdict:
-    """Ask an HTTP judge (`HTTPJudge`, whose `_ask` and `_off_loop` this uses) a structured
-    question: one corrective re-ask when the reply does not fit the schema, then
-    `MalformedError`."""
-    answer, _ = await judge._ask(messages, request, client, deadline, tally)
-    try:
-        value = await judge._off_loop(deadline, len(answer.text), read_answer, answer.text, request)
-    except ReplyError as problem:
-        corrective = [
-            *messages,
-            {"role": "assistant", "content": answer.text or "(empty reply)"},
-            {"role": "user", "content": _reask(str(problem), request)},
-        ]
-        answer, _ = await judge._ask(corrective, request, client, deadline, tally)
-        try:
-            value = await judge._off_loop(
-                deadline, len(answer.text), read_answer, answer.text, request
-            )
-        except ReplyError as second:
-            shown = answer.text if len(answer.text) <= 500 else answer.text[:500] + "..."
-            raise MalformedError(
-                f"judge {judge.name} twice gave a reply that is not the expected JSON object "
-                f"({second}); last reply: {shown!r}. A stronger judge model, or one that "
-                "supports structured output, usually fixes this",
-                response_body=answer.text,
-            ) from None
+    """An HTTP judge's (`HTTPJudge`'s) answer to a structured ask, read through its
+    `_readable` (one corrective re-ask when the reply does not fit the schema, then
+    `MalformedError`): a verdict with no score whose `raw["reply"]` is the object."""
+    answer, value, _ = await judge._readable(
+        messages,
+        ask,
+        client,
+        deadline,
+        tally,
+        lambda answer: read_answer(answer.text, request),
+        lambda problem: _reask(problem, request),
+    )
     explanation = value.get("explanation")
     return Verdict(
         score=None,
         explanation=explanation if isinstance(explanation, str) else "",
-        usage=JudgeUsage(
-            calls=tally.calls,
-            input_tokens=tally.input_tokens,
-            output_tokens=tally.output_tokens,
-            total_tokens=tally.total_tokens,
-            latency_seconds=time.perf_counter() - started,
-        ),
+        usage=tally.usage(time.perf_counter() - started),
         raw={"reply": value, "text": answer.text, "score_source": "structured", "cached": False},
     )
 
