@@ -5,9 +5,10 @@ step, no external URL.
   score, status, tags), filtered by the same query parameters as `GET /api/v1/traces` (a form sets
   `agent`, `tag`, `score_below`), a page of `limit` (default 50) at a time, the next
   page through `cursor`. Plain HTML and CSS, no script.
-- `GET /ui/traces/{trace_id}`: the HTML report of that trace with its latest score per
-  criterion, made by `tracejudge.report.render_trace_page` (the renderer of
-  `tracejudge score --html`).
+- `GET /ui/traces/{trace_id}`: the trace viewer on that trace with its latest answer per
+  criterion: the verdict first, the agent tree with scores, the timeline, the model calls
+  (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
+  --html` opens into).
 
 Access is the API's (see `auth`): open when the server has no API key (loopback only,
 unless the operator passed --allow-no-auth), else a key in a header; a browser signs in
