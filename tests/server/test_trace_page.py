@@ -7,6 +7,7 @@ agents on the real openai client (planted faults), scored as the server scores t
 
 from __future__ import annotations
 
+import json
 import re
 import time
 import uuid
@@ -27,9 +28,8 @@ from tracejudge.models import AgentInstance, MultiAgentTrace
 from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.store import EvaluationRow, TraceRow, open_store
+from tracejudge.server.ui import _read_trace
 from tracejudge.testing import ScriptedLLMServer
-
-pytestmark = needs_chromium
 
 
 def _store(db: str, trace: MultiAgentTrace, criteria: list[object]) -> str:
@@ -114,6 +114,7 @@ def _rows(tab: Browser) -> list[dict[str, str]]:
     )
 
 
+@needs_chromium
 def test_the_verdict_and_the_first_finding_are_on_the_first_screen(
     site: Site, tmp_path: Path
 ) -> None:
@@ -137,6 +138,7 @@ def test_the_verdict_and_the_first_finding_are_on_the_first_screen(
     assert shot.stat().st_size > 20_000
 
 
+@needs_chromium
 def test_the_timeline_shows_every_agent_and_model_call_with_its_duration(
     site: Site, tmp_path: Path
 ) -> None:
@@ -160,6 +162,7 @@ def test_the_timeline_shows_every_agent_and_model_call_with_its_duration(
     assert re.match(r"within \d+(\.\d+)? ms, between call 1 and call 2$", tool["figs"])
 
 
+@needs_chromium
 def test_a_finding_s_link_unfolds_its_step(site: Site, tmp_path: Path) -> None:
     with Browser(tmp_path / "profile") as tab:
         tab.load(f"{site.url}/ui/traces/{site.faulty}")
@@ -182,6 +185,7 @@ def test_a_finding_s_link_unfolds_its_step(site: Site, tmp_path: Path) -> None:
         assert tab.console == []
 
 
+@needs_chromium
 @pytest.mark.parametrize("fragment", ["%E0%A4%A", "step-99-0", "step-1-99", "agent-", "%"])
 def test_a_malformed_fragment_never_breaks_the_page(
     site: Site, tmp_path: Path, fragment: str
@@ -192,6 +196,7 @@ def test_a_malformed_fragment_never_breaks_the_page(
         assert tab.evaluate("document.querySelectorAll('.finding').length") == 3
 
 
+@needs_chromium
 def test_a_huge_trace_is_paged_and_any_step_is_one_link_away(site: Site, tmp_path: Path) -> None:
     with Browser(tmp_path / "profile") as tab:
         seconds = tab.load(f"{site.url}/ui/traces/{site.huge}")
@@ -211,3 +216,20 @@ def test_a_huge_trace_is_paged_and_any_step_is_one_link_away(site: Site, tmp_pat
         assert 0 <= top < HEIGHT
         assert tab.console == []
     assert seconds < 10  # not a benchmark (see benchmarks/trace_page.py): a sanity bound
+
+
+def test_a_stored_trace_reads_back_the_same_with_its_repeated_inputs_shared(site: Site) -> None:
+    wide = _wide_trace(3, 5)
+    data = json.loads(MultiAgentTrace.from_agent(faults.long_agent(4)).to_json())
+    (agent,) = data["agent_instance_by_id"].values()
+    agent["interactions"][2]["input_messages"][0]["content"] = "a summary of the start"
+    rewritten = MultiAgentTrace.model_validate(data)
+    for trace in (site.faulty_trace, wide, rewritten):
+        text = trace.to_json()
+        read = _read_trace(text)
+        assert read.to_json() == MultiAgentTrace.from_json(text).to_json()
+    # the rewritten history was not shared: it differs from the call before it
+    calls = _read_trace(rewritten.to_json()).root.llm_interactions
+    assert calls[2].input_messages[0].content == "a summary of the start"
+    assert calls[1].input_messages[0].content != "a summary of the start"
+    assert calls[1].input_messages[0] is calls[0].input_messages[0]  # shared, not copied
