@@ -6,7 +6,8 @@ The trace is recorded by running real code: an orchestrator that hands work to
 (one span per agent and per model call: 5,000+ spans); every 10th worker sends arguments
 its tool's schema rejects, so the verdict has findings to show. The deterministic checks
 score it, the trace and its answers are stored as the server stores them, and the real
-server (uvicorn in a thread, SQLite) serves /ui/traces/{id}.
+server (`python -m tracejudge.server` under uvicorn, its own process, SQLite) serves
+/ui/traces/{id}.
 
 Chromium (Debian's, over the DevTools protocol: tests/cdp.py) loads, in `--rounds-measured`
 interleaved rounds (5), three pages, each timed from navigation start to the first frame
@@ -39,6 +40,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from tests.cdp import Browser  # noqa: E402
+from tests.server.harness import ServerProcess  # noqa: E402
 
 TARGET_SECONDS = 2.0
 WEATHER = {
@@ -168,6 +170,30 @@ def measure(tab: Browser, url: str) -> float:
     return float(tab.evaluate(FIRST_FRAME)) / 1000
 
 
+def _measure_pages(
+    served: str, viewer: Path, inert: Path, here: Path, options: argparse.Namespace
+) -> tuple[dict[str, list[float]], list[float], int, str]:
+    """The three arms' times (interleaved rounds), the server's answer times, and what
+    the timeline drew."""
+    import httpx
+
+    answers = []
+    for _ in range(3):
+        began = time.perf_counter()
+        assert httpx.get(served, timeout=60).status_code == 200
+        answers.append(time.perf_counter() - began)
+    arms: dict[str, list[float]] = {"baseline": [], "file": [], "server": []}
+    with Browser(here / "profile") as tab:
+        measure(tab, served)  # warm-up: the browser's caches of code, fonts
+        for _ in range(options.rounds_measured):
+            arms["baseline"].append(measure(tab, inert.as_uri()))
+            arms["file"].append(measure(tab, viewer.as_uri()))
+            arms["server"].append(measure(tab, served))
+        rows = tab.evaluate("document.querySelectorAll('.tl-row:not(.head)').length")
+        note = tab.evaluate("(document.querySelector('.tl .pager span')||{}).textContent")
+    return arms, answers, rows, note
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--workers", type=int, default=150)
@@ -175,15 +201,11 @@ def main() -> None:
     parser.add_argument("--rounds-measured", type=int, default=5)
     options = parser.parse_args()
 
-    import httpx
-
     from tracejudge import checks
     from tracejudge._sync import run
     from tracejudge.evaluation.service import EvaluationService
     from tracejudge.report import render_trace_page
     from tracejudge.report.page import SCRIPT
-    from tracejudge.server.background import BackgroundServer
-    from tracejudge.server.config import ServerConfig
 
     began = time.perf_counter()
     trace, spans = record(options.workers, options.rounds)
@@ -215,22 +237,14 @@ def main() -> None:
         inert.write_text(page.replace(SCRIPT, " " * len(SCRIPT)), encoding="utf-8")
         db = str(here / "bench.db")
         trace_id = store(db, trace, responses)
-        config = ServerConfig(port=0, db=db, log_level="warning")
-        with BackgroundServer(config, checks_only=True) as server, Browser(here / "p") as tab:
-            served = f"{server.url}/ui/traces/{trace_id}"
-            answers = []
-            for _ in range(3):
-                began = time.perf_counter()
-                assert httpx.get(served, timeout=60).status_code == 200
-                answers.append(time.perf_counter() - began)
-            arms: dict[str, list[float]] = {"baseline": [], "file": [], "server": []}
-            measure(tab, served)  # warm-up: the browser's caches of code, fonts
-            for _ in range(options.rounds_measured):
-                arms["baseline"].append(measure(tab, inert.as_uri()))
-                arms["file"].append(measure(tab, viewer.as_uri()))
-                arms["server"].append(measure(tab, served))
-            rows = tab.evaluate("document.querySelectorAll('.tl-row:not(.head)').length")
-            note = tab.evaluate("(document.querySelector('.tl .pager span')||{}).textContent")
+        server = ServerProcess(db, api_key=None).start()
+        try:
+            arms, answers, rows, note = _measure_pages(
+                server.url + f"/ui/traces/{trace_id}", viewer, inert, here, options
+            )
+        finally:
+            server.stop()
+
     base, drawn, whole = (statistics.median(arms[k]) for k in ("baseline", "file", "server"))
     print(f"timeline: {rows} rows drawn; {note}")
     print(f"baseline (the same bytes, the viewer's script blanked): {base * 1000:.0f} ms")

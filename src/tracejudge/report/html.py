@@ -23,8 +23,7 @@ import html
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from tracejudge.models import JUDGED_BAR
-from tracejudge.report.page import DOCUMENT_TAIL, document_head, json_block, script_json
+from tracejudge.report.page import DOCUMENT_TAIL, document_head, script_json
 from tracejudge.report.results import ScoreSummary, bars_text, format_summary
 
 __all__ = ["MAX_BYTES", "write_report"]
@@ -59,8 +58,6 @@ def write_report(
         '<span id="tj-page"></span> <button id="tj-next" type="button">next</button></div>'
         '<div id="tj-list"></div></section>\n'
     )
-    meta = {"bar": summary.bar if summary.bar is not None else JUDGED_BAR}
-    out.write(json_block("tj-meta", meta))
     out.write('<script type="application/json" id="tj-data">[')
     written = 0
     for number, entry in enumerate(entries):
