@@ -21,7 +21,10 @@ An agent is `{"name", "parent", "depth", "t0", "t1", "n", "children", "steps", "
 where it ran; `steps` holds one light record per model call (times, model, tokens, cost,
 its tool runs) that the timeline draws; `calls` the heavy part (messages), None when left
 out. Times are milliseconds from the trace's first recorded time, absent when not
-recorded. Findings point at steps as `[agent index, interaction index]`.
+recorded. Findings point at steps as `[agent index, interaction index, tool call id,
+tool name]` (the last two None when the finding names no tool call). An entry says
+`"steps_left_out": n` when its timeline stops short, and `"left_out": true` when the
+batch report kept only its verdict and scores (`html.write_report`).
 
 Bounds, so that a trace of any size makes a page of bounded size: every text is cut at
 `max_text` characters; a call whose input repeats the previous call's input keeps only
@@ -241,11 +244,11 @@ def _agent(
         node["t0"] = timing.ms(start)
     if end is not None:
         node["t1"] = timing.ms(end)
-    news = _new_inputs(calls)
-    runs = _tool_runs(calls, news)
+    skips = _repeated_inputs(calls)
+    runs = _tool_runs(calls, skips)
     drawn = budget.take_steps(len(calls))
     node["steps"] = [_step(calls, i, runs[i], timing, prices) for i in range(drawn)]
-    node["calls"] = _contents(calls, news, budget)
+    node["calls"] = _contents(calls, skips, budget)
     return node
 
 
@@ -262,7 +265,7 @@ def _children(tree: _Tree, k: int) -> list[list[int]]:
     return found
 
 
-def _new_inputs(calls: Sequence[LLMInteraction]) -> list[int]:
+def _repeated_inputs(calls: Sequence[LLMInteraction]) -> list[int]:
     """For each call, how many of its first input messages repeat the previous call's
     input (chat agents resend the conversation): the viewer shows only the rest.
 

@@ -205,26 +205,6 @@ def _read_trace(text: str) -> MultiAgentTrace:
     validated messages are shared in front of them. The trace is the one `from_json`
     gives.
     """
-    with _collection_paused():
-        return _read_trace_shared(text)
-
-
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cycle collector paused while a stored trace is read: the millions of
-    containers that JSON parsing makes hold no cycles, yet each full collection walks
-    them all (half the reading time of a 5,000-span trace). Concurrent readers never
-    leave it off: the reader that found it on turns it back on when it is done."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
-def _read_trace_shared(text: str) -> MultiAgentTrace:
     data = json.loads(text)
     repeated: dict[int, int] = {}  # id of a trimmed interaction -> messages trimmed
     for interactions in _raw_interactions(data):
@@ -270,12 +250,28 @@ def _share_repeated_inputs(
             previous = model.input_messages
 
 
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a stored trace is read and drawn: the
+    millions of containers that JSON parsing makes hold no cycles, yet each full
+    collection walks them all (half the time of a 5,000-span trace's page). Concurrent
+    readers never leave it off: the reader that found it on turns it back on when done."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def _render(row: TraceRow, rows: Sequence[EvaluationRow]) -> str:
     assert row.trace_json is not None
-    trace = _read_trace(row.trace_json)
-    return render_trace_page(
-        trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
-    )
+    with _collection_paused():
+        trace = _read_trace(row.trace_json)
+        return render_trace_page(
+            trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
+        )
 
 
 async def trace_page(request: Request) -> HTMLResponse:
