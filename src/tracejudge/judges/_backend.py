@@ -5,7 +5,9 @@ concurrency limit, count the request's tokens against the input budget (over it:
 or answer "not evaluated"), ask (retrying, and falling back from options the endpoint
 rejects), parse the reply (re-asking once when it is unusable), turn it into a score,
 cache it. A backend subclass supplies the URL, headers, request body, how to read an
-answer, and which rejected options it can do without.
+answer, and which rejected options it can do without. What is done with an answer (the
+re-ask, the judgement, the verdict) is `_reading.ReplyReading`; several criteria in one
+call, `_batch.BatchJudging`; both are mixed into `HTTPJudge`.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -30,28 +32,18 @@ from tracejudge._http import (
     send_with_retries,
     split_credentials,
 )
-from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
-from tracejudge.errors import TimeoutError as RequestTimeoutError
+from tracejudge.errors import BadRequestError, ConfigurationError
 from tracejudge.judges._ask import StructuredRequest, messages_for, structured_verdict
+from tracejudge.judges._batch import BatchJudging
 from tracejudge.judges._budget import TokenEstimator, default_max_input_tokens
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
 from tracejudge.judges._exchange import Answer, Ask, Tally, ToolsRefused
-from tracejudge.judges._parse import (
-    Judgement,
-    ReplyError,
-    extract_object,
-    validate_reply,
-    weighted_score,
-)
 from tracejudge.judges._prompt import (
-    batch_key,
-    batch_reask_message,
-    batch_reply_schema,
-    build_batch_messages,
     build_messages,
     reask_message,
     reply_schema,
 )
+from tracejudge.judges._reading import ReplyReading, verdict_entry
 from tracejudge.judges._spans import JudgeSpans, SpansOption, make_spans
 from tracejudge.judges._types import JudgeRequest, Verdict
 from tracejudge.models import JudgeUsage
@@ -68,15 +60,9 @@ __all__ = [
 logger = logging.getLogger("tracejudge.judges")
 
 _USER_AGENT = "tracejudge-judge/0.1"
-# Replies longer than this are decoded and parsed in a worker thread: reading a few MiB
-# takes long enough to stall every other call sharing the event loop. Shorter ones are
-# read in place (a thread hop costs more than they do).
-_INLINE_READ_LIMIT = 64 * 1024
 # Hosts that never answer without a key: fail at construction rather than on the first call.
 _KEYED_HOSTS = ("api.openai.com", "api.anthropic.com", "openrouter.ai", "api.together.xyz")
 
-# What a reply is interpreted into: the judgement(s), the object(s) read, the weighted grade.
-_Interpret = Callable[[Answer], Any]
 _ssl_context: Any = None
 
 
@@ -96,7 +82,7 @@ def requires_key(base_url: str) -> bool:
     return host in _KEYED_HOSTS or host.endswith(".azure.com")
 
 
-class HTTPJudge:
+class HTTPJudge(ReplyReading, BatchJudging):
     """Base class of the HTTP judge backends. Not used directly: see
     `OpenAICompatibleJudge` and `AnthropicJudge`."""
 
@@ -450,7 +436,9 @@ class HTTPJudge:
         if key is not None and self.cache is not None and verdict.not_evaluated is None:
             # The verdict is paid for: it is returned whether or not it can be stored, and
             # storing waits no longer than what is left of the deadline.
-            await self._cache_call(deadline - loop.time(), self.cache.set, key, _entry(verdict))
+            await self._cache_call(
+                deadline - loop.time(), self.cache.set, key, verdict_entry(verdict)
+            )
         return verdict
 
     def _judgement_span(self, request: JudgeRequest) -> Any:
@@ -491,250 +479,7 @@ class HTTPJudge:
             tally.usage(time.perf_counter() - started),
         )
 
-    async def _readable(
-        self,
-        messages: list[dict[str, Any]],
-        ask: Ask,
-        client: httpx.AsyncClient,
-        deadline: float,
-        tally: Tally,
-        interpret: _Interpret,
-        reask: Callable[[str], str],
-    ) -> tuple[Answer, Any, bool]:
-        """Ask, and read the answer with `interpret`; an unusable one is asked again once
-        (the bad reply shown back with `reask(problem)`); a second raises MalformedError.
-        The answer, what `interpret` made of it, and whether logprobs were asked for."""
-        answer, logprobs_asked = await self._ask(messages, ask, client, deadline, tally)
-        try:
-            read = await self._off_loop(deadline, len(answer.text), interpret, answer)
-        except ReplyError as problem:
-            logger.debug("%s: unusable reply (%s); asking again", self.name, problem)
-            corrective = [
-                *messages,
-                {"role": "assistant", "content": answer.text or "(empty reply)"},
-                {"role": "user", "content": reask(self._problem(problem, answer))},
-            ]
-            answer, logprobs_asked = await self._ask(corrective, ask, client, deadline, tally)
-            try:
-                read = await self._off_loop(deadline, len(answer.text), interpret, answer)
-            except ReplyError as second:
-                raise self._malformed(second, answer) from None
-        return answer, read, logprobs_asked
-
-    def _problem(self, problem: ReplyError, answer: Answer) -> str:
-        if answer.cut_off:
-            limit = f" (max_tokens={self.max_tokens})" if self.max_tokens else ""
-            return (
-                f"{problem}; the reply was cut off at the token limit{limit}: keep the "
-                "explanation to a few sentences"
-            )
-        return str(problem)
-
-    def _malformed(self, problem: ReplyError, answer: Answer) -> MalformedError:
-        shown = answer.text if len(answer.text) <= 500 else answer.text[:500] + "..."
-        cut = " (cut off at the token limit: raise max_tokens)" if answer.cut_off else ""
-        return MalformedError(
-            f"judge {self.name} twice gave a reply that is not the expected JSON "
-            f"object ({problem}){cut}; last reply: {shown!r}. A stronger judge model, or "
-            "one that supports structured output, usually fixes this",
-            response_body=answer.text,
-        )
-
-    def _verdict(
-        self,
-        request: JudgeRequest,
-        judgement: Judgement,
-        value: dict[str, Any],
-        weighted: float | None,
-        answer: Answer,
-        logprobs_asked: bool,
-        usage: JudgeUsage,
-        **raw: Any,
-    ) -> Verdict:
-        """The verdict a validated judgement gives `request`."""
-        if not judgement.applicable:
-            weighted = None
-            score: float | None = None
-            source = "not_applicable"
-        elif request.kind.is_binary:
-            score = 1.0 if judgement.passed else 0.0
-            source = "passed"
-        else:
-            assert judgement.score is not None
-            if answer.logprobs is not None:
-                if weighted is None:
-                    self._logprobs_notice(
-                        f"the logprobs from {self.base_url} do not show the score as one token"
-                    )
-            elif logprobs_asked:
-                self._logprobs_notice(f"logprobs not returned by {self.base_url}")
-            grade = weighted if weighted is not None else float(judgement.score)
-            score = min(1.0, max(0.0, (grade - 1.0) / 9.0))
-            source = "logprobs" if weighted is not None else "reported"
-        return Verdict(
-            score=score,
-            explanation=judgement.explanation,
-            cleaned_explanation=judgement.cleaned_explanation,
-            usage=usage,
-            raw={
-                "reply": value,
-                "text": answer.text,
-                "score_source": source,
-                "weighted_score": weighted,
-                "cached": False,
-                **raw,
-            },
-        )
-
-    @staticmethod
-    def _interpret(
-        answer: Answer, request: JudgeRequest
-    ) -> tuple[Judgement, dict[str, Any], float | None]:
-        """The validated judgement in an answer, the object it was read from, and the
-        logprob-weighted grade (None when there are no usable logprobs). Pure CPU work,
-        linear in the answer: safe to run in a worker thread."""
-        keys = ("passed",) if request.kind.is_binary else ("score",)
-        extracted = extract_object(answer.text, keys=(*keys, "explanation"))
-        judgement = validate_reply(extracted.value, request.kind, request.clean_explanation)
-        weighted: float | None = None
-        if (
-            judgement.applicable
-            and judgement.score is not None
-            and not request.kind.is_binary
-            and answer.logprobs is not None
-        ):
-            weighted = weighted_score(answer.logprobs, judgement.score)
-        return judgement, extracted.value, weighted
-
-    # ----------------------------------------------------------------- several criteria
-
-    async def judge_batch(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
-        """Judge several criteria of one material in ONE call: one reply object per
-        criterion (see README "The judge reply contract"). Cheaper than a call each (the
-        material is read once), at the price of some independence between the criteria.
-
-        The requests must share `content`, `context`, `target` and `clean_explanation`.
-        Logprobs are not asked for (each criterion's reported grade is its score). When the
-        call would be over `max_input_tokens`, each request is judged alone (and explores,
-        or is not evaluated, as `judge` does). Verdicts in the order of `requests`; the
-        call's usage is shared out among them.
-        """
-        listed = list(requests)
-        if not listed:
-            return []
-        for request in listed:
-            if not isinstance(request, JudgeRequest):
-                raise TypeError(f"judge_batch() takes JudgeRequests, got {type(request).__name__}")
-            if not request.criterion.strip():
-                raise BadRequestError("the criterion is empty; write what to reward or penalise")
-        first = listed[0]
-        shared = (first.content, first.context, first.target, first.clean_explanation)
-        if any((r.content, r.context, r.target, r.clean_explanation) != shared for r in listed):
-            raise ValueError(
-                "judge_batch() judges several criteria of ONE material: the requests must "
-                "share content, context, target and clean_explanation"
-            )
-        if len(listed) == 1:
-            return [await self.judge(first)]
-        started = time.perf_counter()
-        messages = build_batch_messages(listed)
-        ask = Ask(schema=batch_reply_schema(listed))
-        if self.estimate(messages, ask) > self.max_input_tokens:
-            return list(await asyncio.gather(*(self.judge(r) for r in listed)))
-        parameters = {
-            **self._cache_parameters(first),
-            "kind": [r.kind.value for r in listed],
-        }
-        key: str | None = None
-        if self.cache is not None:
-            key = cache_key(self.name, self.model, messages, parameters)
-            hit = await self._cache_call(self.timeout / 4, self.cache.get, key)
-            entries = hit.get("verdicts") if isinstance(hit, dict) else None
-            if isinstance(entries, list) and len(entries) == len(listed):
-                cached = [self._cached_verdict(entry, started) for entry in entries]
-                if all(v is not None for v in cached):
-                    return cached  # type: ignore[return-value]
-        state = self._clients.get()
-        loop = asyncio.get_running_loop()
-        async with state.semaphore:
-            with self._judgement_span(first):
-                deadline = loop.time() + self.timeout
-                tally = Tally()
-                answer, read, _ = await self._readable(
-                    messages,
-                    ask,
-                    state.client,
-                    deadline,
-                    tally,
-                    lambda answer: self._interpret_batch(answer, listed),
-                    lambda problem: batch_reask_message(problem, listed),
-                )
-        shares = _share(tally.usage(time.perf_counter() - started), len(listed))
-        verdicts = [
-            self._verdict(
-                request,
-                judgement,
-                value,
-                None,
-                answer,
-                False,
-                share,
-                batch={"criteria": len(listed), "index": index},
-            )
-            for index, (request, (judgement, value), share) in enumerate(
-                zip(listed, read, shares, strict=True)
-            )
-        ]
-        if key is not None and self.cache is not None:
-            entry = {"verdicts": [_entry(v) for v in verdicts]}
-            await self._cache_call(deadline - loop.time(), self.cache.set, key, entry)
-        return verdicts
-
-    @staticmethod
-    def _interpret_batch(
-        answer: Answer, requests: Sequence[JudgeRequest]
-    ) -> list[tuple[Judgement, dict[str, Any]]]:
-        """Each criterion's validated judgement in a reply for several, and its object."""
-        keys = tuple(batch_key(i) for i in range(len(requests)))
-        extracted = extract_object(answer.text, keys=keys)
-        read: list[tuple[Judgement, dict[str, Any]]] = []
-        for index, request in enumerate(requests):
-            part = extracted.value.get(batch_key(index))
-            if not isinstance(part, dict):
-                raise ReplyError(
-                    f'the JSON object needs "{batch_key(index)}": the object for criterion '
-                    f"{index + 1}"
-                )
-            try:
-                judgement = validate_reply(part, request.kind, request.clean_explanation)
-            except ReplyError as problem:
-                raise ReplyError(f'in "{batch_key(index)}", {problem}') from None
-            read.append((judgement, part))
-        return read
-
     # ----------------------------------------------------------------- one question
-
-    async def _off_loop(self, deadline: float, size: int, function: Any, *args: Any) -> Any:
-        """`function(*args)`: in place for small inputs, else in a worker thread so other
-        calls on this event loop go on meanwhile, and bounded by the judgement's deadline."""
-        if size <= _INLINE_READ_LIMIT:
-            return function(*args)
-        remaining = deadline - asyncio.get_running_loop().time()
-        try:
-            # The thread cannot be stopped; the parse it runs is linear in a reply that the
-            # response size cap bounds, so it ends soon after the deadline at worst.
-            return await asyncio.wait_for(asyncio.to_thread(function, *args), max(remaining, 0))
-        except asyncio.TimeoutError:
-            raise RequestTimeoutError(
-                f"judge {self.name}: reading its {size:,}-character reply did not finish "
-                f"within the {self.timeout:g}s timeout; raise timeout, or lower max_tokens"
-            ) from None
-
-    def _logprobs_notice(self, reason: str) -> None:
-        # Once per judge: a missing feature is worth knowing, not worth a line per call.
-        if not self._logprobs_notice_given:
-            self._logprobs_notice_given = True
-            logger.info("%s; using the reported score (judge %s)", reason, self.name)
 
     async def _ask(
         self,
@@ -854,44 +599,6 @@ class _NoSpan:
 
 
 _NO_SPAN = _NoSpan()
-
-
-def _entry(verdict: Verdict) -> dict[str, Any]:
-    """What the cache keeps of a verdict."""
-    return {
-        "score": verdict.score,
-        "explanation": verdict.explanation,
-        "cleaned_explanation": verdict.cleaned_explanation,
-        "raw": verdict.raw,
-    }
-
-
-def _share(usage: JudgeUsage, parts: int) -> list[JudgeUsage]:
-    """`usage` shared out among `parts` verdicts (what is left over goes to the first),
-    so that their sum is the whole."""
-
-    def split(total: int) -> list[int]:
-        each, rest = divmod(total, parts)
-        return [each + (rest if i == 0 else 0) for i in range(parts)]
-
-    columns = {
-        name: split(getattr(usage, name))
-        for name in (
-            "calls",
-            "input_tokens",
-            "output_tokens",
-            "total_tokens",
-            "cached_input_tokens",
-            "cache_write_tokens",
-        )
-    }
-    return [
-        JudgeUsage(
-            **{name: values[i] for name, values in columns.items()},
-            latency_seconds=usage.latency_seconds / parts,
-        )
-        for i in range(parts)
-    ]
 
 
 def _decode_json(content: bytes) -> Any:
