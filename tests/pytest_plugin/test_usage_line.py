@@ -76,7 +76,7 @@ def test_the_judge_s_calls_tokens_and_cost_are_one_line(
     # $1.60 per million: $0.002 a call
     result.stdout.fnmatch_lines(
         [
-            "*tracejudge: 2 failed (min_score 0.9)*",
+            "*planner scored 0.44 on Reward complete answers (below 0.9); 2 failed*",
             "E           2 judge calls, 20,000 tokens in (16,000 cached), 1,000 out, $0.0048*",
         ]
     )

@@ -40,7 +40,7 @@ from pydantic import ValidationError
 
 from tracejudge import checks
 from tracejudge.cli._errors import UsageError
-from tracejudge.cli._outfile import OutFile, read_finished
+from tracejudge.cli._outfile import OutFile, check_writable, read_finished
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._sources import Source, expand_inputs
 from tracejudge.cli._spool import Spool
@@ -249,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring for what it does and its exit status."""
     if args.resume and not args.out:
         raise UsageError("--resume needs --out (the file whose finished traces to skip)")
+    _check_outputs(args)
     criteria = _criteria(args)
     from tracejudge.errors import BadRequestError
     from tracejudge.evaluation import validate_criteria
@@ -276,6 +277,15 @@ def run(args: argparse.Namespace) -> int:
             return _run(args, criteria, service, sources, summary, spool)
         finally:
             spool.close()
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the run will write, checked before anything is read or scored: a bad
+    path costs nothing, not a paid run."""
+    check_writable(args.out, "--out")
+    check_writable(args.html, "--html")
+    if args.out and args.html and Path(args.out).resolve() == Path(args.html).resolve():
+        raise UsageError(f"--out and --html both name {args.html}; give two files")
 
 
 def _run(

@@ -189,6 +189,21 @@ class MultiAgentTraceResponse(WireModel):
         ]
         return sorted(found, key=lambda agent: agent.score)
 
+    def scores_by_agent_name(self) -> dict[str, float | None]:
+        """Agent name -> its score, for printing (`agent_scores` is keyed by instance id).
+        A name with several instances gets its worst instance's score, as the verdict
+        reads it; None when none of them got a score. In the order of
+        `results_by_agent_name` (the trace's, root first)."""
+        found: dict[str, float | None] = {}
+        for result in self.results_by_agent_name.values():
+            scores = [
+                answer.score
+                for answer in result.results_by_agent_instance_id.values()
+                if answer is not None and answer.score is not None
+            ]
+            found[result.agent_name] = min(scores) if scores else None
+        return found
+
     def __str__(self) -> str:
         return self.model_dump_json(indent=2)
 
