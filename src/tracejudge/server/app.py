@@ -31,6 +31,7 @@ from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, error_response
+from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
 from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
@@ -205,6 +206,10 @@ def create_app(
             *ui.routes,
         ],
         middleware=[
+            Middleware(
+                WebGuardMiddleware,
+                policy=HostPolicy(config.host, config.allowed_hosts, keys=bool(config.api_keys)),
+            ),
             Middleware(AuthMiddleware, keys=KeyRing(config.api_keys)),
             Middleware(
                 LimitsMiddleware,
