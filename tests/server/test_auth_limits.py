@@ -53,7 +53,8 @@ def test_body_limit_and_rate_limit(guarded: ServerProcess) -> None:
                 yield b'{"role": "user", "content": "' + b"y" * 1000 + b'"},'
             yield b"]}"
 
-        streamed = http.post("/api/v1/evals/reward", content=chunks())
+        json_type = {"Content-Type": "application/json"}
+        streamed = http.post("/api/v1/evals/reward", content=chunks(), headers=json_type)
         assert streamed.status_code == 413
     with httpx.Client(base_url=guarded.url, headers={"API-Key": API_KEY}) as http:
         codes = [http.post("/api/v1/evals/reward", json=BODY).status_code for _ in range(8)]

@@ -168,3 +168,106 @@ def test_list_filters_and_pages(db_url: str) -> None:
     with pytest.raises(InvalidCursorError):
         store.list_traces(TraceFilter(), 3, "not-a-cursor")
     store.close()
+
+
+def _ingest_task(trace_id: str) -> TaskRow:
+    payload = json.dumps({"trace_id": trace_id, "source": "ingest"})
+    return TaskRow(id=f"score-{trace_id}", kind="score_trace", payload=payload)
+
+
+def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) -> None:
+    """PostgreSQL cannot hold NUL in text, neither store a lone surrogate: both keep U+FFFD
+    in their place, in the columns and in the agents list."""
+    store = open_store(db_url)
+    row = TraceRow(
+        trace_id="t-odd",
+        source="api",
+        status="scored",
+        first_seen=time.time(),
+        last_span_at=time.time(),
+        root_agent="ro\x00ot",
+        agents=["ro\x00ot", "wri\ud800ter", "wri\x00ter"],
+        tags={"te\x00am": "\udfffa"},
+    )
+    store.save_trace(row)
+    stored = store.get_trace("t-odd")
+    assert stored is not None
+    assert stored.root_agent == "ro\ufffdot"
+    assert stored.agents == ["ro\ufffdot", "wri\ufffdter", "wri\ufffdter"]
+    assert stored.tags == {"te\ufffdam": "\ufffda"}
+    found = store.list_traces(TraceFilter(agent="wri\ufffdter"), 10, None).traces
+    assert [t.trace_id for t in found] == ["t-odd"]
+    assert store.get_trace("t\x00odd") is None and store.get_task("\ud800") is None
+    store.close()
+
+
+def test_a_failed_ingest_task_fails_its_waiting_trace(db_url: str) -> None:
+    store = open_store(db_url)
+    for trace_id in ("t-a", "t-b"):
+        store.add_spans([SpanBatch(trace_id, "{}", 1, True)])
+    time.sleep(0.05)
+    assert store.queue_complete_traces(0.01, 600, 10, _ingest_task) == ["t-a", "t-b"]
+    claimed = {t.id: t for t in store.claim_tasks("w", 5, lease_seconds=60)}
+    assert store.finish_task("score-t-a", "w", status="failed", error="the judge failed")
+    assert store.finish_task("score-t-b", "w", status="done", result="{}")
+    failed, untouched = store.get_trace("t-a"), store.get_trace("t-b")
+    assert failed and failed.status == "failed" and failed.error == "the judge failed"
+    assert untouched and untouched.status == "queued"  # done without a summary: as before
+    assert set(claimed) == {"score-t-a", "score-t-b"}
+    store.close()
+
+
+def test_released_orphans_past_their_attempts_fail_their_traces(tmp_path) -> None:
+    store = open_store(str(tmp_path / "x.db"))
+    store.add_spans([SpanBatch("t-o", "{}", 1, True)])
+    time.sleep(0.05)
+    store.queue_complete_traces(0.01, 600, 10, _ingest_task)
+    store.claim_tasks("gone", 5, lease_seconds=0)
+    store.release_orphans(max_attempts=1)
+    trace = store.get_trace("t-o")
+    assert trace and trace.status == "failed" and "stopped while this task ran" in str(trace.error)
+    store.close()
+
+
+def test_retention_deletes_old_traces_with_their_rows(db_url: str) -> None:
+    store = open_store(db_url)
+    old, new = time.time() - 10 * 86400, time.time()
+    for trace_id, when in (("old", old), ("new", new)):
+        row = TraceRow(
+            trace_id=trace_id,
+            source="api",
+            status="scored",
+            first_seen=when,
+            last_span_at=when,
+            agents=["a"],
+            tags={"k": "v"},
+        )
+        evaluation = EvaluationRow(
+            id=f"e-{trace_id}",
+            kind="trace",
+            criterion="c",
+            response="{}",
+            overall_score=1.0,
+            created_at=when,
+            trace_id=trace_id,
+        )
+        store.save_trace(row, [evaluation])
+    reward = EvaluationRow(
+        id="e-reward", kind="reward", criterion="c", response="{}", overall_score=1, created_at=old
+    )
+    store.save_evaluations([reward])
+    deleted = store.delete_before(time.time() - 86400)
+    assert deleted == {"traces": 1, "span_batches": 0, "evaluations": 2}
+    assert store.delete_before(time.time() - 86400) == {
+        "traces": 0,
+        "span_batches": 0,
+        "evaluations": 0,
+    }
+    assert store.get_trace("old") is None and store.get_trace("new") is not None
+    assert [e.id for e in store.evaluations_of("new")] == ["e-new"]
+    assert store.list_traces(TraceFilter(tag=("k", "v")), 10, None).traces[0].trace_id == "new"
+    assert store.queue_stats() == (0, None)
+    store.enqueue(_task())
+    depth, oldest = store.queue_stats()
+    assert depth == 1 and oldest is not None and oldest <= time.time()
+    store.close()

@@ -27,15 +27,19 @@ from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices, valid
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
 from tracejudge.models import PriceTable
-from tracejudge.server import evals, otlp, scoring, traces, ui
+from tracejudge.server import evals, health, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, error_response
+from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
 from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
 from tracejudge.server.openapi import openapi_document
-from tracejudge.server.store import SCHEMA_VERSION, open_store
+from tracejudge.server.readiness import Readiness
+from tracejudge.server.retention import Pruner
+from tracejudge.server.store import open_store
+from tracejudge.server.supervise import Supervisor
 from tracejudge.server.tasks import TaskRunner
 from tracejudge.server.writeback import WriteBack
 
@@ -129,13 +133,6 @@ def judge_pricing(config: ServerConfig, judge: Judge | None) -> tuple[PriceTable
     return table, priced, f"{problem}; the token budget applies"
 
 
-async def _health(request: Request) -> JSONResponse:
-    context: ServerContext = request.app.state.context
-    return JSONResponse(
-        {"status": "ok", "schema_version": SCHEMA_VERSION, "judge": context.judge_label}
-    )
-
-
 async def _openapi(request: Request) -> JSONResponse:
     return JSONResponse(request.app.state.openapi)
 
@@ -196,14 +193,15 @@ def create_app(
             prices=prices,
             spend_limits=[budget] if chosen is not None else (),
         )
+        supervisor = Supervisor(config.stall_seconds)
         runner = TaskRunner(
             store,
             {},
+            supervisor=supervisor,
             workers=config.workers,
             lease_seconds=config.task_lease_seconds,
             attempts=config.task_attempts,
             poll_seconds=config.poll_seconds,
-            retention_seconds=config.task_retention_hours * 3600,
         )
         context = ServerContext(
             config=config,
@@ -217,18 +215,24 @@ def create_app(
                 if config.evaluation_events_endpoint
                 else None
             ),
+            readiness=Readiness(store, supervisor),
         )
         runner.handlers.update(evals.handlers(context))
         runner.handlers.update(scoring.handlers(context))
         app.state.context = context
-        sweeper = scoring.TraceSweeper(context)
+        pruner = Pruner(
+            store,
+            task_retention_seconds=config.task_retention_hours * 3600,
+            retain_seconds=None if config.retain_days is None else config.retain_days * 86400,
+            min_interval=config.poll_seconds,
+        )
         await runner.start()
-        sweeper.start()
+        supervisor.spawn("sweeper", scoring.TraceSweeper(context).run)
+        supervisor.spawn("pruner", pruner.run)
         try:
             yield
         finally:
-            await sweeper.stop()
-            await runner.stop()
+            await supervisor.stop()
             await service.aclose()
             if context.writeback is not None:
                 await in_thread(context.writeback.shutdown)
@@ -236,7 +240,7 @@ def create_app(
 
     app = Starlette(
         routes=[
-            Route("/health", _health, methods=["GET"]),
+            *health.routes,
             Route("/openapi.json", _openapi, methods=["GET"]),
             *evals.routes,
             *traces.routes,
@@ -244,6 +248,10 @@ def create_app(
             *ui.routes,
         ],
         middleware=[
+            Middleware(
+                WebGuardMiddleware,
+                policy=HostPolicy(config.host, config.allowed_hosts, keys=bool(config.api_keys)),
+            ),
             Middleware(AuthMiddleware, keys=KeyRing(config.api_keys)),
             Middleware(
                 LimitsMiddleware,

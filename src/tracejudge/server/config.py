@@ -26,8 +26,10 @@ __all__ = [
     "Setting",
     "add_arguments",
     "config_from",
+    "exposed_secrets",
     "is_loopback",
     "parse_config",
+    "read_key_file",
 ]
 
 #: What `tracejudge serve --help` says first.
@@ -68,6 +70,14 @@ class ServerConfig:
     max_judge_cost_per_criterion_per_day: float | None = None
     max_judge_tokens_per_day: int | None = None
     max_judge_tokens_per_criterion_per_day: int | None = None
+    # --- robustness and exposure (#22): readiness, retention, hosts, keys, connections
+    stall_seconds: float = 30.0
+    retain_days: float | None = None
+    allowed_hosts: tuple[str, ...] = ()
+    api_key_file: str | None = None
+    header_timeout_seconds: float = 10.0
+    keep_alive_seconds: float = 5.0
+    max_connections: int = 1000
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -83,6 +93,11 @@ class ServerConfig:
             ("task_attempts", self.task_attempts >= 1, "at least 1"),
             ("task_retention_hours", self.task_retention_hours > 0, "more than 0"),
             ("poll_seconds", self.poll_seconds > 0, "more than 0"),
+            ("stall_seconds", self.stall_seconds > 0, "more than 0"),
+            ("retain_days", self.retain_days is None or self.retain_days > 0, "more than 0"),
+            ("header_timeout_seconds", self.header_timeout_seconds > 0, "more than 0"),
+            ("keep_alive_seconds", self.keep_alive_seconds > 0, "more than 0"),
+            ("max_connections", self.max_connections >= 1, "at least 1"),
         ]
         for budget in (
             "max_judge_cost_per_day",
@@ -116,6 +131,21 @@ class ServerConfig:
             )
         if any(not key.strip() for key in self.api_keys):
             raise ConfigurationError("--api-key (or TRACEJUDGE_API_KEYS) holds an empty key")
+        if self.api_key_file is not None:
+            keys = (*self.api_keys, *read_key_file(self.api_key_file))
+            object.__setattr__(self, "api_keys", tuple(dict.fromkeys(keys)))
+        for host in self.allowed_hosts:
+            if not host.strip() or "/" in host:
+                raise ConfigurationError(
+                    f"--allowed-host {host!r} is not a host name; give a name such as "
+                    "traces.example.com (optionally with :port), or * for any"
+                )
+
+    def __repr__(self) -> str:
+        # The keys are secrets: a repr in a log or a traceback must not show them.
+        shown = {f.name: getattr(self, f.name) for f in fields(self)}
+        shown["api_keys"] = f"<{len(self.api_keys)} keys>"
+        return "ServerConfig(" + ", ".join(f"{k}={v!r}" for k, v in shown.items()) + ")"
 
     @property
     def requires_keys(self) -> bool:
@@ -150,6 +180,9 @@ class Setting:
     help: str
     many: bool = False
     switch: bool = False
+    #: Further variables read when the main one is unset (each a comma-separated list when
+    #: `many`).
+    aliases: tuple[str, ...] = ()
 
 
 def _bool(text: str) -> bool:
@@ -192,8 +225,10 @@ SETTINGS: tuple[Setting, ...] = (
         "TRACEJUDGE_API_KEYS",
         str,
         "an API key clients must send (repeat for several; the variable takes a "
-        "comma-separated list)",
+        "comma-separated list, TRACEJUDGE_API_KEY one key). A key on the command line shows "
+        "in the process list: prefer --api-key-file or the variable",
         many=True,
+        aliases=("TRACEJUDGE_API_KEY",),
     ),
     Setting(
         "criteria_file",
@@ -333,6 +368,67 @@ SETTINGS: tuple[Setting, ...] = (
     ),
 )
 
+SETTINGS += (
+    # --- robustness and exposure (#22)
+    Setting(
+        "stall_seconds",
+        "--stall-seconds",
+        "TRACEJUDGE_STALL_SECONDS",
+        float,
+        "a background loop (worker, sweeper, lease keeper, pruner) that made no progress for "
+        "this long, outside a task's own work, is stalled: GET /ready answers 503 naming it",
+    ),
+    Setting(
+        "retain_days",
+        "--retain-days",
+        "TRACEJUDGE_RETAIN_DAYS",
+        float,
+        "delete stored traces (with their span batches and evaluations), and evaluations, "
+        "older than this many days (default: keep everything)",
+    ),
+    Setting(
+        "allowed_hosts",
+        "--allowed-host",
+        "TRACEJUDGE_ALLOWED_HOSTS",
+        str,
+        "a Host name clients may address the server by, besides loopback names and the "
+        "listening address (repeat for several; * allows any). Without API keys every other "
+        "Host gets HTTP 421 (DNS rebinding); with keys the check applies once one is given",
+        many=True,
+    ),
+    Setting(
+        "api_key_file",
+        "--api-key-file",
+        "TRACEJUDGE_API_KEY_FILE",
+        str,
+        "a file of API keys clients must send, one per line (# comments), kept out of the "
+        "process list",
+    ),
+    Setting(
+        "header_timeout_seconds",
+        "--header-timeout-seconds",
+        "TRACEJUDGE_HEADER_TIMEOUT_SECONDS",
+        float,
+        "a connection that has not sent a whole request head within this long of opening (or "
+        "of its previous answer) is closed (slow clients, slow-loris)",
+    ),
+    Setting(
+        "keep_alive_seconds",
+        "--keep-alive-seconds",
+        "TRACEJUDGE_KEEP_ALIVE_SECONDS",
+        float,
+        "an idle keep-alive connection is closed after this long",
+    ),
+    Setting(
+        "max_connections",
+        "--max-connections",
+        "TRACEJUDGE_MAX_CONNECTIONS",
+        int,
+        "open connections at most; one more is closed at once (the process's file limit is "
+        "raised to fit, when it can be)",
+    ),
+)
+
 SETTINGS_BY_FIELD = {s.field: s for s in SETTINGS}
 assert {f.name for f in fields(ServerConfig)} == set(SETTINGS_BY_FIELD)
 
@@ -382,11 +478,15 @@ def config_from(given: Mapping[str, Any], env: Mapping[str, str]) -> ServerConfi
         raw = given.get(s.field)
         source = s.flag
         if raw is None:
-            text = _env.read(s.env, env)
+            text, source = None, s.env
+            for name in (s.env, *s.aliases):
+                text = _env.read(name, env)
+                if text is not None:
+                    source = name
+                    break
             if text is None:
                 continue
             raw = [k.strip() for k in text.split(",") if k.strip()] if s.many else text
-            source = s.env
         try:
             if s.many:
                 values[s.field] = tuple(str(k) for k in raw)
@@ -397,6 +497,34 @@ def config_from(given: Mapping[str, Any], env: Mapping[str, str]) -> ServerConfi
         except ValueError as exc:
             raise ConfigurationError(f"{source}={raw!r} is not usable: {exc}") from None
     return ServerConfig(**values)
+
+
+def read_key_file(path: str) -> list[str]:
+    """The API keys in `path`: one per line; blank lines and lines starting with # skipped.
+    `ConfigurationError` (never showing a key) when it cannot be read or holds none."""
+    try:
+        text = open(path, encoding="utf-8").read()  # noqa: SIM115 - read at once
+    except (OSError, UnicodeDecodeError) as exc:
+        why = getattr(exc, "strerror", None) or type(exc).__name__
+        raise ConfigurationError(
+            f"--api-key-file {path!r} cannot be read ({why}); give a UTF-8 text file with "
+            "one key per line"
+        ) from None
+    keys = [line.strip() for line in text.splitlines()]
+    keys = [k for k in keys if k and not k.startswith("#")]
+    if not keys:
+        raise ConfigurationError(f"--api-key-file {path!r} holds no key")
+    return keys
+
+
+def exposed_secrets(given: Mapping[str, Any]) -> list[str]:
+    """Warnings for secrets given as command-line flags (which `ps` shows to every user)."""
+    if given.get("api_keys"):
+        return [
+            "--api-key on the command line shows the key in the process list; use "
+            "--api-key-file FILE, or TRACEJUDGE_API_KEY(S) in the environment"
+        ]
+    return []
 
 
 def is_loopback(host: str) -> bool:

@@ -18,6 +18,7 @@ from tracejudge.models import (
     TraceRewardRequest,
 )
 from tracejudge.server.config import ServerConfig
+from tracejudge.server.readiness import Readiness
 from tracejudge.server.store import Store
 from tracejudge.server.tasks import TaskRunner
 from tracejudge.server.writeback import WriteBack
@@ -52,6 +53,8 @@ class ServerContext:
     judge_label: str | None
     #: Where scores are written back onto their traces (None: nowhere).
     writeback: WriteBack | None = None
+    #: What GET /ready reports (set once the background loops run).
+    readiness: Readiness | None = None
 
 
 def context_of(request: Request) -> ServerContext:

@@ -44,15 +44,41 @@ from tracejudge.server.errors import ApiError, validation_error
 from tracejudge.server.store import EvaluationRow, TraceRow
 from tracejudge.server.tasks import Handler, Outcome
 
-__all__ = ["routes", "handlers", "read_json", "parse", "service_error", "trace_summary"]
+__all__ = [
+    "routes",
+    "handlers",
+    "is_json_media",
+    "read_json",
+    "parse",
+    "service_error",
+    "trace_summary",
+]
 
 logger = logging.getLogger("tracejudge.server")
 
 M = TypeVar("M", bound=BaseModel)
 
 
+def is_json_media(content_type: str | None) -> bool:
+    """`application/json` or a `+json` type, with any parameters (charset)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or (
+        media.startswith("application/") and media.endswith("+json")
+    )
+
+
 async def read_json(request: Request) -> Any:
-    """The body as JSON; 422 when it is not."""
+    """The body as JSON; 415 unless it is sent as JSON (a web page can send text/plain,
+    forms and multipart to any address without asking; never application/json), 422
+    when it is not JSON."""
+    if not is_json_media(request.headers.get("content-type")):
+        given = request.headers.get("content-type") or "none"
+        raise ApiError(
+            415,
+            f"this endpoint reads JSON only (Content-Type {given!r}); send the body with "
+            "Content-Type: application/json",
+            errors=[{"loc": ["header", "content-type"], "msg": "not JSON", "type": "media"}],
+        )
     body = await request.body()
     try:
         return json.loads(body)

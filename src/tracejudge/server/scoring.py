@@ -27,6 +27,7 @@ from tracejudge.evaluation import TraceCheck, validate_criteria
 from tracejudge.models import MultiAgentTrace
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.store import EvaluationRow, TaskRow, TraceRow
+from tracejudge.server.supervise import Beat, retry
 from tracejudge.server.tasks import Handler, Outcome, describe_error
 
 __all__ = ["TraceSweeper", "handlers", "resolve_criteria", "INGEST", "RESCORE"]
@@ -37,6 +38,8 @@ logger = logging.getLogger("tracejudge.server")
 #: scored again after late spans), and of those asked for later.
 INGEST = "ingest"
 RESCORE = "rescore"
+#: Traces queued per sweep transaction.
+_SWEEP_BATCH = 100
 
 
 def resolve_criteria(texts: Sequence[str], check_names: Sequence[str]) -> list[str | TraceCheck]:
@@ -182,19 +185,11 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
 
 
 class TraceSweeper:
-    """Queues the ingested traces that are complete, every `poll_seconds`."""
+    """Queues the ingested traces that are complete, every `poll_seconds` (run by the
+    server's supervisor: a store that fails is retried with back-off)."""
 
     def __init__(self, context: ServerContext) -> None:
         self.context = context
-        self._loop: asyncio.Task[None] | None = None
-
-    def start(self) -> None:
-        self._loop = asyncio.create_task(self._sweep_forever())
-
-    async def stop(self) -> None:
-        if self._loop is not None:
-            self._loop.cancel()
-            await asyncio.gather(self._loop, return_exceptions=True)
 
     async def sweep(self) -> list[str]:
         config = self.context.config
@@ -202,18 +197,15 @@ class TraceSweeper:
             self.context.store.queue_complete_traces,
             config.trace_quiet_seconds,
             config.trace_timeout_seconds,
-            100,
+            _SWEEP_BATCH,
             lambda trace_id: score_task(trace_id, INGEST, None),
         )
         if queued:
             self.context.runner.wake()
         return queued
 
-    async def _sweep_forever(self) -> None:
+    async def run(self, beat: Beat) -> None:
         while True:
-            try:
-                while len(await self.sweep()) == 100:
-                    pass
-            except Exception:
-                logger.exception("tracejudge: could not queue complete traces")
-            await asyncio.sleep(self.context.config.poll_seconds)
+            while len(await retry(beat, "queue complete traces", self.sweep)) == _SWEEP_BATCH:
+                pass
+            await beat.wait(self.context.config.poll_seconds)

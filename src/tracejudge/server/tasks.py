@@ -16,7 +16,6 @@ import json
 import logging
 import os
 import socket
-import time
 import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from pydantic import ValidationError
 
 from tracejudge.errors import ComposoError
 from tracejudge.server.store import EvaluationRow, Store, TaskRow, TraceRow
+from tracejudge.server.supervise import Beat, Supervisor, retry
 
 __all__ = ["Outcome", "Handler", "TaskRunner", "describe_error"]
 
@@ -64,47 +64,50 @@ class _Running:
 
 
 class TaskRunner:
-    """The worker pool of one server process."""
+    """The worker pool of one server process: `workers` claim loops and a lease keeper,
+    each run by the `supervisor`.
+
+    A worker never dies of one task: its handler's error fails the task (with the reason);
+    a result the store refuses (text it cannot hold) is replaced by a failure saying so;
+    a store that is busy or unreachable is waited out with back-off while the task's lease
+    is kept, so the result is written once the store answers."""
 
     def __init__(
         self,
         store: Store,
         handlers: Mapping[str, Handler],
         *,
+        supervisor: Supervisor | None = None,
         workers: int = 4,
         lease_seconds: float = 60.0,
         attempts: int = 3,
         poll_seconds: float = 0.5,
-        retention_seconds: float = 7 * 24 * 3600.0,
     ) -> None:
         self.store = store
         self.handlers = dict(handlers)
+        self.supervisor = supervisor or Supervisor()
         self.workers = workers
         self.lease_seconds = lease_seconds
         self.attempts = attempts
         self.poll_seconds = poll_seconds
-        self.retention_seconds = retention_seconds
         #: Who holds a lease: unique per process, readable in the database.
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._running = _Running()
         self._wake = asyncio.Event()
-        self._loops: list[asyncio.Task[None]] = []
 
     async def start(self) -> None:
         if self.store.single_process:
             taken = await anyio.to_thread.run_sync(self.store.release_orphans, self.attempts)
             if taken:
                 logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
-        self._loops = [asyncio.create_task(self._work()) for _ in range(self.workers)]
-        self._loops.append(asyncio.create_task(self._renew()))
+        for number in range(1, self.workers + 1):
+            self.supervisor.spawn(f"worker-{number}", self._work)
+        self.supervisor.spawn("lease-keeper", self._renew)
 
     async def stop(self) -> None:
-        """Stop the workers; unfinished tasks stay running in the store and are taken back
+        """Stop the loops; unfinished tasks stay running in the store and are taken back
         at the next start (SQLite) or when their lease ends (PostgreSQL)."""
-        for loop in self._loops:
-            loop.cancel()
-        await asyncio.gather(*self._loops, return_exceptions=True)
-        self._loops = []
+        await self.supervisor.stop()
 
     async def submit(self, kind: str, payload: Mapping[str, Any]) -> str:
         """Persist a task and wake a worker; returns its id once it is stored."""
@@ -116,50 +119,84 @@ class TaskRunner:
     def wake(self) -> None:
         self._wake.set()
 
-    async def _work(self) -> None:
+    def _store_call(self, function: Callable[..., Any], *args: Any) -> Callable[[], Any]:
+        async def call() -> Any:
+            return await anyio.to_thread.run_sync(function, *args)
+
+        return call
+
+    async def _work(self, beat: Beat) -> None:
         while True:
-            try:
-                claimed = await anyio.to_thread.run_sync(
-                    self.store.claim_tasks, self.worker_id, 1, self.lease_seconds
-                )
-            except Exception:
-                logger.exception("tracejudge: could not claim tasks; retrying")
-                claimed = []
+            claimed = await retry(
+                beat,
+                "claim tasks",
+                self._store_call(self.store.claim_tasks, self.worker_id, 1, self.lease_seconds),
+            )
             if not claimed:
                 self._wake.clear()
-                try:
-                    await asyncio.wait_for(self._wake.wait(), self.poll_seconds)
-                except asyncio.TimeoutError:
-                    pass
+                await beat.wait(self.poll_seconds, self._wake)
                 continue
             for task in claimed:
-                await self._run(task)
+                await self._run(task, beat)
 
-    async def _run(self, task: TaskRow) -> None:
+    async def _run(self, task: TaskRow, beat: Beat) -> None:
         self._running.tasks.add(task.id)
         try:
-            outcome = await self._outcome(task)
-            status = "failed" if outcome.failed else "done"
-            owned = await anyio.to_thread.run_sync(
-                lambda: self.store.finish_task(
-                    task.id,
-                    self.worker_id,
-                    status=status,
-                    result=None if outcome.failed else json.dumps(outcome.result),
-                    error=outcome.failed,
-                    evaluations=outcome.evaluations,
-                    trace=outcome.trace,
-                    replace_source=outcome.replace_source,
-                )
-            )
-            if not owned:
-                logger.warning(
-                    "tracejudge: task %s ran past its lease and was taken over; its result "
-                    "from this worker is dropped (raise --task-lease-seconds)",
-                    task.id,
-                )
+            with beat.busy():
+                outcome = await self._outcome(task)
+            await self._record(task, outcome, beat)
         finally:
             self._running.tasks.discard(task.id)
+
+    async def _record(self, task: TaskRow, outcome: Outcome, beat: Beat) -> None:
+        """Write the outcome; a result the store refuses becomes a failure saying why."""
+        try:
+            owned = await retry(
+                beat,
+                f"record task {task.id}",
+                self._store_call(self._finish, task, outcome),
+                transient=self.store.is_transient,
+            )
+        except Exception as error:
+            logger.error(
+                "tracejudge: the result of task %s (%s) could not be stored (%s); it is "
+                "marked failed",
+                task.id,
+                task.kind,
+                describe_error(error),
+                exc_info=error,
+            )
+            failure = Outcome(
+                None, failed=f"its result could not be stored: {describe_error(error)}"
+            )
+            try:
+                owned = await retry(
+                    beat,
+                    f"record task {task.id} as failed",
+                    self._store_call(self._finish, task, failure),
+                    transient=self.store.is_transient,
+                )
+            except Exception:
+                logger.exception("tracejudge: task %s could not be marked failed", task.id)
+                return
+        if not owned:
+            logger.warning(
+                "tracejudge: task %s ran past its lease and was taken over; its result "
+                "from this worker is dropped (raise --task-lease-seconds)",
+                task.id,
+            )
+
+    def _finish(self, task: TaskRow, outcome: Outcome) -> bool:
+        return self.store.finish_task(
+            task.id,
+            self.worker_id,
+            status="failed" if outcome.failed else "done",
+            result=None if outcome.failed else json.dumps(outcome.result),
+            error=outcome.failed,
+            evaluations=outcome.evaluations,
+            trace=outcome.trace,
+            replace_source=outcome.replace_source,
+        )
 
     async def _outcome(self, task: TaskRow) -> Outcome:
         if task.attempts > self.attempts:
@@ -180,19 +217,15 @@ class TaskRunner:
                 logger.exception("tracejudge: task %s (%s) failed", task.id, task.kind)
             return Outcome(None, failed=describe_error(error))
 
-    async def _renew(self) -> None:
-        """Renew the leases of the running tasks; prune old finished tasks now and then."""
-        last_prune = 0.0
+    async def _renew(self, beat: Beat) -> None:
+        """Renew the leases of the running tasks, every third of a lease."""
         while True:
-            await asyncio.sleep(self.lease_seconds / 3)
+            await beat.wait(self.lease_seconds / 3)
             running = sorted(self._running.tasks)
-            try:
-                await anyio.to_thread.run_sync(
+            await retry(
+                beat,
+                "renew task leases",
+                self._store_call(
                     self.store.extend_leases, self.worker_id, running, self.lease_seconds
-                )
-                if time.time() - last_prune > 3600:
-                    last_prune = time.time()
-                    cutoff = last_prune - self.retention_seconds
-                    await anyio.to_thread.run_sync(self.store.prune, cutoff)
-            except Exception:
-                logger.exception("tracejudge: could not renew task leases")
+                ),
+            )

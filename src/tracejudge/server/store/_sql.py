@@ -5,6 +5,15 @@ Statements are written with `?` placeholders; the PostgreSQL store turns them in
 dialect's row lock (`FOR UPDATE SKIP LOCKED` on PostgreSQL, nothing on SQLite, whose
 `BEGIN IMMEDIATE` already lets one writer in at a time), so several processes
 never take the same row.
+
+Text is stored the same on both databases: PostgreSQL cannot hold a NUL in a text
+column and neither database can encode a lone surrogate, so every text parameter has
+them replaced by U+FFFD (`storable`). The server refuses such text in what clients send
+(422 naming the field); this is what keeps text found in ingested spans (an agent's name)
+from failing a write. JSON columns hold escaped JSON, which keeps the text exactly.
+
+A failed ingest scoring task fails its trace in the same transaction (when the trace
+still waits for it), so a trace is never left `queued` behind a task that ended.
 """
 
 from __future__ import annotations
@@ -13,6 +22,7 @@ import base64
 import binascii
 import hashlib
 import json
+import re
 import time
 from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
@@ -29,7 +39,39 @@ from tracejudge.server.store.base import (
 )
 from tracejudge.server.store.migrations import MIGRATIONS
 
-__all__ = ["SQLStore", "InvalidCursorError"]
+__all__ = ["SQLStore", "InvalidCursorError", "storable"]
+
+#: What neither database stores as text: NUL (PostgreSQL) and lone surrogates (both).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+_REPLACEMENT = "\ufffd"
+#: Rows deleted per statement by the retention sweep.
+_DELETE_BATCH = 500
+
+
+def storable(text: str) -> str:
+    """`text` with NUL and lone surrogates replaced by U+FFFD."""
+    if "\x00" not in text and (text.isascii() or not _UNSTORABLE.search(text)):
+        return text
+    return _UNSTORABLE.sub(_REPLACEMENT, text)
+
+
+def _param(value: Any) -> Any:
+    return storable(value) if isinstance(value, str) else value
+
+
+def _waiting_trace(kind: str, payload: str) -> str | None:
+    """The trace an ingest `score_trace` task is for (that trace is `queued` until it ends)."""
+    if kind != "score_trace":
+        return None
+    try:
+        data = json.loads(payload)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or data.get("source", "ingest") != "ingest":
+        return None
+    trace_id = data.get("trace_id")
+    return trace_id if isinstance(trace_id, str) else None
+
 
 _TASK_COLUMNS = (
     "id, kind, payload, status, result, error, attempts, worker, lease_until, "
@@ -128,8 +170,13 @@ class SQLStore:
         return statement
 
     def _run(self, cursor: Any, statement: str, params: Sequence[Any] = ()) -> Any:
-        cursor.execute(self._sql(statement), tuple(params))
+        cursor.execute(self._sql(statement), tuple(_param(p) for p in params))
         return cursor
+
+    def is_transient(self, error: BaseException) -> bool:
+        """Whether `error` says the database is busy or unreachable for now (worth a retry),
+        rather than that it refused what it was given."""
+        return False
 
     # ------------------------------------------------------------------ schema
 
@@ -205,18 +252,20 @@ class SQLStore:
 
     def release_orphans(self, max_attempts: int) -> int:
         now = time.time()
+        reason = (
+            f"the server stopped while this task ran, {max_attempts} times; it is not tried again"
+        )
         with self._transaction() as cursor:
-            failed = self._run(
+            rows = self._run(
                 cursor,
                 "UPDATE tasks SET status = 'failed', worker = NULL, lease_until = NULL, "
-                "updated_at = ?, error = ? WHERE status = 'running' AND attempts >= ?",
-                [
-                    now,
-                    f"the server stopped while this task ran, {max_attempts} times; "
-                    "it is not tried again",
-                    max_attempts,
-                ],
-            ).rowcount
+                "updated_at = ?, error = ? WHERE status = 'running' AND attempts >= ? "
+                "RETURNING kind, payload",
+                [now, reason, max_attempts],
+            ).fetchall()
+            failed = len(rows)
+            for kind, payload in rows:
+                self._fail_waiting_trace(cursor, kind, payload, reason)
             requeued = self._run(
                 cursor,
                 "UPDATE tasks SET status = 'queued', worker = NULL, lease_until = NULL, "
@@ -242,10 +291,10 @@ class SQLStore:
                 cursor,
                 "UPDATE tasks SET status = ?, result = ?, error = ?, worker = NULL, "
                 "lease_until = NULL, updated_at = ? WHERE id = ? AND worker = ? "
-                "AND status = 'running'",
+                "AND status = 'running' RETURNING kind, payload",
                 [status, result, error, time.time(), task_id, worker],
-            ).rowcount
-            if owned != 1:
+            ).fetchall()
+            if len(owned) != 1:
                 return False
             if trace is not None:
                 self._update_scored_trace(cursor, trace)
@@ -256,7 +305,20 @@ class SQLStore:
                     [trace.trace_id, replace_source],
                 )
             self._insert_evaluations(cursor, evaluations)
+            if status == "failed":
+                kind, payload = owned[0]
+                self._fail_waiting_trace(cursor, kind, payload, error or "its scoring failed")
         return True
+
+    def _fail_waiting_trace(self, cursor: Any, kind: str, payload: str, reason: str) -> None:
+        trace_id = _waiting_trace(kind, payload)
+        if trace_id is not None:
+            self._run(
+                cursor,
+                "UPDATE traces SET status = 'failed', error = ? "
+                "WHERE trace_id = ? AND status = 'queued'",
+                [reason, trace_id],
+            )
 
     def get_task(self, task_id: str) -> TaskRow | None:
         with self._transaction() as cursor:
@@ -274,6 +336,48 @@ class SQLStore:
                     [older_than],
                 ).rowcount
             )
+
+    def queue_stats(self) -> tuple[int, float | None]:
+        with self._transaction() as cursor:
+            count, oldest = self._run(
+                cursor, "SELECT COUNT(*), MIN(created_at) FROM tasks WHERE status = 'queued'"
+            ).fetchone()
+        return int(count), (None if oldest is None else float(oldest))
+
+    def delete_before(self, cutoff: float) -> dict[str, int]:
+        deleted = {"traces": 0, "span_batches": 0, "evaluations": 0}
+        with self._transaction() as cursor:
+            ids = [
+                r[0]
+                for r in self._run(
+                    cursor,
+                    "SELECT trace_id FROM traces WHERE last_span_at < ? AND status <> 'queued' "
+                    "ORDER BY last_span_at LIMIT ?",
+                    [cutoff, _DELETE_BATCH],
+                ).fetchall()
+            ]
+            if ids:
+                marks = ", ".join("?" for _ in ids)
+                for table in ("trace_tags", "trace_agents"):
+                    self._run(cursor, f"DELETE FROM {table} WHERE trace_id IN ({marks})", ids)
+                for table in ("span_batches", "evaluations"):
+                    deleted[table] += int(
+                        self._run(
+                            cursor, f"DELETE FROM {table} WHERE trace_id IN ({marks})", ids
+                        ).rowcount
+                    )
+                gone = self._run(cursor, f"DELETE FROM traces WHERE trace_id IN ({marks})", ids)
+                deleted["traces"] = int(gone.rowcount)
+            # Evaluations not tied to a trace (rewards), or older than their trace.
+            deleted["evaluations"] += int(
+                self._run(
+                    cursor,
+                    "DELETE FROM evaluations WHERE id IN (SELECT id FROM evaluations "
+                    "WHERE created_at < ? LIMIT ?)",
+                    [cutoff, _DELETE_BATCH],
+                ).rowcount
+            )
+        return deleted
 
     # ------------------------------------------------------------------ traces
 
@@ -361,7 +465,7 @@ class SQLStore:
                 trace.status,
                 trace.start_time,
                 trace.root_agent,
-                json.dumps(trace.agents),
+                json.dumps([storable(a) for a in trace.agents]),
                 trace.trace_json,
                 trace.error,
                 trace.trace_id,
@@ -371,7 +475,7 @@ class SQLStore:
 
     def _set_agents(self, cursor: Any, trace: TraceRow) -> None:
         self._run(cursor, "DELETE FROM trace_agents WHERE trace_id = ?", [trace.trace_id])
-        for name in sorted(set(trace.agents)):
+        for name in sorted({storable(a) for a in trace.agents}):
             self._run(
                 cursor,
                 "INSERT INTO trace_agents (trace_id, agent_name) VALUES (?, ?)",
@@ -398,7 +502,7 @@ class SQLStore:
                     int(trace.root_ended),
                     trace.start_time,
                     trace.root_agent,
-                    json.dumps(trace.agents),
+                    json.dumps([storable(a) for a in trace.agents]),
                     trace.trace_json,
                     trace.error,
                 ],

@@ -150,6 +150,11 @@ class Store(Protocol):
 
     def close(self) -> None: ...
 
+    def is_transient(self, error: BaseException) -> bool:
+        """Whether `error` means the database is busy or unreachable for now (a retry may
+        succeed), rather than that it refused what it was given."""
+        ...
+
     # tasks
     def enqueue(self, task: TaskRow) -> None: ...
 
@@ -178,13 +183,24 @@ class Store(Protocol):
         replace_source: str | None = None,
     ) -> bool:
         """Record the outcome (and the evaluations, and the converted trace) if `worker`
-        still owns the task; False when it does not (its lease was taken over)."""
+        still owns the task; False when it does not (its lease was taken over). A failed
+        ingest `score_trace` task fails its trace too, when the trace is still queued."""
         ...
 
     def get_task(self, task_id: str) -> TaskRow | None: ...
 
     def prune(self, older_than: float) -> int:
         """Delete finished tasks last updated before `older_than`."""
+        ...
+
+    def queue_stats(self) -> tuple[int, float | None]:
+        """How many tasks are queued, and when the oldest of them was created."""
+        ...
+
+    def delete_before(self, cutoff: float) -> dict[str, int]:
+        """Delete up to a batch of traces last active before `cutoff` (not those queued for
+        scoring), with their span batches, tags and evaluations, and evaluations created
+        before it. Returns the rows deleted per table; call again while any is non-zero."""
         ...
 
     # traces

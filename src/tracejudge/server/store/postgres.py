@@ -71,6 +71,11 @@ class PostgresStore(SQLStore):
             else:
                 self._pool.put(connection)
 
+    def is_transient(self, error: BaseException) -> bool:
+        """A lost or refused connection, a serialisation failure, a lock timeout, a
+        shutdown: psycopg's OperationalError and its subclasses."""
+        return isinstance(error, self._psycopg.OperationalError)
+
     def _lock_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
 

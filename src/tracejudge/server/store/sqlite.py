@@ -24,6 +24,9 @@ class SQLiteStore(SQLStore):
     """
 
     single_process = True
+    #: Seconds a write waits for another connection's lock before it fails (and is
+    #: retried by the background loops, or answered 503 to a request).
+    busy_timeout = 5.0
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = os.fspath(path)
@@ -31,7 +34,7 @@ class SQLiteStore(SQLStore):
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
         self._connection = sqlite3.connect(
-            self.path, isolation_level=None, check_same_thread=False, timeout=30.0
+            self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
         )
         self._lock = threading.Lock()
         self._connection.execute("PRAGMA journal_mode=WAL")
@@ -52,6 +55,14 @@ class SQLiteStore(SQLStore):
                 cursor.execute("COMMIT")
             finally:
                 cursor.close()
+
+    def is_transient(self, error: BaseException) -> bool:
+        """Another connection holds the lock (SQLITE_BUSY, SQLITE_LOCKED)."""
+        if not isinstance(error, sqlite3.OperationalError):
+            return False
+        name = getattr(error, "sqlite_errorname", "") or ""
+        text = str(error).lower()
+        return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text
 
     def close(self) -> None:
         with self._lock:

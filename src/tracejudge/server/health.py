@@ -1,0 +1,39 @@
+"""`GET /health` (liveness) and `GET /ready` (readiness), both open without a key.
+
+`/health` answers 200 whenever the event loop does: restart the process when it stops
+answering. `/ready` answers 200 when the store answers and no background loop is stalled,
+else 503, with what it found: the stalled loops, each loop's state and restarts, the
+queue's depth and the age of its oldest task. Its store query runs once at a time and is
+reused for half a second (see `readiness`).
+"""
+
+from __future__ import annotations
+
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+
+from tracejudge.server.context import context_of
+from tracejudge.server.store import SCHEMA_VERSION
+
+__all__ = ["routes"]
+
+
+async def health(request: Request) -> JSONResponse:
+    context = context_of(request)
+    return JSONResponse(
+        {"status": "ok", "schema_version": SCHEMA_VERSION, "judge": context.judge_label}
+    )
+
+
+async def ready(request: Request) -> JSONResponse:
+    context = context_of(request)
+    assert context.readiness is not None
+    report = await context.readiness.report()
+    return JSONResponse(report, status_code=200 if report["ready"] else 503)
+
+
+routes = [
+    Route("/health", health, methods=["GET"]),
+    Route("/ready", ready, methods=["GET"]),
+]
