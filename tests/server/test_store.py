@@ -105,8 +105,8 @@ def test_release_orphans_requeues_or_fails_after_max_attempts(tmp_path) -> None:
 
 def test_traces_complete_after_quiet_period_and_late_spans_reopen(db_url: str) -> None:
     store = open_store(db_url)
-    store.add_spans([SpanBatch("t1", '{"resourceSpans": []}', 2, False, {"env": "prod"})])
-    store.add_spans([SpanBatch("t2", "{}", 1, True)])
+    store.add_spans([SpanBatch("t1", "json", b'{"resourceSpans": []}', 2, False, {"env": "prod"})])
+    store.add_spans([SpanBatch("t2", "json", b"{}", 1, True)])
 
     def make(trace_id: str) -> TaskRow:
         return TaskRow(id=f"score-{trace_id}", kind="score_trace", payload=json.dumps(trace_id))
@@ -115,13 +115,69 @@ def test_traces_complete_after_quiet_period_and_late_spans_reopen(db_url: str) -
     time.sleep(0.05)
     assert store.queue_complete_traces(0.01, 600, 10, make) == ["t2"]  # t1 has no root
     assert store.get_task("score-t2") is not None
-    store.add_spans([SpanBatch("t1", "{}", 1, True)])
+    store.add_spans([SpanBatch("t1", "protobuf", b"\x0a\x00", 1, True)])
     time.sleep(0.05)
     assert store.queue_complete_traces(0.01, 600, 10, make) == ["t1"]
-    payloads, count = store.span_payloads("t1")
-    assert len(payloads) == 2 and count == 3
+    batches, count = store.span_batches("t1")
+    assert batches == [("json", b'{"resourceSpans": []}'), ("protobuf", b"\x0a\x00")]
+    assert count == 3
     trace = store.get_trace("t1")
     assert trace and trace.status == "queued" and trace.tags == {"env": "prod"}
+    store.close()
+
+
+def test_a_trace_past_the_span_limit_is_kept_too_large_without_its_spans(db_url: str) -> None:
+    store = open_store(db_url)
+    store.add_spans([SpanBatch("big", "protobuf", b"\x0a\x00", 3, True)], max_trace_spans=5)
+    store.add_spans([SpanBatch("small", "json", b"{}", 5, True)], max_trace_spans=5)
+    assert store.span_batches("big") == ([("protobuf", b"\x0a\x00")], 3)
+    store.add_spans([SpanBatch("big", "protobuf", b"\x0a\x01", 3, False)], max_trace_spans=5)
+    row = store.get_trace("big")
+    assert row and row.status == "too_large" and row.span_count == 6
+    assert "more than 5 spans" in str(row.error) and "--max-trace-spans" in str(row.error)
+    assert store.span_batches("big") == ([], 6)  # what came before is deleted
+    store.add_spans([SpanBatch("big", "json", b"{}", 2, False)], max_trace_spans=5)
+    row = store.get_trace("big")
+    assert row and row.status == "too_large" and row.span_count == 8  # counted, not kept
+    assert store.span_batches("big") == ([], 8)
+    time.sleep(0.05)
+    # Never queued for scoring; a trace at the limit is.
+    assert store.queue_complete_traces(0.01, 0.01, 10, _ingest_task) == ["small"]
+    assert [
+        t.trace_id for t in store.list_traces(TraceFilter(status="too_large"), 10, None).traces
+    ] == ["big"]
+    store.close()
+
+
+def test_span_batches_of_earlier_schemas_stay_readable(db_url: str, monkeypatch) -> None:
+    """A database written before version 6 (span batches as OTLP/JSON text) migrates and
+    its batches read back as OTLP/JSON, next to the batches written after."""
+    from tracejudge.server.store import _sql, migrations
+
+    before = tuple(m for m in migrations.MIGRATIONS if m.version < 6)
+    monkeypatch.setattr(_sql, "MIGRATIONS", before)
+    old = open_store(db_url)
+    assert old.migrate() == before[-1].version
+    old_text = '{"resourceSpans":[{"scopeSpans":[{"spans":[]}]}],"note":"caf\u00e9 é"}'
+    with old._transaction() as cursor:  # what the intake of those versions wrote
+        old._run(
+            cursor,
+            "INSERT INTO traces (trace_id, source, status, first_seen, last_span_at, "
+            "root_ended, span_count) VALUES ('t', 'otlp', 'open', 1, 1, 1, 2)",
+        )
+        old._run(
+            cursor,
+            "INSERT INTO span_batches (trace_id, payload, received_at) VALUES ('t', ?, 1)",
+            [old_text],
+        )
+    old.close()
+    monkeypatch.undo()
+    store = open_store(db_url)
+    assert store.migrate() == SCHEMA_VERSION
+    store.add_spans([SpanBatch("t", "protobuf", b"\x0a\x00", 1, False)])
+    batches, count = store.span_batches("t")
+    assert batches == [("json", old_text.encode("utf-8")), ("protobuf", b"\x0a\x00")]
+    assert count == 3
     store.close()
 
 
@@ -204,7 +260,7 @@ def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) ->
 def test_a_failed_ingest_task_fails_its_waiting_trace(db_url: str) -> None:
     store = open_store(db_url)
     for trace_id in ("t-a", "t-b"):
-        store.add_spans([SpanBatch(trace_id, "{}", 1, True)])
+        store.add_spans([SpanBatch(trace_id, "json", b"{}", 1, True)])
     time.sleep(0.05)
     assert store.queue_complete_traces(0.01, 600, 10, _ingest_task) == ["t-a", "t-b"]
     claimed = {t.id: t for t in store.claim_tasks("w", 5, lease_seconds=60)}
@@ -219,7 +275,7 @@ def test_a_failed_ingest_task_fails_its_waiting_trace(db_url: str) -> None:
 
 def test_released_orphans_past_their_attempts_fail_their_traces(tmp_path) -> None:
     store = open_store(str(tmp_path / "x.db"))
-    store.add_spans([SpanBatch("t-o", "{}", 1, True)])
+    store.add_spans([SpanBatch("t-o", "json", b"{}", 1, True)])
     time.sleep(0.05)
     store.queue_complete_traces(0.01, 600, 10, _ingest_task)
     store.claim_tasks("gone", 5, lease_seconds=0)

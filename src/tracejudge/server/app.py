@@ -35,6 +35,7 @@ from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
 from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
+from tracejudge.server.offload import Offload, ServiceLoop
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.retention import Pruner
@@ -187,11 +188,13 @@ def create_app(
         store = await in_thread(open_store, config.db)
         # Every judgement is counted in the store (the daily budgets, shared by replicas).
         budget = DailyBudget.from_config(store, config, priced=priced)
-        service = EvaluationService(
-            chosen,
-            max_concurrency=config.max_concurrency,
-            prices=prices,
-            spend_limits=[budget] if chosen is not None else (),
+        service = ServiceLoop(
+            EvaluationService(
+                chosen,
+                max_concurrency=config.max_concurrency,
+                prices=prices,
+                spend_limits=[budget] if chosen is not None else (),
+            )
         )
         supervisor = Supervisor(config.stall_seconds)
         runner = TaskRunner(
@@ -207,6 +210,7 @@ def create_app(
             config=config,
             store=store,
             service=service,
+            offload=Offload(config.parse_threads),
             runner=runner,
             criteria=scoring_criteria,
             judge_label=app.state.judge_label,
@@ -257,6 +261,7 @@ def create_app(
                 LimitsMiddleware,
                 max_body_bytes=config.max_body_bytes,
                 buckets=TokenBuckets(config.rate_limit, config.rate_burst),
+                answer=otlp.error_answer,
             ),
         ],
         exception_handlers={

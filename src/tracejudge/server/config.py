@@ -78,6 +78,9 @@ class ServerConfig:
     header_timeout_seconds: float = 10.0
     keep_alive_seconds: float = 5.0
     max_connections: int = 1000
+    # --- nothing heavy on the event loop (#22)
+    parse_threads: int = 2
+    max_trace_spans: int = 20_000
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -98,6 +101,8 @@ class ServerConfig:
             ("header_timeout_seconds", self.header_timeout_seconds > 0, "more than 0"),
             ("keep_alive_seconds", self.keep_alive_seconds > 0, "more than 0"),
             ("max_connections", self.max_connections >= 1, "at least 1"),
+            ("parse_threads", self.parse_threads >= 1, "at least 1"),
+            ("max_trace_spans", self.max_trace_spans >= 1, "at least 1"),
         ]
         for budget in (
             "max_judge_cost_per_day",
@@ -426,6 +431,26 @@ SETTINGS += (
         int,
         "open connections at most; one more is closed at once (the process's file limit is "
         "raised to fit, when it can be)",
+    ),
+)
+
+SETTINGS += (
+    # --- nothing heavy on the event loop (#22)
+    Setting(
+        "parse_threads",
+        "--parse-threads",
+        "TRACEJUDGE_PARSE_THREADS",
+        int,
+        "worker threads that decode, inflate, validate and convert at once, off the event "
+        "loop (OTLP and JSON bodies, stored traces for scoring, trace pages); more wait",
+    ),
+    Setting(
+        "max_trace_spans",
+        "--max-trace-spans",
+        "TRACEJUDGE_MAX_TRACE_SPANS",
+        int,
+        "spans one ingested trace may have: a trace past it is kept as too_large, with the "
+        "reason, without its spans, and not scored",
     ),
 )
 

@@ -18,6 +18,7 @@ from tracejudge.models import (
     TraceRewardRequest,
 )
 from tracejudge.server.config import ServerConfig
+from tracejudge.server.offload import Offload
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.store import Store
 from tracejudge.server.tasks import TaskRunner
@@ -44,7 +45,10 @@ class Service(Protocol):
 class ServerContext:
     config: ServerConfig
     store: Store
+    #: The evaluation service, run on an event loop of its own (`offload.ServiceLoop`).
     service: Service
+    #: Where decoding, validating and converting run: worker threads, a few at once.
+    offload: Offload
     runner: TaskRunner
     #: What ingested traces are scored against: the text criteria (when a judge is
     #: configured) and the deterministic checks.
@@ -62,5 +66,5 @@ def context_of(request: Request) -> ServerContext:
 
 
 async def in_thread(function: Any, *args: Any) -> Any:
-    """Run a blocking store call off the event loop."""
+    """Run a blocking store call off the event loop (CPU work goes to `context.offload`)."""
     return await anyio.to_thread.run_sync(function, *args)

@@ -11,6 +11,7 @@ trace is kept with its evaluations, readable through the traces API.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -34,6 +35,7 @@ from tracejudge.errors import (
     TimeoutError,
 )
 from tracejudge.models import (
+    EvaluationResponse,
     MultiAgentTraceResponse,
     RewardRequest,
     TaskResponse,
@@ -41,14 +43,14 @@ from tracejudge.models import (
 )
 from tracejudge.server.context import ServerContext, context_of, in_thread
 from tracejudge.server.errors import ApiError, validation_error
-from tracejudge.server.store import EvaluationRow, TraceRow
+from tracejudge.server.store import EvaluationRow, TaskRow, TraceRow
 from tracejudge.server.tasks import Handler, Outcome
 
 __all__ = [
     "routes",
     "handlers",
     "is_json_media",
-    "read_json",
+    "read_model",
     "parse",
     "service_error",
     "trace_summary",
@@ -67,10 +69,9 @@ def is_json_media(content_type: str | None) -> bool:
     )
 
 
-async def read_json(request: Request) -> Any:
-    """The body as JSON; 415 unless it is sent as JSON (a web page can send text/plain,
-    forms and multipart to any address without asking; never application/json), 422
-    when it is not JSON."""
+def _require_json(request: Request) -> None:
+    """415 unless the body is sent as JSON (a web page can send text/plain, forms and
+    multipart to any address without asking; never application/json)."""
     if not is_json_media(request.headers.get("content-type")):
         given = request.headers.get("content-type") or "none"
         raise ApiError(
@@ -79,7 +80,10 @@ async def read_json(request: Request) -> Any:
             "Content-Type: application/json",
             errors=[{"loc": ["header", "content-type"], "msg": "not JSON", "type": "media"}],
         )
-    body = await request.body()
+
+
+def _loads(body: bytes) -> Any:
+    """The body as JSON; 422 when it is not JSON."""
     try:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -89,6 +93,18 @@ async def read_json(request: Request) -> Any:
             "Content-Type: application/json",
             errors=[{"loc": ["body"], "msg": "invalid JSON", "type": "json_invalid"}],
         ) from None
+
+
+async def read_model(request: Request, model: type[M]) -> M:
+    """The body, sent as JSON (415 otherwise), parsed and validated as `model` (422 naming
+    what is wrong) in a worker thread: a body may be megabytes."""
+    _require_json(request)
+    body = await request.body()
+    return await context_of(request).offload.run(_validated, model, body)
+
+
+def _validated(model: type[M], body: bytes) -> M:
+    return parse(model, _loads(body))
 
 
 def parse(model: type[M], data: Any) -> M:
@@ -184,8 +200,7 @@ def _criterion(request: RewardRequest | TraceRewardRequest) -> str:
     return request.evaluation_criteria or f"evaluator:{request.evaluator_name}"
 
 
-async def _reward(context: ServerContext, request: RewardRequest) -> Outcome:
-    response = await context.service.evaluate(request)
+def _reward_outcome(request: RewardRequest, response: EvaluationResponse) -> Outcome:
     keep = request.data_retention != "none"
     rows = [
         _row(
@@ -200,8 +215,7 @@ async def _reward(context: ServerContext, request: RewardRequest) -> Outcome:
     return Outcome(response.model_dump(mode="json"), evaluations=rows if keep else ())
 
 
-async def _trace(context: ServerContext, request: TraceRewardRequest) -> Outcome:
-    response: MultiAgentTraceResponse = await context.service.evaluate_trace(request)
+def _trace_outcome(request: TraceRewardRequest, response: MultiAgentTraceResponse) -> Outcome:
     if request.data_retention == "none":
         return Outcome(response.model_dump(mode="json"))
     trace_id = _trace_id(request)
@@ -218,14 +232,27 @@ async def _trace(context: ServerContext, request: TraceRewardRequest) -> Outcome
     )
 
 
+async def _reward(context: ServerContext, request: RewardRequest) -> Outcome:
+    response = await context.service.evaluate(request)
+    # What is stored and answered is encoded off the event loop, as the request was read.
+    return await context.offload.run(_reward_outcome, request, response)
+
+
+async def _trace(context: ServerContext, request: TraceRewardRequest) -> Outcome:
+    response = await context.service.evaluate_trace(request)
+    return await context.offload.run(_trace_outcome, request, response)
+
+
 def handlers(context: ServerContext) -> dict[str, Handler]:
     """The task handlers for background evaluations."""
 
     async def reward(payload: dict[str, Any]) -> Outcome:
-        return await _reward(context, RewardRequest.model_validate(payload))
+        request = await context.offload.run(RewardRequest.model_validate, payload)
+        return await _reward(context, request)
 
     async def trace(payload: dict[str, Any]) -> Outcome:
-        return await _trace(context, TraceRewardRequest.model_validate(payload))
+        request = await context.offload.run(TraceRewardRequest.model_validate, payload)
+        return await _trace(context, request)
 
     return {"reward": reward, "trace": trace}
 
@@ -240,7 +267,7 @@ async def _store(context: ServerContext, outcome: Outcome) -> None:
 async def _evaluate(request: Request, kind: str) -> JSONResponse:
     context = context_of(request)
     model = RewardRequest if kind == "reward" else TraceRewardRequest
-    parsed = parse(model, await read_json(request))
+    parsed = await read_model(request, model)
     try:
         if isinstance(parsed, RewardRequest):
             outcome = await _reward(context, parsed)
@@ -249,14 +276,15 @@ async def _evaluate(request: Request, kind: str) -> JSONResponse:
     except Exception as error:
         raise service_error(error) from None
     await _store(context, outcome)
-    return JSONResponse(outcome.result)
+    return await context.offload.run(JSONResponse, outcome.result)
 
 
 async def _background(request: Request, kind: str) -> JSONResponse:
     context = context_of(request)
     model = RewardRequest if kind == "reward" else TraceRewardRequest
-    parsed = parse(model, await read_json(request))
-    task_id = await context.runner.submit(kind, parsed.model_dump(mode="json"))
+    parsed = await read_model(request, model)
+    payload = await context.offload.run(functools.partial(parsed.model_dump, mode="json"))
+    task_id = await context.runner.submit(kind, payload)
     return JSONResponse({"task_id": task_id}, status_code=202)
 
 
@@ -286,6 +314,12 @@ async def get_task(request: Request) -> JSONResponse:
             f"no task {task_id!r} here: it was never submitted to this server, or it finished "
             f"more than {context.config.task_retention_hours:g} hours ago and was removed",
         )
+    return await context.offload.run(_task_answer, row)
+
+
+def _task_answer(row: TaskRow) -> JSONResponse:
+    """A task's status and result, decoded and encoded off the event loop (a result may be
+    the answer for a trace of thousands of agents)."""
     answer = TaskResponse(
         task_id=row.id,
         status=row.status,  # type: ignore[arg-type]

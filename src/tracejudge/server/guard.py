@@ -13,7 +13,7 @@ browser can reach loopback. Two ways in are closed here:
   (any method but GET, HEAD, OPTIONS) from another origin (its `Origin` header, or
   `Sec-Fetch-Site: cross-site`) gets 403, unless its origin's host is an allowed one.
   The JSON routes also refuse every body a page can send without a CORS preflight
-  (`text/plain`, forms, multipart: 415; see `evals.read_json`).
+  (`text/plain`, forms, multipart: 415; see `evals.read_model`).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -49,14 +50,31 @@ class TokenBuckets:
         return wait
 
 
+#: The answer to a refused request (the JSON error by default; the OTLP intake answers in
+#: its request's encoding).
+ErrorAnswer = Callable[[Scope, ApiError], ASGIApp]
+
+
+def _json_answer(scope: Scope, error: ApiError) -> ASGIApp:
+    return error_response(error)
+
+
 class LimitsMiddleware:
     """413 for bodies over `max_body_bytes` (by Content-Length at once, else while the
-    body is read), 429 past the caller's rate."""
+    body is read), 429 past the caller's rate; each refusal as `answer` makes it."""
 
-    def __init__(self, app: ASGIApp, *, max_body_bytes: int, buckets: TokenBuckets) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        max_body_bytes: int,
+        buckets: TokenBuckets,
+        answer: ErrorAnswer = _json_answer,
+    ) -> None:
         self.app = app
         self.max_body_bytes = max_body_bytes
         self.buckets = buckets
+        self.answer = answer
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS:
@@ -72,7 +90,7 @@ class LimitsMiddleware:
                 f"{self.buckets.rate:g} requests a second, {self.buckets.burst} at once)",
                 headers={"Retry-After": retry},
             )
-            await error_response(error)(scope, receive, send)
+            await self.answer(scope, error)(scope, receive, send)
             return
         for name, value in scope.get("headers", ()):
             if name == b"content-length":
@@ -98,4 +116,4 @@ class LimitsMiddleware:
         await self.app(scope, counted, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await error_response(BodyTooLargeError(self.max_body_bytes))(scope, receive, send)
+        await self.answer(scope, BodyTooLargeError(self.max_body_bytes))(scope, receive, send)

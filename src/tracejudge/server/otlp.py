@@ -1,14 +1,20 @@
 """OTLP/HTTP trace intake: `POST /v1/traces`, as the OTLP exporters and the Collector send it.
 
-Accepts binary protobuf (`application/x-protobuf`) and OTLP/JSON
-(`application/json`), gzip-compressed or not. The spans are split by trace and stored
-as they arrive, one OTLP/JSON request per trace and request (what the shared
-converter reads back later); the answer is an `ExportTraceServiceResponse` in the
-request's encoding, with `partial_success` counting the spans that were rejected
-(no valid trace or span id) and why. Errors follow the OTLP/HTTP specification: a
-`google.rpc.Status` body in the request's encoding, 400 for data that cannot be
-decoded, 415 for another content type or encoding. Ingest never waits on the judge:
-scoring happens once the trace is complete (see `scoring`).
+Only the HTTP side lives here: the content types (binary protobuf,
+`application/x-protobuf`, and OTLP/JSON, `application/json`), the encodings (gzip or
+none), the size limit, and the answers. Reading the request is the converter's
+(`tracejudge.convert.split`): the body inflated (linear in its size, bounded), its spans
+split by trace under the converter's one rule for ids, each trace's part kept as OTLP in
+the request's own encoding, which is what is stored and what scoring reads back. That
+work runs in a worker thread (`offload`), never on the event loop.
+
+Every answer is in the request's encoding: an `ExportTraceServiceResponse`, with
+`partial_success` counting the spans rejected and saying why; errors as the OTLP/HTTP
+specification has them, a `google.rpc.Status` (400 for data that cannot be decoded, 413
+for a body, or an inflated body, over `--max-body-bytes`, 429 past the rate limit, 415
+for another content type or encoding). Ingest never waits on the judge: scoring happens
+once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
+too_large, without its spans (see `Store.add_spans`).
 
 Spans of the `tracejudge.evaluation` scope (scores written back onto traces, by this
 server or by a client) are accepted and not stored: a pipeline that sends them back
@@ -17,306 +23,118 @@ here must not make a scored trace look incomplete and score it again.
 
 from __future__ import annotations
 
-import base64
-import binascii
+import functools
 import json
-import zlib
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
+from starlette.types import ASGIApp, Scope
 
-from tracejudge import semconv
 from tracejudge._protowire import length_delimited, varint
+from tracejudge.convert import OTLPDecodeError
+from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, split_otlp
 from tracejudge.server.context import context_of, in_thread
-from tracejudge.server.errors import BodyTooLargeError
+from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
 from tracejudge.server.store import SpanBatch
 
-__all__ = ["routes", "split_json", "split_protobuf", "Split"]
+__all__ = ["routes", "PATH", "error_answer", "batches"]
 
+PATH = "/v1/traces"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
 #: Resource attributes kept as a trace's tags: at most this many, each cut to 64 chars.
 _MAX_TAGS = 16
 _TAG_LENGTH = 64
+#: gRPC codes for the HTTP statuses the intake answers with.
+_GRPC_CODES = {400: 3, 413: 8, 415: 3, 429: 8, 500: 13}
 
 
-class OTLPError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-
-@dataclass
-class _Trace:
-    """The spans of one trace in one request, grouped by resource and scope."""
-
-    groups: dict[tuple[int, int], list[Any]] = field(default_factory=dict)
-    span_count: int = 0
-    has_root: bool = False
-    tags: dict[str, str] = field(default_factory=dict)
-
-
-@dataclass
-class Split:
-    """A request split by trace: one batch per trace, and what was rejected."""
-
-    batches: list[SpanBatch]
-    rejected: int = 0
-    reasons: list[str] = field(default_factory=list)
-    #: Spans accepted but not stored: written-back evaluation results.
-    ignored: int = 0
-
-    @property
-    def accepted(self) -> int:
-        return sum(b.span_count for b in self.batches)
-
-
-def _tags(attributes: Iterable[tuple[str, Any]]) -> dict[str, str]:
+def _tags(attributes: dict[str, str]) -> dict[str, str]:
     tags: dict[str, str] = {}
-    for key, value in attributes:
-        if isinstance(value, str) and key and len(tags) < _MAX_TAGS:
+    for key, value in attributes.items():
+        if key and len(tags) < _MAX_TAGS:
             tags[key[:_TAG_LENGTH]] = value[:_TAG_LENGTH]
     return tags
 
 
-def _batches(
-    traces: dict[str, _Trace], resources: list[Any], scopes: dict[tuple[int, int], Any]
-) -> list[SpanBatch]:
-    batches = []
-    for trace_id, found in traces.items():
-        by_resource: dict[int, list[dict[str, Any]]] = {}
-        for (r, s), spans in found.groups.items():
-            entry: dict[str, Any] = {"spans": spans}
-            if scopes.get((r, s)) is not None:
-                entry["scope"] = scopes[(r, s)]
-            by_resource.setdefault(r, []).append(entry)
-        resource_spans = []
-        for r, scope_spans in by_resource.items():
-            item: dict[str, Any] = {"scopeSpans": scope_spans}
-            if resources[r] is not None:
-                item["resource"] = resources[r]
-            resource_spans.append(item)
-        payload = json.dumps({"resourceSpans": resource_spans}, separators=(",", ":"))
-        batches.append(SpanBatch(trace_id, payload, found.span_count, found.has_root, found.tags))
-    return batches
-
-
-# --------------------------------------------------------------------------- JSON
-
-
-def _hex_id(value: Any, size: int) -> str | None:
-    """An id as lowercase hex: OTLP/JSON writes hex; protobuf's json_format, base64."""
-    if not isinstance(value, str) or not value:
-        return None
-    if len(value) == size * 2:
-        try:
-            raw = bytes.fromhex(value)
-        except ValueError:
-            raw = b""
-        if raw:
-            return None if raw == bytes(size) else raw.hex()
-    try:
-        raw = base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError):
-        return None
-    return raw.hex() if len(raw) == size and raw != bytes(size) else None
-
-
-def _json_attributes(attributes: Any) -> Iterator[tuple[str, Any]]:
-    if not isinstance(attributes, list):
-        return
-    for item in attributes:
-        if isinstance(item, dict) and isinstance(item.get("value"), dict):
-            yield str(item.get("key", "")), item["value"].get("stringValue")
-
-
-def _listed(value: Any, *keys: str) -> list[Any]:
-    for key in keys:
-        found = value.get(key) if isinstance(value, dict) else None
-        if isinstance(found, list):
-            return found
-    return []
-
-
-def split_json(document: Any) -> Split:
-    """Split an OTLP/JSON `ExportTraceServiceRequest` by trace."""
-    if not isinstance(document, dict):
-        raise OTLPError(400, "the body is not an OTLP/JSON ExportTraceServiceRequest object")
-    traces: dict[str, _Trace] = {}
-    resources: list[Any] = []
-    scopes: dict[tuple[int, int], Any] = {}
-    split = Split(batches=[])
-    for r, resource_spans in enumerate(_listed(document, "resourceSpans", "resource_spans")):
-        resource = resource_spans.get("resource") if isinstance(resource_spans, dict) else None
-        resources.append(resource)
-        tags = (
-            _tags(_json_attributes(resource.get("attributes")))
-            if isinstance(resource, dict)
-            else {}
+def batches(split: OTLPSplit) -> list[SpanBatch]:
+    """What the store keeps of a split request: each trace's part as it came."""
+    return [
+        SpanBatch(
+            trace_id=part.trace_id,
+            encoding=part.encoding,
+            payload=part.payload,
+            span_count=part.span_count,
+            has_root=part.has_root,
+            tags=_tags(part.resource),
         )
-        for s, scope_spans in enumerate(_listed(resource_spans, "scopeSpans", "scope_spans")):
-            scopes[(r, s)] = scope_spans.get("scope") if isinstance(scope_spans, dict) else None
-            scope = scopes[(r, s)]
-            if isinstance(scope, dict) and scope.get("name") == semconv.EVALUATION_SCOPE:
-                split.ignored += len(_listed(scope_spans, "spans"))
-                continue
-            for span in _listed(scope_spans, "spans"):
-                trace_id = (
-                    _hex_id(span.get("traceId", span.get("trace_id")), 16)
-                    if isinstance(span, dict)
-                    else None
-                )
-                span_id = (
-                    _hex_id(span.get("spanId", span.get("span_id")), 8)
-                    if isinstance(span, dict)
-                    else None
-                )
-                if trace_id is None or span_id is None:
-                    split.rejected += 1
-                    continue
-                found = traces.setdefault(trace_id, _Trace(tags=dict(tags)))
-                found.groups.setdefault((r, s), []).append(span)
-                found.span_count += 1
-                parent = span.get("parentSpanId", span.get("parent_span_id"))
-                if _hex_id(parent, 8) is None:
-                    found.has_root = True
-    if split.rejected:
-        split.reasons.append(f"{split.rejected} spans have no valid traceId or spanId")
-    split.batches = _batches(traces, resources, scopes)
-    return split
-
-
-# --------------------------------------------------------------------------- protobuf
-
-
-def _proto_classes() -> tuple[Any, Any, Any]:
-    try:
-        from google.protobuf.json_format import MessageToDict
-        from opentelemetry.proto.collector.trace.v1 import trace_service_pb2
-    except ImportError:
-        raise OTLPError(
-            415,
-            "this server cannot read protobuf (pip install 'tracejudge[server]' adds "
-            "opentelemetry-proto); send OTLP/JSON (Content-Type: application/json) instead",
-        ) from None
-    return (
-        trace_service_pb2.ExportTraceServiceRequest,
-        trace_service_pb2.ExportTraceServiceResponse,
-        MessageToDict,
-    )
-
-
-def split_protobuf(body: bytes) -> Split:
-    """Split a protobuf `ExportTraceServiceRequest` by trace."""
-    request_class, _, to_dict = _proto_classes()
-    try:
-        request = request_class.FromString(body)
-    except Exception as exc:  # google.protobuf's DecodeError, and anything else it raises
-        raise OTLPError(
-            400, f"the body is not a protobuf ExportTraceServiceRequest ({exc})"
-        ) from None
-    traces: dict[str, _Trace] = {}
-    resources: list[Any] = []
-    scopes: dict[tuple[int, int], Any] = {}
-    split = Split(batches=[])
-    for r, resource_spans in enumerate(request.resource_spans):
-        has_resource = resource_spans.HasField("resource")
-        resources.append(to_dict(resource_spans.resource) if has_resource else None)
-        tags = _tags(
-            (kv.key, kv.value.string_value if kv.value.HasField("string_value") else None)
-            for kv in resource_spans.resource.attributes
-        )
-        for s, scope_spans in enumerate(resource_spans.scope_spans):
-            scopes[(r, s)] = to_dict(scope_spans.scope) if scope_spans.HasField("scope") else None
-            if scope_spans.scope.name == semconv.EVALUATION_SCOPE:
-                split.ignored += len(scope_spans.spans)
-                continue
-            for span in scope_spans.spans:
-                trace_id, span_id = bytes(span.trace_id), bytes(span.span_id)
-                if (
-                    len(trace_id) != 16
-                    or trace_id == bytes(16)
-                    or len(span_id) != 8
-                    or span_id == bytes(8)
-                ):
-                    split.rejected += 1
-                    continue
-                found = traces.setdefault(trace_id.hex(), _Trace(tags=dict(tags)))
-                found.groups.setdefault((r, s), []).append(to_dict(span))
-                found.span_count += 1
-                parent = bytes(span.parent_span_id)
-                if len(parent) != 8 or parent == bytes(8):
-                    found.has_root = True
-    if split.rejected:
-        split.reasons.append(f"{split.rejected} spans have no valid trace_id or span_id")
-    split.batches = _batches(traces, resources, scopes)
-    return split
+        for part in split.parts
+    ]
 
 
 # --------------------------------------------------------------------------- answers
+
+
+def _is_protobuf(media: str) -> bool:
+    """Whether answers go out in protobuf: for every request but an OTLP/JSON one."""
+    return media != JSON
+
+
+def _media(content_type: str | None) -> str:
+    return (content_type or "").split(";")[0].strip().lower()
 
 
 def _status(code: int, message: str, protobuf: bool) -> bytes:
     """A `google.rpc.Status` (code, message), encoded by hand: two fields are all it has."""
     if not protobuf:
         return json.dumps({"code": code, "message": message}).encode()
-    text = message.encode()
-    return b"\x08" + varint(code) + length_delimited(2, text)
+    return b"\x08" + varint(code) + length_delimited(2, message.encode())
 
 
-#: gRPC codes for the HTTP statuses the intake answers with.
-_GRPC_CODES = {400: 3, 413: 8, 415: 3, 500: 13}
-
-
-def _error(status: int, message: str, protobuf: bool) -> Response:
+def _error(
+    status: int, message: str, protobuf: bool, headers: dict[str, str] | None = None
+) -> Response:
     body = _status(_GRPC_CODES.get(status, 2), message, protobuf)
-    return Response(body, status_code=status, media_type=PROTOBUF if protobuf else JSON)
+    return Response(
+        body, status_code=status, media_type=PROTOBUF if protobuf else JSON, headers=headers
+    )
 
 
-def _success(split: Split, protobuf: bool) -> Response:
+def error_answer(scope: Scope, error: ApiError) -> ASGIApp:
+    """The answer to a request the limits refuse (413, 429): for OTLP, a `google.rpc.Status`
+    in the request's encoding, as exporters read it; for any other path, the JSON one."""
+    if scope.get("path") != PATH:
+        return error_response(error)
+    content_type = next((v for k, v in scope.get("headers", ()) if k == b"content-type"), b"")
+    protobuf = _is_protobuf(_media(content_type.decode("latin-1")))
+    return _error(error.status, error.detail, protobuf, error.headers)
+
+
+def _success(split: OTLPSplit, protobuf: bool) -> Response:
+    """An `ExportTraceServiceResponse`: empty, or `partial_success` (1) with the rejected
+    spans (1, int64) and why (2)."""
     message = "; ".join(split.reasons)
     if protobuf:
-        _, response_class, _ = _proto_classes()
-        response = response_class()
+        body = b""
         if split.rejected:
-            response.partial_success.rejected_spans = split.rejected
-            response.partial_success.error_message = message
-        return Response(response.SerializeToString(), media_type=PROTOBUF)
-    body: dict[str, Any] = {}
+            partial = b"\x08" + varint(split.rejected) + length_delimited(2, message.encode())
+            body = length_delimited(1, partial)
+        return Response(body, media_type=PROTOBUF)
+    answer: dict[str, Any] = {}
     if split.rejected:
-        body["partialSuccess"] = {"rejectedSpans": str(split.rejected), "errorMessage": message}
-    return Response(json.dumps(body), media_type=JSON)
+        answer["partialSuccess"] = {"rejectedSpans": str(split.rejected), "errorMessage": message}
+    return Response(json.dumps(answer), media_type=JSON)
 
 
-def _inflate(body: bytes, limit: int) -> bytes:
-    """Gunzip (every member) to at most `limit` bytes; 413 past it, 400 for bad gzip."""
-    out = bytearray()
-    data = body
-    try:
-        while data:
-            inflater = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            out += inflater.decompress(data, limit + 1 - len(out))
-            if len(out) > limit:
-                raise BodyTooLargeError(limit)
-            if inflater.unconsumed_tail:
-                raise BodyTooLargeError(limit)
-            data = inflater.unused_data
-            if not inflater.eof:
-                raise OTLPError(400, "the gzip body is truncated")
-    except zlib.error as exc:
-        raise OTLPError(400, f"the body is not valid gzip ({exc})") from None
-    return bytes(out)
+# --------------------------------------------------------------------------- the route
 
 
 async def traces(request: Request) -> Response:
     context = context_of(request)
-    media = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    protobuf = media != JSON
+    media = _media(request.headers.get("content-type"))
+    protobuf = _is_protobuf(media)
     if media not in (PROTOBUF, JSON):
         return _error(
             415,
@@ -326,23 +144,32 @@ async def traces(request: Request) -> Response:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", ""):
         return _error(415, f"Content-Encoding {encoding!r} is not supported: use gzip", protobuf)
-    body = await request.body()
+    limit = context.config.max_body_bytes
     try:
-        if encoding == "gzip":
-            body = _inflate(body, context.config.max_body_bytes)
-        if protobuf:
-            split = split_protobuf(body)
-        else:
-            try:
-                document = json.loads(body)
-            except (ValueError, UnicodeDecodeError) as exc:
-                raise OTLPError(400, f"the body is not JSON ({exc})") from None
-            split = split_json(document)
-    except OTLPError as error:
-        return _error(error.status, error.message, protobuf)
-    if split.batches:
-        await in_thread(context.store.add_spans, split.batches)
+        body = await request.body()
+    except BodyTooLargeError as error:  # a body without Content-Length, counted as it came
+        return _error(413, error.detail, protobuf)
+    read = functools.partial(
+        split_otlp,
+        body,
+        "protobuf" if protobuf else "json",
+        gzipped=encoding == "gzip",
+        max_bytes=limit,
+    )
+    try:
+        split = await context.offload.run(read)
+    except OTLPTooLargeError as error:
+        return _error(
+            413,
+            f"{error}, more than this server accepts; send smaller batches (OTLP exporters: "
+            "lower the batch size) or raise --max-body-bytes",
+            protobuf,
+        )
+    except OTLPDecodeError as error:
+        return _error(400, str(error), protobuf)
+    if split.parts:
+        await in_thread(context.store.add_spans, batches(split), context.config.max_trace_spans)
     return _success(split, protobuf)
 
 
-routes = [Route("/v1/traces", traces, methods=["POST"])]
+routes = [Route(PATH, traces, methods=["POST"])]

@@ -3,16 +3,19 @@
 A sweeper looks for ingested traces that are complete (root span ended and quiet for
 `trace_quiet_seconds`, or quiet for `trace_timeout_seconds` without a root) and
 queues a `score_trace` task for each in the same transaction (so replicas never
-queue one twice). The task converts the trace's spans with the shared converter and
-scores it against the server's criteria: deterministic checks always, text criteria
+queue one twice). The task reads the trace's stored span batches (OTLP as it came, in
+protobuf or OTLP/JSON) with the converter's reader, in a worker thread, and scores it
+against the server's criteria: deterministic checks always, text criteria
 when a judge is configured; with `--evaluation-events-endpoint` the scores are then
 written back onto the trace (see `writeback`). Re-scoring a stored trace with other
-criteria queues the same kind of task.
+criteria queues the same kind of task. A trace with more spans than `--max-trace-spans`
+is not read at all: it is kept as too_large, with the reason.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import logging
 import time
@@ -21,12 +24,18 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracejudge import checks
-from tracejudge.convert import traces_from_otlp
+from tracejudge.convert import read_otlp_batches, traces_from_records
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation import TraceCheck, validate_criteria
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.server.context import ServerContext, in_thread
-from tracejudge.server.store import EvaluationRow, TaskRow, TraceRow
+from tracejudge.server.store import (
+    EvaluationRow,
+    SpanEncoding,
+    TaskRow,
+    TraceRow,
+    too_large_reason,
+)
 from tracejudge.server.supervise import Beat, retry
 from tracejudge.server.tasks import Handler, Outcome, describe_error
 
@@ -75,9 +84,24 @@ def score_task(trace_id: str, source: str, criteria: Sequence[str | TraceCheck] 
     return TaskRow(id=str(uuid.uuid4()), kind="score_trace", payload=json.dumps(payload))
 
 
-def _converted(trace_id: str, payloads: list[str]) -> tuple[MultiAgentTrace | None, str | None]:
-    """The trace from its span batches (one OTLP/JSON request per line), or why not."""
-    traces = traces_from_otlp("\n".join(payloads))
+def _converted(
+    batches: list[tuple[SpanEncoding, bytes]],
+) -> tuple[MultiAgentTrace | None, str | None]:
+    """The trace from its span batches, or why not. The protobuf batches, one after the
+    other, are one protobuf request (repeated fields concatenate); the OTLP/JSON ones, one
+    per line, are OTLP/JSON lines: the converter reads each as it reads any OTLP."""
+    records: list[Any] = []
+    events: list[Any] = []
+    warnings: list[str] = []
+    for encoding, separator in (("protobuf", b""), ("json", b"\n")):
+        data = separator.join(payload for kind, payload in batches if kind == encoding)
+        if not data:
+            continue
+        for batch in read_otlp_batches(io.BytesIO(data)):
+            records.extend(batch.spans)
+            events.extend(batch.events)
+            warnings.extend(batch.warnings)
+    traces = traces_from_records(records, events, warnings=warnings)
     scorable = [t for t in traces if t.has_llm_interactions]
     if not scorable:
         reason = "; ".join(traces.warnings[:3]) or "no agent or model call in its spans"
@@ -119,6 +143,27 @@ def _summary(
     )
 
 
+def _read_stored(
+    row: TraceRow, batches: list[tuple[SpanEncoding, bytes]], spans: int
+) -> tuple[MultiAgentTrace | None, TraceRow]:
+    """The converted trace (None when it holds no model call) and its summary row, made in
+    a worker thread (converting and encoding a large trace takes seconds)."""
+    trace, error = _converted(batches)
+    return trace, _summary(row, trace, error, spans)
+
+
+def _too_large(row: TraceRow, max_trace_spans: int) -> TraceRow:
+    return TraceRow(
+        trace_id=row.trace_id,
+        source=row.source,
+        status="too_large",
+        first_seen=row.first_seen,
+        last_span_at=row.last_span_at,
+        span_count=row.span_count,
+        error=too_large_reason(max_trace_spans),
+    )
+
+
 def handlers(context: ServerContext) -> dict[str, Handler]:
     async def score_trace(payload: dict[str, Any]) -> Outcome:
         trace_id = str(payload["trace_id"])
@@ -127,16 +172,24 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
         if row is None:
             raise BadRequestError(f"trace {trace_id!r} is not stored here")
         summary: TraceRow | None = None
+        limit = context.config.max_trace_spans
+        trace: MultiAgentTrace | None
         if source == INGEST and row.source == "otlp":
-            payloads, spans = await in_thread(context.store.span_payloads, trace_id)
-            trace, error = _converted(trace_id, payloads)
-            summary = _summary(row, trace, error, spans)
+            if row.span_count > limit:  # the limit was lowered since its spans came
+                summary = _too_large(row, limit)
+                return Outcome(
+                    {"trace_id": trace_id, "evaluations": [], "error": summary.error},
+                    trace=summary,
+                )
+            batches, spans = await in_thread(context.store.span_batches, trace_id)
+            trace, summary = await context.offload.run(_read_stored, row, batches, spans)
             if trace is None:
                 return Outcome(
-                    {"trace_id": trace_id, "evaluations": [], "error": error}, trace=summary
+                    {"trace_id": trace_id, "evaluations": [], "error": summary.error},
+                    trace=summary,
                 )
         elif row.trace_json is not None:
-            trace = MultiAgentTrace.from_json(row.trace_json)
+            trace = await context.offload.run(MultiAgentTrace.from_json, row.trace_json)
         else:
             raise BadRequestError(
                 f"trace {trace_id!r} has no converted trace to score ({row.error or row.status})"
@@ -159,29 +212,39 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             return Outcome(None, trace=summary, failed=failed)
         if context.writeback is not None:
             await in_thread(context.writeback.emit, trace, responses)
-        now = time.time()
-        rows = [
-            EvaluationRow(
-                id=str(uuid.uuid4()),
-                kind="trace",
-                criterion=r.criterion,
-                response=r.model_dump_json(),
-                overall_score=r.overall_score,
-                created_at=now,
-                trace_id=trace_id,
-                source=source,
-                judge_cost_usd=r.usage.cost_usd if r.usage is not None else None,
-            )
-            for r in responses
-        ]
+        rows, result = await context.offload.run(_evaluation_rows, trace_id, source, responses)
         return Outcome(
-            {"trace_id": trace_id, "evaluations": [r.model_dump(mode="json") for r in responses]},
+            result,
             evaluations=rows,
             trace=summary,
             replace_source=INGEST if source == INGEST else None,
         )
 
     return {"score_trace": score_trace}
+
+
+def _evaluation_rows(
+    trace_id: str, source: str, responses: Sequence[MultiAgentTraceResponse]
+) -> tuple[list[EvaluationRow], dict[str, Any]]:
+    """The rows to store and the task's result (encoded off the event loop: the answer
+    for a trace of thousands of agents is large)."""
+    now = time.time()
+    rows = [
+        EvaluationRow(
+            id=str(uuid.uuid4()),
+            kind="trace",
+            criterion=r.criterion,
+            response=r.model_dump_json(),
+            overall_score=r.overall_score,
+            created_at=now,
+            trace_id=trace_id,
+            source=source,
+            judge_cost_usd=r.usage.cost_usd if r.usage is not None else None,
+        )
+        for r in responses
+    ]
+    result = {"trace_id": trace_id, "evaluations": [r.model_dump(mode="json") for r in responses]}
+    return rows, result
 
 
 class TraceSweeper:

@@ -111,7 +111,9 @@ class TaskRunner:
 
     async def submit(self, kind: str, payload: Mapping[str, Any]) -> str:
         """Persist a task and wake a worker; returns its id once it is stored."""
-        task = TaskRow(id=str(uuid.uuid4()), kind=kind, payload=json.dumps(payload))
+        # Encoded in a worker thread, as it is decoded: a payload may be megabytes.
+        text = await anyio.to_thread.run_sync(json.dumps, payload)
+        task = TaskRow(id=str(uuid.uuid4()), kind=kind, payload=text)
         await anyio.to_thread.run_sync(self.store.enqueue, task)
         self.wake()
         return task.id
@@ -209,7 +211,7 @@ class TaskRunner:
         if handler is None:
             return Outcome(None, failed=f"unknown task kind {task.kind!r}")
         try:
-            return await handler(json.loads(task.payload))
+            return await handler(await anyio.to_thread.run_sync(json.loads, task.payload))
         except asyncio.CancelledError:
             raise
         except Exception as error:

@@ -24,7 +24,7 @@ from starlette.routing import Route
 from tracejudge.errors import BadRequestError
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
-from tracejudge.server.evals import parse, read_json
+from tracejudge.server.evals import read_model
 from tracejudge.server.scoring import RESCORE, resolve_criteria
 from tracejudge.server.store import (
     EvaluationRow,
@@ -148,24 +148,35 @@ async def _stored(request: Request) -> TraceRow:
     return row
 
 
-async def get_trace(request: Request) -> JSONResponse:
-    row = await _stored(request)
-    evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
+def _trace_answer(row: TraceRow, evaluations: list[EvaluationRow]) -> JSONResponse:
     body = summary(row)
     body["trace"] = json.loads(row.trace_json) if row.trace_json else None
     body["evaluations"] = [evaluation(e) for e in evaluations]
     return JSONResponse(body)
 
 
-async def get_evaluations(request: Request) -> JSONResponse:
-    row = await _stored(request)
-    evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
+def _evaluations_answer(evaluations: list[EvaluationRow]) -> JSONResponse:
     return JSONResponse({"evaluations": [evaluation(e) for e in evaluations]})
+
+
+async def get_trace(request: Request) -> JSONResponse:
+    context = context_of(request)
+    row = await _stored(request)
+    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    # A stored trace may be tens of megabytes of JSON: decoded and encoded off the loop.
+    return await context.offload.run(_trace_answer, row, evaluations)
+
+
+async def get_evaluations(request: Request) -> JSONResponse:
+    context = context_of(request)
+    row = await _stored(request)
+    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    return await context.offload.run(_evaluations_answer, evaluations)
 
 
 async def rescore(request: Request) -> JSONResponse:
     context = context_of(request)
-    body = parse(RescoreRequest, await read_json(request))
+    body = await read_model(request, RescoreRequest)
     row = await _stored(request)
     if row.trace_json is None:
         raise ApiError(

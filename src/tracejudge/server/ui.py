@@ -286,17 +286,18 @@ async def trace_page(request: Request) -> HTMLResponse:
             f"{back}<h1>No trace {e(json.dumps(trace_id))} is stored here</h1>",
         )
         return HTMLResponse(page, status_code=404, headers=_headers(_page_policy()))
-    if row.trace_json is None:
+    if row.trace_json is None or row.status == "too_large":
         why = f": {row.error}" if row.error else " (it is scored once complete)"
-        spans = f"{row.span_count} span{'' if row.span_count == 1 else 's'}"
+        spans = f"{row.span_count:,} span{'' if row.span_count == 1 else 's'}"
+        state = "not converted" if row.status == "too_large" else "not converted yet"
         page = _document(
             f"tracejudge: trace {trace_id}",
             f"{back}<h1>Trace {e(trace_id)}</h1><p>Status {e(row.status)}, "
-            f"{spans}; not converted yet{e(why)}.</p>",
+            f"{spans}; {state}{e(why)}.</p>",
         )
         return HTMLResponse(page, headers=_headers(_page_policy()))
     evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
-    page = await in_thread(_render, row, evaluations)
+    page = await context.offload.run(_render, row, evaluations)
     return HTMLResponse(page, headers=_headers(content_security_policy()))
 
 

@@ -12,11 +12,13 @@ from tracejudge.server.store.base import (
     EvaluationRow,
     JudgeSpendRow,
     SpanBatch,
+    SpanEncoding,
     Store,
     TaskRow,
     TraceFilter,
     TracePage,
     TraceRow,
+    too_large_reason,
 )
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 
@@ -26,12 +28,14 @@ __all__ = [
     "JudgeSpendRow",
     "SCHEMA_VERSION",
     "SpanBatch",
+    "SpanEncoding",
     "Store",
     "TaskRow",
     "TraceFilter",
     "TracePage",
     "TraceRow",
     "open_store",
+    "too_large_reason",
     "describe_store",
 ]
 

@@ -32,10 +32,12 @@ from tracejudge.server.store.base import (
     EvaluationRow,
     JudgeSpendRow,
     SpanBatch,
+    SpanEncoding,
     TaskRow,
     TraceFilter,
     TracePage,
     TraceRow,
+    too_large_reason,
 )
 from tracejudge.server.store.migrations import MIGRATIONS
 
@@ -157,6 +159,8 @@ class SQLStore:
     lock_rows = ""
     #: The auto-numbered primary key type.
     serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    #: The type of a bytes column.
+    blob = "BLOB"
     single_process = True
 
     def _transaction(self) -> AbstractContextManager[Any]:  # pragma: no cover - abstract
@@ -197,7 +201,8 @@ class SQLStore:
                 ).fetchone()
                 if row is None:
                     for statement in migration.statements:
-                        self._run(cursor, statement.replace("{serial}", self.serial))
+                        spelled = statement.replace("{serial}", self.serial)
+                        self._run(cursor, spelled.replace("{blob}", self.blob))
                     self._run(
                         cursor,
                         "INSERT INTO schema_migrations (version, description, applied_at) "
@@ -381,28 +386,44 @@ class SQLStore:
 
     # ------------------------------------------------------------------ traces
 
-    def add_spans(self, batches: Sequence[SpanBatch]) -> None:
+    def add_spans(self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None) -> None:
         now = time.time()
         # One lock order for every writer (PostgreSQL would otherwise deadlock two
         # requests that carry spans of the same traces in another order).
         ordered = sorted(batches, key=lambda b: b.trace_id)
         with self._transaction() as cursor:
             for batch in ordered:
-                self._run(
+                count, status = self._run(
                     cursor,
                     "INSERT INTO traces (trace_id, source, status, first_seen, last_span_at, "
                     "root_ended, span_count) VALUES (?, 'otlp', 'open', ?, ?, ?, ?) "
-                    "ON CONFLICT (trace_id) DO UPDATE SET status = 'open', "
+                    "ON CONFLICT (trace_id) DO UPDATE SET "
+                    "status = CASE WHEN traces.status = 'too_large' THEN 'too_large' "
+                    "ELSE 'open' END, "
                     "last_span_at = excluded.last_span_at, "
                     "root_ended = CASE WHEN excluded.root_ended = 1 THEN 1 "
                     "ELSE traces.root_ended END, "
-                    "span_count = traces.span_count + excluded.span_count",
+                    "span_count = traces.span_count + excluded.span_count "
+                    "RETURNING span_count, status",
                     [batch.trace_id, now, now, int(batch.has_root), batch.span_count],
-                )
+                ).fetchone()
+                if status == "too_large":
+                    continue  # counted, not kept
+                if max_trace_spans is not None and count > max_trace_spans:
+                    self._run(
+                        cursor,
+                        "UPDATE traces SET status = 'too_large', error = ? WHERE trace_id = ?",
+                        [too_large_reason(max_trace_spans), batch.trace_id],
+                    )
+                    self._run(
+                        cursor, "DELETE FROM span_batches WHERE trace_id = ?", [batch.trace_id]
+                    )
+                    continue
                 self._run(
                     cursor,
-                    "INSERT INTO span_batches (trace_id, payload, received_at) VALUES (?, ?, ?)",
-                    [batch.trace_id, batch.payload, now],
+                    "INSERT INTO span_batches (trace_id, payload, encoding, body, received_at) "
+                    "VALUES (?, '', ?, ?, ?)",
+                    [batch.trace_id, batch.encoding, batch.payload, now],
                 )
                 for key, value in sorted(batch.tags.items()):
                     self._put_tag(cursor, batch.trace_id, key, value)
@@ -437,37 +458,42 @@ class SQLStore:
                 self._insert_task(cursor, make_task(trace_id))
         return ids
 
-    def span_payloads(self, trace_id: str) -> tuple[list[str], int]:
+    def span_batches(self, trace_id: str) -> tuple[list[tuple[SpanEncoding, bytes]], int]:
         with self._transaction() as cursor:
-            payloads = [
-                r[0]
-                for r in self._run(
-                    cursor,
-                    "SELECT payload FROM span_batches WHERE trace_id = ? ORDER BY id",
-                    [trace_id],
-                ).fetchall()
-            ]
+            rows = self._run(
+                cursor,
+                "SELECT encoding, body, payload FROM span_batches WHERE trace_id = ? ORDER BY id",
+                [trace_id],
+            ).fetchall()
             row = self._run(
                 cursor, "SELECT span_count FROM traces WHERE trace_id = ?", [trace_id]
             ).fetchone()
-        return payloads, (row[0] if row else 0)
+        # Rows of schema versions before 6 have no encoding: their payload is OTLP/JSON text.
+        batches: list[tuple[SpanEncoding, bytes]] = [
+            (encoding, bytes(body)) if encoding else ("json", payload.encode("utf-8"))
+            for encoding, body, payload in rows
+        ]
+        return batches, (row[0] if row else 0)
 
     def _update_scored_trace(self, cursor: Any, trace: TraceRow) -> None:
-        """Write a converted trace; its status holds only if no span arrived meanwhile
-        (otherwise it stays open, to be converted and scored again)."""
+        """Write a converted trace; its status (and error) hold only if no span arrived
+        meanwhile (otherwise it stays open, to be converted and scored again, or
+        too_large, with the reason)."""
         self._run(
             cursor,
             "UPDATE traces SET status = CASE WHEN span_count = ? THEN ? ELSE status END, "
-            "start_time = ?, root_agent = ?, agents = ?, trace_json = ?, error = ? "
+            "error = CASE WHEN span_count = ? THEN ? ELSE error END, "
+            "start_time = ?, root_agent = ?, agents = ?, trace_json = ? "
             "WHERE trace_id = ?",
             [
                 trace.span_count,
                 trace.status,
+                trace.span_count,
+                trace.error,
                 trace.start_time,
                 trace.root_agent,
                 json.dumps([storable(a) for a in trace.agents]),
                 trace.trace_json,
-                trace.error,
                 trace.trace_id,
             ],
         )

@@ -16,8 +16,10 @@ __all__ = [
     "JudgeSpendRow",
     "TaskRow",
     "SpanBatch",
+    "SpanEncoding",
     "TraceRow",
     "EvaluationRow",
+    "too_large_reason",
     "TraceFilter",
     "TracePage",
     "Store",
@@ -49,12 +51,19 @@ class TaskRow:
     updated_at: float = 0.0
 
 
+#: How a span batch's bytes are encoded: a protobuf `ExportTraceServiceRequest`, or
+#: OTLP/JSON (UTF-8).
+SpanEncoding = Literal["protobuf", "json"]
+
+
 @dataclass
 class SpanBatch:
-    """The spans of one trace from one OTLP request, as one OTLP/JSON request (text)."""
+    """The spans of one trace from one OTLP request, as an OTLP request of their own in
+    the request's encoding (what the converter reads back)."""
 
     trace_id: str
-    payload: str
+    encoding: SpanEncoding
+    payload: bytes
     span_count: int
     has_root: bool
     tags: dict[str, str] = field(default_factory=dict)
@@ -88,14 +97,24 @@ class JudgeSpendRow:
 
 
 #: What a stored trace's `status` can be (see `TraceRow`).
-TRACE_STATUSES = ("open", "queued", "scored", "unscorable", "failed")
+TRACE_STATUSES = ("open", "queued", "scored", "unscorable", "failed", "too_large")
+
+
+def too_large_reason(max_trace_spans: int) -> str:
+    """The `error` of a too_large trace."""
+    return (
+        f"not scored: the trace has more than {max_trace_spans:,} spans, the most this "
+        "server takes in one trace (--max-trace-spans); its spans are not kept. Raise the "
+        "limit to score traces this large, or send the work as several traces"
+    )
 
 
 @dataclass
 class TraceRow:
     """A stored trace. `status`: open (spans arriving), queued (complete, to be scored),
     scored, unscorable (no model call in it), failed (converted, but scoring failed:
-    `error` says why; re-score it)."""
+    `error` says why; re-score it), too_large (more spans than the server takes in one
+    trace: its spans are not kept and it is not scored; `error` says so)."""
 
     trace_id: str
     source: str
@@ -204,8 +223,10 @@ class Store(Protocol):
         ...
 
     # traces
-    def add_spans(self, batches: Sequence[SpanBatch]) -> None:
-        """Store span batches; their traces are (re)opened and their quiet period restarts."""
+    def add_spans(self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None) -> None:
+        """Store span batches; their traces are (re)opened and their quiet period restarts.
+        A trace whose span count passes `max_trace_spans` becomes too_large: its batches
+        are deleted, later ones are counted and not kept."""
         ...
 
     def queue_complete_traces(
@@ -216,8 +237,9 @@ class Store(Protocol):
         same transaction. Returns their ids."""
         ...
 
-    def span_payloads(self, trace_id: str) -> tuple[list[str], int]:
-        """The trace's span batches (OTLP/JSON text) in arrival order, and its span count."""
+    def span_batches(self, trace_id: str) -> tuple[list[tuple[SpanEncoding, bytes]], int]:
+        """The trace's span batches in arrival order, each (encoding, OTLP bytes), and its
+        span count."""
         ...
 
     def save_trace(self, trace: TraceRow, evaluations: Sequence[EvaluationRow] = ()) -> None:

@@ -1,9 +1,10 @@
 """Versioned schema migrations, shared by SQLite and PostgreSQL.
 
 Each migration is a version number and its statements; `{serial}` stands for an
-auto-numbered primary key, spelled per dialect. A migration is applied once, in a
-transaction with the row that records it in `schema_migrations`. Never edit a
-released migration: add the next version.
+auto-numbered primary key and `{blob}` for a bytes column, spelled per dialect. A
+migration is applied once, in a transaction with the row that records it in
+`schema_migrations`. Never edit a released migration: add the next version.
+Versions need not be consecutive: each is applied when its number is not recorded yet.
 """
 
 from __future__ import annotations
@@ -114,6 +115,20 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (day, criterion_key)
             )""",
             "ALTER TABLE evaluations ADD COLUMN judge_cost_usd DOUBLE PRECISION",
+        ),
+    ),
+    # Version 6 leaves 4 and 5 to migrations of other branches. Renumbering it is
+    # changing this number alone (nothing else refers to it), as long as it stays the
+    # last: `SCHEMA_VERSION` is the last migration's version.
+    Migration(
+        6,
+        "span batches kept as the OTLP bytes they came in (protobuf or OTLP/JSON), with "
+        "their encoding",
+        (
+            # encoding: 'protobuf' or 'json', and `body` the bytes; NULL for the rows of
+            # earlier versions, whose `payload` holds OTLP/JSON text (new rows: '').
+            "ALTER TABLE span_batches ADD COLUMN encoding TEXT",
+            "ALTER TABLE span_batches ADD COLUMN body {blob}",
         ),
     ),
 )

@@ -28,6 +28,7 @@ class PostgresStore(SQLStore):
 
     lock_rows = " FOR UPDATE SKIP LOCKED"
     serial = "BIGSERIAL PRIMARY KEY"
+    blob = "BYTEA"
     single_process = False
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
