@@ -216,7 +216,7 @@ def _ms(seconds: float) -> str:
 
 def report(base: Run, base_rss: int, runs: list[Run]) -> bool:
     base_p50 = statistics.median(base.health)
-    base_p99 = statistics.quantiles(base.health, n=100)[-1]
+    base_p99 = statistics.quantiles(base.health, n=100, method="inclusive")[-1]
     base_worst = max(base.health)
     print(
         f"{'input':<26}{'s':>7}{'asks':>6}{'p50 ms':>9}{'x':>7}{'p99 ms':>9}{'x':>7}"
@@ -230,7 +230,7 @@ def report(base: Run, base_rss: int, runs: list[Run]) -> bool:
     met = True
     for run in runs:
         p50 = statistics.median(run.health)
-        p99 = statistics.quantiles(run.health, n=100)[-1] if len(run.health) > 1 else p50
+        p99 = statistics.quantiles(run.health, n=100, method="inclusive")[-1] if len(run.health) > 1 else p50
         worst = max(run.health)
         ok = worst < TARGET_HEALTH_SECONDS
         if run.name.startswith("trace"):
