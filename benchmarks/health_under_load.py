@@ -230,7 +230,11 @@ def report(base: Run, base_rss: int, runs: list[Run]) -> bool:
     met = True
     for run in runs:
         p50 = statistics.median(run.health)
-        p99 = statistics.quantiles(run.health, n=100, method="inclusive")[-1] if len(run.health) > 1 else p50
+        p99 = (
+            statistics.quantiles(run.health, n=100, method="inclusive")[-1]
+            if len(run.health) > 1
+            else p50
+        )
         worst = max(run.health)
         ok = worst < TARGET_HEALTH_SECONDS
         if run.name.startswith("trace"):
