@@ -24,10 +24,17 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.evaluation._explore import TraceMaterial
 from tracejudge.evaluation._fanout import PrefixWarmup
 from tracejudge.evaluation._validate import Criterion, validate_criteria
 from tracejudge.evaluation.attribution import AttributionRequest
-from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge, run_check
+from tracejudge.evaluation.evaluator import (
+    DEFAULT_EXPLORATION,
+    Evaluator,
+    gather_all,
+    needs_judge,
+    run_check,
+)
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
 from tracejudge.evaluation.spend import (
     JudgeSpend,
@@ -36,7 +43,7 @@ from tracejudge.evaluation.spend import (
     judge_model,
     resolve_prices,
 )
-from tracejudge.judges import Judge, JudgeRequest, Verdict
+from tracejudge.judges import ExplorationLimits, Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
     Attribution,
@@ -90,6 +97,11 @@ class TraceRequest:
     renders: dict[str, RenderedContent] = field(default_factory=dict, compare=False)
     # The first judgement of each agent warms the prompt cache before its others start.
     warmup: PrefixWarmup = field(default_factory=PrefixWarmup, compare=False)
+    # What an exploring judge reads of the trace, built once for all criteria, if needed.
+    material: TraceMaterial = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "material", TraceMaterial(self.trace))
 
     @classmethod
     def from_wire(cls, request: TraceRewardRequest) -> TraceRequest:
@@ -143,6 +155,11 @@ class EvaluationService:
     `ConfigurationError`, unless `max_judge_tokens` is given too (then tokens are capped,
     and one warning says the cost cap is not). `spend_limits` are budgets kept elsewhere
     (the server's daily ones). `spend` holds the run's total (`spend.total`).
+
+    A judgement over the judge's input budget (`max_input_tokens`) is explored: the judge
+    reads a digest of the trace and the steps it asks for, under `exploration`'s caps
+    (rounds, tokens per read, tokens in all; the run's caps above between rounds). None
+    turns exploration off; such a judgement is then not evaluated, with the reason.
     """
 
     def __init__(
@@ -156,6 +173,7 @@ class EvaluationService:
         max_judge_cost: float | None = None,
         max_judge_tokens: int | None = None,
         spend_limits: Sequence[SpendLimit] = (),
+        exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
         self.judge = judge
         self.judge_problem = judge_problem
@@ -168,7 +186,11 @@ class EvaluationService:
             limits=spend_limits,
         )
         self._evaluator = Evaluator(
-            judge, max_concurrency=max_concurrency, fail_under=fail_under, spend=self.spend
+            judge,
+            max_concurrency=max_concurrency,
+            fail_under=fail_under,
+            spend=self.spend,
+            exploration=exploration,
         )
 
     # ------------------------------------------------------------------ checks on requests
@@ -234,7 +256,11 @@ class EvaluationService:
         self.require_judge(criteria)
         return [
             self._evaluator.score_trace(
-                request.trace, c, renders=request.renders, warmup=request.warmup
+                request.trace,
+                c,
+                renders=request.renders,
+                warmup=request.warmup,
+                material=request.material,
             )
             for c in criteria
         ]
