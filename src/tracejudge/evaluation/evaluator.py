@@ -30,6 +30,7 @@ from tracejudge.evaluation._checks.base import TraceCheck
 from tracejudge.evaluation._checks.run import BuiltinCheck
 from tracejudge.evaluation._explore import TraceMaterial
 from tracejudge.evaluation._fanout import PrefixWarmup
+from tracejudge.evaluation._single_call import SingleCall
 from tracejudge.evaluation._validate import Criterion
 from tracejudge.evaluation.render import (
     RenderedContent,
@@ -54,6 +55,7 @@ from tracejudge.models import (
 
 __all__ = [
     "DEFAULT_EXPLORATION",
+    "SINGLE_CALL_NEEDS_BATCH",
     "Evaluator",
     "trace_response",
     "summarize_trace_response",
@@ -63,6 +65,13 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Why the single-call mode cannot run with a judge that has no `judge_batch`.
+SINGLE_CALL_NEEDS_BATCH = (
+    "single_call needs a judge that judges several criteria in one call (judge_batch): "
+    "the HTTP judges (OpenAICompatibleJudge, AnthropicJudge, any 'provider:model' spec) "
+    "have it; turn single_call off for this judge"
+)
 
 #: The caps of an exploring judgement when none are given (see `ExplorationLimits`).
 DEFAULT_EXPLORATION = ExplorationLimits()
@@ -347,6 +356,35 @@ class Evaluator:
                 verdict = dataclasses.replace(verdict, usage=usage)
         return _score_response(verdict, self.judge, model, **fields)
 
+    async def _ask_all(
+        self, requests: list[JudgeRequest], model: type[R], **fields: Any
+    ) -> list[R]:
+        """The judge's verdicts on several criteria of one material in ONE call
+        (`judge_batch`), as `model`s: the single-call mode. Each criterion is asked of the
+        spend; one refused refuses the call, and all its criteria are not evaluated."""
+        assert self.judge is not None
+        batch = getattr(self.judge, "judge_batch", None)
+        if batch is None:  # the service refuses such a judge; a direct caller may not
+            raise ConfigurationError(SINGLE_CALL_NEEDS_BATCH)
+        spend = self.spend
+        async with self._limit():
+            refused = None
+            if spend is not None:
+                for request in requests:
+                    refused = refused or await spend.before(request.criterion)
+            if refused is not None:
+                return [
+                    model(explanation=f"Not evaluated: {refused}.", not_evaluated=refused, **fields)
+                    for _ in requests
+                ]
+            verdicts = list(await batch(requests))
+            if spend is not None:
+                verdicts = [
+                    dataclasses.replace(v, usage=await spend.after(r.criterion, v.usage))
+                    for r, v in zip(requests, verdicts, strict=True)
+                ]
+        return [_score_response(v, self.judge, model, **fields) for v in verdicts]
+
     # ------------------------------------------------------------------ conversations
 
     @staticmethod
@@ -366,9 +404,11 @@ class Evaluator:
         evaluate_latest: bool = True,
         clean_explanation: bool = False,
         warmup: PrefixWarmup | None = None,
+        single_call: SingleCall[EvaluationResponse] | None = None,
     ) -> EvaluationResponse:
         """One criterion applied to a conversation (`warmup`: shared by the criteria of
-        one conversation, so that the first warms the prompt cache for the others)."""
+        one conversation, so that the first warms the prompt cache for the others;
+        `single_call`: shared by them too, judging them all in one call)."""
         if not isinstance(criterion, str):
             results = await run_check(criterion, MultiAgentTrace.from_agent(agent))
             result = results.get(agent.id)
@@ -384,13 +424,26 @@ class Evaluator:
         self.require_judge([criterion])
         rendered = render_conversation(agent, evaluate_latest=evaluate_latest)
         material = TraceMaterial(MultiAgentTrace.from_agent(agent))
-        request = JudgeRequest.of(
-            criterion,
-            rendered.content,
-            target=rendered.target,
-            clean_explanation=clean_explanation,
-            exploration=self._exploration(material, agent.id),
-        )
+
+        def request_of(text: str) -> JudgeRequest:
+            return JudgeRequest.of(
+                text,
+                rendered.content,
+                target=rendered.target,
+                clean_explanation=clean_explanation,
+                exploration=self._exploration(material, agent.id),
+            )
+
+        async def judge_all(criteria: list[str]) -> list[EvaluationResponse]:
+            answers = await self._ask_all([request_of(c) for c in criteria], EvaluationResponse)
+            return [
+                a.model_copy(update={"criterion": c})
+                for a, c in zip(answers, criteria, strict=True)
+            ]
+
+        if single_call is not None:
+            return await single_call.verdict(agent.id, criterion, judge_all)
+        request = request_of(criterion)
         return await self._ask(
             request, EvaluationResponse, warmup=warmup, prefix=agent.id, criterion=criterion
         )
@@ -405,14 +458,16 @@ class Evaluator:
         renders: dict[str, RenderedContent] | None = None,
         warmup: PrefixWarmup | None = None,
         material: TraceMaterial | None = None,
+        single_call: SingleCall[ScoreResponse | None] | None = None,
     ) -> MultiAgentTraceResponse:
         """One criterion applied to every agent instance of a trace.
 
         An instance with neither an LLM interaction nor a child agent gets None.
         `renders` may be shared by calls for several criteria on the same trace, so
         each agent is rendered once rather than once per criterion; `warmup` too, so that
-        the first judgement of each agent warms the prompt cache for the others; and
-        `material`, what an exploring judge reads of the trace (built once, when needed).
+        the first judgement of each agent warms the prompt cache for the others;
+        `material`, what an exploring judge reads of the trace (built once, when needed);
+        and `single_call`, which judges all the criteria of one agent in one call.
         """
         is_check = not isinstance(criterion, str)
         bar = self.fail_under if self.fail_under is not None else default_bar(is_check)
@@ -424,7 +479,8 @@ class Evaluator:
         cache = renders if renders is not None else {}
         material = material if material is not None else TraceMaterial(trace)
         scores = await gather_all(
-            self._score_agent(trace, a, criterion, cache, warmup, material) for a in agents
+            self._score_agent(trace, a, criterion, cache, warmup, material, single_call)
+            for a in agents
         )
         results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
         return trace_response(trace, criterion, results, usage=_sum_usage(scores), fail_under=bar)
@@ -437,6 +493,7 @@ class Evaluator:
         renders: dict[str, RenderedContent],
         warmup: PrefixWarmup | None = None,
         material: TraceMaterial | None = None,
+        single_call: SingleCall[ScoreResponse | None] | None = None,
     ) -> ScoreResponse | None:
         if not agent.llm_interactions and not agent.child_ids:
             return None
@@ -444,13 +501,21 @@ class Evaluator:
         if rendered is None:
             rendered = renders[agent.id] = render_agent(trace, agent.id)
         material = material if material is not None else TraceMaterial(trace)
-        request = JudgeRequest.of(
-            criterion,
-            rendered.content,
-            target=rendered.target,
-            exploration=self._exploration(material, agent.id),
-        )
-        return await self._ask(request, ScoreResponse, warmup=warmup, prefix=agent.id)
+
+        def request_of(text: str) -> JudgeRequest:
+            return JudgeRequest.of(
+                text,
+                rendered.content,
+                target=rendered.target,
+                exploration=self._exploration(material, agent.id),
+            )
+
+        async def judge_all(criteria: list[str]) -> list[ScoreResponse | None]:
+            return list(await self._ask_all([request_of(c) for c in criteria], ScoreResponse))
+
+        if single_call is not None:
+            return await single_call.verdict(agent.id, criterion, judge_all)
+        return await self._ask(request_of(criterion), ScoreResponse, warmup=warmup, prefix=agent.id)
 
     def _exploration(self, material: TraceMaterial, agent_id: str) -> Any:
         """How a judgement of `agent_id` explores when it is over budget (None: it does
