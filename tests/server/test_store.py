@@ -1,4 +1,4 @@
-"""The store against SQLite and PostgreSQL: migrations, claims, leases, traces, paging."""
+"""The store against SQLite and PostgreSQL: migrations, claims, leases, traces."""
 
 from __future__ import annotations
 
@@ -7,16 +7,10 @@ import threading
 import time
 import uuid
 
-import pytest
-
 from tracejudge.server.store import (
     SCHEMA_VERSION,
-    EvaluationRow,
-    InvalidCursorError,
     SpanBatch,
     TaskRow,
-    TraceFilter,
-    TraceRow,
     open_store,
 )
 
@@ -122,49 +116,4 @@ def test_traces_complete_after_quiet_period_and_late_spans_reopen(db_url: str) -
     assert len(payloads) == 2 and count == 3
     trace = store.get_trace("t1")
     assert trace and trace.status == "queued" and trace.tags == {"env": "prod"}
-    store.close()
-
-
-def test_list_filters_and_pages(db_url: str) -> None:
-    store = open_store(db_url)
-    now = time.time()
-    for i in range(7):
-        trace_id = f"trace-{i}"
-        agents = ["orchestrator", "writer" if i % 2 else "researcher"]
-        row = TraceRow(
-            trace_id=trace_id,
-            source="api",
-            status="scored",
-            first_seen=now + i,
-            last_span_at=now + i,
-            root_agent="orchestrator",
-            agents=agents,
-            tags={"team": "a" if i < 3 else "b"},
-        )
-        evaluation = EvaluationRow(
-            id=str(uuid.uuid4()),
-            kind="trace",
-            criterion="Reward accuracy",
-            response="{}",
-            overall_score=i / 10,
-            created_at=now,
-            trace_id=trace_id,
-        )
-        store.save_trace(row, [evaluation])
-    page = store.list_traces(TraceFilter(), 3, None)
-    assert [t.trace_id for t in page.traces] == ["trace-6", "trace-5", "trace-4"]
-    seen = [t.trace_id for t in page.traces]
-    while page.cursor:
-        page = store.list_traces(TraceFilter(), 3, page.cursor)
-        seen.extend(t.trace_id for t in page.traces)
-    assert seen == [f"trace-{i}" for i in range(6, -1, -1)]
-    assert page.traces[-1].scores == {"Reward accuracy": 0.0}
-    writers = store.list_traces(TraceFilter(agent="writer"), 50, None).traces
-    assert {t.trace_id for t in writers} == {"trace-1", "trace-3", "trace-5"}
-    team_a = store.list_traces(TraceFilter(tag=("team", "a")), 50, None).traces
-    assert {t.trace_id for t in team_a} == {"trace-0", "trace-1", "trace-2"}
-    low = store.list_traces(TraceFilter(score_below=0.25, agent="writer"), 50, None).traces
-    assert [t.trace_id for t in low] == ["trace-1"]
-    with pytest.raises(InvalidCursorError):
-        store.list_traces(TraceFilter(), 3, "not-a-cursor")
     store.close()

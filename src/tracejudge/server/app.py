@@ -26,7 +26,7 @@ from tracejudge.errors import BadRequestError, ConfigurationError
 from tracejudge.evaluation import TraceCheck, validate_criteria
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
-from tracejudge.server import evals, otlp, scoring, traces, ui
+from tracejudge.server import evals, list_page, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
@@ -199,6 +199,7 @@ def create_app(
             *evals.routes,
             *traces.routes,
             *otlp.routes,
+            *list_page.routes,
             *ui.routes,
         ],
         middleware=[

@@ -42,8 +42,8 @@ BEARER = "Bearer"
 _API_KEY = API_KEY_HEADER.lower().encode("latin-1")
 _AUTHORIZATION = AUTHORIZATION_HEADER.lower().encode("latin-1")
 
-#: Paths anyone may read: liveness and the API's description.
-OPEN_PATHS = frozenset({"/health", "/openapi.json"})
+#: Paths anyone may read: liveness, the API's description, and `/` (it only leads to /ui).
+OPEN_PATHS = frozenset({"/", "/health", "/openapi.json"})
 #: The web pages, where a browser may also sign in with HTTP Basic.
 UI_PREFIX = "/ui"
 _BASIC = "Basic"

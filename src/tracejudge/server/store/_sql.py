@@ -5,29 +5,51 @@ Statements are written with `?` placeholders; the PostgreSQL store turns them in
 dialect's row lock (`FOR UPDATE SKIP LOCKED` on PostgreSQL, nothing on SQLite, whose
 `BEGIN IMMEDIATE` already lets one writer in at a time), so several processes
 never take the same row.
+
+What the list reads of a trace is written beside it whenever it is converted or scored
+(`_digest`, from `tracejudge.server.digest`, in the same transaction): its columns, its
+latest score per criterion and agent instance (`agent_scores`), its agents' case-folded
+names, its full-text document. Listing reads only those (see `_query`).
 """
 
 from __future__ import annotations
 
-import base64
-import binascii
 import json
+import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from tracejudge import semconv
+from tracejudge.models import PriceTable
+from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest
+from tracejudge.server.store._query import SORT_COLUMNS as _SORT_COLUMNS
+from tracejudge.server.store._query import (
+    Cursor,
+    InvalidCursorError,
+    agent_key,
+    conditions,
+    keyset,
+    order_by,
+)
+from tracejudge.server.store._search import SearchQuery, index_words
 from tracejudge.server.store.base import (
     EvaluationRow,
+    Overview,
+    OverviewRow,
     SpanBatch,
     TaskRow,
     TraceFilter,
+    TraceOrder,
     TracePage,
     TraceRow,
 )
 from tracejudge.server.store.migrations import MIGRATIONS
 
 __all__ = ["SQLStore", "InvalidCursorError"]
+
+logger = logging.getLogger("tracejudge.server")
 
 _TASK_COLUMNS = (
     "id, kind, payload, status, result, error, attempts, worker, lease_until, "
@@ -37,27 +59,17 @@ _TRACE_COLUMNS = (
     "trace_id, source, status, first_seen, last_span_at, span_count, root_ended, "
     "start_time, root_agent, agents, trace_json, error"
 )
+#: What a list reads of each trace: everything but its JSON.
+_LISTED_COLUMNS = (
+    "traces.trace_id, source, status, first_seen, last_span_at, span_count, root_ended, "
+    "start_time, root_agent, agents, NULL, error, end_time, duration, agent_count, "
+    "model_calls, input_tokens, output_tokens, cost, models, worst_score, worst_agent, "
+    "worst_criterion, failing_agents, failing_pairs, verdict, service"
+)
+_FULL_COLUMNS = _LISTED_COLUMNS.replace("NULL", "trace_json", 1)
 _EVALUATION_COLUMNS = (
     "id, trace_id, kind, source, criterion, overall_score, response, tags, created_at"
 )
-
-
-class InvalidCursorError(ValueError):
-    """A pagination cursor this server did not hand out."""
-
-
-def _encode_cursor(first_seen: float, trace_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([first_seen, trace_id]).encode()).decode()
-
-
-def _decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        first_seen, trace_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return float(first_seen), str(trace_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
-        raise InvalidCursorError(
-            "cursor is not one this server handed out: pass the `cursor` of the previous page"
-        ) from exc
 
 
 def _task(row: Sequence[Any]) -> TaskRow:
@@ -66,7 +78,10 @@ def _task(row: Sequence[Any]) -> TaskRow:
 
 def _trace(row: Sequence[Any]) -> TraceRow:
     (trace_id, source, status, first_seen, last_span_at, span_count, root_ended) = row[:7]
-    start_time, root_agent, agents, trace_json, error = row[7:]
+    start_time, root_agent, agents, trace_json, error = row[7:12]
+    (end_time, duration, agent_count, model_calls, input_tokens, output_tokens, cost) = row[12:19]
+    models, worst_score, worst_agent, worst_criterion, failing_agents = row[19:24]
+    failing_pairs, verdict, service = row[24:27]
     return TraceRow(
         trace_id=trace_id,
         source=source,
@@ -80,6 +95,21 @@ def _trace(row: Sequence[Any]) -> TraceRow:
         agents=json.loads(agents or "[]"),
         trace_json=trace_json,
         error=error,
+        end_time=end_time,
+        duration=duration,
+        agent_count=agent_count,
+        model_calls=model_calls,
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cost=cost,
+        models=json.loads(models or "[]"),
+        worst_score=worst_score,
+        worst_agent=worst_agent,
+        worst_criterion=worst_criterion,
+        failing_agents=failing_agents,
+        failing_pairs=failing_pairs,
+        verdict=verdict,
+        service=service,
     )
 
 
@@ -98,6 +128,15 @@ def _evaluation(row: Sequence[Any]) -> EvaluationRow:
     )
 
 
+def _where(conditions: Sequence[str]) -> str:
+    return f" WHERE {' AND '.join(conditions)}" if conditions else ""
+
+
+def _number(value: Any) -> float | None:
+    """A database number as a float (PostgreSQL's AVG answers a Decimal)."""
+    return None if value is None else float(value)
+
+
 class SQLStore:
     """The store over a DB-API connection; subclasses give `_transaction` and spellings."""
 
@@ -105,7 +144,12 @@ class SQLStore:
     lock_rows = ""
     #: The auto-numbered primary key type.
     serial = "INTEGER PRIMARY KEY AUTOINCREMENT"
+    #: The migrations' dialect, and the collation of text compared by code point.
+    dialect = "sqlite"
+    key_collation = ""
     single_process = True
+    #: What the agents' model calls cost (None: the shipped table).
+    prices: PriceTable | None = None
 
     def _transaction(self) -> AbstractContextManager[Any]:  # pragma: no cover - abstract
         """A cursor inside one transaction: committed on success, rolled back on error."""
@@ -139,8 +183,9 @@ class SQLStore:
                     cursor, "SELECT 1 FROM schema_migrations WHERE version = ?", [migration.version]
                 ).fetchone()
                 if row is None:
-                    for statement in migration.statements:
-                        self._run(cursor, statement.replace("{serial}", self.serial))
+                    for statement in migration.for_dialect(self.dialect):
+                        statement = statement.replace("{serial}", self.serial)
+                        self._run(cursor, statement.replace("{key}", self.key_collation))
                     self._run(
                         cursor,
                         "INSERT INTO schema_migrations (version, description, applied_at) "
@@ -237,8 +282,10 @@ class SQLStore:
             ).rowcount
             if owned != 1:
                 return False
-            if trace is not None:
+            if trace is not None and trace.source == "otlp":
                 self._update_scored_trace(cursor, trace)
+            elif trace is not None:  # a trace posted for evaluation in the background
+                self._save_trace(cursor, trace)
             if trace is not None and replace_source is not None:
                 self._run(
                     cursor,
@@ -246,6 +293,8 @@ class SQLStore:
                     [trace.trace_id, replace_source],
                 )
             self._insert_evaluations(cursor, evaluations)
+            touched = {e.trace_id for e in evaluations if e.trace_id is not None}
+            self._digest_all(cursor, touched | ({trace.trace_id} if trace else set()))
         return True
 
     def get_task(self, task_id: str) -> TaskRow | None:
@@ -274,32 +323,59 @@ class SQLStore:
         ordered = sorted(batches, key=lambda b: b.trace_id)
         with self._transaction() as cursor:
             for batch in ordered:
+                start = batch.start if batch.start is not None else now
                 self._run(
                     cursor,
                     "INSERT INTO traces (trace_id, source, status, first_seen, last_span_at, "
-                    "root_ended, span_count) VALUES (?, 'otlp', 'open', ?, ?, ?, ?) "
+                    "root_ended, span_count, start_time, end_time, duration, service) "
+                    "VALUES (?, 'otlp', 'open', ?, ?, ?, ?, ?, ?, ?, ?) "
                     "ON CONFLICT (trace_id) DO UPDATE SET status = 'open', "
                     "last_span_at = excluded.last_span_at, "
                     "root_ended = CASE WHEN excluded.root_ended = 1 THEN 1 "
                     "ELSE traces.root_ended END, "
-                    "span_count = traces.span_count + excluded.span_count",
-                    [batch.trace_id, now, now, int(batch.has_root), batch.span_count],
+                    "span_count = traces.span_count + excluded.span_count, "
+                    "start_time = CASE WHEN traces.start_time IS NULL OR "
+                    "excluded.start_time < traces.start_time THEN excluded.start_time "
+                    "ELSE traces.start_time END, "
+                    "end_time = CASE WHEN traces.end_time IS NULL OR "
+                    "excluded.end_time > traces.end_time THEN excluded.end_time "
+                    "ELSE traces.end_time END, "
+                    "service = COALESCE(traces.service, excluded.service)",
+                    [
+                        batch.trace_id,
+                        now,
+                        now,
+                        int(batch.has_root),
+                        batch.span_count,
+                        start,
+                        batch.end,
+                        None if batch.end is None else max(0.0, batch.end - start),
+                        batch.resource.get(semconv.SERVICE_NAME),
+                    ],
+                )
+                self._run(
+                    cursor,
+                    "UPDATE traces SET duration = end_time - start_time "
+                    "WHERE trace_id = ? AND end_time IS NOT NULL",
+                    [batch.trace_id],
                 )
                 self._run(
                     cursor,
                     "INSERT INTO span_batches (trace_id, payload, received_at) VALUES (?, ?, ?)",
                     [batch.trace_id, batch.payload, now],
                 )
-                for key, value in sorted(batch.tags.items()):
-                    self._put_tag(cursor, batch.trace_id, key, value)
+                self._put_pairs(cursor, "trace_tags", batch.trace_id, batch.tags)
+                self._put_pairs(cursor, "trace_resource", batch.trace_id, batch.resource)
 
-    def _put_tag(self, cursor: Any, trace_id: str, key: str, value: str) -> None:
-        self._run(
-            cursor,
-            "INSERT INTO trace_tags (trace_id, key, value) VALUES (?, ?, ?) "
-            "ON CONFLICT (trace_id, key) DO UPDATE SET value = excluded.value",
-            [trace_id, key, value],
-        )
+    def _put_pairs(self, cursor: Any, table: str, trace_id: str, pairs: dict[str, str]) -> None:
+        """Set keys of a trace's tags or resource attributes (`table`), in key order."""
+        for key, value in sorted(pairs.items()):
+            self._run(
+                cursor,
+                f"INSERT INTO {table} (trace_id, key, value) VALUES (?, ?, ?) "
+                "ON CONFLICT (trace_id, key) DO UPDATE SET value = excluded.value",
+                [trace_id, key, value],
+            )
 
     def queue_complete_traces(
         self,
@@ -344,12 +420,10 @@ class SQLStore:
         self._run(
             cursor,
             "UPDATE traces SET status = CASE WHEN span_count = ? THEN ? ELSE status END, "
-            "start_time = ?, root_agent = ?, agents = ?, trace_json = ?, error = ? "
-            "WHERE trace_id = ?",
+            "root_agent = ?, agents = ?, trace_json = ?, error = ? WHERE trace_id = ?",
             [
                 trace.span_count,
                 trace.status,
-                trace.start_time,
                 trace.root_agent,
                 json.dumps(trace.agents),
                 trace.trace_json,
@@ -357,51 +431,53 @@ class SQLStore:
                 trace.trace_id,
             ],
         )
-        self._set_agents(cursor, trace)
-
-    def _set_agents(self, cursor: Any, trace: TraceRow) -> None:
-        self._run(cursor, "DELETE FROM trace_agents WHERE trace_id = ?", [trace.trace_id])
-        for name in sorted(set(trace.agents)):
-            self._run(
-                cursor,
-                "INSERT INTO trace_agents (trace_id, agent_name) VALUES (?, ?)",
-                [trace.trace_id, name],
-            )
 
     def save_trace(self, trace: TraceRow, evaluations: Sequence[EvaluationRow] = ()) -> None:
+        self.save_traces([(trace, evaluations)])
+
+    def save_traces(self, items: Sequence[tuple[TraceRow, Sequence[EvaluationRow]]]) -> None:
         with self._transaction() as cursor:
-            self._run(
-                cursor,
-                f"INSERT INTO traces ({_TRACE_COLUMNS}) VALUES "
-                "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET "
-                "status = excluded.status, last_span_at = excluded.last_span_at, "
-                "start_time = excluded.start_time, root_agent = excluded.root_agent, "
-                "agents = excluded.agents, trace_json = excluded.trace_json, "
-                "error = excluded.error",
-                [
-                    trace.trace_id,
-                    trace.source,
-                    trace.status,
-                    trace.first_seen,
-                    trace.last_span_at,
-                    trace.span_count,
-                    int(trace.root_ended),
-                    trace.start_time,
-                    trace.root_agent,
-                    json.dumps(trace.agents),
-                    trace.trace_json,
-                    trace.error,
-                ],
-            )
-            self._set_agents(cursor, trace)
-            for key, value in sorted(trace.tags.items()):
-                self._put_tag(cursor, trace.trace_id, key, value)
-            self._insert_evaluations(cursor, evaluations)
+            for trace, evaluations in items:
+                self._save_trace(cursor, trace)
+                self._insert_evaluations(cursor, evaluations)
+                self._digest(cursor, trace.trace_id)
+
+    def _save_trace(self, cursor: Any, trace: TraceRow) -> None:
+        """Insert or replace a trace posted for evaluation (its start time stays the
+        earliest one known)."""
+        self._run(
+            cursor,
+            f"INSERT INTO traces ({_TRACE_COLUMNS}) VALUES "
+            "(?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET "
+            "status = excluded.status, last_span_at = excluded.last_span_at, "
+            "start_time = CASE WHEN traces.start_time IS NULL OR "
+            "excluded.start_time < traces.start_time THEN excluded.start_time "
+            "ELSE traces.start_time END, root_agent = excluded.root_agent, "
+            "agents = excluded.agents, trace_json = excluded.trace_json, "
+            "error = excluded.error",
+            [
+                trace.trace_id,
+                trace.source,
+                trace.status,
+                trace.first_seen,
+                trace.last_span_at,
+                trace.span_count,
+                int(trace.root_ended),
+                trace.start_time if trace.start_time is not None else trace.first_seen,
+                trace.root_agent,
+                json.dumps(trace.agents),
+                trace.trace_json,
+                trace.error,
+            ],
+        )
+        self._put_pairs(cursor, "trace_tags", trace.trace_id, trace.tags)
+        self._put_pairs(cursor, "trace_resource", trace.trace_id, trace.resource)
 
     def save_evaluations(self, evaluations: Sequence[EvaluationRow]) -> None:
         if evaluations:
             with self._transaction() as cursor:
                 self._insert_evaluations(cursor, evaluations)
+                self._digest_all(cursor, {e.trace_id for e in evaluations if e.trace_id})
 
     def _insert_evaluations(self, cursor: Any, evaluations: Sequence[EvaluationRow]) -> None:
         for e in evaluations:
@@ -422,10 +498,138 @@ class SQLStore:
                 ],
             )
 
+    # ------------------------------------------------------------------ digests
+
+    def _digest_all(self, cursor: Any, trace_ids: Iterable[str]) -> None:
+        for trace_id in sorted(trace_ids):
+            self._digest(cursor, trace_id)
+
+    def _digest(self, cursor: Any, trace_id: str) -> None:
+        """Compute and write what the list reads of a trace (see the module docstring)."""
+        row = self._run(
+            cursor,
+            "SELECT trace_json, start_time, end_time FROM traces WHERE trace_id = ?",
+            [trace_id],
+        ).fetchone()
+        if row is None:
+            return  # evaluations of a trace that is not stored (a chat's trace_id)
+        trace_json, start_time, end_time = row
+        latest: dict[str, str] = {}
+        for criterion, response in self._run(
+            cursor,
+            "SELECT criterion, response FROM evaluations WHERE trace_id = ? AND kind = 'trace' "
+            "ORDER BY created_at, id",
+            [trace_id],
+        ).fetchall():
+            latest[criterion] = response
+        try:
+            found = digest(trace_json, list(latest.values()), self.prices)
+        except ValueError:
+            # Not a trace or answers this server wrote: keep it listed, with nothing computed.
+            logger.warning("tracejudge: trace %s cannot be digested", trace_id, exc_info=True)
+            found = TraceDigest()
+        self._write_digest(cursor, trace_id, found, start_time, end_time)
+
+    def _write_digest(
+        self,
+        cursor: Any,
+        trace_id: str,
+        found: TraceDigest,
+        start_time: float | None,
+        end_time: float | None,
+    ) -> None:
+        starts = [t for t in (start_time, found.start_time) if t is not None]
+        ends = [t for t in (end_time, found.end_time) if t is not None]
+        start = min(starts) if starts else None
+        end = max(ends) if ends else None
+        self._run(
+            cursor,
+            "UPDATE traces SET start_time = ?, end_time = ?, duration = ?, agent_count = ?, "
+            "model_calls = ?, input_tokens = ?, output_tokens = ?, tokens = ?, cost = ?, "
+            "models = ?, worst_score = ?, worst_agent = ?, worst_criterion = ?, "
+            "failing_agents = ?, failing_pairs = ?, verdict = ?, digested = ? "
+            "WHERE trace_id = ?",
+            [
+                start,
+                end,
+                max(0.0, end - start) if start is not None and end is not None else None,
+                len(found.agents),
+                found.model_calls,
+                found.input_tokens,
+                found.output_tokens,
+                found.input_tokens + found.output_tokens,
+                found.cost,
+                json.dumps(found.models),
+                found.worst_score,
+                found.worst_agent,
+                found.worst_criterion,
+                found.failing_agents,
+                found.failing_pairs,
+                found.verdict,
+                DIGEST_VERSION,
+                trace_id,
+            ],
+        )
+        if found.agents:
+            self._run(cursor, "DELETE FROM trace_agents WHERE trace_id = ?", [trace_id])
+            for name in sorted(set(found.agents)):
+                self._run(
+                    cursor,
+                    "INSERT INTO trace_agents (trace_id, agent_name, agent_key) VALUES (?, ?, ?)",
+                    [trace_id, name, agent_key(name)],
+                )
+        self._run(cursor, "DELETE FROM agent_scores WHERE trace_id = ?", [trace_id])
+        for score in found.scores:
+            self._run(
+                cursor,
+                "INSERT INTO agent_scores (trace_id, criterion, agent_instance_id, agent_name, "
+                "agent_key, score, fail_under, failing, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    trace_id,
+                    score.criterion,
+                    score.agent_instance_id,
+                    score.agent_name,
+                    agent_key(score.agent_name),
+                    score.score,
+                    score.fail_under,
+                    int(score.failing),
+                    score.state,
+                ],
+            )
+        self._index(cursor, trace_id, index_words(found.text))
+
+    def _index(self, cursor: Any, trace_id: str, words: str) -> None:  # pragma: no cover
+        """Put the trace's words in the full-text index (none: take it out)."""
+        raise NotImplementedError
+
+    def _search(self, query: SearchQuery) -> tuple[str, list[Any]]:  # pragma: no cover
+        """A query giving the trace ids that match `query`, and its parameters."""
+        raise NotImplementedError
+
+    def digest_pending(self, batch: int = 200) -> int:
+        done = 0
+        while True:
+            with self._transaction() as cursor:
+                ids = [
+                    r[0]
+                    for r in self._run(
+                        cursor,
+                        "SELECT trace_id FROM traces WHERE digested < ? ORDER BY trace_id "
+                        f"LIMIT ?{self.lock_rows}",
+                        [DIGEST_VERSION, batch],
+                    ).fetchall()
+                ]
+                self._digest_all(cursor, ids)
+            done += len(ids)
+            if len(ids) < batch:
+                return done
+
+    # ------------------------------------------------------------------ reading
+
     def get_trace(self, trace_id: str) -> TraceRow | None:
         with self._transaction() as cursor:
             row = self._run(
-                cursor, f"SELECT {_TRACE_COLUMNS} FROM traces WHERE trace_id = ?", [trace_id]
+                cursor, f"SELECT {_FULL_COLUMNS} FROM traces WHERE trace_id = ?", [trace_id]
             ).fetchone()
             if row is None:
                 return None
@@ -434,7 +638,7 @@ class SQLStore:
         return trace
 
     def _decorate(self, cursor: Any, traces: list[TraceRow]) -> None:
-        """Fill each trace's tags and latest score per criterion."""
+        """Fill each trace's tags, resource attributes and latest score per criterion."""
         if not traces:
             return
         by_id = {t.trace_id: t for t in traces}
@@ -444,6 +648,12 @@ class SQLStore:
             cursor, f"SELECT trace_id, key, value FROM trace_tags WHERE trace_id IN ({marks})", ids
         ).fetchall():
             by_id[trace_id].tags[key] = value
+        for trace_id, key, value in self._run(
+            cursor,
+            f"SELECT trace_id, key, value FROM trace_resource WHERE trace_id IN ({marks})",
+            ids,
+        ).fetchall():
+            by_id[trace_id].resource[key] = value
         for trace_id, criterion, overall in self._run(
             cursor,
             "SELECT trace_id, criterion, overall_score FROM evaluations "
@@ -452,54 +662,97 @@ class SQLStore:
         ).fetchall():
             by_id[trace_id].scores[criterion] = overall
 
-    def list_traces(self, where: TraceFilter, limit: int, cursor: str | None) -> TracePage:
-        conditions: list[str] = []
-        params: list[Any] = []
-        if where.tag is not None:
-            conditions.append(
-                "EXISTS (SELECT 1 FROM trace_tags g WHERE g.trace_id = traces.trace_id "
-                "AND g.key = ? AND g.value = ?)"
-            )
-            params.extend(where.tag)
-        if where.agent is not None:
-            conditions.append(
-                "EXISTS (SELECT 1 FROM trace_agents a WHERE a.trace_id = traces.trace_id "
-                "AND a.agent_name = ?)"
-            )
-            params.append(where.agent)
-        if where.score_below is not None:
-            conditions.append(
-                "EXISTS (SELECT 1 FROM evaluations e WHERE e.trace_id = traces.trace_id "
-                "AND e.overall_score < ?)"
-            )
-            params.append(where.score_below)
-        if where.status is not None:
-            conditions.append("status = ?")
-            params.append(where.status)
-        if where.since is not None:
-            conditions.append("first_seen >= ?")
-            params.append(where.since)
-        if where.until is not None:
-            conditions.append("first_seen < ?")
-            params.append(where.until)
-        if cursor is not None:
-            first_seen, trace_id = _decode_cursor(cursor)
-            conditions.append("(first_seen < ? OR (first_seen = ? AND trace_id < ?))")
-            params.extend([first_seen, first_seen, trace_id])
-        clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
+    def list_traces(
+        self,
+        where: TraceFilter,
+        limit: int,
+        cursor: str | None,
+        order: TraceOrder | None = None,
+    ) -> TracePage:
+        order = order or TraceOrder()
+        found, params = conditions(where, self._search)
+        start = Cursor.decode(cursor, order) if cursor is not None else None
+        matching = list(found)
+        paged = list(found)
+        paged_params = list(params)
+        if start is not None:
+            condition, values = keyset(start)
+            paged.append(condition)
+            paged_params.extend(values)
+        backwards = start is not None and start.backwards
+        column = _SORT_COLUMNS[order.sort]
         with self._transaction() as db:
             rows = self._run(
                 db,
-                f"SELECT {_TRACE_COLUMNS} FROM traces{clause} "
-                "ORDER BY first_seen DESC, trace_id DESC LIMIT ?",
-                [*params, limit + 1],
+                f"SELECT {_LISTED_COLUMNS}, {column} FROM traces{_where(paged)} "
+                f"ORDER BY {order_by(order, backwards=backwards)} LIMIT ?",
+                [*paged_params, limit + 1],
             ).fetchall()
-            traces = [_trace(r) for r in rows[:limit]]
+            total = self._run(
+                db, f"SELECT COUNT(*) FROM traces{_where(matching)}", params
+            ).fetchone()[0]
+            more = len(rows) > limit
+            rows = rows[:limit]
+            if backwards:
+                rows.reverse()
+            traces = [_trace(r) for r in rows]
             self._decorate(db, traces)
-        more = len(rows) > limit
-        last = traces[-1] if traces else None
-        next_cursor = _encode_cursor(last.first_seen, last.trace_id) if more and last else None
-        return TracePage(traces=traces, cursor=next_cursor)
+        if start is None:
+            offset = 0
+        elif backwards:
+            offset = max(0, start.offset - len(rows))
+        else:
+            offset = start.offset
+        following = previous = None
+        if rows and (more if not backwards else True):
+            last = rows[-1]
+            following = Cursor(order, last[-1], last[0], False, offset + len(rows)).encode()
+        if rows and (more if backwards else start is not None):
+            first = rows[0]
+            previous = Cursor(order, first[-1], first[0], True, offset).encode()
+        if backwards and not more:
+            offset = 0  # the first page, however many rows came or went meanwhile
+        return TracePage(
+            traces=traces, cursor=following, total=int(total), previous=previous, offset=offset
+        )
+
+    def overview(self, where: TraceFilter, limit: int) -> Overview:
+        found, params = conditions(where, self._search)
+        picked = (
+            f"SELECT traces.trace_id FROM traces{_where(found)} "
+            f"ORDER BY {order_by(TraceOrder())} LIMIT ?"
+        )
+        with self._transaction() as db:
+            covered = self._run(
+                db, f"SELECT COUNT(*) FROM ({picked}) AS picked", [*params, limit]
+            ).fetchone()[0]
+            rows = self._run(
+                db,
+                f"WITH picked AS ({picked}), ranked AS (SELECT s.agent_name, s.criterion, "
+                "s.score, s.failing, ROW_NUMBER() OVER (PARTITION BY s.agent_name, s.criterion "
+                "ORDER BY s.score) AS n, COUNT(*) OVER (PARTITION BY s.agent_name, "
+                "s.criterion) AS c FROM agent_scores s JOIN picked p ON p.trace_id = s.trace_id "
+                "WHERE s.score IS NOT NULL) SELECT agent_name, criterion, COUNT(*), "
+                "SUM(failing), AVG(score), AVG(CASE WHEN n IN ((c + 1) / 2, (c + 2) / 2) "
+                "THEN score END), MIN(score), MAX(score) FROM ranked "
+                "GROUP BY agent_name, criterion",
+                [*params, limit],
+            ).fetchall()
+        listed = [
+            OverviewRow(
+                agent_name=name,
+                criterion=criterion,
+                scored=int(scored),
+                failing=int(failing or 0),
+                mean=_number(mean),
+                median=_number(median),
+                min=_number(low),
+                max=_number(high),
+            )
+            for name, criterion, scored, failing, mean, median, low, high in rows
+        ]
+        listed.sort(key=lambda r: (-r.failing, r.agent_name, r.criterion))
+        return Overview(rows=listed, traces=int(covered))
 
     def evaluations_of(self, trace_id: str) -> list[EvaluationRow]:
         with self._transaction() as cursor:

@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tracejudge.errors import MissingDependencyError
+from tracejudge.server.store._search import SearchQuery
 from tracejudge.server.store._sql import SQLStore
 
 __all__ = ["PostgresStore"]
@@ -28,6 +29,8 @@ class PostgresStore(SQLStore):
 
     lock_rows = " FOR UPDATE SKIP LOCKED"
     serial = "BIGSERIAL PRIMARY KEY"
+    dialect = "postgres"
+    key_collation = ' COLLATE "C"'
     single_process = False
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
@@ -70,6 +73,21 @@ class PostgresStore(SQLStore):
                 connection.close()
             else:
                 self._pool.put(connection)
+
+    def _index(self, cursor: Any, trace_id: str, words: str) -> None:
+        if not words:
+            self._run(cursor, "DELETE FROM trace_docs WHERE trace_id = ?", [trace_id])
+            return
+        self._run(
+            cursor,
+            "INSERT INTO trace_docs (trace_id, document) VALUES (?, to_tsvector('simple', ?)) "
+            "ON CONFLICT (trace_id) DO UPDATE SET document = excluded.document",
+            [trace_id, words],
+        )
+
+    def _search(self, query: SearchQuery) -> tuple[str, list[Any]]:
+        condition, params = query.tsquery()
+        return f"SELECT trace_id FROM trace_docs WHERE document @@ {condition}", params
 
     def _lock_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
