@@ -66,7 +66,8 @@ font-size:12px;color:#223;text-decoration:none}.error{color:#c0392b;font-size:12
 .mono{font-family:monospace;font-size:12px;color:#666}.count{margin:8px 0;color:#444}
 .pages a,.pages span{margin-right:14px}details.overview{margin:8px 0}
 details.overview summary{cursor:pointer;font-weight:600}
-details.overview table{width:auto;margin-top:4px}.badge{font-weight:600}
+details.overview .scroll{max-height:18em;overflow-y:auto;display:inline-block;margin-top:4px}
+details.overview table{width:auto}.badge{font-weight:600}td.tags{max-width:16em}
 """
 _POLICY = (
     "default-src 'none'; style-src 'sha256-"
@@ -83,7 +84,7 @@ _HEADERS = {
 }
 #: The columns: (header, sort key or None, numeric).
 _COLUMNS = (
-    ("start", "start_time", False),
+    ("start (UTC)", "start_time", False),
     ("duration", "duration", True),
     ("root agent", "root_agent", False),
     ("agents", "agents", False),
@@ -121,6 +122,10 @@ def _duration(seconds: float | None) -> str:
         return f"{seconds:.1f} s"
     minutes, rest = divmod(round(seconds), 60)
     return f"{minutes} min {rest} s" if minutes < 60 else f"{minutes // 60} h {minutes % 60} min"
+
+
+def _short(trace_id: str) -> str:
+    return trace_id if len(trace_id) <= 16 else trace_id[:16] + "…"
 
 
 def _cost(dollars: float | None) -> str:
@@ -186,14 +191,14 @@ def _row(query: ListQuery, row: TraceRow) -> str:
     return (
         f'<tr class="{"failed" if failed else "ok"}">'
         f'<td><a href="{_e(trace_path(row.trace_id))}">{_e(_when(row.start_time))}</a>'
-        f'<div class="mono">{_e(row.trace_id)}</div></td>'
+        f'<div class="mono" title="{_e(row.trace_id)}">{_e(_short(row.trace_id))}</div></td>'
         f'<td class="n">{_e(_duration(row.duration))}</td>'
         f"<td>{_e(row.root_agent or '')}</td><td>{_e(_agents(row.agents))}</td>"
         f'<td class="n">{row.model_calls}</td>'
         f'<td class="n" title="{_e(tokens)}">{row.tokens:,}</td>'
         f'<td class="n" title="{_e(models)}">{_e(_cost(row.cost))}</td>'
         f"{worst}{failing}<td>{_status(row)}</td>"
-        f"<td>{_e(row.service or '')}</td><td>{_tags(query, row)}</td></tr>"
+        f'<td>{_e(row.service or "")}</td><td class="tags">{_tags(query, row)}</td></tr>'
     )
 
 
@@ -304,11 +309,12 @@ def _overview(found: Overview, total: int) -> str:
         )
     return (
         '<details class="overview" open><summary>Per agent and criterion, over '
-        f"{_e(covered)}</summary><table><thead><tr><th>agent</th><th>criterion</th>"
+        f'{_e(covered)}</summary><div class="scroll"><table><thead><tr><th>agent</th>'
+        "<th>criterion</th>"
         '<th class="n">failing</th><th class="n">mean</th><th class="n">median</th>'
         '<th class="n">min</th><th class="n">max</th></tr></thead><tbody>'
         + "".join(rows)
-        + "</tbody></table></details>"
+        + "</tbody></table></div></details>"
     )
 
 
