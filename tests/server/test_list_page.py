@@ -297,6 +297,7 @@ def test_the_overview_counts_failing_writers(planted: Planted) -> None:
         ({"agent": ["a", "b"]}, "agent"),
         ({"q": '"  "'}, "q"),
         ({"cursor": "nope"}, "cursor"),
+        ({"agent": "wri\x00ter"}, "agent"),
     ],
 )
 def test_bad_input_is_a_422_naming_the_parameter(

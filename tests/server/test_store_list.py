@@ -357,3 +357,51 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_digested(
         assert waiting.verdict == "pending"
     finally:
         store.close()
+
+
+def test_every_way_of_reading_a_filter_gives_the_same_traces(store: Store) -> None:
+    """Sets, probes (a walk in the list's order, chosen when many traces match and a page
+    is small) and a driving set with probes (several conditions) agree, page by page."""
+    items = []
+    for i in range(30):
+        names = ["orchestrator", "researcher", "writer" if i % 3 else "Writer", "editor"][
+            : 2 + i % 3
+        ]
+        trace = agent_trace(
+            names,
+            start=1_700_000_000.0 + i,
+            tool_result=("rain in Porto" if i % 4 else "sun in Lisbon") + f" ref{i}",
+        )
+        scores = {n: ((i * 7 + k * 3) % 11) / 10 for k, n in enumerate(names)}
+        answers = [answer(trace, "x", scores), answer(trace, "y", {names[-1]: (i % 5) / 4})]
+        items.append(stored(f"t{i:02d}", trace, answers, tags={"team": "ab"[i % 2]}))
+    store.save_traces(items)
+    filters = [
+        TraceFilter(agent="writer"),
+        TraceFilter(agent="w", score_below=0.5),
+        TraceFilter(agent="e", score_above=0.3),
+        TraceFilter(criterion="x", score_below=0.6),
+        TraceFilter(criterion="y", score_above=0.5),
+        TraceFilter(criterion="x", agent="writer", score_above=0.2, score_below=0.9),
+        TraceFilter(q="porto"),
+        TraceFilter(q="porto", tags=(("team", "a"),)),
+        TraceFilter(q="ref7", agent="wri"),
+        TraceFilter(q="rain", criterion="x", agent="res", score_below=0.8),
+        TraceFilter(tags=(("team", "b"),), verdict="failed", since=1_700_000_005.0),
+    ]
+    for where in filters:
+        whole = store.list_traces(where, 500, None)
+        assert whole.total == len(whole.traces)
+        for order in (TraceOrder(), TraceOrder("start_time", False), TraceOrder("cost", False)):
+            expected = [t.trace_id for t in store.list_traces(where, 500, None, order).traces]
+            for limit in (1, 4):
+                seen, cursor = [], None
+                while True:
+                    page = store.list_traces(where, limit, cursor, order)
+                    assert page.total == whole.total, where
+                    seen += [t.trace_id for t in page.traces]
+                    if page.cursor is None:
+                        break
+                    cursor = page.cursor
+                assert seen == expected, (where, order, limit)
+        assert store.overview(where, 1000).traces == whole.total

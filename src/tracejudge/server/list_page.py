@@ -387,7 +387,7 @@ async def list_page(request: Request) -> HTMLResponse:
     try:
         query = list_query(request.query_params)
         page = await read_page(request, query)
-        found = await read_overview(request, query) if page.total else Overview([], 0)
+        found = await read_overview(request, query, page.total) if page.total else Overview([], 0)
     except ApiError as error:
         return HTMLResponse(_error_page(request, error), status_code=error.status, headers=_HEADERS)
     return HTMLResponse(render_list(query, page, found), headers=_HEADERS)

@@ -106,6 +106,8 @@ _NAMES = tuple(name for name, _, _ in PARAMETERS)
 #: The parameters that choose which traces (not their order or page).
 FILTERS = _NAMES[: _NAMES.index("sort")]
 _REPEATABLE = frozenset({"tag"})
+#: No parameter is longer (a criterion is at most 4096 characters; cursors are short).
+_MAX_VALUE = 8192
 
 
 def query_error(name: str, message: str) -> ApiError:
@@ -196,6 +198,10 @@ def _values(query: QueryParams) -> dict[str, list[str]]:
             )
         if value.strip() == "":
             continue  # an empty form field means "any"
+        if "\x00" in value:
+            raise query_error(name, "holds a NUL character; leave it out")
+        if len(value) > _MAX_VALUE:
+            raise query_error(name, f"is longer than {_MAX_VALUE} characters; give less")
         values.setdefault(name, []).append(value.strip() if name != "q" else value)
     for name, given in values.items():
         if len(given) > 1 and name not in _REPEATABLE:

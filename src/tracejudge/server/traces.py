@@ -124,9 +124,11 @@ async def read_page(request: Request, query: ListQuery) -> TracePage:
         raise query_error("cursor", str(exc)) from None
 
 
-async def read_overview(request: Request, query: ListQuery) -> Overview:
+async def read_overview(request: Request, query: ListQuery, total: int | None = None) -> Overview:
+    """The overview of the traces `query` keeps (`total`: how many, when counted)."""
     store = context_of(request).store
-    return await in_thread(store.overview, query.where, OVERVIEW_TRACES)  # type: ignore[no-any-return]
+    found = await in_thread(store.overview, query.where, OVERVIEW_TRACES, total)
+    return found  # type: ignore[no-any-return]
 
 
 async def list_traces(request: Request) -> JSONResponse:

@@ -1,12 +1,17 @@
 """The SQL of a trace list: a filter as conditions, an order, and keyset cursors.
 
 Every condition reads a column of `traces` or an indexed side table (`trace_tags`,
-`trace_agents`, `agent_scores`, the full-text index) through `trace_id IN (...)`, so no
-condition parses JSON or scans a trace. A page is read from a cursor that holds the
-sort value and trace id of the row it continues from (keyset paging: a page deep in the
-list costs what the first one costs, and rows added meanwhile shift nothing); the order
-puts empty values (no cost, not scored) last in either direction and breaks ties by
-trace id, so it is total and stable.
+`trace_agent_keys` and `trace_criteria`, one row per trace holding a worst score;
+`agent_scores`; the full-text index), so no condition parses JSON or scans a trace. A
+side table is read as a set (`trace_id IN (...)`) when few traces match, or probed per
+trace (`EXISTS`) while walking an index in the list's order when many do, the store
+choosing by the count it makes anyway (`probes_pay`). A lone condition on a table with a
+row per trace is counted there.
+
+A page is read from a cursor that holds the sort value and trace id of the row it
+continues from (keyset paging: a page deep in the list costs what the first one costs,
+and rows added meanwhile shift nothing); the order puts empty values (no cost, not
+scored) last in either direction and breaks ties by trace id, so it is total and stable.
 """
 
 from __future__ import annotations
@@ -22,7 +27,10 @@ from tracejudge.server.store._search import SearchQuery
 from tracejudge.server.store.base import SORT_KEYS, TraceFilter, TraceOrder
 
 __all__ = [
+    "Conditions",
     "Cursor",
+    "Side",
+    "probes_pay",
     "InvalidCursorError",
     "SORT_COLUMNS",
     "agent_key",
@@ -51,6 +59,16 @@ SORT_COLUMNS: dict[str, str] = {
     ),
 }
 assert set(SORT_COLUMNS) == set(SORT_KEYS)
+#: Sort keys whose column always has a value (start_time: received time until spans
+#: or calls say).
+NEVER_EMPTY = frozenset({"start_time", "agents", "model_calls", "tokens", "failing", "status"})
+#: (sort key, descending) orders an index of `traces` gives as they are asked for: a column
+#: that is never empty, either way; one that may be, descending (empty values last, where
+#: SQLite's index puts them). The status is an expression: no index.
+INDEXED_ORDERS = frozenset(
+    {(key, way) for key in NEVER_EMPTY - {"status"} for way in (True, False)}
+    | {(key, True) for key in ("duration", "root_agent", "cost", "worst_score")}
+)
 
 
 class InvalidCursorError(ValueError):
@@ -132,67 +150,180 @@ class Cursor:
         return cursor
 
 
+@dataclass(frozen=True)
+class Side:
+    """A condition on a side table: the traces with a row of `table` (its trace id in
+    `key`) where `where` holds. Read as a set (`trace_id IN (SELECT ...)`: best when few
+    traces match) or as a probe per trace (`EXISTS (...)`: best when many do and the
+    list walks an index in its order, stopping at a page). `unique`: at most one such row
+    per trace, so that its rows can be counted for the traces (from `count_table` when
+    given: a narrower table with the same rows)."""
+
+    table: str
+    where: str
+    params: tuple[Any, ...]
+    key: str = "trace_id"
+    #: `where` as a probe writes it, when it differs (the same parameters, in order).
+    probe_where: str | None = None
+    unique: bool = False
+    count_table: str | None = None
+    #: What probing it for one trace costs, against a b-tree lookup (a full-text match
+    #: seeks every word's list of documents: far dearer).
+    probe_cost: float = 1.0
+
+    def condition(self, probe: bool, *, negate: bool = False) -> str:
+        """The condition (`negate`: the traces without such a row)."""
+        no = "NOT " if negate else ""
+        if probe:
+            return (
+                f"{no}EXISTS (SELECT 1 FROM {self.table} WHERE {self.key} = traces.trace_id "
+                f"AND {self.probe_where or self.where})"
+            )
+        return f"traces.trace_id {no}IN (SELECT {self.key} FROM {self.table} WHERE {self.where})"
+
+    def count(self) -> str:
+        return f"SELECT COUNT(*) FROM {self.count_table or self.table} WHERE {self.where}"
+
+
+@dataclass
+class Conditions:
+    """A filter as conditions over `traces`: plain ones and side-table ones."""
+
+    parts: list[tuple[str | Side, tuple[Any, ...], bool]]
+    #: The side condition read as a set while the others are probed (see `drive`).
+    driver: int | None = None
+
+    def sql(self, *, probe: bool = False) -> tuple[list[str], list[Any]]:
+        """The conditions and their parameters; side tables read as sets, or as probes
+        per trace (`probe`: all of them; else all but the driver, when one was chosen)."""
+        found: list[str] = []
+        params: list[Any] = []
+        for n, (part, values, negate) in enumerate(self.parts):
+            if isinstance(part, Side):
+                probed = probe or (self.driver is not None and n != self.driver)
+                found.append(part.condition(probed, negate=negate))
+                params.extend(part.params)
+            else:
+                found.append(part)
+                params.extend(values)
+        return found, params
+
+    def sides(self) -> list[tuple[int, Side]]:
+        """The side conditions that could drive a query (not negated), by position."""
+        return [
+            (n, part)
+            for n, (part, _, negate) in enumerate(self.parts)
+            if isinstance(part, Side) and not negate
+        ]
+
+    def drive(self, sizes: dict[int, int]) -> None:
+        """Choose how to join the side conditions, from their rows (`sizes`, by position):
+        every one read as a set (costs their rows), or one read as the set the query starts
+        from and the others probed for each of its traces (its rows, and for each a probe
+        of every other side, at that side's `probe_cost`)."""
+        costs: dict[int | None, float] = {None: float(sum(sizes.values()))}
+        for n, size in sizes.items():
+            others = sum(part.probe_cost for m, part in self.sides() if m != n)
+            others += sum(1 for part, _, negate in self.parts if negate)
+            costs[n] = size * (1 + others)
+        self.driver = min(costs, key=lambda n: costs[n])
+
+    def only_side(self) -> Side | None:
+        """The one condition when it is a unique side table's (countable on its own)."""
+        if len(self.parts) == 1:
+            part, _, negate = self.parts[0]
+            if isinstance(part, Side) and part.unique and not negate:
+                return part
+        return None
+
+
+#: A prefix matching more names than this reads them from the names table in the query.
+_MANY_NAMES = 200
+
+
 def conditions(
-    where: TraceFilter, search: Callable[[SearchQuery], tuple[str, list[Any]]]
-) -> tuple[list[str], list[Any]]:
-    """The filter as SQL conditions over `traces`, with their parameters."""
-    sql: list[str] = []
-    params: list[Any] = []
+    where: TraceFilter,
+    search: Callable[[SearchQuery], Side],
+    names: Callable[[str, str | None], list[str]],
+) -> Conditions:
+    """The filter as conditions over `traces`. `names(low, high)` gives the case-folded
+    agent names from `low` up to `high` (None: no end)."""
+    parts: list[tuple[str | Side, tuple[Any, ...], bool]] = []
 
     def add(condition: str, *values: Any) -> None:
-        sql.append(condition)
-        params.extend(values)
+        parts.append((condition, values, False))
+
+    def side(found: Side, negate: bool = False) -> None:
+        parts.append((found, (), negate))
 
     for key, value in where.tags:
-        add(
-            "traces.trace_id IN (SELECT trace_id FROM trace_tags WHERE key = ? AND value = ?)",
-            key,
-            value,
-        )
-    scored = where.score_below is not None or where.score_above is not None
-    if where.agent is not None or where.criterion is not None:
-        picks: list[str] = []
-        values: list[Any] = []
-        if where.agent is not None:
+        side(Side("trace_tags", "key = ? AND value = ?", (key, value), unique=True))
+    below, above = where.score_below, where.score_above
+    picks: list[str] = []
+    values: list[Any] = []
+    one_name = True
+    if where.agent is not None:
+        low = agent_key(where.agent)
+        keys = names(low, _after(low))
+        if not keys:
+            add("1 = 0")  # no agent of that name anywhere
+            return Conditions(parts)
+        if len(keys) > _MANY_NAMES:
             condition, bounds = _prefix("agent_key", where.agent)
-            picks.append(condition)
+            picks.append(f"agent_key IN (SELECT agent_key FROM agent_names WHERE {condition})")
             values.extend(bounds)
-        if where.criterion is not None:
-            picks.append("criterion = ?")
-            values.append(where.criterion)
-        if not scored and where.criterion is None:
-            add(f"traces.trace_id IN (SELECT trace_id FROM trace_agents WHERE {picks[0]})", *values)
-        elif not scored:
-            add(
-                f"traces.trace_id IN (SELECT trace_id FROM agent_scores WHERE "
-                f"{' AND '.join(picks)})",
-                *values,
-            )
-        elif where.score_above is None:
-            add(
-                f"traces.trace_id IN (SELECT trace_id FROM agent_scores WHERE "
-                f"{' AND '.join(picks)} AND score < ?)",
-                *values,
-                where.score_below,
-            )
         else:
-            having = ["MIN(score) >= ?"]
-            bounds = [where.score_above]
-            if where.score_below is not None:
-                having.append("MIN(score) < ?")
-                bounds.append(where.score_below)
-            add(
-                f"traces.trace_id IN (SELECT trace_id FROM agent_scores WHERE "
-                f"{' AND '.join(picks)} AND score IS NOT NULL GROUP BY trace_id HAVING "
-                f"{' AND '.join(having)})",
-                *values,
-                *bounds,
+            picks.append(f"agent_key IN ({', '.join('?' for _ in keys)})")
+            values.extend(keys)
+        one_name = len(keys) == 1
+    if where.criterion is None and where.agent is not None:
+        # an agent name's worst score over its instances and criteria: a row per trace
+        if below is not None:
+            picks.append("worst_score < ?")
+            values.append(below)
+        if above is not None:
+            picks.append("worst_score >= ?")
+            values.append(above)
+        side(Side("trace_agent_keys", " AND ".join(picks), tuple(values), unique=one_name))
+    elif where.criterion is not None and where.agent is None:
+        # the criterion's worst score over the agent instances: a row per trace
+        picks = ["criterion = ?"]
+        values = [where.criterion]
+        if below is not None:
+            picks.append("worst_score < ?")
+            values.append(below)
+        if above is not None:
+            picks.append("worst_score >= ?")
+            values.append(above)
+        side(Side("trace_criteria", " AND ".join(picks), tuple(values), unique=True))
+    elif where.criterion is not None:
+        # that criterion's rows of that agent: one per agent instance
+        def scores(*extra: str, more: tuple[Any, ...] = (), negate: bool = False) -> None:
+            # A probe reads one trace's rows by the primary key: `criterion || ''` keeps
+            # the planners from walking the criterion index instead (all its rows).
+            side(
+                Side(
+                    "agent_scores",
+                    " AND ".join(["criterion = ?", *picks, *extra]),
+                    (where.criterion, *values, *more),
+                    probe_where=" AND ".join(["criterion || '' = ?", *picks, *extra]),
+                ),
+                negate,
             )
+
+        if below is not None:
+            scores("score < ?", more=(below,))
+        if above is not None:
+            # the least score is at or above: one is, and none is below
+            scores("score >= ?", more=(above,))
+            scores("score < ?", more=(above,), negate=True)
+        if below is None and above is None:
+            scores()
     else:
-        if where.score_below is not None:
-            add("traces.worst_score < ?", where.score_below)
-        if where.score_above is not None:
-            add("traces.worst_score >= ?", where.score_above)
+        if below is not None:
+            add("traces.worst_score < ?", below)
+        if above is not None:
+            add("traces.worst_score >= ?", above)
     if where.status is not None:
         add("traces.status = ?", where.status)
     if where.verdict is not None:
@@ -204,9 +335,18 @@ def conditions(
     if where.until is not None:
         add("traces.start_time < ?", where.until)
     if where.q is not None:
-        condition, values = search(SearchQuery.parse(where.q))
-        add(f"traces.trace_id IN ({condition})", *values)
-    return sql, params
+        side(search(SearchQuery.parse(where.q)))
+    return Conditions(parts)
+
+
+def probes_pay(order: TraceOrder, total: int, everything: int, wanted: int) -> bool:
+    """Whether probing each trace in the list's order beats reading the matching set, to
+    find `wanted` of the `total` matching traces among `everything`: the walk reads about
+    wanted * everything / total traces, the set all `total` of them (and sorts them); a walk
+    needs an order an index gives (see `INDEXED_ORDERS`)."""
+    if (order.sort, order.descending) not in INDEXED_ORDERS or total == 0:
+        return False
+    return total * total > wanted * everything
 
 
 def order_by(order: TraceOrder, *, backwards: bool = False) -> str:
@@ -214,6 +354,8 @@ def order_by(order: TraceOrder, *, backwards: bool = False) -> str:
     column = SORT_COLUMNS[order.sort]
     descending = order.descending != backwards
     way = "DESC" if descending else "ASC"
+    if order.sort in NEVER_EMPTY:  # no NULLS clause: an index can give the order
+        return f"{column} {way}, traces.trace_id {way}"
     nulls = "NULLS FIRST" if backwards else "NULLS LAST"
     return f"{column} {way} {nulls}, traces.trace_id {way}"
 
@@ -224,6 +366,9 @@ def keyset(cursor: Cursor) -> tuple[str, list[Any]]:
     descending = cursor.order.descending != cursor.backwards
     op = "<" if descending else ">"
     value, trace_id = cursor.value, cursor.trace_id
+    if cursor.order.sort in NEVER_EMPTY and value is not None:
+        # a row value: an index seeks to it
+        return f"(({column}, traces.trace_id) {op} (?, ?))", [value, trace_id]
     if not cursor.backwards:
         # forwards: empty values come after every value
         if value is None:

@@ -14,6 +14,7 @@ names, its full-text document. Listing reads only those (see `_query`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -26,12 +27,15 @@ from tracejudge.models import PriceTable
 from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest
 from tracejudge.server.store._query import SORT_COLUMNS as _SORT_COLUMNS
 from tracejudge.server.store._query import (
+    Conditions,
     Cursor,
     InvalidCursorError,
+    Side,
     agent_key,
     conditions,
     keyset,
     order_by,
+    probes_pay,
 )
 from tracejudge.server.store._search import SearchQuery, index_words
 from tracejudge.server.store.base import (
@@ -132,9 +136,29 @@ def _where(conditions: Sequence[str]) -> str:
     return f" WHERE {' AND '.join(conditions)}" if conditions else ""
 
 
-def _number(value: Any) -> float | None:
-    """A database number as a float (PostgreSQL's AVG answers a Decimal)."""
-    return None if value is None else float(value)
+def _overview_row(name: str, criterion: str, values: list[tuple[float, int, int]]) -> OverviewRow:
+    """Statistics of one agent name and criterion from (score, instances, failing)."""
+    values.sort()
+    scored = sum(count for _, count, _ in values)
+
+    def nth(n: int) -> float:  # the n-th smallest score, from 0
+        for score, count, _ in values:
+            if n < count:
+                return score
+            n -= count
+        raise IndexError(n)
+
+    middle = (nth((scored - 1) // 2) + nth(scored // 2)) / 2
+    return OverviewRow(
+        agent_name=name,
+        criterion=criterion,
+        scored=scored,
+        failing=sum(failing for _, _, failing in values),
+        mean=sum(score * count for score, count, _ in values) / scored,
+        median=middle,
+        min=values[0][0],
+        max=values[-1][0],
+    )
 
 
 class SQLStore:
@@ -147,6 +171,7 @@ class SQLStore:
     #: The migrations' dialect, and the collation of text compared by code point.
     dialect = "sqlite"
     key_collation = ""
+    clustered = " WITHOUT ROWID"
     single_process = True
     #: What the agents' model calls cost (None: the shipped table).
     prices: PriceTable | None = None
@@ -164,6 +189,11 @@ class SQLStore:
     def _run(self, cursor: Any, statement: str, params: Sequence[Any] = ()) -> Any:
         cursor.execute(self._sql(statement), tuple(params))
         return cursor
+
+    def _run_many(self, cursor: Any, statement: str, rows: Sequence[Sequence[Any]]) -> None:
+        """One statement for many rows (PostgreSQL pipelines them: one round trip)."""
+        if rows:
+            cursor.executemany(self._sql(statement), [tuple(r) for r in rows])
 
     # ------------------------------------------------------------------ schema
 
@@ -185,6 +215,7 @@ class SQLStore:
                 if row is None:
                     for statement in migration.for_dialect(self.dialect):
                         statement = statement.replace("{serial}", self.serial)
+                        statement = statement.replace("{clustered}", self.clustered)
                         self._run(cursor, statement.replace("{key}", self.key_collation))
                     self._run(
                         cursor,
@@ -369,13 +400,12 @@ class SQLStore:
 
     def _put_pairs(self, cursor: Any, table: str, trace_id: str, pairs: dict[str, str]) -> None:
         """Set keys of a trace's tags or resource attributes (`table`), in key order."""
-        for key, value in sorted(pairs.items()):
-            self._run(
-                cursor,
-                f"INSERT INTO {table} (trace_id, key, value) VALUES (?, ?, ?) "
-                "ON CONFLICT (trace_id, key) DO UPDATE SET value = excluded.value",
-                [trace_id, key, value],
-            )
+        self._run_many(
+            cursor,
+            f"INSERT INTO {table} (trace_id, key, value) VALUES (?, ?, ?) "
+            "ON CONFLICT (trace_id, key) DO UPDATE SET value = excluded.value",
+            [(trace_id, key, value) for key, value in sorted(pairs.items())],
+        )
 
     def queue_complete_traces(
         self,
@@ -437,10 +467,36 @@ class SQLStore:
 
     def save_traces(self, items: Sequence[tuple[TraceRow, Sequence[EvaluationRow]]]) -> None:
         with self._transaction() as cursor:
-            for trace, evaluations in items:
-                self._save_trace(cursor, trace)
-                self._insert_evaluations(cursor, evaluations)
-                self._digest(cursor, trace.trace_id)
+            ids = [trace.trace_id for trace, _ in items]
+            stored: set[str] = set()
+            for first in range(0, len(ids), 500):
+                chunk = ids[first : first + 500]
+                marks = ", ".join("?" for _ in chunk)
+                stored.update(
+                    r[0]
+                    for r in self._run(
+                        cursor, f"SELECT trace_id FROM traces WHERE trace_id IN ({marks})", chunk
+                    ).fetchall()
+                )
+            with self._pipelined(cursor):
+                for trace, evaluations in items:
+                    self._save_trace(cursor, trace)
+                    self._insert_evaluations(cursor, evaluations)
+                    if trace.trace_id in stored:  # its answers so far count too: read them
+                        self._digest(cursor, trace.trace_id)
+                    else:  # all there is to know is at hand: no read, no wait
+                        self._digest_new(cursor, trace, evaluations)
+
+    def _digest_new(
+        self, cursor: Any, trace: TraceRow, evaluations: Sequence[EvaluationRow]
+    ) -> None:
+        latest: dict[str, str] = {}
+        for e in sorted(evaluations, key=lambda e: (e.created_at, e.id)):
+            if e.kind == "trace" and e.trace_id == trace.trace_id:
+                latest[e.criterion] = e.response
+        start = trace.start_time if trace.start_time is not None else trace.first_seen
+        found = self._digested(trace.trace_id, trace.trace_json, list(latest.values()))
+        self._write_digest(cursor, trace.trace_id, found, start, None, new=True)
 
     def _save_trace(self, cursor: Any, trace: TraceRow) -> None:
         """Insert or replace a trace posted for evaluation (its start time stays the
@@ -480,12 +536,11 @@ class SQLStore:
                 self._digest_all(cursor, {e.trace_id for e in evaluations if e.trace_id})
 
     def _insert_evaluations(self, cursor: Any, evaluations: Sequence[EvaluationRow]) -> None:
-        for e in evaluations:
-            self._run(
-                cursor,
-                f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+        self._run_many(
+            cursor,
+            f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
                     e.id,
                     e.trace_id,
                     e.kind,
@@ -495,8 +550,10 @@ class SQLStore:
                     e.response,
                     json.dumps(e.tags),
                     e.created_at,
-                ],
-            )
+                )
+                for e in evaluations
+            ],
+        )
 
     # ------------------------------------------------------------------ digests
 
@@ -522,13 +579,16 @@ class SQLStore:
             [trace_id],
         ).fetchall():
             latest[criterion] = response
+        found = self._digested(trace_id, trace_json, list(latest.values()))
+        self._write_digest(cursor, trace_id, found, start_time, end_time)
+
+    def _digested(self, trace_id: str, trace_json: str | None, responses: list[str]) -> TraceDigest:
         try:
-            found = digest(trace_json, list(latest.values()), self.prices)
+            return digest(trace_json, responses, self.prices)
         except ValueError:
             # Not a trace or answers this server wrote: keep it listed, with nothing computed.
             logger.warning("tracejudge: trace %s cannot be digested", trace_id, exc_info=True)
-            found = TraceDigest()
-        self._write_digest(cursor, trace_id, found, start_time, end_time)
+            return TraceDigest()
 
     def _write_digest(
         self,
@@ -537,7 +597,11 @@ class SQLStore:
         found: TraceDigest,
         start_time: float | None,
         end_time: float | None,
+        *,
+        new: bool = False,
     ) -> None:
+        """Write a digest; `new`: the trace was stored in this transaction, so it has no
+        agents, scores or document to take out first."""
         starts = [t for t in (start_time, found.start_time) if t is not None]
         ends = [t for t in (end_time, found.end_time) if t is not None]
         start = min(starts) if starts else None
@@ -547,8 +611,8 @@ class SQLStore:
             "UPDATE traces SET start_time = ?, end_time = ?, duration = ?, agent_count = ?, "
             "model_calls = ?, input_tokens = ?, output_tokens = ?, tokens = ?, cost = ?, "
             "models = ?, worst_score = ?, worst_agent = ?, worst_criterion = ?, "
-            "failing_agents = ?, failing_pairs = ?, verdict = ?, digested = ? "
-            "WHERE trace_id = ?",
+            "failing_agents = ?, failing_pairs = ?, verdict = ?, digested = ?, "
+            "agents = COALESCE(?, agents) WHERE trace_id = ?",
             [
                 start,
                 end,
@@ -567,24 +631,54 @@ class SQLStore:
                 found.failing_pairs,
                 found.verdict,
                 DIGEST_VERSION,
+                json.dumps(found.agents) if found.agents else None,
                 trace_id,
             ],
         )
         if found.agents:
-            self._run(cursor, "DELETE FROM trace_agents WHERE trace_id = ?", [trace_id])
-            for name in sorted(set(found.agents)):
-                self._run(
-                    cursor,
-                    "INSERT INTO trace_agents (trace_id, agent_name, agent_key) VALUES (?, ?, ?)",
-                    [trace_id, name, agent_key(name)],
-                )
-        self._run(cursor, "DELETE FROM agent_scores WHERE trace_id = ?", [trace_id])
-        for score in found.scores:
-            self._run(
+            if not new:
+                self._run(cursor, "DELETE FROM trace_agent_keys WHERE trace_id = ?", [trace_id])
+            worst: dict[str, float | None] = {agent_key(name): None for name in found.agents}
+            for score in found.scores:
+                if score.score is not None and score.state == "scored":
+                    key = agent_key(score.agent_name)
+                    known = worst.get(key)
+                    worst[key] = score.score if known is None else min(known, score.score)
+            self._run_many(
                 cursor,
-                "INSERT INTO agent_scores (trace_id, criterion, agent_instance_id, agent_name, "
-                "agent_key, score, fail_under, failing, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
+                "INSERT INTO trace_agent_keys (trace_id, agent_key, worst_score) VALUES (?, ?, ?)",
+                [(trace_id, key, value) for key, value in sorted(worst.items())],
+            )
+            self._run_many(
+                cursor,
+                "INSERT INTO agent_names (agent_key) VALUES (?) ON CONFLICT DO NOTHING",
+                [(key,) for key in sorted(worst)],
+            )
+        if not new:
+            self._run(cursor, "DELETE FROM agent_scores WHERE trace_id = ?", [trace_id])
+            self._run(cursor, "DELETE FROM trace_criteria WHERE trace_id = ?", [trace_id])
+        by_criterion: dict[str, list[float | None]] = {}
+        failing: dict[str, int] = {}
+        for score in found.scores:
+            by_criterion.setdefault(score.criterion, [])
+            failing[score.criterion] = failing.get(score.criterion, 0) + int(score.failing)
+            if score.score is not None and score.state == "scored":
+                by_criterion[score.criterion].append(score.score)
+        self._run_many(
+            cursor,
+            "INSERT INTO trace_criteria (trace_id, criterion, worst_score, failing) "
+            "VALUES (?, ?, ?, ?)",
+            [
+                (trace_id, criterion, min(given) if given else None, failing[criterion])
+                for criterion, given in sorted(by_criterion.items())
+            ],
+        )
+        self._run_many(
+            cursor,
+            "INSERT INTO agent_scores (trace_id, criterion, agent_instance_id, agent_name, "
+            "agent_key, score, fail_under, failing, state) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            [
+                (
                     trace_id,
                     score.criterion,
                     score.agent_instance_id,
@@ -594,16 +688,26 @@ class SQLStore:
                     score.fail_under,
                     int(score.failing),
                     score.state,
-                ],
-            )
-        self._index(cursor, trace_id, index_words(found.text))
+                )
+                for score in found.scores
+            ],
+        )
+        self._index(cursor, trace_id, index_words(found.text), new=new)
 
-    def _index(self, cursor: Any, trace_id: str, words: str) -> None:  # pragma: no cover
-        """Put the trace's words in the full-text index (none: take it out)."""
+    def _pipelined(self, cursor: Any) -> AbstractContextManager[Any]:
+        """Statements sent without waiting for each answer, where the driver can
+        (PostgreSQL's pipeline mode); a read still waits for its own."""
+        return contextlib.nullcontext()
+
+    def _index(  # pragma: no cover
+        self, cursor: Any, trace_id: str, words: str, *, new: bool = False
+    ) -> None:
+        """Put the trace's words in the full-text index (none: take it out); `new`: the
+        trace has no document yet."""
         raise NotImplementedError
 
-    def _search(self, query: SearchQuery) -> tuple[str, list[Any]]:  # pragma: no cover
-        """A query giving the trace ids that match `query`, and its parameters."""
+    def _search(self, query: SearchQuery) -> Side:  # pragma: no cover
+        """The traces that match `query`, as a condition on the full-text index."""
         raise NotImplementedError
 
     def digest_pending(self, batch: int = 200) -> int:
@@ -670,27 +774,28 @@ class SQLStore:
         order: TraceOrder | None = None,
     ) -> TracePage:
         order = order or TraceOrder()
-        found, params = conditions(where, self._search)
         start = Cursor.decode(cursor, order) if cursor is not None else None
-        matching = list(found)
-        paged = list(found)
-        paged_params = list(params)
-        if start is not None:
-            condition, values = keyset(start)
-            paged.append(condition)
-            paged_params.extend(values)
         backwards = start is not None and start.backwards
         column = _SORT_COLUMNS[order.sort]
         with self._transaction() as db:
-            rows = self._run(
-                db,
-                f"SELECT {_LISTED_COLUMNS}, {column} FROM traces{_where(paged)} "
-                f"ORDER BY {order_by(order, backwards=backwards)} LIMIT ?",
-                [*paged_params, limit + 1],
-            ).fetchall()
-            total = self._run(
-                db, f"SELECT COUNT(*) FROM traces{_where(matching)}", params
-            ).fetchone()[0]
+            found = self._conditions(db, where)
+            total, everything = self._count(db, found)
+            probe = probes_pay(order, total, everything, limit) and not backwards
+            paged, params = found.sql(probe=probe)
+            if start is not None:
+                condition, values = keyset(start)
+                paged.append(condition)
+                params.extend(values)
+            rows = (
+                self._run(
+                    db,
+                    f"SELECT {_LISTED_COLUMNS}, {column} FROM traces{_where(paged)} "
+                    f"ORDER BY {order_by(order, backwards=backwards)} LIMIT ?",
+                    [*params, limit + 1],
+                ).fetchall()
+                if total
+                else []
+            )
             more = len(rows) > limit
             rows = rows[:limit]
             if backwards:
@@ -713,43 +818,78 @@ class SQLStore:
         if backwards and not more:
             offset = 0  # the first page, however many rows came or went meanwhile
         return TracePage(
-            traces=traces, cursor=following, total=int(total), previous=previous, offset=offset
+            traces=traces, cursor=following, total=total, previous=previous, offset=offset
         )
 
-    def overview(self, where: TraceFilter, limit: int) -> Overview:
-        found, params = conditions(where, self._search)
-        picked = (
-            f"SELECT traces.trace_id FROM traces{_where(found)} "
-            f"ORDER BY {order_by(TraceOrder())} LIMIT ?"
-        )
+    def _conditions(self, db: Any, where: TraceFilter) -> Conditions:
+        def names(low: str, high: str | None) -> list[str]:
+            bound, values = (
+                ("agent_key >= ?", [low])
+                if high is None
+                else (
+                    "agent_key >= ? AND agent_key < ?",
+                    [low, high],
+                )
+            )
+            return [
+                r[0]
+                for r in self._run(
+                    db, f"SELECT agent_key FROM agent_names WHERE {bound}", values
+                ).fetchall()
+            ]
+
+        return conditions(where, self._search, names)
+
+    def _count(self, db: Any, found: Conditions) -> tuple[int, int]:
+        """(traces the conditions keep, traces stored)."""
+        everything = int(self._run(db, "SELECT COUNT(*) FROM traces").fetchone()[0])
+        if not found.parts:
+            return everything, everything
+        side = found.only_side()
+        if side is not None:  # one row per trace: count them where they are
+            return int(self._run(db, side.count(), side.params).fetchone()[0]), everything
+        sides = found.sides()
+        if len(found.parts) > 1 and sides:
+            # start from the side with the fewest rows (each counted on its index)
+            found.drive(
+                {n: int(self._run(db, s.count(), s.params).fetchone()[0]) for n, s in sides}
+            )
+        sql, params = found.sql()
+        total = self._run(db, f"SELECT COUNT(*) FROM traces{_where(sql)}", params).fetchone()
+        return int(total[0]), everything
+
+    def overview(self, where: TraceFilter, limit: int, total: int | None = None) -> Overview:
+        newest = TraceOrder()
         with self._transaction() as db:
-            covered = self._run(
-                db, f"SELECT COUNT(*) FROM ({picked}) AS picked", [*params, limit]
-            ).fetchone()[0]
-            rows = self._run(
+            kept = self._conditions(db, where)
+            if total is None:
+                total, everything = self._count(db, kept)
+            else:  # the caller counted them (the list page, with its page)
+                everything = int(self._run(db, "SELECT COUNT(*) FROM traces").fetchone()[0])
+            probe = probes_pay(newest, total, everything, limit)
+            found, params = kept.sql(probe=probe)
+            picked = (
+                f"SELECT traces.trace_id FROM traces{_where(found)} "
+                f"ORDER BY {order_by(newest)} LIMIT ?"
+            )
+            covered = min(total, limit)
+            # How many instances got each score (scores repeat: a check's are a few
+            # fractions, a judge's ten grades), from which the statistics are exact.
+            counted = self._run(
                 db,
-                f"WITH picked AS ({picked}), ranked AS (SELECT s.agent_name, s.criterion, "
-                "s.score, s.failing, ROW_NUMBER() OVER (PARTITION BY s.agent_name, s.criterion "
-                "ORDER BY s.score) AS n, COUNT(*) OVER (PARTITION BY s.agent_name, "
-                "s.criterion) AS c FROM agent_scores s JOIN picked p ON p.trace_id = s.trace_id "
-                "WHERE s.score IS NOT NULL) SELECT agent_name, criterion, COUNT(*), "
-                "SUM(failing), AVG(score), AVG(CASE WHEN n IN ((c + 1) / 2, (c + 2) / 2) "
-                "THEN score END), MIN(score), MAX(score) FROM ranked "
-                "GROUP BY agent_name, criterion",
+                f"WITH picked AS ({picked}) SELECT s.agent_name, s.criterion, s.score, "
+                "COUNT(*), SUM(s.failing) FROM agent_scores s JOIN picked p "
+                "ON p.trace_id = s.trace_id WHERE s.score IS NOT NULL "
+                "GROUP BY s.agent_name, s.criterion, s.score",
                 [*params, limit],
             ).fetchall()
-        listed = [
-            OverviewRow(
-                agent_name=name,
-                criterion=criterion,
-                scored=int(scored),
-                failing=int(failing or 0),
-                mean=_number(mean),
-                median=_number(median),
-                min=_number(low),
-                max=_number(high),
+        groups: dict[tuple[str, str], list[tuple[float, int, int]]] = {}
+        for name, criterion, score, count, failing in counted:
+            groups.setdefault((name, criterion), []).append(
+                (float(score), int(count), int(failing or 0))
             )
-            for name, criterion, scored, failing, mean, median, low, high in rows
+        listed = [
+            _overview_row(name, criterion, values) for (name, criterion), values in groups.items()
         ]
         listed.sort(key=lambda r: (-r.failing, r.agent_name, r.criterion))
         return Overview(rows=listed, traces=int(covered))

@@ -321,8 +321,9 @@ class Store(Protocol):
         order."""
         ...
 
-    def overview(self, where: TraceFilter, limit: int) -> Overview:
-        """Per agent name and criterion, over the latest `limit` traces `where` keeps."""
+    def overview(self, where: TraceFilter, limit: int, total: int | None = None) -> Overview:
+        """Per agent name and criterion, over the latest `limit` traces `where` keeps
+        (`total`: how many it keeps, when the caller has counted them)."""
         ...
 
     def digest_pending(self, batch: int = 200) -> int:

@@ -1,12 +1,14 @@
 """Versioned schema migrations, shared by SQLite and PostgreSQL.
 
 Each migration is a version number and its statements; `{serial}` stands for an
-auto-numbered primary key and `{key}` for the collation of a column compared by code
+auto-numbered primary key, `{key}` for the collation of a column compared by code
 point (agent-name keys: nothing on SQLite, whose text compares by code point already;
-`COLLATE "C"` on PostgreSQL), spelled per dialect. A migration may add statements for one
-dialect only (`sqlite`, `postgres`: the full-text index is FTS5 on one, a tsvector with a
-GIN index on the other). A migration is applied once, in a transaction with the row that
-records it in `schema_migrations`. Never edit a released migration: add the next version.
+`COLLATE "C"` on PostgreSQL) and `{clustered}` for a table stored in its primary key's
+order (SQLite's `WITHOUT ROWID`; nothing on PostgreSQL), spelled per dialect. A
+migration may add statements for one dialect only (`sqlite`, `postgres`: the full-text
+index is FTS5 on one, a tsvector with a GIN index on the other). A migration is applied
+once, in a transaction with the row that records it in `schema_migrations`. Never edit a
+released migration: add the next version.
 """
 
 from __future__ import annotations
@@ -32,6 +34,21 @@ class Migration:
 def _columns(table: str, *columns: str) -> tuple[str, ...]:
     return tuple(f"ALTER TABLE {table} ADD COLUMN {column}" for column in columns)
 
+
+#: One row per (trace, criterion, agent instance): the latest answer. `{rowid}` is
+#: SQLite's WITHOUT ROWID (the rows of a trace lie together, as its primary key orders them).
+_AGENT_SCORES = """CREATE TABLE agent_scores (
+                trace_id TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                agent_instance_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                agent_key TEXT{key} NOT NULL,
+                score DOUBLE PRECISION,
+                fail_under DOUBLE PRECISION NOT NULL,
+                failing INTEGER NOT NULL DEFAULT 0,
+                state TEXT NOT NULL,
+                PRIMARY KEY (trace_id, criterion, agent_instance_id)
+            ){clustered}"""
 
 #: The columns a trace is sorted by (each with the trace id, the order's tie-breaker).
 _SORTED = (
@@ -157,24 +174,33 @@ MIGRATIONS: tuple[Migration, ...] = (
             "CREATE INDEX traces_by_verdict ON traces (verdict, start_time)",
             "CREATE INDEX traces_by_service ON traces (service, start_time)",
             "CREATE INDEX traces_to_digest ON traces (digested)",
-            # agent names case-folded, for the case-blind prefix filter (filled by the
-            # digest, as every converted trace is digested again)
-            "ALTER TABLE trace_agents ADD COLUMN agent_key TEXT{key}",
-            "CREATE INDEX trace_agents_by_key ON trace_agents (agent_key, trace_id)",
-            """CREATE TABLE agent_scores (
+            # the agents of a trace by case-folded name (the filter is case-blind), with
+            # each name's worst score there; filled by the digest, as every converted
+            # trace is digested again. It replaces trace_agents (names as written).
+            "DROP TABLE trace_agents",
+            """CREATE TABLE trace_agent_keys (
+                trace_id TEXT NOT NULL,
+                agent_key TEXT{key} NOT NULL,
+                worst_score DOUBLE PRECISION,
+                PRIMARY KEY (trace_id, agent_key)
+            ){clustered}""",
+            "CREATE INDEX trace_agent_keys_by_score ON trace_agent_keys "
+            "(agent_key, worst_score, trace_id)",
+            # the distinct names, to find the names a prefix starts
+            "CREATE TABLE agent_names (agent_key TEXT{key} PRIMARY KEY)",
+            _AGENT_SCORES,
+            "CREATE INDEX agent_scores_by_criterion ON agent_scores "
+            "(criterion, agent_key, score, trace_id)",
+            # per (trace, criterion): the worst agent score and how many agents failed
+            """CREATE TABLE trace_criteria (
                 trace_id TEXT NOT NULL,
                 criterion TEXT NOT NULL,
-                agent_instance_id TEXT NOT NULL,
-                agent_name TEXT NOT NULL,
-                agent_key TEXT{key} NOT NULL,
-                score DOUBLE PRECISION,
-                fail_under DOUBLE PRECISION NOT NULL,
+                worst_score DOUBLE PRECISION,
                 failing INTEGER NOT NULL DEFAULT 0,
-                state TEXT NOT NULL,
-                PRIMARY KEY (trace_id, criterion, agent_instance_id)
-            )""",
-            "CREATE INDEX agent_scores_by_agent ON agent_scores (agent_key, score, trace_id)",
-            "CREATE INDEX agent_scores_by_criterion ON agent_scores (criterion, score, trace_id)",
+                PRIMARY KEY (trace_id, criterion)
+            ){clustered}""",
+            "CREATE INDEX trace_criteria_by_score ON trace_criteria "
+            "(criterion, worst_score, trace_id)",
             """CREATE TABLE trace_resource (
                 trace_id TEXT NOT NULL,
                 key TEXT NOT NULL,

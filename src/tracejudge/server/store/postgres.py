@@ -14,6 +14,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from tracejudge.errors import MissingDependencyError
+from tracejudge.server.store._query import Side
 from tracejudge.server.store._search import SearchQuery
 from tracejudge.server.store._sql import SQLStore
 
@@ -31,6 +32,7 @@ class PostgresStore(SQLStore):
     serial = "BIGSERIAL PRIMARY KEY"
     dialect = "postgres"
     key_collation = ' COLLATE "C"'
+    clustered = ""
     single_process = False
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
@@ -74,7 +76,10 @@ class PostgresStore(SQLStore):
             else:
                 self._pool.put(connection)
 
-    def _index(self, cursor: Any, trace_id: str, words: str) -> None:
+    def _pipelined(self, cursor: Any) -> Any:
+        return cursor.connection.pipeline()
+
+    def _index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
         if not words:
             self._run(cursor, "DELETE FROM trace_docs WHERE trace_id = ?", [trace_id])
             return
@@ -85,9 +90,11 @@ class PostgresStore(SQLStore):
             [trace_id, words],
         )
 
-    def _search(self, query: SearchQuery) -> tuple[str, list[Any]]:
+    def _search(self, query: SearchQuery) -> Side:
         condition, params = query.tsquery()
-        return f"SELECT trace_id FROM trace_docs WHERE document @@ {condition}", params
+        return Side(
+            "trace_docs", f"document @@ {condition}", tuple(params), unique=True, probe_cost=50.0
+        )
 
     def _lock_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

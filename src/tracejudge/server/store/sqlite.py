@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tracejudge.server.store._query import Side
 from tracejudge.server.store._search import SearchQuery
 from tracejudge.server.store._sql import SQLStore
 
@@ -58,12 +59,14 @@ class SQLiteStore(SQLStore):
         with self._lock:
             self._connection.close()
 
-    def _index(self, cursor: Any, trace_id: str, words: str) -> None:
+    def _index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
         # An external-content FTS5 table over trace_docs: a document is taken out of the
         # index with the words it was put in with.
-        row = self._run(
-            cursor, "SELECT id, body FROM trace_docs WHERE trace_id = ?", [trace_id]
-        ).fetchone()
+        row = None
+        if not new:
+            row = self._run(
+                cursor, "SELECT id, body FROM trace_docs WHERE trace_id = ?", [trace_id]
+            ).fetchone()
         if row is not None:
             doc_id, body = row
             if body == words:
@@ -85,11 +88,15 @@ class SQLiteStore(SQLStore):
             ).lastrowid
         self._run(cursor, "INSERT INTO trace_search (rowid, body) VALUES (?, ?)", [doc_id, words])
 
-    def _search(self, query: SearchQuery) -> tuple[str, list[Any]]:
-        return (
-            "SELECT d.trace_id FROM trace_search JOIN trace_docs d ON d.id = trace_search.rowid "
-            "WHERE trace_search MATCH ?",
-            [query.fts5()],
+    def _search(self, query: SearchQuery) -> Side:
+        return Side(
+            "trace_search JOIN trace_docs d ON d.id = trace_search.rowid",
+            "trace_search MATCH ?",
+            (query.fts5(),),
+            key="d.trace_id",
+            unique=True,
+            count_table="trace_search",
+            probe_cost=50.0,
         )
 
     def __repr__(self) -> str:
