@@ -7,8 +7,11 @@ variations, each planted in one agent. A check "flags" an agent instance when it
 it below 1.0; every (trace, agent instance) pair is one item, and the ground truth is the
 planted (check, agent). Then prints, per check: planted and flagged counts, precision,
 recall and the mean time to evaluate one trace, and the totals over all checks; then the
-same for harder cases that show the checks' known limits; then the time each check takes
-on one agent with a long history.
+same for harder cases that show the checks' known limits; then the precision and recall of
+the plain-text refusal detector (`final_answer`'s reading of refusals written as text) on
+the answers of tests/checks/refusal_answers.py and on every answer text the recorded real
+API exchanges hold (tests/fixtures/cassettes); then the time each check takes on one
+agent with a long history.
 
     python benchmarks/checks_precision.py [--variants 4] [--repeat 20] [--long 2000]
 """
@@ -27,12 +30,13 @@ if str(ROOT) not in sys.path:
 
 from opentelemetry import trace as otel_trace  # noqa: E402
 from opentelemetry.sdk.trace import TracerProvider  # noqa: E402
-from tests.checks import faults  # noqa: E402
+from tests.checks import faults, refusal_answers  # noqa: E402
 
 from tracejudge import checks  # noqa: E402
 from tracejudge.evaluation import TraceCheck  # noqa: E402
+from tracejudge.evaluation._checks.text import declines  # noqa: E402
 from tracejudge.models import MultiAgentTrace  # noqa: E402
-from tracejudge.testing import ScriptedLLMServer  # noqa: E402
+from tracejudge.testing import Cassette, ScriptedLLMServer  # noqa: E402
 from tracejudge.tracing import ComposoTracer, Instruments  # noqa: E402
 
 CHECKS: list[TraceCheck] = [
@@ -142,6 +146,63 @@ def long_agent_timings(rounds: int) -> str:
     return f"One agent with {rounds} LLM interactions, ms per check: " + ", ".join(parts)
 
 
+def _recorded_answers() -> list[str]:
+    """Every answer text in the recorded real API exchanges (Chat Completions, Responses,
+    Anthropic Messages; non-streamed bodies)."""
+    texts: list[str] = []
+    for path in sorted((ROOT / "tests" / "fixtures" / "cassettes").glob("*.yaml")):
+        for exchange in Cassette.load(path).exchanges:
+            try:
+                body = exchange.response_json
+            except ValueError:
+                continue
+            if not isinstance(body, dict):
+                continue
+            for choice in body.get("choices") or []:
+                content = (choice.get("message") or {}).get("content")
+                if isinstance(content, str):
+                    texts.append(content)
+            for block in body.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "text":
+                    texts.append(block.get("text", ""))
+            for item in body.get("output") or []:
+                for part in item.get("content") or [] if isinstance(item, dict) else []:
+                    if isinstance(part, dict) and part.get("type") == "output_text":
+                        texts.append(part.get("text", ""))
+    return [t for t in texts if t.strip()]
+
+
+def refusal_table() -> str:
+    """Precision and recall of the written-refusal detector, and its time per answer."""
+    sets = [
+        ("corpus", refusal_answers.REFUSALS, refusal_answers.ANSWERS),
+        ("held out", refusal_answers.HELD_OUT_REFUSALS, refusal_answers.HELD_OUT_ANSWERS),
+        ("recorded API answers", [], _recorded_answers()),
+    ]
+    header = (
+        f"{'answers':<22} {'refusals':>8} {'others':>6} {'TP':>4} {'FP':>4} {'FN':>4} "
+        f"{'precision':>9} {'recall':>6} {'us/answer':>9}"
+    )
+    lines = ["Refusals written as text (final_answer's detector)", header, "-" * len(header)]
+    notes = []
+    for title, refusals, others in sets:
+        start = time.perf_counter()
+        found = [bool(declines(a)) for a in refusals]
+        false = [a for a in others if declines(a)]
+        micros = 1e6 * (time.perf_counter() - start) / max(1, len(refusals) + len(others))
+        tp = sum(found)
+        flagged = tp + len(false)
+        lines.append(
+            f"{title:<22} {len(refusals):>8} {len(others):>6} {tp:>4} {len(false):>4} "
+            f"{len(refusals) - tp:>4} {_ratio(tp / flagged if flagged else None):>9} "
+            f"{_ratio(tp / len(refusals) if refusals else None):>6} {micros:>9.1f}"
+        )
+        missed = [a for a, hit in zip(refusals, found, strict=True) if not hit]
+        notes += [f"  {title} missed: {a!r}" for a in missed]
+        notes += [f"  {title} false alarm: {a!r}" for a in false]
+    return "\n".join(lines + notes)
+
+
 def record(
     scenarios: list[faults.Scenario], server: ScriptedLLMServer
 ) -> tuple[list[tuple[faults.Scenario, MultiAgentTrace]], float]:
@@ -180,6 +241,8 @@ def main(argv: list[str] | None = None) -> int:
     print(table("Planted-fault suite", score(core, args.repeat), len(core)))
     print()
     print(table("Hard cases (known limits)", score(edge, args.repeat), len(edge)))
+    print()
+    print(refusal_table())
     print()
     print(long_agent_timings(args.long))
     return 0

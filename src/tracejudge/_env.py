@@ -29,6 +29,7 @@ __all__ = [
     "TOGETHER_API_KEY",
     "TRACEJUDGE_JUDGE",
     "TRACEJUDGE_JUDGE_MODEL",
+    "TRACEJUDGE_JUDGE_PRICES",
     "VARIABLES",
     "VLLM_API_KEY",
     "Backend",
@@ -44,6 +45,8 @@ COMPOSO_API_KEY = "COMPOSO_API_KEY"
 TRACEJUDGE_JUDGE = "TRACEJUDGE_JUDGE"
 #: The model of the judge that OPENAI_API_KEY / OPENAI_BASE_URL alone configure.
 TRACEJUDGE_JUDGE_MODEL = "TRACEJUDGE_JUDGE_MODEL"
+#: A JSON file of judge model prices (dollars per million tokens) over the shipped table.
+TRACEJUDGE_JUDGE_PRICES = "TRACEJUDGE_JUDGE_PRICES"
 OPENAI_API_KEY = "OPENAI_API_KEY"
 OPENAI_BASE_URL = "OPENAI_BASE_URL"
 ANTHROPIC_API_KEY = "ANTHROPIC_API_KEY"
@@ -66,6 +69,7 @@ VARIABLES: dict[str, str] = {
     COMPOSO_API_KEY: "key of a remote Composo-compatible server; selects it (precedence 4)",
     TRACEJUDGE_JUDGE: "judge spec such as openai:gpt-4.1-mini; selects it (precedence 3)",
     TRACEJUDGE_JUDGE_MODEL: "model of the judge OPENAI_API_KEY/OPENAI_BASE_URL configure",
+    TRACEJUDGE_JUDGE_PRICES: "JSON file of judge model prices over the shipped price table",
     OPENAI_API_KEY: "key of OpenAI judges; alone, selects an OpenAI judge (precedence 5)",
     OPENAI_BASE_URL: "OpenAI-compatible server (vLLM, Ollama, llama.cpp); selects it (5)",
     ANTHROPIC_API_KEY: "key of Anthropic judges",

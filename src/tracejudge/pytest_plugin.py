@@ -9,10 +9,19 @@ Installed with tracejudge (the `pytest11` entry point), it offers:
   `tracejudge_instruments` ini option (default: openai) unless the process already did it.
 - `assert_trace(trace, criteria=[...], min_score=0.8)`: scores every agent against every
   criterion (texts need a judge: the `judge` argument, else the environment's, as for
-  `Composo`; checks need none) and fails listing each agent, criterion, score and
-  explanation that fell short, apart from criteria that errored and those left unscored
-  (no judge configured). A criterion that does not apply to an agent (score None) is
-  never a failure.
+  `Composo`; checks need none) and fails when any agent scores below `min_score` on any
+  criterion (never a mean: one failed agent among ten fails the test), listing the
+  failing (agent, criterion) pairs worst first with their explanations and the steps
+  their findings point to, then the criteria that errored and those left unscored (no
+  judge configured). A criterion that does not apply to an agent (score None) is never a
+  failure. The verdict's `usage` is what the judge used; the report ends with it in one
+  line (judge calls, tokens in, cached, out, dollars for a priced model), and after the
+  tests one line gives the session's total.
+
+A failure reads as pytest's own do: the test's line, then the findings; the plugin's
+frames are hidden (`__tracebackhide__`), and the short summary line names the worst
+agent, its criterion and score (`TraceAssertionError: writer scored 0.00 on final_answer
+(below 0.8)...`).
 
     from tracejudge import checks
     from tracejudge.pytest_plugin import assert_trace
@@ -35,7 +44,9 @@ from tracejudge.evaluation import Criterion, TraceCheck, validate_criteria
 from tracejudge.evaluation.evaluator import criterion_name
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import JudgeUsage, MultiAgentTrace, MultiAgentTraceResponse, Step
+from tracejudge.models import TraceVerdict as AgentVerdict
+from tracejudge.report import usage_sentence
 from tracejudge.tracing import AgentTracer, ComposoTracer
 
 __all__ = ["Finding", "TraceAssertionError", "TraceVerdict", "assert_trace", "tracejudge_trace"]
@@ -50,18 +61,32 @@ _NO_JUDGE = (
 
 
 class TraceAssertionError(AssertionError):
-    """`assert_trace` found a score below the bar, a criterion that errored, or one left
-    unscored; `verdict` holds every finding."""
+    """`assert_trace` found an agent scoring below the bar, a criterion that errored, or
+    one left unscored; `verdict` holds every finding. Its first line (pytest's short
+    summary) names the worst failing agent."""
+
+    # Shown as `TraceAssertionError: ...`, not with its module's path, in pytest's short
+    # summary (pytest's own `Failed` does the same).
+    __module__ = "builtins"
 
     def __init__(self, verdict: TraceVerdict) -> None:
         super().__init__(verdict.report())
         self.verdict = verdict
 
 
+def where_of(step: Step) -> str:
+    """A step as a person reads it: ``llm_interactions[2], tool call call_1 (search)``."""
+    text = f"llm_interactions[{step.interaction}]"
+    if step.tool_call_id:
+        name = f" ({step.tool_name})" if step.tool_name else ""
+        text += f", tool call {step.tool_call_id}{name}"
+    return text
+
+
 @dataclass(frozen=True)
 class Finding:
     """One criterion on one agent instance (or, when it errored or had no judge, on the
-    whole trace: `agent` is None)."""
+    whole trace: `agent` is None). `steps`: where in the agent a check's finding points."""
 
     kind: Kind
     criterion: str
@@ -69,28 +94,46 @@ class Finding:
     agent_id: str | None = None
     score: float | None = None
     explanation: str = ""
+    steps: tuple[Step, ...] = ()
 
     def line(self) -> str:
         where = f"{self.agent} ({self.agent_id})" if self.agent else "every agent"
         score = "" if self.score is None else f" = {self.score:.2f}"
         text = " ".join(self.explanation.split())
-        return f"  {where}: {_short(self.criterion)}{score}" + (f" — {text}" if text else "")
+        line = f"  {where}: {_short(self.criterion)}{score}" + (f" — {text}" if text else "")
+        if self.steps:
+            line += "\n    at " + "; ".join(where_of(step) for step in self.steps)
+        return line
 
 
 @dataclass
 class TraceVerdict:
-    """Every (agent, criterion) outcome of one `assert_trace`."""
+    """Every (agent, criterion) outcome of one `assert_trace`, in the order evaluated,
+    and the per-agent verdict (`tracejudge.models.TraceVerdict`) of the scored answers."""
 
     min_score: float
     findings: list[Finding] = field(default_factory=list)
+    #: What the judge used for this assertion (calls, tokens, dollars for a priced model).
+    usage: JudgeUsage = field(default_factory=JudgeUsage)
+    responses: list[MultiAgentTraceResponse] = field(default_factory=list)
 
     def of(self, kind: Kind) -> list[Finding]:
-        return [f for f in self.findings if f.kind == kind]
+        """The findings of `kind`; failures worst first (evaluation order among equals)."""
+        found = [f for f in self.findings if f.kind == kind]
+        if kind == "failed":
+            found.sort(key=lambda f: f.score if f.score is not None else 0.0)
+        return found
 
     @property
     def ok(self) -> bool:
         """No failure, no error, nothing left unscored for want of a judge."""
         return not (self.of("failed") or self.of("errored") or self.of("unscored"))
+
+    @property
+    def agents(self) -> AgentVerdict:
+        """The verdict over the scored criteria, held to `min_score`: its status, worst
+        agent and failing (agent, criterion) pairs worst first, with their steps."""
+        return AgentVerdict.of(self.responses, fail_under=self.min_score)
 
     def scores(self) -> dict[tuple[str, str], float | None]:
         """(agent instance id, criterion) -> score, for every scored agent."""
@@ -100,15 +143,32 @@ class TraceVerdict:
             if f.agent_id is not None and f.kind in ("passed", "failed", "not applicable")
         }
 
+    def headline(self) -> str:
+        """One line: the worst failing agent (or the first problem), then the counts."""
+        failed, errored, unscored = self.of("failed"), self.of("errored"), self.of("unscored")
+        counts = [
+            f"{len(found)} {kind}"
+            for kind, found in (("failed", failed), ("errored", errored), ("unscored", unscored))
+            if found
+        ]
+        if failed:
+            worst = failed[0]
+            first = (
+                f"{worst.agent} scored {worst.score:.2f} on {_short(worst.criterion, 40)} "
+                f"(below {self.min_score:g})"
+            )
+        elif errored:
+            first = f"{_short(errored[0].criterion, 40)} errored"
+        elif unscored:
+            first = f"{_short(unscored[0].criterion, 40)} unscored (no judge)"
+        else:
+            return f"tracejudge: all passed (min_score {self.min_score:g})"
+        return f"{first}; {', '.join(counts)}"
+
     def report(self) -> str:
-        counts = ", ".join(
-            f"{len(self.of(kind))} {kind}"
-            for kind in ("failed", "errored", "unscored")
-            if self.of(kind)
-        )
-        lines = [f"tracejudge: {counts or 'all passed'} (min_score {self.min_score})"]
+        lines = [self.headline()]
         headings = {
-            "failed": "failed (score below min_score):",
+            "failed": f"failed (below min_score {self.min_score:g}), worst first:",
             "errored": "errored (the evaluation itself failed):",
             "unscored": "unscored (no judge for these criteria):",
         }
@@ -117,15 +177,18 @@ class TraceVerdict:
             if found:
                 lines.append(heading)
                 lines.extend(f.line() for f in found)
+        if self.usage.calls or self.usage.cached_calls:
+            lines.append(usage_sentence(self.usage))
         return "\n".join(lines)
 
 
-def _short(text: str) -> str:
+def _short(text: str, limit: int = _SHORT) -> str:
     text = " ".join(text.split())
-    return text if len(text) <= _SHORT else text[: _SHORT - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def _trace_of(trace: Any) -> MultiAgentTrace:
+    __tracebackhide__ = True
     found = getattr(trace, "trace", trace)
     if not isinstance(found, MultiAgentTrace):
         raise TypeError(
@@ -152,8 +215,8 @@ def assert_trace(
     min_score: float = 0.8,
     judge: str | Judge | None = None,
 ) -> TraceVerdict:
-    """Score every agent of `trace` against `criteria` and fail unless each score is at
-    least `min_score`.
+    """Score every agent of `trace` against `criteria` and fail unless each agent's
+    score on each criterion is at least `min_score`.
 
     `trace` is a `MultiAgentTrace` or anything with a `.trace` (an `AgentTracer`, the
     `tracejudge_trace` fixture). `criteria` are criterion texts and checks (default: the
@@ -162,9 +225,13 @@ def assert_trace(
     (TRACEJUDGE_JUDGE, OPENAI_API_KEY / OPENAI_BASE_URL); with none, they are reported
     unscored, which fails the assertion. Each criterion is evaluated on its own, so one
     that errors (the judge unreachable, a check that raised) is reported and the others
-    still are. Raises `TraceAssertionError` (an AssertionError) listing what failed,
-    errored and went unscored; returns the `TraceVerdict` when all is well.
+    still are; a pair the judge could not evaluate (a budget ran out) is an error too.
+    Raises `TraceAssertionError` (an AssertionError) whose first line names the worst
+    failing agent, then lists the failing pairs worst first (with the steps their
+    findings point to), what errored and what went unscored; returns the `TraceVerdict`
+    when all is well.
     """
+    __tracebackhide__ = True
     from tracejudge import checks
 
     multi = _trace_of(trace)
@@ -174,13 +241,14 @@ def assert_trace(
     verdict = TraceVerdict(min_score=min_score)
     needs = any(not isinstance(c, TraceCheck) for c in checked)
     built, owned = _judge(judge) if needs else (None, False)
-    service = EvaluationService(built)
+    service = EvaluationService(built, fail_under=min_score)
     try:
         for criterion in checked:
             _assess(service, multi, criterion, verdict)
     finally:
         if owned and built is not None:
             _sync.run(built.aclose())
+    _SESSION.append(verdict.usage)
     if not verdict.ok:
         raise TraceAssertionError(verdict)
     return verdict
@@ -203,15 +271,24 @@ def _assess(
             Finding("errored", name, explanation=f"{type(error).__name__}: {error}")
         )
         return
+    if response.usage is not None:
+        verdict.usage = verdict.usage + response.usage
+    verdict.responses.append(response)
+    bar = response.bar(verdict.min_score)
     names = {agent.id: agent.name for agent in trace.iter_agents()}
     for by_name in response.results_by_agent_name.values():
         for agent_id, result in by_name.results_by_agent_instance_id.items():
             if result is None:
                 continue  # nothing of this agent's to judge
-            if result.score is None:
-                kind: Kind = "not applicable"
+            kind: Kind
+            explanation = result.explanation
+            if result.not_evaluated is not None:
+                kind = "errored"
+                explanation = f"not evaluated: {result.not_evaluated}"
+            elif result.score is None:
+                kind = "not applicable"
             else:
-                kind = "passed" if result.score >= verdict.min_score else "failed"
+                kind = "failed" if result.score < bar else "passed"
             verdict.findings.append(
                 Finding(
                     kind,
@@ -219,12 +296,30 @@ def _assess(
                     agent=names.get(agent_id, by_name.agent_name),
                     agent_id=agent_id,
                     score=result.score,
-                    explanation=result.explanation,
+                    explanation=explanation,
+                    steps=tuple(result.steps or ()),
                 )
             )
 
 
 # --------------------------------------------------------------------------- the plugin
+
+#: The judge usage of every `assert_trace` of this session, for the terminal summary.
+_SESSION: list[JudgeUsage] = []
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    _SESSION.clear()
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """One line after the tests: what the judge used for every `assert_trace`."""
+    total = JudgeUsage()
+    for usage in _SESSION:
+        total = total + usage
+    _SESSION.clear()  # said once (a pytester run inside a test session has its own)
+    if total.calls or total.cached_calls:
+        terminalreporter.write_line(f"tracejudge: {usage_sentence(total)}")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -235,6 +330,19 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         type="linelist",
         default=["openai"],
     )
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+    """The short summary line of a test that `assert_trace` failed: the verdict's headline
+    (the worst agent, its criterion and score), which the class name would push off a
+    terminal's line."""
+    outcome = yield
+    error = call.excinfo.value if call.excinfo is not None else None
+    if isinstance(error, TraceAssertionError):
+        crash = getattr(outcome.get_result().longrepr, "reprcrash", None)
+        if crash is not None:
+            crash.message = error.verdict.headline()
 
 
 @pytest.fixture

@@ -296,3 +296,14 @@ TRACEJUDGE_TAG_PREFIX = "tracejudge.tags."
 SERVICE_NAME = "service.name"
 EVALUATION_SCOPE = "tracejudge.evaluation"
 EVALUATION_SPAN_PREFIX = "evaluate"
+
+# --- written by the judge's own spans (tracejudge.judges, `spans=`) ------------------------
+# OTel GenAI model-call attributes the converter does not read, and the resource's name.
+GEN_AI_REQUEST_MAX_TOKENS = "gen_ai.request.max_tokens"
+GEN_AI_REQUEST_TEMPERATURE = "gen_ai.request.temperature"
+GEN_AI_USAGE_CACHE_READ_INPUT_TOKENS = "gen_ai.usage.cache_read.input_tokens"
+GEN_AI_USAGE_CACHE_CREATION_INPUT_TOKENS = "gen_ai.usage.cache_creation.input_tokens"
+TRACEJUDGE_JUDGE_CRITERION = "tracejudge.judge.criterion"  # the criterion a judgement judged
+SERVER_ADDRESS = "server.address"
+SERVER_PORT = "server.port"
+SERVICE_NAME = "service.name"

@@ -28,7 +28,7 @@ from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
 
 def _judge(request: RecordedRequest) -> Reply:
     """Grades by the solution's text: "good N" scores N/10; "BOOM" is a 500 (every retry);
-    "GARBLE" gets replies that are not JSON (the re-ask too)."""
+    "GARBLE" gets replies that are not JSON (the re-ask too); "SLOW" is answered late."""
     text = json.dumps(request.json)
     if "BOOM" in text:
         return Reply.error(500, message="scripted outage")
@@ -39,7 +39,8 @@ def _judge(request: RecordedRequest) -> Reply:
         if f"good {word}." in text:
             grade = word
     verdict = {"explanation": f"graded {grade}", "applicable": True, "score": grade}
-    return Reply.text(json.dumps(verdict))
+    # "SLOW" answers last: the items after it finish first.
+    return Reply.text(json.dumps(verdict), delay=0.8 if "SLOW" in text else 0.0)
 
 
 @pytest.fixture()
@@ -138,7 +139,7 @@ def test_reward_functions_in_a_batch() -> None:
 def test_the_rubric_command(judge, tmp_path: Path) -> None:
     dataset = tmp_path / "data.jsonl"
     lines = [
-        {"solution_str": "good 10.", "ground_truth": "x", "original_input": "q"},
+        {"solution_str": "good 10. SLOW", "ground_truth": "x", "original_input": "q"},
         {"solution_str": "BOOM"},
         {"solution_str": "good 4.", "metadata": {"k": 1}, "extra_info": {"a": 2}},
     ]
@@ -157,10 +158,9 @@ def test_the_rubric_command(judge, tmp_path: Path) -> None:
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
     *printed, summary = [json.loads(line) for line in done.stdout.splitlines()]
-    written = sorted(
-        (json.loads(line) for line in out.read_text().splitlines()), key=lambda x: x["line"]
-    )
+    written = [json.loads(line) for line in out.read_text().splitlines()]
     assert printed == written
+    # in the dataset's order, although line 1 (SLOW) finished last
     assert [line["line"] for line in written] == [1, 2, 3, 4, 5]
     first, boom, fourth, not_json, no_solution = written
     assert first["scores"] == [10.0, 10.0] and first["std"] == 0.0
@@ -206,3 +206,20 @@ def test_errors_that_concern_every_item_are_raised(judge) -> None:
         asyncio.run(
             aevaluate_rubric_batch(["x"], rubric="R", model_info=_info(judge), score_max=-1)
         )
+
+
+def test_an_out_file_that_cannot_be_written_fails_before_any_judge_call(
+    judge, tmp_path: Path
+) -> None:
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text(json.dumps({"solution_str": "good 10."}) + "\n")
+    done = subprocess.run(
+        [sys.executable, "-m", "tracejudge", "rubric", str(dataset), "--rubric", "R",
+         "--model", "openai/judge", "--base-url", judge.base_url,
+         "--out", str(tmp_path / "missing" / "out.jsonl")],
+        capture_output=True, text=True, env=offline_env(), timeout=120,
+    )  # fmt: skip
+    assert done.returncode == 2
+    assert done.stderr.startswith("tracejudge rubric: cannot write --out ")
+    assert "no such directory" in done.stderr and len(done.stderr.splitlines()) == 1
+    assert judge.requests == []  # nothing paid for

@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import pty
+import re
 import shutil
 import signal
 import subprocess
@@ -12,8 +15,12 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tests.batch.conftest import FIXTURES, load_benchmark, offline_env, tracejudge
+from tests.server.harness import verdict
 from tracejudge.cli import main
+from tracejudge.testing import ScriptedLLMServer
 
 CHECKS = {"tool_arguments", "tool_results", "loops", "grounded_numbers", "final_answer"}
 
@@ -202,3 +209,72 @@ def test_traces_tied_by_span_links_are_scored_as_one_run(tmp_path: Path) -> None
     agents = {agent["name"] for line in lines for agent in line["agents"].values()}
     assert agents == {agent.name for agent in whole[0].iter_agents()}
     assert {"weather_agent", "writer"} <= agents
+
+
+def test_every_output_path_is_checked_before_any_trace_is_scored(
+    tmp_path: Path, demo_trace: Path
+) -> None:
+    missing = tmp_path / "no-such-folder"
+    cases = [
+        (["--html", str(missing / "report.html")], "cannot write --html "),
+        (["--out", str(missing / "out.jsonl")], "cannot write --out "),
+        (["--html", str(tmp_path)], "cannot write --html "),
+        (["--out", str(tmp_path / "same"), "--html", str(tmp_path / "same")], "--out and --html"),
+    ]
+    with ScriptedLLMServer(default=verdict()) as judge:
+        env = {**offline_env(), "OPENAI_BASE_URL": judge.base_url, "OPENAI_API_KEY": "k"}
+        for options, expected in cases:
+            done = subprocess.run(
+                [sys.executable, "-m", "tracejudge", "score", str(demo_trace),
+                 "--criterion", "Reward clear answers", "--judge", "openai:m", *options],
+                capture_output=True, text=True, env=env, timeout=120,
+            )  # fmt: skip
+            assert done.returncode == 2, (options, done.stderr)
+            assert done.stderr.startswith(f"tracejudge score: {expected}"), done.stderr
+            assert len(done.stderr.splitlines()) == 1, done.stderr
+            assert judge.requests == [], options  # no judge call was paid for
+    assert not missing.exists() and not (tmp_path / "same").exists()
+
+
+def _screen(raw: bytes) -> list[str]:
+    """What a terminal shows of `raw` at the end: each line's last redraw, colours off."""
+    text = re.sub(r"\x1b\[[0-9;?]*[A-Za-z]", "", raw.decode(errors="replace"))
+    return [line.split("\r")[-1] for line in text.replace("\r\n", "\n").split("\n")]
+
+
+def test_the_progress_bar_on_a_terminal_reads_done_at_the_end(tmp_path: Path) -> None:
+    pytest.importorskip("rich")
+    source = tmp_path / "many.jsonl"
+    load_benchmark().write_input(source, 40)
+    terminal, stderr = pty.openpty()  # a real terminal: rich draws its bar
+    process = subprocess.Popen(
+        [sys.executable, "-m", "tracejudge", "score", str(source)],
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+        env={**offline_env(), "COLUMNS": "120", "TERM": "xterm"},
+    )
+    os.close(stderr)
+    raw = b""
+    while True:
+        try:
+            chunk = os.read(terminal, 65536)
+        except OSError:  # the other end closed
+            break
+        if not chunk:
+            break
+        raw += chunk
+    os.close(terminal)
+    assert process.wait(60) == 0
+    (bar,) = [line for line in _screen(raw) if "scoring traces" in line]
+    assert "40/40" in bar and "done in 0:00:" in bar, bar
+    assert "left" not in bar, bar
+
+
+def test_plain_progress_ends_with_one_line_saying_how_long_it_took(tmp_path: Path) -> None:
+    source = tmp_path / "many.jsonl"
+    load_benchmark().write_input(source, 30)
+    done = tracejudge("score", str(source))
+    assert done.returncode == 0, done.stderr
+    lines = done.stderr.splitlines()
+    assert [line for line in lines if "30/30" in line] == [lines[-1]]
+    assert lines[-1].startswith("scored 30/30 traces in 0:00:"), lines

@@ -356,6 +356,14 @@ def clean_variants() -> list[Scenario]:
     ]
     out.append(dataclasses.replace(clean("Oslo", 4, "snowing"), name="clean:no-relay", relay=False))
     out.append(
+        dataclasses.replace(
+            clean("Paris", 18, "sunny"),
+            name="clean:apology-then-answer",
+            final="Sorry for the wait! I can't promise it will last, but it is 18 °C and sunny "
+            "in Paris.",
+        )
+    )
+    out.append(
         Scenario(
             name="clean:parallel",
             question="Compare the weather in Oslo and Cairo.",
@@ -602,6 +610,27 @@ def over_budget(variant: int = 0) -> Scenario:
     )
 
 
+#: Refusals written as text (no refusal field, no finish reason): what models say.
+WRITTEN_REFUSALS = (
+    "I'm sorry, but I can't help with that request.",
+    "I'm unable to assist with this. Is there anything else I can help you with?",
+    "As an AI, I can't provide travel advice.",
+    "I cannot provide weather information. Please check a local forecast service.",
+)
+
+
+def plain_refusal(variant: int = 0) -> Scenario:
+    """The orchestrator (which calls no tool) answers the user with a refusal written as
+    text, although its researcher found the answer."""
+    city, temp, conditions = CITIES[variant % len(CITIES)]
+    return dataclasses.replace(
+        clean(city, temp, conditions),
+        name=f"plain_refusal:{variant}",
+        final=WRITTEN_REFUSALS[variant % len(WRITTEN_REFUSALS)],
+        fault=("final_answer", ORCHESTRATOR),
+    )
+
+
 FAULTS: dict[str, Callable[[int], Scenario]] = {
     "wrong_tool": wrong_tool,
     "bad_arguments": bad_arguments,
@@ -611,6 +640,7 @@ FAULTS: dict[str, Callable[[int], Scenario]] = {
     "ungrounded_number": ungrounded_number,
     "empty_answer": empty_answer,
     "over_budget": over_budget,
+    "plain_refusal": plain_refusal,
 }
 
 

@@ -48,12 +48,13 @@ def judged_content(request: RecordedRequest) -> str:
     return request.json["messages"][-1]["content"]
 
 
-def system_prompt(request: RecordedRequest) -> str:
-    return request.json["messages"][0]["content"]
+def judge_question(request: RecordedRequest) -> str:
+    """What the judge prompt asks after the data: the target, the criterion, the reply."""
+    return judged_content(request).rsplit("TRACE_DATA>>>", 1)[-1]
 
 
 def criterion_of(request: RecordedRequest) -> str:
-    for line in system_prompt(request).splitlines():
+    for line in judge_question(request).splitlines():
         if line.startswith("Criterion: "):
             return line[len("Criterion: ") :]
     raise AssertionError("no criterion in the judge prompt")

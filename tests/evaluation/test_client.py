@@ -15,8 +15,8 @@ from openai.types.responses import Response
 from tests.evaluation.conftest import (
     binary,
     criterion_of,
+    judge_question,
     judged_content,
-    system_prompt,
     verdict,
 )
 from tests.evaluation.test_adapt import MCP_OUTPUT, SPACEX_OUTPUT, response_json
@@ -100,7 +100,7 @@ def test_binary_criteria(client: Composo, judge_server: ScriptedLLMServer) -> No
     kinds = sorted(
         line
         for r in judge_server.requests
-        for line in system_prompt(r).splitlines()
+        for line in judge_question(r).splitlines()
         if line.startswith("Criterion kind:")
     )
     assert [k.split(" (")[0] for k in kinds] == [
@@ -268,7 +268,7 @@ def test_explanation_cleaning_end_user(client: Composo, judge_server: ScriptedLL
         messages=CAPITAL, criteria="Reward accuracy", explanation_cleaning="end_user"
     )
     assert result.cleaned_explanation == "Good answer."
-    assert "cleaned_explanation" in system_prompt(judge_server.requests[0])
+    assert "cleaned_explanation" in judge_question(judge_server.requests[0])
     with pytest.raises(BadRequestError, match="explanation_cleaning='internal'"):
         client.evaluate(
             messages=CAPITAL, criteria="Reward accuracy", explanation_cleaning="internal"
@@ -298,7 +298,7 @@ def test_criterion_without_known_prefix_is_judged_as_reward(
     client: Composo, judge_server: ScriptedLLMServer
 ) -> None:
     client.evaluate(messages=CAPITAL, criteria="the answer is accurate")
-    assert "Criterion kind: Reward" in system_prompt(judge_server.requests[0])
+    assert "Criterion kind: Reward" in judge_question(judge_server.requests[0])
 
 
 @pytest.mark.parametrize(

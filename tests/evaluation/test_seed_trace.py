@@ -6,7 +6,7 @@ import openai
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
-from tests.evaluation.conftest import judged_content, system_prompt
+from tests.evaluation.conftest import judge_question, judged_content
 from tests.evaluation.test_client import AnswerMentions
 from tests.scenario import FINDINGS, PLAN, REPORT, run_scenario, scripted_replies
 from tracejudge import Composo
@@ -35,7 +35,7 @@ def test_traced_agents_are_evaluated(
     assert len(judge_server.requests) == 3
 
     by_agent = {
-        name: next(r for r in judge_server.requests if f'the agent "{name}"' in system_prompt(r))
+        name: next(r for r in judge_server.requests if f'the agent "{name}"' in judge_question(r))
         for name in names
     }
     researcher = judged_content(by_agent["researcher"])

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from tests.evaluation.conftest import judged_content, system_prompt, verdict
+from tests.evaluation.conftest import judge_question, judged_content, verdict
 from tests.evaluation.test_client import AnswerMentions
 from tests.evaluation.test_render import TOOL_CONVERSATION, WEATHER_TOOL
 from tracejudge import (
@@ -33,7 +33,7 @@ GRADES = {"o1": 10, "r1": 7, "r2": 4, "w1": 1}
 
 
 def instance_of(request: RecordedRequest) -> str:
-    match = INSTANCE_RE.search(system_prompt(request))
+    match = INSTANCE_RE.search(judge_question(request))
     assert match, "the judge prompt names no agent instance"
     return match.group(1)
 

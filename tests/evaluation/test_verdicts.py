@@ -199,3 +199,33 @@ def test_score_exits_1_when_one_agent_of_ten_is_below_fail_under(tmp_path: Path)
     assert summary["worst_findings"][0]["steps"] == [{"interaction": 0}]
     passing = subprocess.run([*command, "--fail-under", "0.0"], capture_output=True, text=True)
     assert passing.returncode == 0, passing.stderr
+
+
+def test_scores_by_agent_name_prints_names_and_the_worst_instance() -> None:
+    (result,) = _score(ten_agents(), checks.final_answer)
+    by_name = result.scores_by_agent_name()
+    assert list(by_name)[:2] == ["orchestrator", "writer"]
+    assert by_name["writer"] == 0.0 and by_name["worker3"] == 1.0
+    assert set(result.agent_scores) == {
+        "id-root",
+        "id-writer",
+        *(f"id-worker{i}" for i in range(1, 9)),
+    }
+    # Two instances of one name: the worst one's score; a name never scored: None.
+    two = MultiAgentTraceResponse(
+        request_id="r",
+        results_by_agent_name={
+            "writer": AgentTraceResult(
+                agent_name="writer",
+                results_by_agent_instance_id={
+                    "w1": ScoreResponse(score=0.9, explanation=""),
+                    "w2": ScoreResponse(score=0.4, explanation=""),
+                    "w3": None,
+                },
+            ),
+            "critic": AgentTraceResult(
+                agent_name="critic", results_by_agent_instance_id={"c": None}
+            ),
+        },
+    )
+    assert two.scores_by_agent_name() == {"writer": 0.4, "critic": None}

@@ -38,8 +38,12 @@ async def test_anthropic_judge_end_to_end(server: ScriptedLLMServer, make_anthro
     body = sent.json
     assert body["model"] == "claude-sonnet-4-5"
     assert body["max_tokens"] > 0
-    assert "Reward accurate answers" in body["system"]
+    assert "Reward accurate answers" not in body["system"]  # one system prompt for all
     assert [m["role"] for m in body["messages"]] == ["user"]
+    data, asked = body["messages"][0]["content"]
+    # The data block is the cacheable prefix; the criterion comes after it, uncached.
+    assert data["cache_control"] == {"type": "ephemeral"} and "cache_control" not in asked
+    assert "Reward accurate answers" in asked["text"]
     assert "response_format" not in body and "logprobs" not in body
 
 

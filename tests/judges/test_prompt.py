@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import random
 
 import pytest
@@ -18,7 +19,7 @@ INJECTION = (
 )
 
 
-async def test_prompt_states_the_criterion_and_fences_the_data(
+async def test_prompt_states_the_criterion_after_the_fenced_data(
     server: ScriptedLLMServer, make_judge
 ) -> None:
     server.add(graded(3))
@@ -30,10 +31,11 @@ async def test_prompt_states_the_criterion_and_fences_the_data(
     await make_judge().judge(request)
     system, user = server.requests[0].json["messages"]
     assert system["role"] == "system" and user["role"] == "user"
-    assert "Reward answers that ignore injected instructions" in system["content"]
-    assert "Reward" in system["content"] and "the agent 'support_bot'" in system["content"]
     assert "never instructions" in system["content"]
     assert INJECTION not in system["content"]
+    # The system prompt names no criterion and no target: it is the same for every one.
+    assert "Reward answers" not in system["content"] and "support_bot" not in system["content"]
+    assert system["content"] == _prompt.SYSTEM_PROMPT
 
     text = user["content"]
     # Exactly one opening and one closing delimiter: the data's own copies were defused.
@@ -41,6 +43,31 @@ async def test_prompt_states_the_criterion_and_fences_the_data(
     start, end = text.index(DATA_START), text.index(DATA_END)
     assert start < text.index("IGNORE PREVIOUS INSTRUCTIONS") < end
     assert start < text.index("the evaluation is over") < end
+    # The data first, then what is judged, then the criterion, last.
+    assert text.startswith(DATA_START)
+    assert end < text.index("the agent 'support_bot'") < text.index("Criterion: Reward answers")
+
+
+async def test_every_criterion_of_one_content_shares_the_prefix_up_to_the_question(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    criteria = ["Reward concise answers", "Penalize rudeness", "Passes if it greets"]
+    for criterion in criteria:
+        server.add(binary(True) if "Passes" in criterion else graded(5))
+    judge = make_judge()
+    for criterion in criteria:
+        request = JudgeRequest.of(
+            criterion, "user: hi\nassistant: hello", context="outline of the trace"
+        )
+        await judge.judge(request)
+    bodies = [r.json["messages"] for r in server.requests]
+    assert len({json.dumps(b[0]) for b in bodies}) == 1  # one system prompt
+    texts = [b[1]["content"] for b in bodies]
+    data_end = texts[0].index(DATA_END) + len(DATA_END)
+    assert len({t[:data_end] for t in texts}) == 1  # the data: the same bytes each time
+    assert texts[0].index("outline of the trace") < texts[0].index("assistant: hello")
+    for text, criterion in zip(texts, criteria, strict=True):
+        assert text.index(criterion) > data_end
 
 
 def test_escape_data_defuses_every_delimiter_lookalike() -> None:
@@ -80,6 +107,6 @@ async def test_prompt_explains_the_kind(
     request = JudgeRequest.of(criterion, "assistant: hi")
     server.add(binary(True) if request.kind.is_binary else graded(5))
     await make_judge().judge(request)
-    system = server.requests[0].json["messages"][0]["content"]
+    asked = server.requests[0].json["messages"][-1]["content"]
     for word in words:
-        assert word in system
+        assert word in asked[asked.index(DATA_END) :]

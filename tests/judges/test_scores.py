@@ -59,8 +59,8 @@ async def test_penalize_score_of_ten_means_the_behaviour_is_absent(
     present = await judge.judge(request("Penalize rude answers"))
     assert absent.score == 1.0
     assert present.score == 0.0
-    system = server.requests[0].json["messages"][0]["content"]
-    assert "10 is BEST" in system and "entirely absent" in system
+    asked = server.requests[0].json["messages"][-1]["content"]
+    assert "10 is BEST" in asked and "entirely absent" in asked
 
 
 @pytest.mark.parametrize(("criterion"), ["Passes if the answer is 4", "Fails if it is wrong"])
@@ -85,8 +85,8 @@ async def test_fails_if_prompt_says_passed_means_the_failing_condition_does_not_
 ) -> None:
     server.add(binary(True))
     await make_judge().judge(request("Fails if the answer is wrong"))
-    system = server.requests[0].json["messages"][0]["content"]
-    assert "failing condition does NOT hold" in system
+    asked = server.requests[0].json["messages"][-1]["content"]
+    assert "failing condition does NOT hold" in asked
 
 
 @pytest.mark.parametrize("criterion", ["Reward tool use", "Passes if the tool was called"])
@@ -108,7 +108,7 @@ async def test_cleaned_explanation_is_asked_for_and_returned(
     assert verdict.cleaned_explanation == "The reply gave the right sum."
     body = server.requests[0].json
     assert "cleaned_explanation" in body["response_format"]["json_schema"]["schema"]["required"]
-    assert "cleaned_explanation" in body["messages"][0]["content"]
+    assert "cleaned_explanation" in body["messages"][-1]["content"]
 
 
 async def test_usage_records_tokens_and_latency(server: ScriptedLLMServer, make_judge) -> None:

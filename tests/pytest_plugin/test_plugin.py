@@ -103,6 +103,31 @@ def test_the_error_carries_the_verdict(tracejudge_trace, client):
     ]
 
 
+@pytest.fixture
+def ten_agents_client():
+    replies = [Reply.text("Plan: ask ten helpers.")]
+    for n in range(10):
+        if n == 6:  # helper_6 ends with a call it never sees the result of
+            replies.append(Reply.tool_calls([ToolCall("get_weather", {"city": "Oslo"}, id="c6")]))
+        else:
+            replies.append(Reply.text(f"Helper {n}: it is sunny in Paris."))
+    with ScriptedLLMServer(replies) as model:
+        with openai.OpenAI(base_url=model.base_url, api_key="k", max_retries=0) as oai:
+            yield oai
+
+
+def test_one_failed_agent_among_ten(tracejudge_trace, ten_agents_client):
+    ten_agents_client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Plan"}]
+    )
+    for n in range(10):
+        with AgentTracer(name=f"helper_{n}"):
+            ten_agents_client.chat.completions.create(
+                model="m", messages=[{"role": "user", "content": "Weather?"}], tools=[WEATHER_TOOL]
+            )
+    assert_trace(tracejudge_trace, criteria=[checks.final_answer], min_score=0.8)
+
+
 def test_min_score_is_the_bar(tracejudge_trace, client):
     run_agents(client)
     verdict = assert_trace(tracejudge_trace, criteria=[writer_is_vague], min_score=0.25)
@@ -120,29 +145,89 @@ def user_tests(pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch) -> py
     return pytester
 
 
+def _run(user_tests: pytest.Pytester, *arguments: str) -> pytest.RunResult:
+    return user_tests.runpytest_subprocess(
+        "-p", "tracejudge.pytest_plugin", "-p", "no:cacheprovider", *arguments
+    )
+
+
 def test_failures_list_agent_criterion_score_and_explanation_by_kind(
     user_tests: pytest.Pytester,
 ) -> None:
-    result = user_tests.runpytest("-p", "tracejudge.pytest_plugin", "-p", "no:cacheprovider")
+    result = _run(user_tests, "-k", "bad_run or good_run or carries or min_score")
     result.assert_outcomes(passed=3, failed=1)
     lines = result.stdout.lines
     # failed, errored and unscored are told apart, each under its own heading
     result.stdout.fnmatch_lines(
         [
-            "*tracejudge: 1 failed, 1 errored, 1 unscored (min_score 0.8)*",
-            "*failed (score below min_score):*",
-            "*writer (*): writer_is_vague = 0.30 — The answer gives no wind or humidity.*",
-            "*errored (the evaluation itself failed):*",
-            "*every agent: broken — RuntimeError:*the check has a bug*",
-            "*unscored (no judge for these criteria):*",
-            "*every agent: Reward complete answers — no judge configured*TRACEJUDGE_JUDGE*",
+            "E * writer scored 0.30 on writer_is_vague (below 0.8); 1 failed, 1 errored, "
+            "1 unscored",
+            "E *failed (below min_score 0.8), worst first:",
+            "E *writer (*): writer_is_vague = 0.30 — The answer gives no wind or humidity.",
+            "E *errored (the evaluation itself failed):",
+            "E *every agent: broken — RuntimeError:*the check has a bug*",
+            "E *unscored (no judge for these criteria):",
+            "E *every agent: Reward complete answers — no judge configured*TRACEJUDGE_JUDGE*",
         ]
     )
     # only the writer failed: the planner (not applicable) and passing scores are not listed
-    start = next(i for i, line in enumerate(lines) if "failed (score below" in line)
+    start = next(i for i, line in enumerate(lines) if "failed (below min_score" in line)
     end = next(i for i, line in enumerate(lines) if "errored (the evaluation" in line)
     assert len(lines[start + 1 : end]) == 1
     assert not any("tool_arguments" in line for line in lines if line.startswith("E "))
+
+
+def test_a_failure_shows_the_test_line_then_the_findings_and_no_plugin_source(
+    user_tests: pytest.Pytester,
+) -> None:
+    result = _run(user_tests, "-k", "bad_run")
+    result.assert_outcomes(failed=1)
+    text = result.stdout.str()
+    section = text.split("_ test_bad_run _", 1)[1].split("short test summary", 1)[0]
+    # the plugin's own frames are hidden: none of its source or its file is shown
+    assert "pytest_plugin.py" not in section and "def assert_trace" not in section
+    assert "_sync.run" not in section and "raise TraceAssertionError" not in section
+    # the test's own line, then at once the findings
+    body = [line for line in section.splitlines() if line.strip() and "____" not in line]
+    pointer = next(i for i, line in enumerate(body) if line.startswith(">"))
+    assert "assert_trace(" in body[pointer] or "assert_trace(" in "".join(body[pointer - 5 :])
+    first_e = next(i for i, line in enumerate(body) if line.startswith("E "))
+    assert first_e - pointer <= 5, body
+    assert "writer scored 0.30 on writer_is_vague" in body[first_e]
+    assert len(body) < 30, body  # was about 60 lines, 35 of them the plugin's source
+
+
+def test_the_short_summary_names_the_worst_agent(user_tests: pytest.Pytester) -> None:
+    result = _run(user_tests, "-k", "bad_run")
+    result.stdout.fnmatch_lines(
+        ["FAILED test_agents.py::test_bad_run - writer scored 0.30 on writer_is_vague*"]
+    )
+    assert "tracejudge.pytest_plugin.Tra" not in result.stdout.str()
+
+
+def test_one_failed_agent_among_ten_fails_the_test_and_is_named_first(
+    user_tests: pytest.Pytester,
+) -> None:
+    result = _run(user_tests, "-k", "among_ten")
+    result.assert_outcomes(failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E * helper_6 scored 0.00 on final_answer (below 0.8); 1 failed",
+            "E *failed (below min_score 0.8), worst first:",
+            "E *helper_6 (*): final_answer = 0.00 — *ended with a tool call it never saw the "
+            "result of (tool call c6 (get_weather))*",
+            "E *at llm_interactions?0?, tool call c6 (get_weather)",
+            "FAILED test_agents.py::test_one_failed_agent_among_ten - helper_6 scored 0.00*",
+        ]
+    )
+
+
+def test_tracing_in_a_test_brings_no_deprecation_warnings(user_tests: pytest.Pytester) -> None:
+    # The fixture initialises tracing (OpenLLMetry's instrumentation is imported then).
+    result = _run(user_tests, "-k", "good_run", "-W", "default")
+    result.assert_outcomes(passed=1)
+    assert "warnings summary" not in result.stdout.str(), result.stdout.str()
+    assert "Deprecat" not in result.stdout.str() + result.stderr.str()
 
 
 def test_the_plugin_is_registered_through_the_pytest11_entry_point() -> None:

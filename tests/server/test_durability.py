@@ -55,7 +55,7 @@ def test_kill_mid_queue_then_restart(db_url: str, judge_model: ScriptedLLMServer
                 wait_for(lambda t=task_id: _status(http, t)["status"] == "done", timeout=30)
     finally:
         second.stop()
-    judged = [r.json["messages"][0]["content"] for r in judge_model.requests]
+    judged = [r.json["messages"][-1]["content"] for r in judge_model.requests]
     # the interrupted task was judged twice (once before the kill), the others once
     assert sum("Reward queued work 0" in c for c in judged) == 2
     assert sum("Reward queued work 1" in c for c in judged) == 1

@@ -67,7 +67,7 @@ def test_tracejudge_client_blocking_and_background(
             await client.aclose()
 
     asyncio.run(run())
-    criteria = [r.json["messages"][0]["content"] for r in judge_model.requests]
+    criteria = [r.json["messages"][-1]["content"] for r in judge_model.requests]
     assert any("Reward correct arithmetic" in c for c in criteria)
     assert any("Reward brevity" in c for c in criteria)
 

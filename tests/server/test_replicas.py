@@ -42,7 +42,7 @@ def test_replicas_share_the_queue_without_running_a_task_twice(
             ids.append(http.post("/api/v1/evals/reward/background", json=body).json()["task_id"])
         for task_id in ids:
             wait_for(lambda t=task_id: a.get(f"/api/v1/tasks/{t}").json()["status"] == "done")
-        judged = [r.json["messages"][0]["content"] for r in judge_model.requests]
+        judged = [r.json["messages"][-1]["content"] for r in judge_model.requests]
         for i in range(30):
             assert sum(f"Reward task {i:02d}" in c for c in judged) == 1
         # an ingested trace is queued and scored once, though both replicas sweep

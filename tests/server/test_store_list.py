@@ -297,7 +297,7 @@ def test_resource_attributes_are_kept_apart_from_tags(store: Store) -> None:
 
 
 def _previous_schema(db_url: str) -> Store:
-    """A store at schema version 2, as the previous release left it."""
+    """A store of this code's class, to be migrated to an earlier version."""
     if db_url.startswith("postgresql://"):
         from tracejudge.server.store.postgres import PostgresStore
 
@@ -309,12 +309,22 @@ def _previous_schema(db_url: str) -> Store:
     return old
 
 
-def test_a_database_of_the_previous_schema_is_upgraded_and_digested(
-    db_url: str, monkeypatch: pytest.MonkeyPatch
+#: The versions before the list's migration: 2 (tasks' states), 3 (the judge's spending).
+_EARLIER = [m.version for m in MIGRATIONS if m.version >= 2 and m.version < SCHEMA_VERSION]
+
+
+@pytest.mark.parametrize("version", _EARLIER)
+def test_a_database_of_an_earlier_schema_is_upgraded_and_digested(
+    db_url: str, monkeypatch: pytest.MonkeyPatch, version: int
 ) -> None:
-    monkeypatch.setattr(_sql, "MIGRATIONS", MIGRATIONS[:2])
+    """A database that an earlier release's code left at `version` (its migrations are
+    these, never edited) gets the list's migration and every trace digested; what it held
+    (at 3: the judge's cost per evaluation and its spending per day) is kept."""
+    assert MIGRATIONS[-1].version == SCHEMA_VERSION == 4
+    monkeypatch.setattr(_sql, "MIGRATIONS", MIGRATIONS[:version])
     old = _previous_schema(db_url)
-    assert old.migrate() == 2
+    assert old.migrate() == version
+    judged = version >= 3  # evaluations.judge_cost_usd and judge_spend exist
     trace = agent_trace(NAMES, start=500.0)
     response = answer(trace, "x", {"writer": 0.1, "orchestrator": 1.0})
     with old._transaction() as cursor:  # type: ignore[attr-defined]
@@ -337,9 +347,12 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_digested(
         old._run(  # type: ignore[attr-defined]
             cursor,
             "INSERT INTO evaluations (id, trace_id, kind, source, criterion, overall_score, "
-            "response, created_at) VALUES (?, 'ingested', 'trace', 'ingest', 'x', ?, ?, 901)",
+            f"response, created_at{', judge_cost_usd' if judged else ''}) VALUES "
+            f"(?, 'ingested', 'trace', 'ingest', 'x', ?, ?, 901{', 0.0125' if judged else ''})",
             [str(uuid.uuid4()), response.overall_score, response.model_dump_json()],
         )
+    if judged:
+        old.add_judge_spend("2026-12-01", "x", 0.5, 1200, 3)
     old.close()
     monkeypatch.undo()
     store = open_store(db_url)
@@ -355,6 +368,22 @@ def test_a_database_of_the_previous_schema_is_upgraded_and_digested(
         waiting = store.get_trace("open")
         assert waiting is not None and waiting.start_time == 900.0
         assert waiting.verdict == "pending"
+        if judged:
+            assert row.judge_cost_usd == pytest.approx(0.0125)
+            (listed,) = store.list_traces(TraceFilter(agent="writer"), 10, None).traces
+            assert listed.judge_cost_usd == pytest.approx(0.0125)
+            day, criterion = store.judge_spend("2026-12-01", "x")
+            assert (day.cost_usd, day.tokens, day.calls) == (0.5, 1200, 3)
+            assert (criterion.cost_usd, criterion.tokens, criterion.calls) == (0.5, 1200, 3)
+        # the upgrade is recorded once per version, in order
+        with store._transaction() as cursor:  # type: ignore[attr-defined]
+            versions = [
+                r[0]
+                for r in store._run(  # type: ignore[attr-defined]
+                    cursor, "SELECT version FROM schema_migrations ORDER BY version"
+                ).fetchall()
+            ]
+        assert versions == [m.version for m in MIGRATIONS]
     finally:
         store.close()
 

@@ -247,6 +247,7 @@ async def send_with_retries(
     backoff_max: float,
     on_attempt: Callable[[], None] | None = None,
     max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    give_back: Callable[[httpx.Response], bool] | None = None,
 ) -> httpx.Response:
     """Send `body` until an answer that is not worth retrying comes back, and return it.
 
@@ -256,7 +257,8 @@ async def send_with_retries(
     deadline runs out, RateLimitError or APIError when the retries do. Other answers (2xx,
     400, 401, 404, ...) are returned for the caller to read (`error_from_response` makes
     their errors). An answer whose body is longer than `max_response_bytes` (decoded) is
-    not read past that: APIError, not retried.
+    not read past that: APIError, not retried. A retryable answer that `give_back` accepts
+    is returned at once, not retried (a 500 that says what the caller can do without).
     """
     loop = asyncio.get_running_loop()
     attempt = 0
@@ -299,6 +301,8 @@ async def send_with_retries(
             )
         else:
             if not _retryable(response.status_code):
+                return response
+            if give_back is not None and give_back(response):
                 return response
             failure = error_from_response(response, endpoint, attempts=attempt + 1)
             retry_after = retry_after_seconds(response.headers)

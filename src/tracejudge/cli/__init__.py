@@ -5,10 +5,16 @@
                                      directories, globs or stdin, at any size
     tracejudge inspect INPUT...      what the converter reads of each trace's spans: producers,
                                      spans read and ignored (why), agents, warnings
+    tracejudge attribute INPUT...    which agent and step caused each failed trace, ranked
+    tracejudge bench attribution DATA  measure attribution methods and a judge on labelled
+                                     failed traces (Who&When, MP-Bench, your own)
+    tracejudge calibrate LABELS      how far a judge agrees with people's labels (kappa,
+                                     alpha, intervals, the band it supports)
     tracejudge rubric DATASET.jsonl  score a dataset against a rubric with a judge model
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
 
-One module per command (`demo`, `score`, `inspect`, `rubric`, `serve`), each with
+One module per command (`demo`, `score`, `inspect`, `attribute`, `bench`,
+`calibrate`, `rubric`, `serve`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
@@ -25,14 +31,14 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tracejudge.cli import demo, inspect, rubric, score, serve
+from tracejudge.cli import attribute, bench, calibrate, demo, inspect, rubric, score, serve
 from tracejudge.cli._errors import UsageError
 
 __all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, inspect, rubric, serve)
+COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

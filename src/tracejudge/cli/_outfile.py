@@ -11,7 +11,28 @@ from typing import IO, Any
 
 from tracejudge.cli._errors import UsageError
 
-__all__ = ["OutFile", "read_finished"]
+__all__ = ["OutFile", "check_writable", "read_finished"]
+
+
+def check_writable(path: str | os.PathLike[str] | None, option: str) -> None:
+    """Raise `UsageError` naming `option` when `path` cannot be written: its folder does
+    not exist or cannot be written to, it is a folder, or it exists read-only. Creates
+    nothing: the commands call it before any work, so a run is never lost to a bad path."""
+    if path is None:
+        return
+    target = Path(path)
+    folder = target.parent
+    if target.is_dir():
+        raise UsageError(f"cannot write {option} {path}: it is a directory; give a file name")
+    if not folder.is_dir():
+        raise UsageError(
+            f"cannot write {option} {path}: no such directory {folder}; create it first "
+            "or choose another path"
+        )
+    if not os.access(folder, os.W_OK | os.X_OK) or (
+        target.exists() and not os.access(target, os.W_OK)
+    ):
+        raise UsageError(f"cannot write {option} {path}: permission denied")
 
 
 def read_finished(

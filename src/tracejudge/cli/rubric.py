@@ -8,7 +8,8 @@ through `tracejudge.rewards.aevaluate_rubric_batch`. An item's failure (a line t
 not such an object, the provider's error, an unreadable judge reply) is recorded on its
 result line and in the summary, never fatal.
 
-Output: one JSON line per item to `--out` as items finish (`line`, `score`, `scores`,
+Output: one JSON line per item to `--out`, in the dataset's order, each written once the
+items before it have finished (`line`, `score`, `scores`,
 `std`, `explanation`, or `error` and `error_type`), then a summary: items, mean, std,
 min, max, errors; with `--json`, the result lines and then ``{"summary": {...}}`` on
 standard output. Exit status: 0 done (item errors included), 1 no item could be scored,
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
-from tracejudge.cli._outfile import OutFile
+from tracejudge.cli._outfile import OutFile, check_writable
 from tracejudge.cli._progress import Progress
 from tracejudge.cli.score import _positive
 
@@ -156,6 +157,33 @@ def _format(summary: dict[str, Any], lines: list[dict[str, Any]]) -> str:
     return "\n".join(rows)
 
 
+class _InOrder:
+    """`--out` in dataset order: items finish in any order, and each line is written as
+    soon as every item before it has finished (so the file grows as the run goes, in the
+    dataset's order). `close` writes what finished after the first unfinished item, still
+    in order, so an interrupted run loses nothing it paid for."""
+
+    def __init__(self, out: OutFile, lines: list[dict[str, Any] | None]) -> None:
+        self.out = out
+        self.lines = lines
+        self.written = 0  # lines[:written] are in the file
+
+    def flush_ready(self) -> None:
+        start = self.written
+        while self.written < len(self.lines) and self.lines[self.written] is not None:
+            self.written += 1
+        if self.written > start:
+            self.out.write(line for line in self.lines[start : self.written] if line)
+
+    def close(self) -> None:
+        self.flush_ready()
+        rest = [line for line in self.lines[self.written :] if line is not None]
+        if rest:
+            self.out.write(rest)
+        self.written = len(self.lines)
+        self.out.close()
+
+
 def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring."""
     from tracejudge.rewards import aevaluate_rubric_batch
@@ -165,19 +193,19 @@ def run(args: argparse.Namespace) -> int:
             f"--score-max ({args.score_max:g}) must be greater than --score-min "
             f"({args.score_min:g})"
         )
+    check_writable(args.out, "--out")  # before any judge call
     rubric = _rubric(args)
     info = _model_info(args)
     numbered = read_dataset(args.dataset)
     items = [item for _, item in numbered]
     lines: list[dict[str, Any] | None] = [None] * len(items)
-    out = OutFile(args.out, append=False) if args.out else None
+    out = _InOrder(OutFile(args.out, append=False), lines) if args.out else None
     progress = Progress(len(items), "item", enabled=len(items) > 1)
 
     def finished(index: int, result: Any) -> None:
-        line = _line(numbered[index][0], items[index], result)
-        lines[index] = line
+        lines[index] = _line(numbered[index][0], items[index], result)
         if out is not None:
-            out.write([line])
+            out.flush_ready()
         progress.advance()
 
     try:
@@ -202,7 +230,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(error)) from None
     finally:
         if out is not None:
-            out.close()
+            out.close()  # an interrupted run keeps every finished item, still in order
     complete = [line for line in lines if line is not None]
     summary = summarize(complete)
     if args.json:

@@ -10,6 +10,13 @@ keeping every finished line. At the end: the summary by agent name (as text; wit
 `--json`, one JSON object `{"summary": {...}}`; with `--json-lines`, every result line
 as it is scored, then that object), and the HTML report with `--html`.
 
+Every judged result carries the judge's usage (calls, tokens in, cached, out) and, for a
+priced model, its cost (`--judge-prices`); the summary sums them per criterion and in
+total. `--max-judge-cost` / `--max-judge-tokens` cap the run: past the cap no new
+judgement starts (those in flight finish and are kept), the rest are written as not
+evaluated with the reason, and the summary counts them. The cap is this run's: lines
+resumed from `--out` do not count against it.
+
 Exit status: 0 done; 1 an agent scoring below `--fail-under` on any criterion (never a
 mean: one failed agent among ten fails the run), or a trace that could not be scored
 (a judge error: its lines are not written, so `--resume` retries it); 2 bad
@@ -33,13 +40,13 @@ from pydantic import ValidationError
 
 from tracejudge import checks
 from tracejudge.cli._errors import UsageError
-from tracejudge.cli._outfile import OutFile, read_finished
+from tracejudge.cli._outfile import OutFile, check_writable, read_finished
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._sources import Source, expand_inputs
 from tracejudge.cli._spool import Spool
 from tracejudge.errors import ComposoError
 from tracejudge.models import MultiAgentTrace
-from tracejudge.report import ScoreSummary, format_summary, result_lines
+from tracejudge.report import ScoreSummary, format_summary, result_lines, usd
 
 logger = logging.getLogger("tracejudge.cli")
 
@@ -157,8 +164,20 @@ async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
         run.progress.advance()
 
 
-def _service(judge: str | None, concurrency: int, fail_under: float | None = None) -> Any:
-    """The evaluation service with the judge `--judge` names, or the environment's."""
+def _service(
+    judge: str | None,
+    concurrency: int,
+    fail_under: float | None = None,
+    *,
+    prices: str | None = None,
+    max_cost: float | None = None,
+    max_tokens: int | None = None,
+) -> Any:
+    """The evaluation service with the judge `--judge` names, or the environment's, its
+    verdicts priced by `--judge-prices` (else TRACEJUDGE_JUDGE_PRICES, else the shipped
+    table) and the run capped by `--max-judge-cost` / `--max-judge-tokens`."""
+    from tracejudge.errors import ConfigurationError
+    from tracejudge.evaluation import format_usd, judge_model, resolve_prices
     from tracejudge.evaluation.service import EvaluationService
     from tracejudge.judges import default_judge, judge_from_spec
 
@@ -170,8 +189,35 @@ def _service(judge: str | None, concurrency: int, fail_under: float | None = Non
         if judge:  # asked for by name: a usage problem now
             raise UsageError(f"--judge {judge}: {error}") from None
         problem = error  # from the environment: only a problem if a criterion needs it
+    try:
+        table = resolve_prices(prices, option="--judge-prices")
+    except ConfigurationError as error:
+        raise UsageError(str(error)) from None
+    model = judge_model(built) if built is not None else None
+    if max_cost is not None and built is not None and table.get(model) is None:
+        unpriced = (
+            f"--max-judge-cost: the judge's model {model!r} has no price, so the cap of "
+            f"{format_usd(max_cost)} cannot be enforced"
+        )
+        if max_tokens is None:
+            raise UsageError(
+                f"{unpriced}; give its price with --judge-prices FILE (JSON: "
+                f'{{"{model}": {{"input": 0.3, "output": 1.2}}}}, dollars per million tokens) '
+                "or cap tokens with --max-judge-tokens N"
+            )
+        print(
+            f"tracejudge score: {unpriced}; --max-judge-tokens {max_tokens:,} caps the run",
+            file=sys.stderr,
+        )
+        max_cost = None  # said once, here
     return EvaluationService(
-        built, max_concurrency=concurrency * 4, judge_problem=problem, fail_under=fail_under
+        built,
+        max_concurrency=concurrency * 4,
+        judge_problem=problem,
+        fail_under=fail_under,
+        prices=table,
+        max_judge_cost=max_cost,
+        max_judge_tokens=max_tokens,
     )
 
 
@@ -203,6 +249,7 @@ def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring for what it does and its exit status."""
     if args.resume and not args.out:
         raise UsageError("--resume needs --out (the file whose finished traces to skip)")
+    _check_outputs(args)
     criteria = _criteria(args)
     from tracejudge.errors import BadRequestError
     from tracejudge.evaluation import validate_criteria
@@ -211,7 +258,14 @@ def run(args: argparse.Namespace) -> int:
         validate_criteria(list(criteria))
     except BadRequestError as error:
         raise UsageError(f"bad criterion: {error}") from None
-    service = _service(args.judge, args.concurrency, args.fail_under)
+    service = _service(
+        args.judge,
+        args.concurrency,
+        args.fail_under,
+        prices=args.judge_prices,
+        max_cost=args.max_judge_cost,
+        max_tokens=args.max_judge_tokens,
+    )
     service.require_judge(criteria)  # a missing judge fails now, not after reading
     sources = expand_inputs(args.inputs)
     if sum(s.path is None for s in sources) > 1:
@@ -223,6 +277,15 @@ def run(args: argparse.Namespace) -> int:
             return _run(args, criteria, service, sources, summary, spool)
         finally:
             spool.close()
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the run will write, checked before anything is read or scored: a bad
+    path costs nothing, not a paid run."""
+    check_writable(args.out, "--out")
+    check_writable(args.html, "--html")
+    if args.out and args.html and Path(args.out).resolve() == Path(args.html).resolve():
+        raise UsageError(f"--out and --html both name {args.html}; give two files")
 
 
 def _run(
@@ -270,14 +333,29 @@ def _run(
         raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
     if args.html:
         _write_html(args.html, summary, spool, done)
+    spend = service.spend
     if args.json or args.json_lines:
         report = summary.as_dict()
         report.update(scored=state.scored, resumed=len(done), failed=len(state.failed))
+        if args.max_judge_cost is not None or args.max_judge_tokens is not None:
+            report["judge_cap"] = {
+                "max_cost_usd": spend.max_cost_usd,
+                "max_tokens": spend.max_tokens,
+                "reached": spend.stopped,
+                "not_started": spend.refused,
+            }
         print(json.dumps({"summary": report}))
     else:
         print(format_summary(summary))
         if done:
             print(f"({len(done)} traces resumed from {args.out})")
+    if spend.stopped is not None:
+        print(
+            f"tracejudge score: {spend.stopped} ({usd(spend.total.cost_usd)}, "
+            f"{spend.total.total_tokens:,} tokens, judgements in flight included); "
+            f"{spend.refused:,} judgements were not started and are marked not evaluated",
+            file=sys.stderr,
+        )
     for problem in state.failed[:10]:
         print(f"tracejudge score: {problem}", file=sys.stderr)
     if state.without_calls:
@@ -375,6 +453,27 @@ def add_parser(commands: Any) -> None:
         help="add the budgets check: seconds each agent may take",
     )
     score.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
+    score.add_argument(
+        "--judge-prices",
+        metavar="FILE",
+        help='JSON prices of judge models over the shipped table, e.g. {"my-model": '
+        '{"input": 0.3, "output": 1.2, "cached_input": 0.15}} in dollars per million tokens '
+        "(default: the file TRACEJUDGE_JUDGE_PRICES names)",
+    )
+    score.add_argument(
+        "--max-judge-cost",
+        type=_positive(float),
+        metavar="DOLLARS",
+        help="stop starting judgements once the run's judge calls cost this much: the rest "
+        "are marked not evaluated (needs a priced judge model; see --judge-prices)",
+    )
+    score.add_argument(
+        "--max-judge-tokens",
+        type=_positive(int),
+        metavar="N",
+        help="stop starting judgements once the run's judge calls used this many tokens "
+        "(works without prices)",
+    )
     score.add_argument(
         "--concurrency", type=_positive(int), default=8, help="traces scored at once (default 8)"
     )

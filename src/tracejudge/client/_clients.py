@@ -32,15 +32,16 @@ from tracejudge.client._engine import (
     EvaluateResult,
     TraceResult,
 )
-from tracejudge.evaluation import TraceCheck
+from tracejudge.evaluation import PricesOption, TraceCheck
 from tracejudge.judges import CacheOption, Judge
-from tracejudge.models import TaskResponse
+from tracejudge.models import Attribution, MultiAgentTraceResponse, TaskResponse
 
 __all__ = ["AsyncComposo", "Composo"]
 
 logger = logging.getLogger("tracejudge")
 
 TraceLike = Any  # MultiAgentTrace | AgentTracer-like | dict | JSON text
+Criteria = str | TraceCheck | list[str | TraceCheck]
 
 
 def _release(calls: _sync.CallGroup, engine: Engine) -> None:
@@ -74,6 +75,7 @@ class _Client:
         max_concurrency: int = 16,
         max_concurrent_requests: int | None = None,
         emit_evaluation_events: bool = False,
+        prices: PricesOption = None,
     ) -> None:
         if max_concurrent_requests is not None:  # the Composo SDK's name (AsyncComposo)
             max_concurrency = max_concurrent_requests
@@ -88,6 +90,7 @@ class _Client:
             judge=judge,
             cache=cache,
             emit_events=emit_evaluation_events,
+            prices=prices,
         )
         self.api_key = api_key
         self.base_url = str(base_url).rstrip("/")
@@ -167,6 +170,28 @@ class AsyncComposo(_Client):
             emit_events=emit_events,
         )
 
+    async def attribute(
+        self,
+        trace: TraceLike,
+        methods: str | list[str] = "checks",
+        *,
+        criteria: Criteria | None = None,
+        responses: list[MultiAgentTraceResponse] | None = None,
+        outcome: str | None = None,
+        failed: bool | None = None,
+        max_step_chars: int = 3000,
+    ) -> Attribution:
+        """Which agent and step caused a trace's failure. See `Composo.attribute`."""
+        return await self._engine.attribute(
+            trace=trace,
+            methods=methods,
+            criteria=criteria,
+            responses=responses,
+            outcome=outcome,
+            failed=failed,
+            max_step_chars=max_step_chars,
+        )
+
     async def get_task(self, task_id: str) -> TaskResponse:
         """The status of a `block=False` evaluation. See `Composo.get_task`."""
         return await self._engine.get_task(task_id)
@@ -217,7 +242,11 @@ class Composo(_Client):
     SQLite, or a cache object) and `max_concurrency` (judge or server requests in
     flight, shared by every call of the client; `max_concurrent_requests` is the
     same) and `emit_evaluation_events` (write trace scores back onto the traces as
-    OTel GenAI evaluation events; see `evaluate_trace`). Without `judge`, the
+    OTel GenAI evaluation events; see `evaluate_trace`), and `prices` (what the
+    in-process judge's model costs, dollars per million tokens, over the shipped table:
+    `{"my-model": {"input": 0.3, "output": 1.2}}`, a `PriceTable` or a JSON file's path;
+    default the file TRACEJUDGE_JUDGE_PRICES names): each result's `usage` then carries
+    `cost_usd`. Without `judge`, the
     environment decides (see the module docs). A judge
     built here (from a spec or the environment) takes the client's `timeout`,
     `num_retries`, `cache` and `max_concurrency`, and is closed with the client; a
@@ -340,6 +369,49 @@ class Composo(_Client):
                 tags=tags,
                 evaluate_latest=evaluate_latest,
                 emit_events=emit_events,
+            )
+        )
+
+    def attribute(
+        self,
+        trace: TraceLike,
+        methods: str | list[str] = "checks",
+        *,
+        criteria: Criteria | None = None,
+        responses: list[MultiAgentTraceResponse] | None = None,
+        outcome: str | None = None,
+        failed: bool | None = None,
+        max_step_chars: int = 3000,
+    ) -> Attribution:
+        """Which agent and which step caused a trace's failure: a ranked list of causes.
+
+        - `trace`: as `evaluate_trace` takes it.
+        - `methods`: "checks" (the default: the deterministic checks' findings, with their
+          exact steps, and the agents that failed a criterion) and/or the judge methods
+          "all_at_once", "step_by_step", "binary_search", "counterfactual" (need a judge);
+          the checks' findings rank first, then each judge method's, in the order given.
+        - `criteria`: what decides that the trace failed (default: the built-in checks);
+          `responses`: `evaluate_trace` answers the trace already has, used instead.
+        - `outcome`: what went wrong, in words (the trace failed; the judge is told);
+          `failed`: your word: True it failed (look for a cause even if no check fails),
+          False it did not.
+        - `max_step_chars`: characters of one message the judge methods show.
+
+        Returns a `tracejudge.models.Attribution`: `failed`, `failures` (what failed),
+        `causes` ranked (agent instance, `step` = its model call and tool call, `index` =
+        the step's place in the trace, `method`, `evidence`, `confidence`,
+        `consequence_of`, and for the counterfactual method `fix` and `outcome_changes`),
+        `usage` (the judge calls' tokens and cost), `notes`.
+        """
+        return self._run(
+            self._engine.attribute(
+                trace=trace,
+                methods=methods,
+                criteria=criteria,
+                responses=responses,
+                outcome=outcome,
+                failed=failed,
+                max_step_chars=max_step_chars,
             )
         )
 

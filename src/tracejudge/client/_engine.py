@@ -24,6 +24,7 @@ from tracejudge.client._remote import RemoteServer
 from tracejudge.errors import BadRequestError, ComposoError
 from tracejudge.evaluation import (
     Criterion,
+    PricesOption,
     TaskRegistry,
     TraceCheck,
     gather_all,
@@ -31,9 +32,11 @@ from tracejudge.evaluation import (
     validate_explanation_cleaning,
     validate_tags,
 )
+from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.evaluation.service import ConversationRequest, EvaluationService, TraceRequest
 from tracejudge.judges import CacheOption, Judge
 from tracejudge.models import (
+    Attribution,
     EvaluationResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
@@ -99,6 +102,7 @@ class Engine:
         judge: str | Judge | None,
         cache: CacheOption,
         emit_events: bool = False,
+        prices: PricesOption = None,
     ) -> None:
         from tracejudge.judges import default_judge, judge_from_spec
 
@@ -136,7 +140,7 @@ class Engine:
                 problem = exc
             self._owns_judge = built is not None
         self.service = EvaluationService(
-            built, max_concurrency=options.max_concurrency, judge_problem=problem
+            built, max_concurrency=options.max_concurrency, judge_problem=problem, prices=prices
         )
 
     @property
@@ -284,6 +288,42 @@ class Engine:
         if block and (self.emit_events if emit_events is None else emit_events):
             _emit_events(multi, results)
         return results if len(checked) > 1 else results[0]
+
+    # ------------------------------------------------------------------ attribute
+
+    async def attribute(
+        self,
+        *,
+        trace: Any,
+        methods: Any,
+        criteria: Any,
+        responses: Any,
+        outcome: str | None,
+        failed: bool | None,
+        max_step_chars: int,
+    ) -> Attribution:
+        """Forwarded to the evaluation service, in process: deterministic findings need no
+        judge; the judge methods use the in-process judge (a remote server does not
+        attribute yet)."""
+        self._check_open()
+        multi = coerce_trace(trace)
+        request = AttributionRequest(
+            trace=multi,
+            methods=[methods] if isinstance(methods, str) else list(methods),
+            criteria=None if criteria is None else validate_criteria(criteria)[0],
+            responses=responses,
+            outcome=outcome,
+            failed=failed,
+            max_step_chars=max_step_chars,
+        )
+        judged = [m for m in request.checked_methods() if m != "checks"]
+        if judged and self.service.judge is None and self.remote is not None:
+            raise BadRequestError(
+                f"attribution methods {', '.join(judged)} need an in-process judge; this "
+                "client talks to a remote server, which does not attribute yet. Pass judge=... "
+                "(a spec such as 'openai:gpt-4.1-mini'), or use methods=['checks']"
+            )
+        return await self.service.attribute(request)
 
     # ------------------------------------------------------------------ tasks, closing
 

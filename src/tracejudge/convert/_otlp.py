@@ -24,6 +24,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _json
+from tracejudge.convert._ids import SPAN_ID_BYTES, TRACE_ID_BYTES, json_id_bytes, valid_id
 from tracejudge.convert._records import (
     STATUS_ERROR,
     STATUS_OK,
@@ -202,6 +203,7 @@ class _ProtobufReader:
         self.offset = 0
         self.spans: list[SpanRecord] = []
         self.broken = 0
+        self.bad_ids = 0  # spans that break the id rule (`_ids`), skipped
         self.resources = 0
         self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
         self.scope_version: str | None = None  # and its version
@@ -294,8 +296,10 @@ class _ProtobufReader:
             span = self.parse(self.span_type, size)
             if span is None:
                 self.broken += 1
-            else:
+            elif _ids_ok(span):
                 self.spans.append(_pb_span(span, self.scope, self.scope_version))
+            else:
+                self.bad_ids += 1
 
     def whole(self, depth: int, payload: bytes) -> bool:
         """Take the spans of a ResourceSpans (depth 0) or ScopeSpans (depth 1) when it
@@ -314,7 +318,9 @@ class _ProtobufReader:
         for scope_spans in scopes:
             scope = scope_spans.scope
             name, version = scope.name or None, scope.version or None
-            spans.extend([_pb_span(span, name, version) for span in scope_spans.spans])
+            kept = [_pb_span(span, name, version) for span in scope_spans.spans if _ids_ok(span)]
+            self.bad_ids += len(scope_spans.spans) - len(kept)
+            spans.extend(kept)
         return True
 
     def walk(self, depth: int, size: int) -> None:
@@ -387,6 +393,8 @@ def _decode_protobuf_stream(
             warnings.append(
                 f"OTLP protobuf input is corrupt: {reader.broken} spans do not parse; skipped"
             )
+    if reader.bad_ids:
+        warnings.append(_BAD_IDS.format(count=reader.bad_ids))
     return reader.spans
 
 
@@ -441,13 +449,23 @@ def _seconds(nanos: int) -> float | None:
     return nanos / 1e9 if nanos > 0 else None
 
 
+_BAD_IDS = (
+    "{count} spans have no valid trace_id (16 bytes, not all zero) or span_id (8 bytes, "
+    "not all zero); skipped"
+)
+
+
+def _ids_ok(span: Any) -> bool:
+    return valid_id(span.trace_id, TRACE_ID_BYTES) and valid_id(span.span_id, SPAN_ID_BYTES)
+
+
 def _pb_span(span: Any, scope: str | None = None, version: str | None = None) -> SpanRecord:
     status = span.status
     events = span.events
     return SpanRecord(
         trace_id=span.trace_id.hex(),
         span_id=span.span_id.hex(),
-        parent_id=span.parent_span_id.hex() or None,
+        parent_id=parent.hex() if valid_id(parent := span.parent_span_id, SPAN_ID_BYTES) else None,
         name=span.name,
         start_ns=span.start_time_unix_nano or None,
         end_ns=span.end_time_unix_nano or None,
@@ -659,23 +677,16 @@ def _children(resources: Any, *keys: str) -> Iterator[Any]:
 
 
 def _json_id(value: Any, size: int) -> str | None:
-    """Hex as OTLP/JSON writes ids, or base64 as protobuf's json_format does."""
-    if not isinstance(value, str) or not value:
-        return None
-    text = value.strip()
-    if len(text) == size * 2:
+    """An OTLP/JSON id (hex, or base64 as protobuf's json_format writes it) as hex; None
+    when it breaks the id rule (`_ids`): such a span is skipped, a parent is missing."""
+    if type(value) is str and len(value) == size * 2:  # the usual hex: no copy
         try:
-            bytes.fromhex(text)
-            return text.lower()
+            raw = bytes.fromhex(value)
         except ValueError:
-            pass
-    try:
-        raw = base64.b64decode(text, validate=True)
-    except (binascii.Error, ValueError):
-        raw = b""
-    if len(raw) == size:
-        return raw.hex()
-    return text.lower()
+            raw = json_id_bytes(value, size)
+    else:
+        raw = json_id_bytes(value, size)
+    return raw.hex() if valid_id(raw, size) else None
 
 
 def _json_int(value: Any) -> int:

@@ -3,6 +3,7 @@
 - `criteria`: ready-made criterion strings (`tracejudge.criteria`).
 - `render`: a conversation or an agent instance written out for the judge.
 - `Evaluator`: criteria x agent instances -> judge calls -> aggregated answers.
+- `JudgeSpend`: what each verdict cost, and the caps on what may be spent (`spend`).
 - the deterministic checks (`TraceCheck`, the built-in checks, `ALL`, `@check`,
   `from_reward`, ...): private in `_checks`, public as `tracejudge.checks`.
 
@@ -64,6 +65,12 @@ _EXPORTS: dict[str, str] = {
     "EvaluationService": "tracejudge.evaluation.service",
     "ConversationRequest": "tracejudge.evaluation.service",
     "TraceRequest": "tracejudge.evaluation.service",
+    "JudgeSpend": "tracejudge.evaluation.spend",
+    "SpendLimit": "tracejudge.evaluation.spend",
+    "PricesOption": "tracejudge.evaluation.spend",
+    "format_usd": "tracejudge.evaluation.spend",
+    "judge_model": "tracejudge.evaluation.spend",
+    "resolve_prices": "tracejudge.evaluation.spend",
 }
 
 __all__ = [
@@ -77,11 +84,14 @@ __all__ = [
     "FinalAnswer",
     "FunctionCheck",
     "GroundedNumbers",
+    "JudgeSpend",
     "Loops",
     "MAX_CRITERION_LENGTH",
+    "PricesOption",
     "RenderedContent",
     "RewardCheck",
     "Score",
+    "SpendLimit",
     "TaskRegistry",
     "ToolArguments",
     "ToolResults",
@@ -96,15 +106,18 @@ __all__ = [
     "conversation_agent",
     "final_answer",
     "final_answer_with",
+    "format_usd",
     "from_reward",
     "gather_all",
     "grounded_numbers",
     "is_check",
+    "judge_model",
     "loops",
     "loops_with",
     "render_agent",
     "render_conversation",
     "require_llm_interactions",
+    "resolve_prices",
     "responses_input_to_messages",
     "summarize_trace_response",
     "tool_arguments",
@@ -180,4 +193,12 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ConversationRequest,
         EvaluationService,
         TraceRequest,
+    )
+    from tracejudge.evaluation.spend import (
+        JudgeSpend,
+        PricesOption,
+        SpendLimit,
+        format_usd,
+        judge_model,
+        resolve_prices,
     )

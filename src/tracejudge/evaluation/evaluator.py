@@ -11,6 +11,8 @@ place that orchestrates a whole request (the client, the server and the CLI call
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import statistics
 import uuid
 import weakref
@@ -26,12 +28,14 @@ from tracejudge.errors import (
 )
 from tracejudge.evaluation._checks.base import TraceCheck
 from tracejudge.evaluation._checks.run import BuiltinCheck
+from tracejudge.evaluation._fanout import PrefixWarmup
 from tracejudge.evaluation._validate import Criterion
 from tracejudge.evaluation.render import (
     RenderedContent,
     render_agent,
     render_conversation,
 )
+from tracejudge.evaluation.spend import JudgeSpend
 from tracejudge.judges import Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
@@ -106,10 +110,11 @@ def _score_response(verdict: Verdict, judge: Judge, model: type[R], **fields: An
     """The verdict as a `model` (ScoreResponse or a subclass, with its other `fields`)."""
     try:
         return model(
-            score=verdict.score,
+            score=None if verdict.not_evaluated is not None else verdict.score,
             explanation=verdict.explanation,
             cleaned_explanation=verdict.cleaned_explanation,
             usage=verdict.usage,
+            not_evaluated=verdict.not_evaluated,
             **fields,
         )
     except ValidationError as exc:
@@ -247,7 +252,8 @@ class Evaluator:
     objects. At most `max_concurrency` judge calls of this evaluator are in flight
     at once, whatever the judge (the HTTP judges also bound their own requests).
     `fail_under`: the bar every agent's score is held to (None: each criterion's
-    default, `tracejudge.models.default_bar`).
+    default, `tracejudge.models.default_bar`). `spend` prices each verdict and may refuse
+    a judgement before it starts (a cap was reached: the result is not evaluated).
     """
 
     def __init__(
@@ -256,6 +262,7 @@ class Evaluator:
         *,
         max_concurrency: int = 16,
         fail_under: float | None = None,
+        spend: JudgeSpend | None = None,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -264,6 +271,7 @@ class Evaluator:
         self.judge = judge
         self.max_concurrency = max_concurrency
         self.fail_under = fail_under
+        self.spend = spend
         # An asyncio.Semaphore belongs to one event loop: one per loop that uses this.
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -285,11 +293,33 @@ class Evaluator:
 
             raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
 
-    async def _ask(self, request: JudgeRequest, model: type[R], **fields: Any) -> R:
-        """The judge's verdict on `request` as a `model` (with its other `fields`)."""
+    async def _ask(
+        self,
+        request: JudgeRequest,
+        model: type[R],
+        *,
+        warmup: PrefixWarmup | None = None,
+        prefix: str = "",
+        **fields: Any,
+    ) -> R:
+        """The judge's verdict on `request` as a `model` (with its other `fields`). With a
+        `warmup`, the first call of `prefix` runs before the others of it (cache warming);
+        the wait happens before a slot of the limit is taken."""
         assert self.judge is not None  # require_judge ran before any call
-        async with self._limit():
+        spend = self.spend
+        turn = warmup.turn(prefix) if warmup is not None else contextlib.nullcontext()
+        async with turn, self._limit():
+            # The spend is asked as the judgement starts (not while it waits for a slot),
+            # and told what it used as soon as it returns.
+            refused = await spend.before(request.criterion) if spend is not None else None
+            if refused is not None:
+                return model(
+                    explanation=f"Not evaluated: {refused}.", not_evaluated=refused, **fields
+                )
             verdict = await self.judge.judge(request)
+            if spend is not None:
+                usage = await spend.after(request.criterion, verdict.usage)
+                verdict = dataclasses.replace(verdict, usage=usage)
         return _score_response(verdict, self.judge, model, **fields)
 
     # ------------------------------------------------------------------ conversations
@@ -310,8 +340,10 @@ class Evaluator:
         *,
         evaluate_latest: bool = True,
         clean_explanation: bool = False,
+        warmup: PrefixWarmup | None = None,
     ) -> EvaluationResponse:
-        """One criterion applied to a conversation."""
+        """One criterion applied to a conversation (`warmup`: shared by the criteria of
+        one conversation, so that the first warms the prompt cache for the others)."""
         if not isinstance(criterion, str):
             results = await run_check(criterion, MultiAgentTrace.from_agent(agent))
             result = results.get(agent.id)
@@ -329,7 +361,9 @@ class Evaluator:
         request = JudgeRequest.of(
             criterion, rendered.content, target=rendered.target, clean_explanation=clean_explanation
         )
-        return await self._ask(request, EvaluationResponse, criterion=criterion)
+        return await self._ask(
+            request, EvaluationResponse, warmup=warmup, prefix=agent.id, criterion=criterion
+        )
 
     # ------------------------------------------------------------------ traces
 
@@ -339,12 +373,14 @@ class Evaluator:
         criterion: Criterion,
         *,
         renders: dict[str, RenderedContent] | None = None,
+        warmup: PrefixWarmup | None = None,
     ) -> MultiAgentTraceResponse:
         """One criterion applied to every agent instance of a trace.
 
         An instance with neither an LLM interaction nor a child agent gets None.
         `renders` may be shared by calls for several criteria on the same trace, so
-        each agent is rendered once rather than once per criterion.
+        each agent is rendered once rather than once per criterion; `warmup` too, so that
+        the first judgement of each agent warms the prompt cache for the others.
         """
         is_check = not isinstance(criterion, str)
         bar = self.fail_under if self.fail_under is not None else default_bar(is_check)
@@ -354,7 +390,9 @@ class Evaluator:
         self.require_judge([criterion])
         agents = list(trace.iter_agents())
         cache = renders if renders is not None else {}
-        scores = await gather_all(self._score_agent(trace, a, criterion, cache) for a in agents)
+        scores = await gather_all(
+            self._score_agent(trace, a, criterion, cache, warmup) for a in agents
+        )
         results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
         return trace_response(trace, criterion, results, usage=_sum_usage(scores), fail_under=bar)
 
@@ -364,6 +402,7 @@ class Evaluator:
         agent: AgentInstance,
         criterion: str,
         renders: dict[str, RenderedContent],
+        warmup: PrefixWarmup | None = None,
     ) -> ScoreResponse | None:
         if not agent.llm_interactions and not agent.child_ids:
             return None
@@ -371,4 +410,4 @@ class Evaluator:
         if rendered is None:
             rendered = renders[agent.id] = render_agent(trace, agent.id)
         request = JudgeRequest.of(criterion, rendered.content, target=rendered.target)
-        return await self._ask(request, ScoreResponse)
+        return await self._ask(request, ScoreResponse, warmup=warmup, prefix=agent.id)

@@ -10,26 +10,41 @@ criteria and agents, aggregates). Two kinds of request come in:
 - their in-process twins `ConversationRequest` / `TraceRequest`, which may carry several
   criteria and check objects, through `evaluate_conversation()` / `score_trace()`, or
   `conversation_work()` / `trace_work()` for one awaitable per criterion (the client's
-  background mode runs each as its own task).
+  background mode runs each as its own task);
+- an `AttributionRequest` (which agent and step caused a trace's failure), through
+  `attribute()`, and one (agent, criterion) pair through `score_agent()` (calibration's
+  unit).
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.evaluation._fanout import PrefixWarmup
 from tracejudge.evaluation._validate import Criterion, validate_criteria
-from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge
+from tracejudge.evaluation.attribution import AttributionRequest
+from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge, run_check
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
-from tracejudge.judges import Judge
+from tracejudge.evaluation.spend import (
+    JudgeSpend,
+    PricesOption,
+    SpendLimit,
+    judge_model,
+    resolve_prices,
+)
+from tracejudge.judges import Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
+    Attribution,
     EvaluationResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
     RewardRequest,
+    ScoreResponse,
     TraceRewardRequest,
 )
 
@@ -73,6 +88,8 @@ class TraceRequest:
     criteria: Sequence[Criterion]
     # Each agent rendered once for all criteria of the request.
     renders: dict[str, RenderedContent] = field(default_factory=dict, compare=False)
+    # The first judgement of each agent warms the prompt cache before its others start.
+    warmup: PrefixWarmup = field(default_factory=PrefixWarmup, compare=False)
 
     @classmethod
     def from_wire(cls, request: TraceRewardRequest) -> TraceRequest:
@@ -116,6 +133,16 @@ class EvaluationService:
     the user more than "no judge configured". At most `max_concurrency` judge calls of
     this service are in flight at once. `fail_under`: the bar every agent's score is held
     to (None: each criterion's own, `tracejudge.models.default_bar`).
+
+    Every verdict's usage carries its cost, from `prices` (see
+    `tracejudge.evaluation.spend.PricesOption`; the judge's model unknown to the table:
+    tokens only). `max_judge_cost` (dollars) and `max_judge_tokens` cap what this service
+    may spend on the judge over its life (a `score` run): past a cap no new judgement
+    starts and the rest are not evaluated, with the reason; judgements already started
+    finish and are kept. A cost cap needs the judge's model to have a price: without one,
+    `ConfigurationError`, unless `max_judge_tokens` is given too (then tokens are capped,
+    and one warning says the cost cap is not). `spend_limits` are budgets kept elsewhere
+    (the server's daily ones). `spend` holds the run's total (`spend.total`).
     """
 
     def __init__(
@@ -125,11 +152,24 @@ class EvaluationService:
         max_concurrency: int = 16,
         judge_problem: ComposoError | None = None,
         fail_under: float | None = None,
+        prices: PricesOption = None,
+        max_judge_cost: float | None = None,
+        max_judge_tokens: int | None = None,
+        spend_limits: Sequence[SpendLimit] = (),
     ) -> None:
         self.judge = judge
         self.judge_problem = judge_problem
         self.fail_under = fail_under
-        self._evaluator = Evaluator(judge, max_concurrency=max_concurrency, fail_under=fail_under)
+        self.spend = JudgeSpend(
+            judge_model(judge) if judge is not None else None,
+            resolve_prices(prices),
+            max_cost_usd=max_judge_cost if judge is not None else None,
+            max_tokens=max_judge_tokens,
+            limits=spend_limits,
+        )
+        self._evaluator = Evaluator(
+            judge, max_concurrency=max_concurrency, fail_under=fail_under, spend=self.spend
+        )
 
     # ------------------------------------------------------------------ checks on requests
 
@@ -154,16 +194,22 @@ class EvaluationService:
         self.require_judge(criteria)
         agent = conversation_agent(request.messages, system=request.system, tools=request.tools)
         self._evaluator.require_conversation(agent)
-        return [self._score_conversation(agent, c, request) for c in criteria]
+        warmup = PrefixWarmup()
+        return [self._score_conversation(agent, c, request, warmup) for c in criteria]
 
     def _score_conversation(
-        self, agent: AgentInstance, criterion: Criterion, request: ConversationRequest
+        self,
+        agent: AgentInstance,
+        criterion: Criterion,
+        request: ConversationRequest,
+        warmup: PrefixWarmup,
     ) -> Awaitable[EvaluationResponse]:
         return self._evaluator.score_conversation(
             agent,
             criterion,
             evaluate_latest=request.evaluate_latest,
             clean_explanation=request.clean_explanation,
+            warmup=warmup,
         )
 
     async def evaluate_conversation(self, request: ConversationRequest) -> list[EvaluationResponse]:
@@ -187,7 +233,10 @@ class EvaluationService:
         request.trace.require_llm_interactions()
         self.require_judge(criteria)
         return [
-            self._evaluator.score_trace(request.trace, c, renders=request.renders) for c in criteria
+            self._evaluator.score_trace(
+                request.trace, c, renders=request.renders, warmup=request.warmup
+            )
+            for c in criteria
         ]
 
     async def score_trace(
@@ -201,6 +250,57 @@ class EvaluationService:
         """Answer one wire `TraceRewardRequest` (POST /api/v1/evals/trace)."""
         (response,) = await gather_all(self.trace_work(TraceRequest.from_wire(request)))
         return response
+
+    # ------------------------------------------------------------------ attribution
+
+    async def judge_call(self, request: JudgeRequest) -> Verdict:
+        """One request to this service's judge, within its concurrency limit and its spend
+        (the verdict priced, counted in `spend.total`; past a cap, not evaluated with the
+        reason): the way attribution reaches the judge. Budgets kept per criterion see
+        it as "attribution <question>"."""
+        if self.judge is None:
+            self.require_judge(["Reward"])  # raises the configured problem
+        assert self.judge is not None
+        label = f"attribution {getattr(request, 'schema_name', 'question')}"
+        async with self._evaluator._limit():
+            refused = await self.spend.before(label)
+            if refused is not None:
+                return Verdict(score=None, explanation="", not_evaluated=refused)
+            verdict = await self.judge.judge(request)
+            usage = await self.spend.after(label, verdict.usage)
+            return dataclasses.replace(verdict, usage=usage)
+
+    async def attribute(self, request: AttributionRequest) -> Attribution:
+        """Which agent and step caused `request.trace`'s failure: ranked causes, the
+        deterministic findings first, then the judge methods picked (see
+        `tracejudge.evaluation.attribution`). Raises `ConfigurationError` when a judge
+        method is picked and the service has no judge, `BadRequestError` for an unknown
+        method, before anything is judged."""
+        from tracejudge.evaluation.attribution import run
+
+        judged = any(m != "checks" for m in request.checked_methods())
+        if judged and self.judge is None and self.judge_problem is not None:
+            raise self.judge_problem
+        return await run(
+            request,
+            score=self.score_trace,
+            judge_call=self.judge_call if self.judge is not None else None,
+            judge_name=str(getattr(self.judge, "name", self.judge)),
+        )
+
+    async def score_agent(
+        self, trace: MultiAgentTrace, agent_id: str, criterion: Criterion
+    ) -> ScoreResponse | None:
+        """One criterion for one agent instance of `trace`, judged (or checked) exactly as
+        `score_trace` judges that agent; None where it does not apply."""
+        (checked,), _ = validate_criteria([criterion])
+        agent = trace.agent_instance_by_id.get(agent_id)
+        if agent is None:
+            raise BadRequestError(f"the trace has no agent instance {agent_id!r}")
+        if not isinstance(checked, str):
+            return (await run_check(checked, trace)).get(agent_id)
+        self.require_judge([checked])
+        return await self._evaluator._score_agent(trace, agent, checked, {})
 
     # ------------------------------------------------------------------ closing
 

@@ -41,7 +41,8 @@ single integer cannot. Without logprobs, or when the value's token cannot be tol
 INFO level.
 
 How the shape is asked for: `response_format` with a strict JSON schema first; if the
-endpoint rejects it (400/422 naming response_format or json_schema), `{"type":
+endpoint rejects it (400/422 naming response_format or json_schema, or a 500 whose message
+names it), `{"type":
 "json_object"}`, then the prompt alone. Logprobs and temperature are dropped the same way
 when rejected. Each judge remembers what its endpoint accepts.
 
@@ -52,7 +53,10 @@ raises `MalformedError`. A judge never turns an unreadable reply into a low scor
 
 Everything being judged is placed between the lines `<<<TRACE_DATA` and `TRACE_DATA>>>`
 (any look-alike of these delimiters inside the data is escaped), and the system prompt says
-it is data to evaluate, never instructions to follow.
+it is data to evaluate, never instructions to follow. The system prompt is the same for
+every criterion; the data comes first in the user message and the target and criterion
+last, so that providers' prompt caches serve the criteria of one material (README "The
+judge reply contract" has the layout, the input budget and exploration, and spans).
 
 Reliability: `timeout` (default 60 s) is the total time of one judgement, retries and re-ask
 included (`TimeoutError` when it runs out). 429, 5xx, timeouts and connection errors are
@@ -62,6 +66,10 @@ requests in flight (`max_concurrency`, default 16) and caches verdicts by judge,
 prompt and parameters (`cache=None`: in memory; `cache="judge-cache.sqlite"`: an SQLite
 file shared across runs; `cache=False`: off). Errors are never cached; the key includes
 the endpoint's URL (without credentials), so two servers of one model name do not share.
+A `StructuredRequest` asks a question whose answer is a JSON object of the asker's own
+schema (which step caused a failure, say) through the same `judge()`: the verdict has no
+score, and `reply_of(verdict)` is the object (see `_ask`).
+
 A judge may be used from several event loops in turn: it keeps connections per loop and
 closes them when that loop shuts down, or on `aclose()`.
 """
@@ -69,7 +77,16 @@ closes them when that loop shuts down, or on `aclose()`.
 from __future__ import annotations
 
 from tracejudge.judges._anthropic import AnthropicJudge
+from tracejudge.judges._ask import StructuredRequest, reply_of
 from tracejudge.judges._backend import HTTPJudge
+from tracejudge.judges._budget import (
+    BYTES_PER_TOKEN,
+    CONTEXT_WINDOWS,
+    DEFAULT_CONTEXT_WINDOW,
+    DEFAULT_MAX_TOKENS,
+    context_window,
+    default_max_input_tokens,
+)
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, SQLiteCache
 from tracejudge.judges._openai import (
     OPENAI_COMPATIBLE_PROVIDERS,
@@ -77,6 +94,7 @@ from tracejudge.judges._openai import (
     OpenAICompatibleJudge,
 )
 from tracejudge.judges._prompt import DATA_END, DATA_START
+from tracejudge.judges._spans import JUDGE_SERVICE_NAME, JudgeSpans, SpansOption
 from tracejudge.judges._spec import (
     DEFAULT_JUDGE_MODEL,
     HOW_TO_CONFIGURE_A_JUDGE,
@@ -86,6 +104,7 @@ from tracejudge.judges._spec import (
     key_env_for,
     needs_api_key,
 )
+from tracejudge.judges._tools import Exploration, ExplorationLimits, ExplorationTool, SpendCheck
 from tracejudge.judges._types import DEFAULT_TARGET, CriterionKind, Judge, JudgeRequest, Verdict
 
 __all__ = [
@@ -94,6 +113,8 @@ __all__ = [
     "Verdict",
     "Judge",
     "DEFAULT_TARGET",
+    "StructuredRequest",
+    "reply_of",
     "HTTPJudge",
     "OpenAICompatibleJudge",
     "AnthropicJudge",
@@ -112,4 +133,17 @@ __all__ = [
     "CacheOption",
     "DATA_START",
     "DATA_END",
+    "Exploration",
+    "ExplorationLimits",
+    "ExplorationTool",
+    "SpendCheck",
+    "BYTES_PER_TOKEN",
+    "CONTEXT_WINDOWS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_MAX_TOKENS",
+    "context_window",
+    "default_max_input_tokens",
+    "JudgeSpans",
+    "SpansOption",
+    "JUDGE_SERVICE_NAME",
 ]

@@ -3,6 +3,7 @@ judge's calls never appear among the traced agent's spans)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -11,14 +12,15 @@ from tracejudge import _env
 from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
-    Answer,
     HTTPJudge,
     join_url,
     requires_key,
     token_count,
 )
 from tracejudge.judges._cache import CacheOption
-from tracejudge.judges._types import JudgeRequest
+from tracejudge.judges._exchange import Answer, Ask, AskedCall
+from tracejudge.judges._prompt import message_text
+from tracejudge.judges._spans import SpansOption
 
 __all__ = ["AnthropicJudge", "ANTHROPIC_VERSION", "ANTHROPIC_BASE_URL", "ANTHROPIC_KEY_ENV"]
 
@@ -36,7 +38,9 @@ class AnthropicJudge(HTTPJudge):
     `base_url` defaults to `ANTHROPIC_BASE_URL`, then api.anthropic.com; `api_key` to
     `ANTHROPIC_API_KEY` (sent as `x-api-key`). The API gives no logprobs and no
     response_format, so the reply's shape rests on the prompt, the tolerant parser and the
-    one corrective re-ask. The other options mean what they mean for
+    one corrective re-ask. The data block of every judgement (and, while exploring, the
+    latest tool result) carries `cache_control`, so the criteria of one agent read it from
+    Anthropic's prompt cache. The other options mean what they mean for
     `OpenAICompatibleJudge`; `max_tokens` is required by the API and defaults to 2048.
     """
 
@@ -60,6 +64,8 @@ class AnthropicJudge(HTTPJudge):
         backoff_max: float = 8.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         anthropic_version: str = ANTHROPIC_VERSION,
+        max_input_tokens: int | None = None,
+        spans: SpansOption = None,
     ) -> None:
         resolved_url = base_url or _env.read(_env.ANTHROPIC_BASE_URL) or ANTHROPIC_BASE_URL
         # A key written into the URL is sent as the x-api-key header, never in the URL.
@@ -89,6 +95,8 @@ class AnthropicJudge(HTTPJudge):
             backoff_base=backoff_base,
             backoff_max=backoff_max,
             max_response_bytes=max_response_bytes,
+            max_input_tokens=max_input_tokens,
+            spans=spans,
         )
         self.anthropic_version = anthropic_version
         # Accept the API root with or without /v1: both are written in the wild.
@@ -111,16 +119,31 @@ class AnthropicJudge(HTTPJudge):
         return headers
 
     def _body(
-        self, messages: list[dict[str, str]], request: JudgeRequest, features: dict[str, Any]
+        self, messages: Sequence[dict[str, Any]], ask: Ask, features: dict[str, Any]
     ) -> dict[str, Any]:
         # The system prompt is a top-level field in this API, not a message.
-        system = "\n\n".join(m["content"] for m in messages if m["role"] == "system")
+        system = "\n\n".join(message_text(m) for m in messages if m["role"] == "system")
+        wired = _messages([m for m in messages if m["role"] != "system"])
+        if ask.tools and wired:
+            # An exploring conversation grows by a read each round: cache up to the latest.
+            _mark_cacheable(wired[-1])
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.max_tokens,
             "system": system,
-            "messages": [m for m in messages if m["role"] != "system"],
+            "messages": wired,
         }
+        if ask.tools:
+            body["tools"] = [
+                {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "input_schema": dict(tool.parameters),
+                }
+                for tool in ask.tools
+            ]
+            if ask.final:
+                body["tool_choice"] = {"type": "none"}
         if features.get("temperature") and self.temperature is not None:
             body["temperature"] = self.temperature
         body.update(self.extra_body)
@@ -143,16 +166,95 @@ class AnthropicJudge(HTTPJudge):
             for block in blocks
             if isinstance(block, dict) and block.get("type") == "text"
         )
+        calls = [
+            AskedCall(
+                id=str(block.get("id", f"toolu_{index}")),
+                name=block["name"],
+                arguments=block["input"] if isinstance(block.get("input"), dict) else {},
+            )
+            for index, block in enumerate(blocks)
+            if isinstance(block, dict)
+            and block.get("type") == "tool_use"
+            and isinstance(block.get("name"), str)
+        ]
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        read = token_count(usage.get("cache_read_input_tokens"))
+        written = token_count(usage.get("cache_creation_input_tokens"))
         # Cached prompt tokens are input tokens too; Anthropic reports them apart.
-        input_tokens = sum(
-            token_count(usage.get(key))
-            for key in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-        )
+        input_tokens = token_count(usage.get("input_tokens")) + read + written
         output_tokens = token_count(usage.get("output_tokens"))
+        stop = data.get("stop_reason")
         return Answer(
             text=text,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
             total_tokens=input_tokens + output_tokens,
+            cached_input_tokens=read,
+            cache_write_tokens=written,
+            tool_calls=calls,
+            finish_reason=stop if isinstance(stop, str) else None,
         )
+
+
+_CACHE = {"type": "ephemeral"}
+
+
+def _mark_cacheable(message: dict[str, Any]) -> None:
+    content = message.get("content")
+    if isinstance(content, str):
+        message["content"] = [{"type": "text", "text": content, "cache_control": _CACHE}]
+    elif isinstance(content, list) and content:
+        content[-1] = {**content[-1], "cache_control": _CACHE}
+
+
+def _messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Messages (see `_exchange`) as the Messages API takes them: text parts as blocks,
+    the cacheable one with `cache_control`; tool calls as `tool_use` blocks; the results
+    of one round as `tool_result` blocks of one user message."""
+    wired: list[dict[str, Any]] = []
+    for message in messages:
+        role = message["role"]
+        if role == "tool":
+            block = {
+                "type": "tool_result",
+                "tool_use_id": message["tool_call_id"],
+                "content": message_text(message),
+            }
+            last = wired[-1] if wired else None
+            if (
+                last is not None
+                and last["role"] == "user"
+                and isinstance(last["content"], list)
+                and all(b.get("type") == "tool_result" for b in last["content"])
+            ):
+                last["content"].append(block)
+            else:
+                wired.append({"role": "user", "content": [block]})
+            continue
+        content = message.get("content")
+        if role == "assistant" and message.get("tool_calls"):
+            blocks: list[dict[str, Any]] = []
+            if message_text(message):
+                blocks.append({"type": "text", "text": message_text(message)})
+            for call in message["tool_calls"]:
+                arguments = call["arguments"]
+                blocks.append(
+                    {
+                        "type": "tool_use",
+                        "id": call["id"],
+                        "name": call["name"],
+                        "input": arguments if isinstance(arguments, dict) else {"_raw": arguments},
+                    }
+                )
+            wired.append({"role": "assistant", "content": blocks})
+        elif isinstance(content, list):
+            blocks = []
+            for part in content:
+                block: dict[str, Any] = {"type": "text", "text": str(part.get("text", ""))}
+                if part.get("cache"):
+                    block["cache_control"] = _CACHE
+                blocks.append(block)
+            wired.append({"role": role, "content": blocks})
+        else:
+            wired.append({"role": role, "content": message_text(message)})
+    return wired

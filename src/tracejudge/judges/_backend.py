@@ -1,10 +1,13 @@
 """The machinery every HTTP judge shares; a backend only says how to speak its API.
 
 `HTTPJudge.judge()` does, in order: build the prompt, look in the cache, take a slot of the
-concurrency limit, ask (retrying, and falling back from options the endpoint rejects),
-parse the reply (re-asking once when it is unusable), turn it into a score, cache it.
-A backend subclass supplies the URL, headers, request body, how to read an answer, and
-which rejected options it can do without.
+concurrency limit, count the request's tokens against the input budget (over it: explore,
+or answer "not evaluated"), ask (retrying, and falling back from options the endpoint
+rejects), parse the reply (re-asking once when it is unusable), turn it into a score,
+cache it. A backend subclass supplies the URL, headers, request body, how to read an
+answer, and which rejected options it can do without. What is done with an answer (the
+re-ask, the judgement, the verdict) is `_reading.ReplyReading`; several criteria in one
+call, `_batch.BatchJudging`; both are mixed into `HTTPJudge`.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ import json
 import logging
 import threading
 import time
-from dataclasses import dataclass
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -29,17 +32,19 @@ from tracejudge._http import (
     send_with_retries,
     split_credentials,
 )
-from tracejudge.errors import BadRequestError, ConfigurationError, MalformedError
-from tracejudge.errors import TimeoutError as RequestTimeoutError
+from tracejudge.errors import BadRequestError, ConfigurationError
+from tracejudge.judges._ask import StructuredRequest, messages_for, structured_verdict
+from tracejudge.judges._batch import BatchJudging
+from tracejudge.judges._budget import TokenEstimator, default_max_input_tokens
 from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
-from tracejudge.judges._parse import (
-    Judgement,
-    ReplyError,
-    extract_object,
-    validate_reply,
-    weighted_score,
+from tracejudge.judges._exchange import Answer, Ask, Tally, ToolsRefused
+from tracejudge.judges._prompt import (
+    build_messages,
+    reask_message,
+    reply_schema,
 )
-from tracejudge.judges._prompt import build_messages, reask_message
+from tracejudge.judges._reading import ReplyReading, verdict_entry
+from tracejudge.judges._spans import JudgeSpans, SpansOption, make_spans
 from tracejudge.judges._types import JudgeRequest, Verdict
 from tracejudge.models import JudgeUsage
 
@@ -55,39 +60,8 @@ __all__ = [
 logger = logging.getLogger("tracejudge.judges")
 
 _USER_AGENT = "tracejudge-judge/0.1"
-# Replies longer than this are decoded and parsed in a worker thread: reading a few MiB
-# takes long enough to stall every other call sharing the event loop. Shorter ones are
-# read in place (a thread hop costs more than they do).
-_INLINE_READ_LIMIT = 64 * 1024
 # Hosts that never answer without a key: fail at construction rather than on the first call.
 _KEYED_HOSTS = ("api.openai.com", "api.anthropic.com", "openrouter.ai", "api.together.xyz")
-
-
-@dataclass
-class Answer:
-    """What a backend read from one successful HTTP answer."""
-
-    text: str
-    logprobs: list[dict[str, Any]] | None = None
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-
-
-@dataclass
-class _Tally:
-    """Usage of one judge() call, accumulated over its HTTP requests."""
-
-    calls: int = 0
-    input_tokens: int = 0
-    output_tokens: int = 0
-    total_tokens: int = 0
-
-    def add(self, answer: Answer) -> None:
-        self.input_tokens += answer.input_tokens
-        self.output_tokens += answer.output_tokens
-        self.total_tokens += answer.total_tokens or (answer.input_tokens + answer.output_tokens)
-
 
 _ssl_context: Any = None
 
@@ -108,7 +82,7 @@ def requires_key(base_url: str) -> bool:
     return host in _KEYED_HOSTS or host.endswith(".azure.com")
 
 
-class HTTPJudge:
+class HTTPJudge(ReplyReading, BatchJudging):
     """Base class of the HTTP judge backends. Not used directly: see
     `OpenAICompatibleJudge` and `AnthropicJudge`."""
 
@@ -134,6 +108,8 @@ class HTTPJudge:
         backoff_max: float = 8.0,
         features: dict[str, Any] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        max_input_tokens: int | None = None,
+        spans: SpansOption = None,
     ) -> None:
         if not model or not model.strip():
             raise ConfigurationError("a judge needs a model name, e.g. 'gpt-4.1-mini'")
@@ -169,11 +145,28 @@ class HTTPJudge:
                 f"max_response_bytes must be at least 1024, got {max_response_bytes}"
             )
         self.max_response_bytes = max_response_bytes
+        if max_input_tokens is not None and (
+            isinstance(max_input_tokens, bool)
+            or not isinstance(max_input_tokens, int)
+            or max_input_tokens < 256
+        ):
+            raise ConfigurationError(
+                f"max_input_tokens must be a whole number of tokens, at least 256, got "
+                f"{max_input_tokens!r}"
+            )
+        #: The most tokens one request of a judgement may hold (counted before sending).
+        self.max_input_tokens = (
+            max_input_tokens
+            if max_input_tokens is not None
+            else default_max_input_tokens(model, max_tokens)
+        )
+        self.estimator = TokenEstimator()
+        self.spans: JudgeSpans | None = make_spans(spans)
         self.cache: JudgeCache | None = make_cache(cache)
         self._transport = transport
         # The optional request features tried first; each is dropped, for good, when the
         # endpoint rejects it.
-        self._features: dict[str, Any] = {"temperature": temperature is not None}
+        self._features: dict[str, Any] = {"temperature": temperature is not None, "tools": True}
         self._features.update(features or {})
         self._features_lock = threading.Lock()
         self._logprobs_notice_given = False
@@ -200,8 +193,9 @@ class HTTPJudge:
         raise NotImplementedError
 
     def _body(
-        self, messages: list[dict[str, str]], request: JudgeRequest, features: dict[str, Any]
+        self, messages: Sequence[dict[str, Any]], ask: Ask, features: dict[str, Any]
     ) -> dict[str, Any]:
+        """The API's request body for `messages` (in the shape `_exchange` describes)."""
         raise NotImplementedError
 
     def _read(self, data: Any) -> Answer:
@@ -209,16 +203,23 @@ class HTTPJudge:
         raise NotImplementedError
 
     def _without_rejected(
-        self, features: dict[str, Any], request: JudgeRequest, rejection: str
+        self, features: dict[str, Any], ask: Ask, rejection: str
     ) -> dict[str, Any] | None:
-        """The features to try after a 400/422 saying `rejection` (lower-cased message and
-        body), or None when nothing the judge may drop explains it."""
+        """The features to try after a 400/422 (or a 500) saying `rejection` (lower-cased
+        message and body), or None when nothing the judge may drop explains it."""
         if features.get("temperature") and "temperature" in rejection:
             return {**features, "temperature": False}
+        if ask.tools and features.get("tools") and "tool" in rejection:
+            return {**features, "tools": False}
         return None
 
-    def _requests_logprobs(self, request: JudgeRequest, features: dict[str, Any]) -> bool:
+    def _requests_logprobs(self, ask: Ask, features: dict[str, Any]) -> bool:
         return False
+
+    @property
+    def supports_tools(self) -> bool:
+        """Whether this judge can explore (call tools); False once its endpoint refused."""
+        return bool(self._features.get("tools"))
 
     def _key_hint(self) -> str:
         where = (
@@ -249,8 +250,11 @@ class HTTPJudge:
 
     async def aclose(self) -> None:
         """Close the connections (on every event loop that used this judge) and the cache
-        file. The judge may be used again afterwards (it reconnects)."""
+        file, and flush the judge's spans. The judge may be used again afterwards (it
+        reconnects)."""
         await self._clients.aclose()
+        if self.spans is not None:
+            await asyncio.to_thread(self.spans.flush)
         if self.cache is not None:
             # Unlike get and set, a failing close is reported: the caller asked for it.
             if isinstance(self.cache, MemoryCache):
@@ -302,6 +306,8 @@ class HTTPJudge:
 
     def _cached_verdict(self, hit: Any, started: float) -> Verdict | None:
         """The verdict a cache entry holds, or None when the entry is not one."""
+        if isinstance(hit, dict) and hit.get("not_evaluated") is not None:
+            return None  # never stored; an entry of a user's cache that says so is a miss
         score = hit.get("score") if isinstance(hit, dict) else None
         explanation = hit.get("explanation") if isinstance(hit, dict) else None
         cleaned = hit.get("cleaned_explanation") if isinstance(hit, dict) else None
@@ -325,9 +331,57 @@ class HTTPJudge:
             raw={**raw, "cached": True},
         )
 
+    def _features_now(self) -> dict[str, Any]:
+        with self._features_lock:
+            return dict(self._features)
+
+    def estimate(self, messages: Sequence[dict[str, Any]], ask: Ask) -> int:
+        """The input tokens a request of `messages` would hold, counted before sending
+        (see `tracejudge.judges._budget`)."""
+        return self.estimator.estimate(self._body(messages, ask, self._features_now()))
+
+    @staticmethod
+    def _single_ask(request: JudgeRequest) -> Ask:
+        if isinstance(request, StructuredRequest):  # a question with a schema of its own
+            return Ask(schema=dict(request.schema), schema_name=request.schema_name)
+        return Ask(
+            schema=reply_schema(request.kind, request.clean_explanation),
+            logprobs=not request.kind.is_binary,
+        )
+
+    def _over_budget(self, needed: int) -> str:
+        return (
+            f"the judgement needs about {needed:,} input tokens, more than judge "
+            f"{self.name}'s budget of {self.max_input_tokens:,} (max_input_tokens)"
+        )
+
+    @staticmethod
+    def _not_evaluated(reason: str, started: float, **raw: Any) -> Verdict:
+        return Verdict(
+            score=None,
+            explanation=f"Not evaluated: {reason}.",
+            usage=JudgeUsage(latency_seconds=time.perf_counter() - started),
+            raw={"cached": False, **raw},
+            not_evaluated=reason,
+        )
+
+    def _exploring_refusal(self, request: JudgeRequest, why: str) -> str | None:
+        """Why a request over the budget cannot be explored (None: it can)."""
+        if request.exploration is None:
+            return f"{why}, and exploration is off"
+        if not self.supports_tools:
+            return (
+                f"{why}, and it cannot explore the material: {self.base_url} does not take "
+                "tool calls"
+            )
+        return None
+
     async def judge(self, request: JudgeRequest) -> Verdict:
         """Judge one request: a score in 0..1 (None when not applicable) with its explanation.
 
+        A request over `max_input_tokens` is explored when it carries an `Exploration` and
+        the endpoint takes tool calls; otherwise, or when a cap of the exploration runs out
+        before a verdict, the verdict is not evaluated (`Verdict.not_evaluated` says why).
         Raises AuthenticationError, BadRequestError, RateLimitError, APIError, TimeoutError
         or MalformedError (never a made-up score) when no verdict can be had. A cache that
         fails or stalls is gone around (one warning), within the same `timeout`.
@@ -338,10 +392,26 @@ class HTTPJudge:
             raise BadRequestError("the criterion is empty; write what to reward or penalise")
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
-        messages = build_messages(request)
+        messages = messages_for(request) or build_messages(request)
+        ask = self._single_ask(request)
+        needed = self.estimate(messages, ask)
+        parameters = self._cache_parameters(request)
+        why: str | None = None
+        if needed > self.max_input_tokens:
+            why = self._over_budget(needed)
+            refusal = self._exploring_refusal(request, why)
+            if refusal is not None:
+                logger.info("judge %s: not evaluated: %s", self.name, refusal)
+                return self._not_evaluated(refusal, started)
+            assert request.exploration is not None
+            parameters = {
+                **parameters,
+                "explore": request.exploration.limits.key(),
+                "max_input_tokens": self.max_input_tokens,
+            }
         key: str | None = None
         if self.cache is not None:
-            key = cache_key(self.name, self.model, messages, self._cache_parameters(request))
+            key = cache_key(self.name, self.model, messages, parameters)
             hit = await self._cache_call(self.timeout / 4, self.cache.get, key)
             verdict = self._cached_verdict(hit, started) if hit is not None else None
             if verdict is not None:
@@ -351,155 +421,80 @@ class HTTPJudge:
             # The deadline starts with the slot: time queued behind other calls is not the
             # endpoint's fault and must not time a call out.
             deadline = loop.time() + self.timeout
-            verdict = await self._judge_now(request, messages, state.client, deadline, started)
-        if key is not None and self.cache is not None:
+            with self._judgement_span(request):
+                if why is not None:
+                    # Imported here: the exploring loop drives this class's _ask.
+                    from tracejudge.judges._exploring import explore
+
+                    verdict = await explore(self, request, why, needed, state.client, started)
+                    # Each exploring round has a timeout of its own.
+                    deadline = loop.time() + self.timeout
+                else:
+                    verdict = await self._judge_now(
+                        request, messages, ask, state.client, deadline, started
+                    )
+        if key is not None and self.cache is not None and verdict.not_evaluated is None:
             # The verdict is paid for: it is returned whether or not it can be stored, and
             # storing waits no longer than what is left of the deadline.
             await self._cache_call(
-                deadline - loop.time(),
-                self.cache.set,
-                key,
-                {
-                    "score": verdict.score,
-                    "explanation": verdict.explanation,
-                    "cleaned_explanation": verdict.cleaned_explanation,
-                    "raw": verdict.raw,
-                },
+                deadline - loop.time(), self.cache.set, key, verdict_entry(verdict)
             )
         return verdict
+
+    def _judgement_span(self, request: JudgeRequest) -> Any:
+        if self.spans is None:
+            return _NO_SPAN
+        return self.spans.judgement(self.model, request.criterion)
 
     async def _judge_now(
         self,
         request: JudgeRequest,
-        messages: list[dict[str, str]],
+        messages: list[dict[str, Any]],
+        ask: Ask,
         client: httpx.AsyncClient,
         deadline: float,
         started: float,
     ) -> Verdict:
-        tally = _Tally()
-        answer, logprobs_asked = await self._ask(messages, request, client, deadline, tally)
-        try:
-            judgement, value, weighted = await self._off_loop(
-                deadline, len(answer.text), self._interpret, answer, request
+        tally = Tally()
+        if isinstance(request, StructuredRequest):
+            return await structured_verdict(
+                self, request, messages, ask, client, deadline, tally, started
             )
-        except ReplyError as problem:
-            logger.debug("%s: unusable reply (%s); asking again", self.name, problem)
-            corrective = [
-                *messages,
-                {"role": "assistant", "content": answer.text or "(empty reply)"},
-                {
-                    "role": "user",
-                    "content": reask_message(str(problem), request.kind, request.clean_explanation),
-                },
-            ]
-            answer, logprobs_asked = await self._ask(corrective, request, client, deadline, tally)
-            try:
-                judgement, value, weighted = await self._off_loop(
-                    deadline, len(answer.text), self._interpret, answer, request
-                )
-            except ReplyError as second:
-                shown = answer.text if len(answer.text) <= 500 else answer.text[:500] + "..."
-                raise MalformedError(
-                    f"judge {self.name} twice gave a reply that is not the expected JSON "
-                    f"object ({second}); last reply: {shown!r}. A stronger judge model, or "
-                    "one that supports structured output, usually fixes this",
-                    response_body=answer.text,
-                ) from None
-
-        if not judgement.applicable:
-            weighted = None
-            score: float | None = None
-            source = "not_applicable"
-        elif request.kind.is_binary:
-            score = 1.0 if judgement.passed else 0.0
-            source = "passed"
-        else:
-            assert judgement.score is not None
-            if answer.logprobs is not None:
-                if weighted is None:
-                    self._logprobs_notice(
-                        f"the logprobs from {self.base_url} do not show the score as one token"
-                    )
-            elif logprobs_asked:
-                self._logprobs_notice(f"logprobs not returned by {self.base_url}")
-            grade = weighted if weighted is not None else float(judgement.score)
-            score = min(1.0, max(0.0, (grade - 1.0) / 9.0))
-            source = "logprobs" if weighted is not None else "reported"
-
-        return Verdict(
-            score=score,
-            explanation=judgement.explanation,
-            cleaned_explanation=judgement.cleaned_explanation,
-            usage=JudgeUsage(
-                calls=tally.calls,
-                input_tokens=tally.input_tokens,
-                output_tokens=tally.output_tokens,
-                total_tokens=tally.total_tokens,
-                latency_seconds=time.perf_counter() - started,
-            ),
-            raw={
-                "reply": value,
-                "text": answer.text,
-                "score_source": source,
-                "weighted_score": weighted,
-                "cached": False,
-            },
+        answer, (judgement, value, weighted), logprobs_asked = await self._readable(
+            messages,
+            ask,
+            client,
+            deadline,
+            tally,
+            lambda answer: self._interpret(answer, request),
+            lambda problem: reask_message(problem, request.kind, request.clean_explanation),
+        )
+        return self._verdict(
+            request,
+            judgement,
+            value,
+            weighted,
+            answer,
+            logprobs_asked,
+            tally.usage(time.perf_counter() - started),
         )
 
-    @staticmethod
-    def _interpret(
-        answer: Answer, request: JudgeRequest
-    ) -> tuple[Judgement, dict[str, Any], float | None]:
-        """The validated judgement in an answer, the object it was read from, and the
-        logprob-weighted grade (None when there are no usable logprobs). Pure CPU work,
-        linear in the answer: safe to run in a worker thread."""
-        keys = ("passed",) if request.kind.is_binary else ("score",)
-        extracted = extract_object(answer.text, keys=(*keys, "explanation"))
-        judgement = validate_reply(extracted.value, request.kind, request.clean_explanation)
-        weighted: float | None = None
-        if (
-            judgement.applicable
-            and judgement.score is not None
-            and not request.kind.is_binary
-            and answer.logprobs is not None
-        ):
-            weighted = weighted_score(answer.logprobs, judgement.score)
-        return judgement, extracted.value, weighted
-
-    async def _off_loop(self, deadline: float, size: int, function: Any, *args: Any) -> Any:
-        """`function(*args)`: in place for small inputs, else in a worker thread so other
-        calls on this event loop go on meanwhile, and bounded by the judgement's deadline."""
-        if size <= _INLINE_READ_LIMIT:
-            return function(*args)
-        remaining = deadline - asyncio.get_running_loop().time()
-        try:
-            # The thread cannot be stopped; the parse it runs is linear in a reply that the
-            # response size cap bounds, so it ends soon after the deadline at worst.
-            return await asyncio.wait_for(asyncio.to_thread(function, *args), max(remaining, 0))
-        except asyncio.TimeoutError:
-            raise RequestTimeoutError(
-                f"judge {self.name}: reading its {size:,}-character reply did not finish "
-                f"within the {self.timeout:g}s timeout; raise timeout, or lower max_tokens"
-            ) from None
-
-    def _logprobs_notice(self, reason: str) -> None:
-        # Once per judge: a missing feature is worth knowing, not worth a line per call.
-        if not self._logprobs_notice_given:
-            self._logprobs_notice_given = True
-            logger.info("%s; using the reported score (judge %s)", reason, self.name)
+    # ----------------------------------------------------------------- one question
 
     async def _ask(
         self,
-        messages: list[dict[str, str]],
-        request: JudgeRequest,
+        messages: Sequence[dict[str, Any]],
+        ask: Ask,
         client: httpx.AsyncClient,
         deadline: float,
-        tally: _Tally,
+        tally: Tally,
     ) -> tuple[Answer, bool]:
         """One question to the model: the answer, and whether logprobs were asked for.
 
-        Options the endpoint rejects with 400/422 are dropped (and remembered for every
-        later call of this judge) before the request is sent again.
+        Options the endpoint rejects with 400/422 (or with a 500 whose message names them,
+        as llama-cpp-python's server answers `response_format: json_schema`) are dropped,
+        and remembered for every later call of this judge, before the request is sent
+        again.
         """
 
         def count() -> None:
@@ -508,45 +503,68 @@ class HTTPJudge:
         # Each rejection drops at least one option; the bound only guards against an
         # endpoint that keeps rejecting after everything droppable is gone.
         for _ in range(8):
-            with self._features_lock:
-                features = dict(self._features)
-            body = self._body(messages, request, features)
-            response = await send_with_retries(
-                client,
-                self._url(),
-                body=body,
-                headers=self._headers(),
-                endpoint=self._endpoint,
-                deadline=deadline,
-                timeout=self.timeout,
-                request_timeout=self.request_timeout,
-                num_retries=self.num_retries,
-                backoff_base=self.backoff_base,
-                backoff_max=self.backoff_max,
-                max_response_bytes=self.max_response_bytes,
-                on_attempt=count,
-            )
-            if response.is_success:
-                data = await self._off_loop(
-                    deadline, len(response.content), _decode_json, response.content
+            features = self._features_now()
+            if ask.tools and not features.get("tools"):
+                raise ToolsRefused()
+            body = self._body(messages, ask, features)
+            estimated = self.estimator.estimate(body)
+
+            def names_a_feature(response: httpx.Response, tried: dict[str, Any] = features) -> bool:
+                return response.status_code == 500 and (
+                    self._without_rejected(tried, ask, error_message(response).lower()) is not None
                 )
-                answer = self._read(data)
-                tally.add(answer)
-                return answer, self._requests_logprobs(request, features)
+
+            with self._call_span(body) as span:
+                response = await send_with_retries(
+                    client,
+                    self._url(),
+                    body=body,
+                    headers=self._headers(),
+                    endpoint=self._endpoint,
+                    deadline=deadline,
+                    timeout=self.timeout,
+                    request_timeout=self.request_timeout,
+                    num_retries=self.num_retries,
+                    backoff_base=self.backoff_base,
+                    backoff_max=self.backoff_max,
+                    max_response_bytes=self.max_response_bytes,
+                    on_attempt=count,
+                    give_back=names_a_feature,
+                )
+                if response.is_success:
+                    data = await self._off_loop(
+                        deadline, len(response.content), _decode_json, response.content
+                    )
+                    answer = self._read(data)
+                    tally.add(answer)
+                    self.estimator.learn(estimated, answer.input_tokens)
+                    if span is not None:
+                        span.answered(answer, data)
+                    return answer, self._requests_logprobs(ask, features)
+                if span is not None:
+                    span.failed(response.status_code)
+            fewer: dict[str, Any] | None = None
             if response.status_code in (400, 422):
                 # The provider's message first: a body may echo the whole request back, and
                 # then every option's name would appear in it.
                 fewer = self._without_rejected(
-                    features, request, error_message(response).lower()
-                ) or self._without_rejected(features, request, response.text.lower())
-                if fewer is not None:
-                    self._drop_features(features, fewer, error_message(response))
-                    continue
+                    features, ask, error_message(response).lower()
+                ) or self._without_rejected(features, ask, response.text.lower())
+            elif response.status_code == 500:
+                fewer = self._without_rejected(features, ask, error_message(response).lower())
+            if fewer is not None:
+                self._drop_features(features, fewer, error_message(response))
+                continue
             raise error_from_response(response, self._endpoint)
         raise BadRequestError(
             f"judge {self.name} at {self.base_url} kept rejecting the request after every "
             "optional parameter was dropped"
         )
+
+    def _call_span(self, body: dict[str, Any]) -> Any:
+        if self.spans is None:
+            return _NO_SPAN
+        return self.spans.call(self.name, self.model, self.base_url, body)
 
     def _drop_features(self, tried: dict[str, Any], fewer: dict[str, Any], why: str) -> None:
         with self._features_lock:
@@ -568,6 +586,19 @@ class HTTPJudge:
                     )
                     if feature == "logprobs":
                         self._logprobs_notice(f"logprobs not supported by {self.base_url}")
+
+
+class _NoSpan:
+    """A span context that records nothing (the judge's spans are off)."""
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc_info: object) -> None:
+        return None
+
+
+_NO_SPAN = _NoSpan()
 
 
 def _decode_json(content: bytes) -> Any:

@@ -7,6 +7,8 @@ instrumentation never records the judge's own calls as spans of the traced agent
 
 from __future__ import annotations
 
+import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,15 +18,16 @@ from tracejudge import _env
 from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
-    Answer,
     HTTPJudge,
     join_url,
     requires_key,
     token_count,
 )
+from tracejudge.judges._budget import DEFAULT, NotGiven, default_max_tokens
 from tracejudge.judges._cache import CacheOption
-from tracejudge.judges._prompt import reply_schema
-from tracejudge.judges._types import JudgeRequest
+from tracejudge.judges._exchange import Answer, Ask, AskedCall
+from tracejudge.judges._prompt import message_text
+from tracejudge.judges._spans import SpansOption
 
 __all__ = ["OpenAICompatibleJudge", "OPENAI_COMPATIBLE_PROVIDERS", "RESPONSE_FORMATS"]
 
@@ -82,6 +85,14 @@ class OpenAICompatibleJudge(HTTPJudge):
     memory, the default), False (off), a file path (SQLite) or a JudgeCache.
     `response_format` is the mode tried first ("json_schema", "json_object", "none");
     `logprobs` asks for token probabilities on graded criteria to weight the score.
+    `max_tokens` bounds each reply (default 2048, 16384 for reasoning models such as o3
+    and gpt-5, whose reasoning counts against it; None sends no bound): a small local
+    model that never stops otherwise generates until the timeout.
+    `max_input_tokens` is the most tokens one request may hold, counted before sending
+    (default: the model's context window less `max_tokens`, see
+    `tracejudge.judges.CONTEXT_WINDOWS`); a judgement over it explores or is not
+    evaluated. `spans` sends the judge's own calls as GenAI spans to a tracer provider of
+    their own (see `tracejudge.judges.SpansOption`).
     `max_response_bytes` (4 MiB by default) bounds an answer's size: a longer one is an
     APIError, not read into memory.
     `transport` replaces httpx's network transport (for tests).
@@ -100,7 +111,7 @@ class OpenAICompatibleJudge(HTTPJudge):
         cache: CacheOption = None,
         transport: httpx.AsyncBaseTransport | None = None,
         temperature: float | None = 0.0,
-        max_tokens: int | None = None,
+        max_tokens: int | None | NotGiven = DEFAULT,
         logprobs: bool = True,
         response_format: str = "json_schema",
         headers: dict[str, str] | None = None,
@@ -109,6 +120,8 @@ class OpenAICompatibleJudge(HTTPJudge):
         backoff_max: float = 8.0,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         provider: str = "openai",
+        max_input_tokens: int | None = None,
+        spans: SpansOption = None,
     ) -> None:
         known = OPENAI_COMPATIBLE_PROVIDERS.get(provider)
         if known is None:
@@ -147,13 +160,17 @@ class OpenAICompatibleJudge(HTTPJudge):
             cache=cache,
             transport=transport,
             temperature=temperature,
-            max_tokens=max_tokens,
+            max_tokens=default_max_tokens(model)
+            if isinstance(max_tokens, NotGiven)
+            else max_tokens,
             headers=headers,
             extra_body=extra_body,
             backoff_base=backoff_base,
             backoff_max=backoff_max,
             max_response_bytes=max_response_bytes,
             features={"format": response_format, "logprobs": bool(logprobs)},
+            max_input_tokens=max_input_tokens,
+            spans=spans,
         )
         self._azure = (httpx.URL(resolved_url).host or "").endswith(".azure.com")
         self._chat_url = join_url(resolved_url, "chat/completions")
@@ -181,14 +198,14 @@ class OpenAICompatibleJudge(HTTPJudge):
         headers.update(self.extra_headers)
         return headers
 
-    def _requests_logprobs(self, request: JudgeRequest, features: dict[str, Any]) -> bool:
+    def _requests_logprobs(self, ask: Ask, features: dict[str, Any]) -> bool:
         # Pass/fail verdicts have no grade to weight.
-        return bool(features.get("logprobs")) and not request.kind.is_binary
+        return bool(features.get("logprobs")) and ask.logprobs
 
     def _body(
-        self, messages: list[dict[str, str]], request: JudgeRequest, features: dict[str, Any]
+        self, messages: Sequence[dict[str, Any]], ask: Ask, features: dict[str, Any]
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.model, "messages": messages}
+        body: dict[str, Any] = {"model": self.model, "messages": [_wire(m) for m in messages]}
         if features.get("temperature") and self.temperature is not None:
             body["temperature"] = self.temperature
         if self.max_tokens is not None:
@@ -199,33 +216,52 @@ class OpenAICompatibleJudge(HTTPJudge):
                 self.max_tokens
             )
         mode = features.get("format")
-        if mode == "json_schema":
+        if ask.tools:
+            body["tools"] = [
+                {
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": dict(tool.parameters),
+                    },
+                }
+                for tool in ask.tools
+            ]
+            if ask.final:
+                body["tool_choice"] = "none"
+        elif mode == "json_schema" and ask.schema is not None:
             body["response_format"] = {
                 "type": "json_schema",
                 "json_schema": {
-                    "name": "judgement",
+                    "name": ask.schema_name,
                     "strict": True,
-                    "schema": reply_schema(request.kind, request.clean_explanation),
+                    "schema": ask.schema,
                 },
             }
-        elif mode == "json_object":
+        elif mode in ("json_schema", "json_object") and ask.schema is not None:
             body["response_format"] = {"type": "json_object"}
-        if self._requests_logprobs(request, features):
+        if self._requests_logprobs(ask, features):
             body["logprobs"] = True
             body["top_logprobs"] = TOP_LOGPROBS
         body.update(self.extra_body)
         return body
 
     def _without_rejected(
-        self, features: dict[str, Any], request: JudgeRequest, rejection: str
+        self, features: dict[str, Any], ask: Ask, rejection: str
     ) -> dict[str, Any] | None:
-        if self._requests_logprobs(request, features) and "logprob" in rejection:
+        if self._requests_logprobs(ask, features) and "logprob" in rejection:
             return {**features, "logprobs": False}
-        fewer = super()._without_rejected(features, request, rejection)
+        fewer = super()._without_rejected(features, ask, rejection)
         if fewer is not None:
             return fewer
         mode = features.get("format")
-        if mode != "none" and any(word in rejection for word in _FORMAT_WORDS):
+        if (
+            not ask.tools
+            and ask.schema is not None
+            and mode != "none"
+            and any(word in rejection for word in _FORMAT_WORDS)
+        ):
             index = RESPONSE_FORMATS.index(mode) if mode in RESPONSE_FORMATS else 0
             return {**features, "format": RESPONSE_FORMATS[min(index + 1, 2)]}
         return None
@@ -253,10 +289,78 @@ class OpenAICompatibleJudge(HTTPJudge):
         logprobs_field = choice.get("logprobs")
         logprobs = logprobs_field.get("content") if isinstance(logprobs_field, dict) else None
         usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        finish = choice.get("finish_reason")
         return Answer(
             text=content or "",
             logprobs=logprobs if isinstance(logprobs, list) and logprobs else None,
             input_tokens=token_count(usage.get("prompt_tokens")),
             output_tokens=token_count(usage.get("completion_tokens")),
             total_tokens=token_count(usage.get("total_tokens")),
+            cached_input_tokens=cached_tokens(data),
+            tool_calls=_tool_calls(message.get("tool_calls")),
+            finish_reason=finish if isinstance(finish, str) else None,
         )
+
+
+def cached_tokens(data: dict[str, Any]) -> int:
+    """The prompt tokens an answer says were read from the server's prompt cache: OpenAI's
+    (and vLLM's, with --enable-prompt-tokens-details) `usage.prompt_tokens_details.
+    cached_tokens`, else llama.cpp's `timings.cache_n`."""
+    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    details = usage.get("prompt_tokens_details")
+    if isinstance(details, dict) and token_count(details.get("cached_tokens")):
+        return token_count(details.get("cached_tokens"))
+    timings = data.get("timings")
+    if isinstance(timings, dict):
+        return token_count(timings.get("cache_n"))
+    return 0
+
+
+def _tool_calls(value: Any) -> list[AskedCall]:
+    calls: list[AskedCall] = []
+    for index, call in enumerate(value if isinstance(value, list) else []):
+        function = call.get("function") if isinstance(call, dict) else None
+        if not isinstance(function, dict) or not isinstance(function.get("name"), str):
+            continue
+        arguments: Any = function.get("arguments")
+        if isinstance(arguments, str):
+            try:
+                parsed = json.loads(arguments) if arguments.strip() else {}
+            except ValueError:
+                parsed = arguments
+            arguments = parsed
+        if not isinstance(arguments, (dict, str)):
+            arguments = json.dumps(arguments)
+        call_id = call.get("id") if isinstance(call.get("id"), str) else f"call_{index}"
+        calls.append(AskedCall(id=call_id, name=function["name"], arguments=arguments))
+    return calls
+
+
+def _wire(message: dict[str, Any]) -> dict[str, Any]:
+    """A message (see `_exchange`) as chat completions takes it: text parts joined into
+    one string (every OpenAI-compatible server reads that), tool calls as functions."""
+    role = message["role"]
+    if role == "tool":
+        return {
+            "role": "tool",
+            "tool_call_id": message["tool_call_id"],
+            "content": message_text(message),
+        }
+    wired: dict[str, Any] = {"role": role, "content": message_text(message)}
+    calls = message.get("tool_calls")
+    if role == "assistant" and calls:
+        wired["content"] = wired["content"] or None
+        wired["tool_calls"] = [
+            {
+                "id": call["id"],
+                "type": "function",
+                "function": {
+                    "name": call["name"],
+                    "arguments": call["arguments"]
+                    if isinstance(call["arguments"], str)
+                    else json.dumps(call["arguments"]),
+                },
+            }
+            for call in calls
+        ]
+    return wired

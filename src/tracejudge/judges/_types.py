@@ -6,6 +6,7 @@ import enum
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
+from tracejudge.judges._tools import Exploration
 from tracejudge.models import JudgeUsage
 
 __all__ = ["CriterionKind", "JudgeRequest", "Verdict", "Judge", "DEFAULT_TARGET"]
@@ -61,6 +62,11 @@ class JudgeRequest:
     "the final assistant response" or "the agent 'planner'"). With `clean_explanation`
     the verdict also carries `cleaned_explanation`, a rewrite of the explanation that only
     refers to what is visible in user and assistant messages.
+
+    `context` is data that every judgement of a larger whole shares (an outline of the
+    trace): it is sent before `content`, so that providers' prompt caches can reuse it.
+    `exploration` says how to judge the request when it is over the judge's input budget
+    (see `Exploration`); without it such a request is not evaluated.
     """
 
     criterion: str
@@ -68,6 +74,8 @@ class JudgeRequest:
     content: str
     target: str = DEFAULT_TARGET
     clean_explanation: bool = False
+    context: str = ""
+    exploration: Exploration | None = field(default=None, compare=False, repr=False)
 
     @classmethod
     def of(
@@ -77,6 +85,8 @@ class JudgeRequest:
         *,
         target: str = DEFAULT_TARGET,
         clean_explanation: bool = False,
+        context: str = "",
+        exploration: Exploration | None = None,
     ) -> JudgeRequest:
         """A request whose kind is read from the criterion's prefix."""
         return cls(
@@ -85,6 +95,8 @@ class JudgeRequest:
             content=content,
             target=target,
             clean_explanation=clean_explanation,
+            context=context,
+            exploration=exploration,
         )
 
 
@@ -92,12 +104,14 @@ class JudgeRequest:
 class Verdict:
     """A judge's answer to one `JudgeRequest`.
 
-    `score` is in 0..1 (1.0 best; None when the criterion does not apply). `usage` counts
+    `score` is in 0..1 (1.0 best; None when the criterion does not apply, or when
+    `not_evaluated` says why no judgement was made). `usage` counts
     the HTTP requests made (retries and re-asks included), cache hits, tokens and time.
     `raw` holds what the score was made from: `reply` (the JSON object the model gave),
     `text` (its reply text), `score_source` ("logprobs", "reported", "passed" or
     "not_applicable"), `weighted_score` (the 1..10 expectation from logprobs, or None),
-    and `cached` (True when the verdict came from the cache).
+    and `cached` (True when the verdict came from the cache); an exploring judgement adds
+    `exploration` (why it explored, its rounds and every read: tool, arguments, tokens).
     """
 
     score: float | None
@@ -105,6 +119,9 @@ class Verdict:
     cleaned_explanation: str | None = None
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     raw: dict[str, Any] = field(default_factory=dict)
+    #: Why no judgement could be made (a budget or a cap ran out before a verdict): the
+    #: score is then None, and the result is "not evaluated", never "not applicable".
+    not_evaluated: str | None = None
 
 
 @runtime_checkable

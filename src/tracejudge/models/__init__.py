@@ -23,6 +23,11 @@ imports nothing of tracejudge but `tracejudge.errors`):
 - `_trace`: agent instances and the trace tree.
 - `_verdict`: what failing means: bars, the worst agent, the failing pairs of a trace.
 - `_answers`: scores and evaluation results, judge usage, task status.
+- `_attribution`: which agent and step caused a failure: ranked `Cause`s.
+- `_estimate`: a statistic with its bootstrap interval.
+- `_bench`: the attribution benchmark's results, per item and per split and method.
+- `_labels`: people's verdicts on (trace, agent, criterion), the labels file's lines.
+- `_calibration`: a judge measured against those labels.
 - `_pricing`: what model calls cost, by model (the agents' calls and the judge's).
 - `_recorded`: an evaluation result as a trace carries it (GenAI evaluation events).
 - `_requests`: the reward endpoints' request bodies and the one definition of
@@ -46,12 +51,29 @@ from tracejudge.models._answers import (
     TraceVerdict,
     VerdictStatus,
 )
+from tracejudge.models._attribution import (
+    ATTRIBUTION_METHODS,
+    Attribution,
+    AttributionMethod,
+    Cause,
+)
 from tracejudge.models._base import EXTENSIONS, INTERACTION_EXTENSION_FIELDS
+from tracejudge.models._bench import BenchItemResult, BenchReport, BenchRow
+from tracejudge.models._calibration import (
+    AgreementBand,
+    CalibrationItem,
+    CalibrationReport,
+    Confusion,
+    CriterionAgreement,
+    LabelStats,
+    Repeatability,
+)
 from tracejudge.models._chat_session import (
     interactions_from_messages,
     text_of,
     tool_definitions,
 )
+from tracejudge.models._estimate import Estimate
 from tracejudge.models._inspection import (
     ANSWER_EXCERPT,
     IGNORED_REASONS,
@@ -63,6 +85,7 @@ from tracejudge.models._inspection import (
     Inspection,
 )
 from tracejudge.models._interaction import LLMInteraction, TokenUsage
+from tracejudge.models._labels import HumanLabel, LabelVerdict
 from tracejudge.models._messages import (
     LLMInput,
     LLMOutput,
@@ -151,6 +174,25 @@ __all__ = [
     "JUDGED_BAR",
     "default_bar",
     "fails",
+    # attribution: which agent and step caused a failure
+    "Attribution",
+    "Cause",
+    "AttributionMethod",
+    "ATTRIBUTION_METHODS",
+    "Estimate",
+    "BenchItemResult",
+    "BenchRow",
+    "BenchReport",
+    # people's labels and calibration
+    "HumanLabel",
+    "LabelVerdict",
+    "AgreementBand",
+    "CalibrationItem",
+    "CalibrationReport",
+    "Confusion",
+    "CriterionAgreement",
+    "LabelStats",
+    "Repeatability",
     # what model calls cost
     "Price",
     "PriceTable",

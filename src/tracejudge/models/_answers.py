@@ -28,7 +28,11 @@ __all__ = [
 
 
 class JudgeUsage(WireModel):
-    """What scoring cost: judge calls, cache hits, tokens and wall time."""
+    """What scoring cost: judge calls, cache hits, tokens and wall time; and, where the
+    provider reports them, the prompt tokens read from its prompt cache
+    (`cached_input_tokens`, counted in `input_tokens` too) and written to it
+    (`cache_write_tokens`), and the dollars (`cost_usd`, None when the judge's model has
+    no price: `tracejudge.models.PriceTable`)."""
 
     calls: int = 0
     cached_calls: int = 0
@@ -36,8 +40,14 @@ class JudgeUsage(WireModel):
     output_tokens: int = 0
     total_tokens: int = 0
     latency_seconds: float = 0.0
+    cached_input_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float | None = None
+
+    _omit_when_none = frozenset({"cost_usd"})
 
     def __add__(self, other: JudgeUsage) -> JudgeUsage:
+        costs = [c for c in (self.cost_usd, other.cost_usd) if c is not None]
         return JudgeUsage(
             calls=self.calls + other.calls,
             cached_calls=self.cached_calls + other.cached_calls,
@@ -45,6 +55,9 @@ class JudgeUsage(WireModel):
             output_tokens=self.output_tokens + other.output_tokens,
             total_tokens=self.total_tokens + other.total_tokens,
             latency_seconds=self.latency_seconds + other.latency_seconds,
+            cached_input_tokens=self.cached_input_tokens + other.cached_input_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=sum(costs) if costs else None,
         )
 
 
@@ -175,6 +188,21 @@ class MultiAgentTraceResponse(WireModel):
             if answer is not None and (score := answer.score) is not None and fails(score, bar)
         ]
         return sorted(found, key=lambda agent: agent.score)
+
+    def scores_by_agent_name(self) -> dict[str, float | None]:
+        """Agent name -> its score, for printing (`agent_scores` is keyed by instance id).
+        A name with several instances gets its worst instance's score, as the verdict
+        reads it; None when none of them got a score. In the order of
+        `results_by_agent_name` (the trace's, root first)."""
+        found: dict[str, float | None] = {}
+        for result in self.results_by_agent_name.values():
+            scores = [
+                answer.score
+                for answer in result.results_by_agent_instance_id.values()
+                if answer is not None and answer.score is not None
+            ]
+            found[result.agent_name] = min(scores) if scores else None
+        return found
 
     def __str__(self) -> str:
         return self.model_dump_json(indent=2)

@@ -17,34 +17,60 @@ CLI, the server and the examples can all print the same thing.
 
 - `results`: scored traces as result lines (what `tracejudge score --out` writes), and
   `ScoreSummary` / `format_summary`: many traces' scores by agent name and criterion,
-  the worst findings first.
-- `html`: the self-contained HTML report (`write_report`, `trace_entry`), the page of
-  one trace (`render_trace_page`), and the Content-Security-Policy they run under
+  the worst findings first; `format_usage`: what the judge used per criterion and in
+  total (calls, tokens in, cached, out, dollars).
+- `attribution`: `format_attribution(attribution)`: what failed and the ranked causes
+  (`tracejudge attribute`); `format_bench` / `render_bench_html`: the attribution
+  benchmark (`tracejudge bench attribution`) as a table and a self-contained page.
+- `calibration`: `format_calibration(report)`: a judge against people's labels.
+- `trace_view`: `trace_entry(trace_id, trace, lines)`: one scored trace as the data the
+  trace viewer draws (verdict, agent tree, timeline, model calls), bounded in size.
+- `trace_page`: `render_trace_page(trace, responses)`: the page of one trace (the
+  server's /ui/traces/{id}, the demo's report).
+- `html`: `write_report(out, summary, entries)`: the batch report (`score --html`): the
+  overview, then every trace, each opening into the same viewer.
+- `page`: what the pages share: the viewer's style and script (`viewer.css`,
+  `viewer.js`) and the Content-Security-Policy they run under
   (`content_security_policy`).
 """
 
 from __future__ import annotations
 
-from tracejudge.report.html import (
-    content_security_policy,
-    render_trace_page,
-    trace_entry,
-    write_report,
-)
+from tracejudge.report.attribution import format_attribution, format_bench, render_bench_html
+from tracejudge.report.calibration import format_calibration
+from tracejudge.report.html import write_report
 from tracejudge.report.inspection import format_inspection
-from tracejudge.report.results import Finding, ScoreSummary, format_summary, result_lines
+from tracejudge.report.page import content_security_policy
+from tracejudge.report.results import (
+    Finding,
+    ScoreSummary,
+    format_summary,
+    format_usage,
+    result_lines,
+    usage_sentence,
+    usd,
+)
 from tracejudge.report.text import format_agent_tree, format_results
+from tracejudge.report.trace_page import render_trace_page
+from tracejudge.report.trace_view import trace_entry
 
 __all__ = [
     "Finding",
     "ScoreSummary",
     "content_security_policy",
+    "format_attribution",
+    "format_bench",
+    "format_calibration",
+    "render_bench_html",
     "format_agent_tree",
     "format_inspection",
     "format_results",
     "format_summary",
+    "format_usage",
     "render_trace_page",
     "result_lines",
     "trace_entry",
+    "usage_sentence",
+    "usd",
     "write_report",
 ]

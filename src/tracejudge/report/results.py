@@ -12,7 +12,11 @@ criterion::
 
 (`score` is null where the criterion does not apply to that agent; `steps` is there when
 the finding points at model calls; `"not_evaluated": "<reason>"` when no judgement could
-be made.) An agent fails a criterion when its score is below the line's `fail_under`
+be made. A judged criterion's line, and each of its judged agents, carry `"usage"`: the
+judge's calls, `input_tokens` (`cached_input_tokens` of them read from the provider's
+prompt cache, `cache_write_tokens` written to it), `output_tokens` and `cost_usd` (null
+when the judge's model has no price); a check's line has none.) An agent fails a
+criterion when its score is below the line's `fail_under`
 (see `tracejudge.models.TraceVerdict`); a trace fails when any of its agents fails any
 criterion. The summary is made from result lines, so that lines read back from an
 earlier run (`--resume`) count the same as new ones. It keeps every score (a few floats
@@ -23,17 +27,56 @@ traces.
 from __future__ import annotations
 
 import heapq
+import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.models import JUDGED_BAR, MultiAgentTrace, MultiAgentTraceResponse, fails
+from pydantic import ValidationError
 
-__all__ = ["CriterionStats", "Finding", "ScoreSummary", "format_summary", "result_lines"]
+from tracejudge.models import (
+    JUDGED_BAR,
+    JudgeUsage,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    fails,
+)
+
+__all__ = [
+    "CriterionStats",
+    "Finding",
+    "ScoreSummary",
+    "format_summary",
+    "format_usage",
+    "line_usage",
+    "result_lines",
+    "usage_of",
+    "usage_sentence",
+    "usd",
+]
 
 #: How many findings (agent scores below the bar) the summary keeps, worst first.
 MAX_FINDINGS = 20
+#: How many distinct reasons for "not evaluated" the summary keeps.
+MAX_REASONS = 10
+
+
+def line_usage(usage: JudgeUsage) -> dict[str, Any]:
+    """The judge usage as a result line holds it (`cost_usd` always there, null when
+    unknown)."""
+    return {**usage.model_dump(), "cost_usd": usage.cost_usd}
+
+
+def usage_of(line: Mapping[str, Any]) -> JudgeUsage | None:
+    """The judge usage of a result line (or of one agent of it), None when it has none."""
+    found = line.get("usage")
+    if not isinstance(found, Mapping):
+        return None
+    try:
+        return JudgeUsage.model_validate(found)
+    except ValidationError:
+        return None
 
 
 def result_lines(
@@ -59,6 +102,8 @@ def result_lines(
                 entry["steps"] = [s.model_dump() for s in detail.steps]
             if detail is not None and detail.not_evaluated is not None:
                 entry["not_evaluated"] = detail.not_evaluated
+            if detail is not None and detail.usage is not None:
+                entry["usage"] = line_usage(detail.usage)
             agents[agent.id] = entry
         line: dict[str, Any] = {"trace_id": trace_id}
         if source is not None:
@@ -73,6 +118,8 @@ def result_lines(
             explanation=response.explanation,
             agents=agents,
         )
+        if response.usage is not None:
+            line["usage"] = line_usage(response.usage)
         lines.append(line)
     return lines
 
@@ -144,6 +191,13 @@ class ScoreSummary:
         self.failing_traces: set[str] = set()
         self.findings_count = 0
         self.not_evaluated = 0
+        #: Why agent results were not evaluated: reason -> count (the first MAX_REASONS).
+        self.not_evaluated_reasons: dict[str, int] = {}
+        #: The judge's usage over every line, and per criterion (judged criteria only).
+        self.usage = JudgeUsage()
+        self.usage_by_criterion: dict[str, JudgeUsage] = {}
+        #: Lines whose judge calls have no cost (the judge's model has no price).
+        self.unpriced = 0
         self.overall: dict[str, list[float]] = {}
         #: criterion -> each trace's worst agent score on it (what the charts show).
         self.worst: dict[str, list[float]] = {}
@@ -179,6 +233,13 @@ class ScoreSummary:
             overall = line.get("overall_score")
             if overall is not None:
                 self.overall.setdefault(criterion, []).append(float(overall))
+            usage = usage_of(line)
+            if usage is not None:
+                self.usage = self.usage + usage
+                known = self.usage_by_criterion.get(criterion, JudgeUsage())
+                self.usage_by_criterion[criterion] = known + usage
+                if usage.calls and usage.cost_usd is None:
+                    self.unpriced += 1
             lowest: float | None = None
             for instance_id, agent in (line.get("agents") or {}).items():
                 name = str(agent.get("name"))
@@ -186,8 +247,14 @@ class ScoreSummary:
                 if (trace_id, instance_id) not in self._instances:
                     self._instances.add((trace_id, instance_id))
                     scores.instances += 1
-                if agent.get("not_evaluated") is not None:
+                reason = agent.get("not_evaluated")
+                if reason is not None:
                     self.not_evaluated += 1
+                    reason = str(reason)
+                    if reason in self.not_evaluated_reasons:
+                        self.not_evaluated_reasons[reason] += 1
+                    elif len(self.not_evaluated_reasons) < MAX_REASONS:
+                        self.not_evaluated_reasons[reason] = 1
                 score = agent.get("score")
                 if score is None:
                     continue
@@ -263,6 +330,12 @@ class ScoreSummary:
             "agents": agents,
             "findings": self.findings_count,
             "not_evaluated": self.not_evaluated,
+            "not_evaluated_reasons": dict(self.not_evaluated_reasons),
+            "judge_usage": {
+                "total": line_usage(self.usage),
+                "by_criterion": {c: line_usage(u) for c, u in self.usage_by_criterion.items()},
+                "unpriced_lines": self.unpriced,
+            },
             "worst_findings": [
                 {
                     "trace_id": f.trace_id,
@@ -337,13 +410,79 @@ def format_summary(summary: ScoreSummary) -> str:
         if first:
             lines.append(f"{name:<{agent_width}}{summary.instances(name):>9}  (no scores)")
     lines.append("")
+    usage = format_usage(summary)
+    if usage:
+        lines.extend([usage, ""])
     tail = (
         f"{summary.traces} traces, {len(summary.failing_traces)} failing "
         f"(an agent {bars_text(summary)})"
     )
     if summary.not_evaluated:
-        tail += f"; {summary.not_evaluated} agent results not evaluated (left out of the figures)"
+        tail += (
+            f"; {summary.not_evaluated} agent results not evaluated (left out of the figures): "
+            + _reasons(summary)
+        )
     lines.append(tail)
+    return "\n".join(lines)
+
+
+def _reasons(summary: ScoreSummary) -> str:
+    reasons = summary.not_evaluated_reasons
+    if len(reasons) == 1:
+        return next(iter(reasons))
+    return "; ".join(f"{reason} ({count})" for reason, count in reasons.items())
+
+
+def usd(dollars: float | None) -> str:
+    """Dollars for people (`$1.50`, `$0.0042`); "n/a" when unknown."""
+    if dollars is None or not math.isfinite(dollars):
+        return "n/a"
+    if dollars == 0:
+        return "$0.00"
+    if abs(dollars) >= 1:
+        return f"${dollars:,.2f}"
+    decimals = max(2, 1 - math.floor(math.log10(abs(dollars))))
+    text = f"{dollars:.{decimals}f}"
+    while text.endswith("0") and len(text.split(".")[1]) > 2:
+        text = text[:-1]
+    return f"${text}"
+
+
+def usage_sentence(usage: JudgeUsage) -> str:
+    """One line: calls, tokens in (cached), out, and dollars."""
+    calls = f"{usage.calls:,} judge call{'s' if usage.calls != 1 else ''}"
+    if usage.cached_calls:
+        calls += f" ({usage.cached_calls:,} more answered from the judge's cache)"
+    return (
+        f"{calls}, {usage.input_tokens:,} tokens in ({usage.cached_input_tokens:,} cached), "
+        f"{usage.output_tokens:,} out, "
+        + (usd(usage.cost_usd) if usage.cost_usd is not None else "cost unknown")
+    )
+
+
+def format_usage(summary: ScoreSummary) -> str:
+    """What the judge used, per criterion and in total: calls, tokens in, cached, out,
+    dollars (empty when nothing was judged)."""
+    by_criterion = summary.usage_by_criterion
+    if not by_criterion:
+        return ""
+    width = max([len(_label(c)) for c in by_criterion] + [11]) + 2
+    lines = [
+        f"{'judge usage':<{width}}{'calls':>8}{'tokens in':>14}{'cached':>14}"
+        f"{'tokens out':>12}{'cost':>11}"
+    ]
+    rows = [*by_criterion.items(), ("total", summary.usage)]
+    for criterion, usage in rows:
+        lines.append(
+            f"{_label(criterion):<{width}}{usage.calls:>8,}{usage.input_tokens:>14,}"
+            f"{usage.cached_input_tokens:>14,}{usage.output_tokens:>12,}"
+            f"{usd(usage.cost_usd):>11}"
+        )
+    if summary.unpriced:
+        lines.append(
+            f"(cost unknown for {summary.unpriced} results: the judge's model has no price; "
+            "tracejudge score --judge-prices FILE gives one)"
+        )
     return "\n".join(lines)
 
 

@@ -23,11 +23,13 @@ from starlette.routing import Route
 
 from tracejudge import checks, criteria
 from tracejudge.errors import BadRequestError, ConfigurationError
-from tracejudge.evaluation import TraceCheck, validate_criteria
+from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices, validate_criteria
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
+from tracejudge.models import PriceTable
 from tracejudge.server import evals, list_page, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, error_response
@@ -95,6 +97,38 @@ def server_criteria(config: ServerConfig, judged: bool) -> list[str | TraceCheck
     return [*texts, *checks.ALL]
 
 
+def judge_pricing(config: ServerConfig, judge: Judge | None) -> tuple[PriceTable, bool, str | None]:
+    """The price table (`--judge-prices`), whether the judge's model has a price in it,
+    and the one line to say at start when a dollar budget cannot be enforced (its model
+    has no price) and the token budget is left to do it. Raises `ConfigurationError`
+    when a dollar budget cannot be enforced and there is no token budget either."""
+    table = resolve_prices(config.judge_prices, option="--judge-prices")
+    model = judge_model(judge) if judge is not None else None
+    priced = table.get(model) is not None
+    dollars = [
+        flag
+        for flag, value in (
+            ("--max-judge-cost-per-day", config.max_judge_cost_per_day),
+            (
+                "--max-judge-cost-per-criterion-per-day",
+                config.max_judge_cost_per_criterion_per_day,
+            ),
+        )
+        if value is not None
+    ]
+    if judge is None or priced or not dollars:
+        return table, priced, None
+    problem = f"{dollars[0]}: the judge's model {model!r} has no price, so it cannot be enforced"
+    tokens = config.max_judge_tokens_per_day or config.max_judge_tokens_per_criterion_per_day
+    if tokens is None:
+        raise ConfigurationError(
+            f"{problem}; give its price with --judge-prices FILE (or TRACEJUDGE_JUDGE_PRICES; "
+            f'JSON: {{"{model}": {{"input": 0.3, "output": 1.2}}}}, dollars per million '
+            "tokens) or budget tokens with --max-judge-tokens-per-day N"
+        )
+    return table, priced, f"{problem}; the token budget applies"
+
+
 async def _health(request: Request) -> JSONResponse:
     context: ServerContext = request.app.state.context
     return JSONResponse(
@@ -149,11 +183,19 @@ def create_app(
                 "give a judge, or pass checks only"
             )
         scoring_criteria = list(criteria)
+    prices, priced, budget_note = judge_pricing(config, chosen)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store = await in_thread(open_store, config.db)
-        service = EvaluationService(chosen, max_concurrency=config.max_concurrency)
+        # Every judgement is counted in the store (the daily budgets, shared by replicas).
+        budget = DailyBudget.from_config(store, config, priced=priced)
+        service = EvaluationService(
+            chosen,
+            max_concurrency=config.max_concurrency,
+            prices=prices,
+            spend_limits=[budget] if chosen is not None else (),
+        )
         runner = TaskRunner(
             store,
             {},
@@ -220,4 +262,5 @@ def create_app(
     app.state.openapi = openapi_document()
     app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
     app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
+    app.state.budget_note = budget_note
     return app

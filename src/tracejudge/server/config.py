@@ -63,6 +63,11 @@ class ServerConfig:
     log_level: str = "info"
     evaluation_events_endpoint: str | None = None
     evaluation_events_signal: str = "spans"
+    judge_prices: str | None = None
+    max_judge_cost_per_day: float | None = None
+    max_judge_cost_per_criterion_per_day: float | None = None
+    max_judge_tokens_per_day: int | None = None
+    max_judge_tokens_per_criterion_per_day: int | None = None
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -79,6 +84,16 @@ class ServerConfig:
             ("task_retention_hours", self.task_retention_hours > 0, "more than 0"),
             ("poll_seconds", self.poll_seconds > 0, "more than 0"),
         ]
+        for budget in (
+            "max_judge_cost_per_day",
+            "max_judge_cost_per_criterion_per_day",
+            "max_judge_tokens_per_day",
+            "max_judge_tokens_per_criterion_per_day",
+        ):
+            value = getattr(self, budget)
+            if value is not None:
+                finite = value == value and value != float("inf")
+                checks.append((budget, value > 0 and finite, "more than 0"))
         for name, ok, need in checks:
             if not ok:
                 setting = SETTINGS_BY_FIELD[name]
@@ -105,6 +120,23 @@ class ServerConfig:
     @property
     def requires_keys(self) -> bool:
         return bool(self.api_keys)
+
+    def budgets_text(self) -> str:
+        """The judge's daily budgets in a few words ("" when there is none)."""
+        from tracejudge.evaluation import format_usd
+
+        parts = []
+        if self.max_judge_cost_per_day is not None:
+            parts.append(f"{format_usd(self.max_judge_cost_per_day)} per day")
+        if self.max_judge_cost_per_criterion_per_day is not None:
+            dollars = format_usd(self.max_judge_cost_per_criterion_per_day)
+            parts.append(f"{dollars} per criterion per day")
+        if self.max_judge_tokens_per_day is not None:
+            parts.append(f"{self.max_judge_tokens_per_day:,} tokens per day")
+        if self.max_judge_tokens_per_criterion_per_day is not None:
+            tokens = self.max_judge_tokens_per_criterion_per_day
+            parts.append(f"{tokens:,} tokens per criterion per day")
+        return ", ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -261,6 +293,43 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "how written-back scores travel: spans (span events on a short child span of the "
         "agent, shown by trace backends; default) or logs (the conventions' log records)",
+    ),
+    Setting(
+        "judge_prices",
+        "--judge-prices",
+        "TRACEJUDGE_JUDGE_PRICES",
+        str,
+        'JSON prices of judge models over the shipped table, e.g. {"my-model": {"input": '
+        '0.3, "output": 1.2}} in dollars per million tokens: the cost on every verdict',
+    ),
+    Setting(
+        "max_judge_cost_per_day",
+        "--max-judge-cost-per-day",
+        "TRACEJUDGE_MAX_JUDGE_COST_PER_DAY",
+        float,
+        "dollars the judge may spend per day (UTC), shared by replicas: past it, new "
+        "judgements are not evaluated (the checks still run)",
+    ),
+    Setting(
+        "max_judge_cost_per_criterion_per_day",
+        "--max-judge-cost-per-criterion-per-day",
+        "TRACEJUDGE_MAX_JUDGE_COST_PER_CRITERION_PER_DAY",
+        float,
+        "dollars the judge may spend per criterion per day (UTC)",
+    ),
+    Setting(
+        "max_judge_tokens_per_day",
+        "--max-judge-tokens-per-day",
+        "TRACEJUDGE_MAX_JUDGE_TOKENS_PER_DAY",
+        int,
+        "tokens the judge may use per day (UTC); works without prices",
+    ),
+    Setting(
+        "max_judge_tokens_per_criterion_per_day",
+        "--max-judge-tokens-per-criterion-per-day",
+        "TRACEJUDGE_MAX_JUDGE_TOKENS_PER_CRITERION_PER_DAY",
+        int,
+        "tokens the judge may use per criterion per day (UTC)",
     ),
 )
 

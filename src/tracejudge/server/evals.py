@@ -141,6 +141,7 @@ def trace_summary(trace_id: str, request: TraceRewardRequest) -> TraceRow:
 def _row(
     kind: str, criterion: str, response: BaseModel, overall: float | None, **extra: Any
 ) -> EvaluationRow:
+    usage = getattr(response, "usage", None)
     return EvaluationRow(
         id=str(uuid.uuid4()),
         kind=kind,
@@ -148,6 +149,7 @@ def _row(
         response=response.model_dump_json(),
         overall_score=overall,
         created_at=time.time(),
+        judge_cost_usd=usage.cost_usd if usage is not None else None,
         **extra,
     )
 

@@ -33,6 +33,9 @@ def startup_line(config: ServerConfig, judge_label: str | None, criteria_count: 
         judging = "no judge configured: only deterministic checks run (set --judge to add one)"
     else:
         judging = f"judge {judge_label}, {criteria_count} criteria plus the checks"
+        budgets = config.budgets_text()
+        if budgets:
+            judging += f", judge budget {budgets}"
     if config.api_keys:
         access = "API key required (API-Key header or Authorization: Bearer)"
     elif is_loopback(config.host):
@@ -91,6 +94,8 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     config = dataclasses.replace(config, port=listening.getsockname()[1])
     line = startup_line(config, app.state.judge_label, app.state.text_criteria)
     print(line, file=out, flush=True)
+    if app.state.budget_note:
+        print(f"tracejudge serve: {app.state.budget_note}", file=sys.stderr, flush=True)
     server = uvicorn.Server(
         uvicorn.Config(
             app,

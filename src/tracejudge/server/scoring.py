@@ -167,6 +167,7 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
                 created_at=now,
                 trace_id=trace_id,
                 source=source,
+                judge_cost_usd=r.usage.cost_usd if r.usage is not None else None,
             )
             for r in responses
         ]

@@ -93,6 +93,7 @@ def summary(row: TraceRow) -> dict[str, Any]:
         "tag_list": [format_tag(k, v) for k, v in sorted(row.tags.items())],
         "resource": row.resource,
         "scores": row.scores,
+        "judge_cost_usd": row.judge_cost_usd,
         "error": row.error,
     }
 
@@ -106,6 +107,7 @@ def evaluation(row: EvaluationRow) -> dict[str, Any]:
         "overall_score": row.overall_score,
         "created_at": row.created_at,
         "tags": row.tags,
+        "judge_cost_usd": row.judge_cost_usd,
         "response": json.loads(row.response),
     }
 

@@ -2,9 +2,10 @@
 step, no external URL.
 
 - `GET /ui`: the stored traces (see `list_page`).
-- `GET /ui/traces/{trace_id}`: the HTML report of that trace with its latest score per
-  criterion, made by `tracejudge.report.render_trace_page` (the renderer of
-  `tracejudge score --html`).
+- `GET /ui/traces/{trace_id}`: the trace viewer on that trace with its latest answer per
+  criterion: the verdict first, the agent tree with scores, the timeline, the model calls
+  (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
+  --html` opens into).
 
 Access is the API's (see `auth`): open when the server has no API key (loopback only,
 unless the operator passed --allow-no-auth), else a key in a header; a browser signs in
@@ -16,10 +17,13 @@ Content-Security-Policy that runs only its own inline style and script.
 from __future__ import annotations
 
 import base64
+import contextlib
+import gc
 import hashlib
 import html
 import json
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import Any
 from urllib.parse import quote
 
 from starlette.requests import Request
@@ -88,12 +92,84 @@ def _latest_by_criterion(rows: Sequence[EvaluationRow]) -> list[MultiAgentTraceR
     return list(latest.values())
 
 
+def _read_trace(text: str) -> MultiAgentTrace:
+    """A stored trace, validated in time linear in what its calls add to the conversation.
+
+    A chat agent resends its whole conversation on every call, so a stored trace holds
+    each message about as many times as the agent made calls after it (an agent of 32
+    calls: 500 copies of 60 messages), and validating every copy took seconds on a
+    5,000-span trace. Where a call's input starts with the previous call's input (exactly:
+    the same JSON), only its new messages are validated, and the previous call's
+    validated messages are shared in front of them. The trace is the one `from_json`
+    gives.
+    """
+    data = json.loads(text)
+    repeated: dict[int, int] = {}  # id of a trimmed interaction -> messages trimmed
+    for interactions in _raw_interactions(data):
+        previous: list[Any] = []
+        for item in interactions:
+            inputs = item.get("input_messages") if isinstance(item, dict) else None
+            if not isinstance(inputs, list):
+                continue
+            n = len(previous)
+            if 0 < n <= len(inputs) and inputs[:n] == previous:
+                item["input_messages"] = inputs[n:]
+                repeated[id(item)] = n
+            previous = inputs
+    trace = MultiAgentTrace.model_validate(data)
+    if repeated:
+        _share_repeated_inputs(trace, repeated, data)
+    return trace
+
+
+def _raw_interactions(data: Any) -> list[list[Any]]:
+    """Each agent's `interactions` list in a trace's parsed JSON (none when it is not a
+    trace: validation then says what is wrong)."""
+    agents = data.get("agent_instance_by_id") if isinstance(data, dict) else None
+    if not isinstance(agents, dict):
+        return []
+    found = [a.get("interactions") for a in agents.values() if isinstance(a, dict)]
+    return [i for i in found if isinstance(i, list)]
+
+
+def _share_repeated_inputs(
+    trace: MultiAgentTrace, repeated: dict[int, int], data: dict[str, Any]
+) -> None:
+    """Put back, in front of each trimmed call's input, the previous call's messages."""
+    for agent_id, agent in trace.agent_instance_by_id.items():
+        raw = data["agent_instance_by_id"][agent_id]["interactions"]
+        previous: list[Any] = []
+        for item, model in zip(raw, agent.interactions, strict=True):
+            if isinstance(model, str):
+                continue
+            n = repeated.get(id(item))
+            if n is not None:
+                model.input_messages = previous[:n] + model.input_messages
+            previous = model.input_messages
+
+
+@contextlib.contextmanager
+def _collection_paused() -> Iterator[None]:
+    """Python's cycle collector paused while a stored trace is read and drawn: the
+    millions of containers that JSON parsing makes hold no cycles, yet each full
+    collection walks them all (half the time of a 5,000-span trace's page). Concurrent
+    readers never leave it off: the reader that found it on turns it back on when done."""
+    was_on = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_on:
+            gc.enable()
+
+
 def _render(row: TraceRow, rows: Sequence[EvaluationRow]) -> str:
     assert row.trace_json is not None
-    trace = MultiAgentTrace.from_json(row.trace_json)
-    return render_trace_page(
-        trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
-    )
+    with _collection_paused():
+        trace = _read_trace(row.trace_json)
+        return render_trace_page(
+            trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
+        )
 
 
 async def trace_page(request: Request) -> HTMLResponse:

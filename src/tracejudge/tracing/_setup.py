@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import warnings
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
@@ -220,11 +221,16 @@ def _instrument(instrument: Instruments, cls: type) -> None:
             instrument.name,
         )
     else:
-        instrumentor.instrument(tracer_provider=_instrumentation_provider)
-        if instrument is Instruments.OPENAI:
-            _openllmetry_hook.install()  # no event loop per call (see the module)
-            # LiteLLM and other callers of the client's low-level `post` (see the module)
-            _openai_post.install(_instrumentation_provider)
+        with warnings.catch_warnings():
+            # Instrumenting imports the instrumentation's modules, which can warn about
+            # their own code (OpenLLMetry's pydantic models use class-based config): not
+            # the user's to act on, so not shown to them.
+            warnings.simplefilter("ignore", DeprecationWarning)
+            instrumentor.instrument(tracer_provider=_instrumentation_provider)
+            if instrument is Instruments.OPENAI:
+                _openllmetry_hook.install()  # no event loop per call (see the module)
+                # LiteLLM and other callers of the client's low-level `post` (see the module)
+                _openai_post.install(_instrumentation_provider)
     if getattr(instrumentor, "is_instrumented_by_opentelemetry", True):
         _instrumented.add(instrument)
     else:

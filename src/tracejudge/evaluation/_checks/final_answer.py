@@ -15,7 +15,7 @@ from tracejudge.evaluation._checks.calls import call_outcomes
 from tracejudge.evaluation._checks.explain import NOT_RECORDED, plural
 from tracejudge.evaluation._checks.numbers import mentions
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
-from tracejudge.evaluation._checks.text import refusal, short
+from tracejudge.evaluation._checks.text import declines, refusal, short
 from tracejudge.evaluation._endings import refusal_of, unusual_ending
 from tracejudge.models import LLMInteraction, LLMToolCall, ScoreResponse, is_routing_decision
 
@@ -54,8 +54,21 @@ class FinalAnswer(BuiltinCheck):
     "I cannot", "unable to") - in its first sentence, or anywhere in a short answer that
     states no value, not in a caveat after a real answer - although the agent called
     tools and every call it made got a result that is neither an error nor empty (its
-    `final_answer` call aside). Other refusals (after a failed or empty tool result, or
-    from an agent that called no tool) are left to a judge: 1.0, noted.
+    `final_answer` call aside).
+
+    A refusal written as text (`text.declines`: an answer made only of refusal, apology
+    and courtesy sentences, such as "I'm sorry, but I can't help with that request.",
+    "I'm unable to assist with this.", "I cannot provide medical advice; please consult
+    a doctor.", "As an AI, I can't browse the web.") fails too when the agent called no
+    tool. Not refusals: an apology followed by an answer, a refusal that turns to content
+    ("I can't give advice, but generally ..."), a refusal for now or on a condition ("I
+    can't proceed without your order number"), and reports that something was not found
+    ("I couldn't find any results"). After a tool call that failed or found nothing,
+    refusals and apologies are fair and left to a judge: 1.0, noted; so is an apology
+    that is not a refusal from an agent that called no tool.
+    `final_answer_with(plain_text_refusals=False)` turns the reading of written refusals
+    off (only the model's marked refusals, and apologies after tools that succeeded,
+    fail).
 
     A routing decision (`{"next": "writer"}`) is not an answer: None, scored where the
     work went.
@@ -65,7 +78,7 @@ class FinalAnswer(BuiltinCheck):
     answer cut off at the token limit (finish reason `length`) or stopped by a content
     filter (`content_filter`) fails, named. For an agent whose correct behaviour is to
     refuse (a guardrail, a policy agent), `final_answer_with(allow_refusal=True)` scores
-    refusals, marked or worded, 1.0 (noted); the other rules hold.
+    refusals, marked or written, 1.0 (noted); the other rules hold.
 
     Score: 1.0 or 0.0; None for an agent without LLM interactions, or whose last
     interaction recorded no message content.
@@ -73,12 +86,25 @@ class FinalAnswer(BuiltinCheck):
 
     name = "final_answer"
 
-    def __init__(self, *, allow_refusal: bool = False) -> None:
-        if not isinstance(allow_refusal, bool):
-            raise ValueError(f"allow_refusal must be True or False, got {allow_refusal!r}")
+    def __init__(self, *, allow_refusal: bool = False, plain_text_refusals: bool = True) -> None:
+        for option, value in (
+            ("allow_refusal", allow_refusal),
+            ("plain_text_refusals", plain_text_refusals),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(f"{option} must be True or False, got {value!r}")
         self.allow_refusal = allow_refusal
-        if allow_refusal:
-            self.name = "final_answer(allow_refusal=True)"
+        self.plain_text_refusals = plain_text_refusals
+        changed = [
+            f"{option}={value}"
+            for option, value, default in (
+                ("allow_refusal", allow_refusal, False),
+                ("plain_text_refusals", plain_text_refusals, True),
+            )
+            if value != default
+        ]
+        if changed:
+            self.name = f"final_answer({', '.join(changed)})"
 
     def _score(self, run: Run) -> ScoreResponse | None:
         result = self._score_ending(run)
@@ -124,14 +150,15 @@ class FinalAnswer(BuiltinCheck):
             # A short answer with no data in it refuses wherever it says so ("Thanks for
             # asking. I'm sorry, but I can't help with that.").
             phrase = refusal(answer, anywhere=True)
-        if phrase and self.allow_refusal:
+        declined = declines(answer) if self.plain_text_refusals else None
+        if (phrase or declined) and self.allow_refusal:
             return ScoreResponse(
                 score=1.0,
                 explanation=f"{where}: {run.name} answered, refusing or apologising "
-                f"({phrase!r}), which allow_refusal permits: {short(answer, 120)!r}",
+                f"({declined or phrase!r}), which allow_refusal permits: {short(answer, 120)!r}",
             )
-        if phrase:
-            return self._refusal(run, where, answer, phrase)
+        if phrase or declined:
+            return self._refusal(run, where, answer, declined or phrase or "", declined is not None)
         unusual = unusual_ending(last)
         return ScoreResponse(
             score=1.0,
@@ -236,7 +263,9 @@ class FinalAnswer(BuiltinCheck):
         )
 
     @staticmethod
-    def _refusal(run: Run, where: str, answer: str, phrase: str) -> ScoreResponse:
+    def _refusal(run: Run, where: str, answer: str, phrase: str, declined: bool) -> ScoreResponse:
+        """A refusal or apology: it fails after tools that all succeeded, and, when it is
+        a refusal written as text (`declined`), from an agent that called no tool."""
         outcomes = [
             o
             for o in call_outcomes(run)
@@ -249,6 +278,13 @@ class FinalAnswer(BuiltinCheck):
                 explanation=f"{where}: {run.name}'s final answer refuses or apologises "
                 f"({phrase!r}) although all {plural(len(outcomes), 'tool call')} "
                 f"succeeded: {short(answer, 120)!r}",
+            )
+        if declined and not outcomes:
+            return ScoreResponse(
+                score=0.0,
+                explanation=f"{where}: {run.name}'s final answer is a refusal ({phrase!r}), "
+                f"not an answer: {short(answer, 120)!r} (if refusing is this agent's job, "
+                "use final_answer_with(allow_refusal=True))",
             )
         if failed:
             o = failed[0]
@@ -289,10 +325,14 @@ def _answer_of(call: LLMToolCall) -> str:
     return call.parameters
 
 
-def final_answer_with(*, allow_refusal: bool = False) -> FinalAnswer:
+def final_answer_with(
+    *, allow_refusal: bool = False, plain_text_refusals: bool = True
+) -> FinalAnswer:
     """A `final_answer` check; with `allow_refusal=True`, for agents whose correct behaviour
-    is to refuse, a refusal (marked by the model, or worded) is a proper answer."""
-    return FinalAnswer(allow_refusal=allow_refusal)
+    is to refuse, a refusal (marked by the model, or written) is a proper answer; with
+    `plain_text_refusals=False`, a refusal written as text by an agent that called no tool
+    is left to a judge (1.0, noted), as the model's marked refusals still fail."""
+    return FinalAnswer(allow_refusal=allow_refusal, plain_text_refusals=plain_text_refusals)
 
 
 final_answer: FinalAnswer = FinalAnswer()

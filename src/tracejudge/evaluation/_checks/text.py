@@ -4,7 +4,8 @@ All are heuristics tuned for precision: a tool result counts as an error only
 when it looks like one as a whole (a JSON error object, a traceback, an error
 line at its start, an HTTP error status), not when it merely mentions an error
 somewhere in otherwise useful content; an answer counts as a refusal only when
-it opens with one, not when a caveat follows a real answer.
+it opens with one, not when a caveat follows a real answer; an answer declines the
+request (`declines`) only when it says nothing else.
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import json
 import re
 from typing import Any
 
-__all__ = ["HTTP_REASONS", "tool_error", "empty_result", "refusal", "short"]
+__all__ = ["HTTP_REASONS", "tool_error", "empty_result", "refusal", "declines", "short"]
 
 _ERROR_KEYS = ("error", "errors", "exception", "error_message", "errormessage", "err", "fault")
 _STATUS_KEYS = ("status_code", "statuscode", "http_status", "httpstatus", "status")
@@ -177,6 +178,176 @@ def refusal(answer: str, *, anywhere: bool = False) -> str | None:
         text = text[: end.end() if end else _OPENING]
     match = _REFUSAL.search(text)
     return " ".join(match.group(0).split()) if match else None
+
+
+# --------------------------------------------------------------------------- declining
+#
+# `declines` finds answers that ARE refusals written as text ("I'm sorry, but I can't help
+# with that."). It is conservative: every sentence of the answer must be a refusal, an
+# apology or a courtesy ("If you have other questions, let me know."), and a refusal
+# sentence must decline (help, assist, provide, share, comply, ...), not report that
+# something could not be found or reached ("I couldn't find any results" is an answer).
+# One sentence of anything else - the facts after "I can't give advice, but generally
+# ..." - and the answer is not a refusal.
+
+#: What may stand before the refusal in its sentence: an apology or acknowledgement.
+_LEAD = (
+    r"(?:(?:(?:I[’']m|I\s+am)\s+(?:so\s+|very\s+|really\s+|truly\s+)?(?:sorry|afraid)"
+    r"|sorry|(?:my\s+)?apologies|I\s+apologi[sz]e|unfortunately|regrettably|hmm+|oh|no"
+    r"|thanks?(?:\s+you)?(?:\s+for\s+[^,.;!?]{1,60})?"
+    r"|(?:while\s+)?I\s+(?:understand|appreciate|see)\b[^,.;!?]{0,100}"
+    r"|(?:unfortunately|sadly),?\s+(?:though|however)"
+    r")\s*[,;:!.\-–—]*\s*(?:but\s+|however,?\s+|unfortunately,?\s+)?)*"
+)
+#: "I can't", "I'm unable to", "I won't be able to", "I must decline to", ...
+_MODAL = (
+    r"I\s+(?:(?:really\s+|simply\s+|just\s+|currently\s+|unfortunately\s+)?"
+    r"(?:can[’']?t|cannot|can\s+not|won[’']t|will\s+not|must\s+not|shouldn[’']t|should\s+not))"
+    r"(?:\s+(?:be\s+able\s+to|really|currently))?"
+    r"|I(?:[’']m|\s+am)\s+(?:(?:really|simply|just|currently|afraid\s+I[’']m)\s+)?"
+    r"(?:unable|not\s+able|not\s+allowed|not\s+permitted|not\s+going|not\s+in\s+a\s+position)\s+to"
+)
+#: Declining in so many words: "I must decline", "I'm going to have to decline".
+_DECLINE_WORDS = (
+    r"I\s+(?:must|have\s+to|need\s+to|will\s+have\s+to|[’']ll\s+have\s+to|would\s+have\s+to)"
+    r"\s+(?:respectfully\s+|politely\s+)?(?:decline|refuse)\b"
+    r"|I(?:[’']m|\s+am)\s+(?:going\s+to|gonna)\s+have\s+to\s+(?:respectfully\s+)?decline\b"
+    r"|I\s+(?:respectfully\s+|politely\s+)?(?:decline|refuse)\s+to\b"
+    r"|I\s+(?:don[’']t|do\s+not)\s+feel\s+comfortable\b"
+    r"|I(?:[’']m|\s+am)\s+not\s+comfortable\s+(?:helping|assisting|providing|sharing|with)\b"
+    r"|I(?:[’']d|\s+would)\s+rather\s+not\s+(?:help|assist|provide|share|discuss|engage)\b"
+    r"|I\s+can\s+only\s+(?:help|assist|answer|discuss|talk|respond)\b"
+    r"|I(?:[’']m|\s+am)\s+only\s+able\s+to\s+(?:help|assist|answer|discuss|talk|respond)\b"
+    r"|I\s+can[’']?t\s+and\s+won[’']t\b"
+)
+#: The verbs of declining a request (not of failing to find something).
+_DECLINING_VERBS = (
+    r"help|assist|provide|share|give|offer|supply|support|fulfil+|comply|complete\s+(?:this|that|"
+    r"your)|do\s+(?:that|this|so|it)|answer\s+(?:that|this|your)|respond\s+to\s+(?:that|this)"
+    r"|discuss|engage|generate|create|write(?!\s+to\b)|produce|draft|disclose|reveal|divulge"
+    r"|participate|continue|proceed|process\s+(?:this|that|your)|accommodate|facilitate"
+    r"|act\s+on|carry\s+out|perform|go\s+(?:along|ahead)|talk\s+about|advise|recommend\s+(?:any|a|"
+    r"specific|particular)|endorse|encourage|condone|be\s+of\s+(?:help|assistance)"
+)
+_DECLINE = re.compile(
+    r"\A\W*" + _LEAD + r"(?P<phrase>(?:" + _MODAL + r")\s+(?:(?:" + _DECLINING_VERBS + r")\b"
+    r"|(?:that|this)\s*[.!]|with\s+(?:that|this)\b)|" + _DECLINE_WORDS + ")"
+    r"|\A\W*" + _LEAD + r"(?P<ai>as\s+an?\s+(?:AI|artificial\s+intelligence|language\s+model"
+    r"|large\s+language\s+model|LLM|AI\s+(?:language\s+)?(?:model|assistant|chatbot)|assistant)"
+    r"(?:\s+(?:language\s+)?(?:model|assistant|chatbot|developed\s+by\s+\w+))?,?\s+I"
+    r"(?:\s+(?:can[’']?t|cannot|can\s+not|don[’']t|do\s+not|won[’']t|will\s+not|have\s+no|lack)"
+    r"|[’']m\s+(?:not|unable)|\s+am\s+(?:not|unable)))"
+    r"|\A\W*" + _LEAD + r"(?P<nothing>(?:that|this|it)(?:[’']s|\s+is)\s+not\s+something\s+I"
+    r"(?:[’']m|\s+am)?\s+(?:can|able\s+to|allowed\s+to|permitted\s+to|willing\s+to)\s+"
+    r"(?:help|assist|do|provide|discuss|share)\b)",
+    re.IGNORECASE,
+)
+#: Words that turn a refusal sentence toward something else: what follows must be an
+#: offer or a courtesy, not content.
+_PIVOT = re.compile(
+    r"\s*(?:[,;:]|\s[-–—]\s)?\s*\b(?:but|however|though|although|that\s+said|instead|except"
+    r"|nevertheless|nonetheless|yet)\b\s*,?\s*|\s*[;:]\s*|\s+[-–—]\s+",
+    re.IGNORECASE,
+)
+#: An offer or courtesy (a whole sentence, or what follows a pivot): no content.
+_COURTESY = re.compile(
+    r"\A\W*(?:"
+    r"if\s+you\b|is\s+there\s+(?:anything|something)\b|(?:please\s+)?let\s+me\s+know\b"
+    r"|(?:please\s+)?feel\s+free\b|(?:please\s+)?don[’']t\s+hesitate\b"
+    r"|please\s+(?:consult|contact|reach|seek|ask|refer|check|speak|talk|see|visit|try"
+    r"|understand|note|call|rephrase)\b"
+    r"|(?:I[’']d|I\s+would)\s+(?:be\s+(?:happy|glad|more\s+than\s+happy)|love|like)\s+to\s+help"
+    r"|(?:I[’']d|I\s+would)\s+be\s+(?:happy|glad|more\s+than\s+happy)\b"
+    r"|(?:I[’']m|I\s+am)\s+(?:happy|glad|here)\s+to\s+help\b"
+    r"|I\s+(?:can|could)\s+(?:help|assist|try\s+to\s+help|offer\s+(?:to|some|general))\b"
+    r"|(?:I\s+)?hope\s+(?:you\s+understand|this\s+helps|that\s+helps)\b"
+    r"|(?:can|may|could|shall)\s+I\s+(?:help|assist)\b|how\s+(?:else\s+)?can\s+I\s+help\b"
+    r"|(?:thank\s+you|thanks)\b[^.!?]{0,60}\W*\Z"
+    r"|(?:I[’']m|I\s+am)\s+(?:so\s+|very\s+|really\s+|truly\s+)?sorry(?:\s+(?:about|for)\b"
+    r"[^.!?]{0,60})?\W*\Z"
+    r"|(?:sorry|(?:my\s+)?apologies)(?:\s+(?:about|for)\b[^.!?]{0,60})?\W*\Z"
+    r"|I\s+apologi[sz]e(?:\s+for\b[^.!?]{0,60})?\W*\Z"
+    r"|I\s+(?:understand|appreciate)\s+(?:that\s+|this\s+|your\s+|you[’']re\s+|why\b)[^.!?]{0,100}\W*\Z"
+    r"|you\s+(?:can|could|may|might|should|could\s+try\s+to|may\s+want\s+to|might\s+want\s+to)"
+    r"\s+(?:try|check|consult|contact|ask"
+    r"|visit|look|search|reach|refer|speak|talk|seek|use|find)\b"
+    r"|(?:it[’']s|it\s+is)\s+(?:best|important|recommended|advisable|a\s+good\s+idea)\s+to\s+"
+    r"(?:consult|contact|seek|speak|talk|ask|check)\b"
+    r"|(?:for|with)\s+(?:other|any\s+other)\s+(?:questions|requests|topics)\b"
+    r"|(?:have\s+a\s+(?:nice|great|good|lovely))\b"
+    r")",
+    re.IGNORECASE,
+)
+#: Longer answers are not refusals (a refusal says little).
+_LONGEST_REFUSAL = 600
+_SENTENCES = re.compile(r"(?<=[.!?])\s+|\n+")
+
+
+def _declining_sentence(sentence: str) -> str | None:
+    """The refusal phrase of a sentence that declines (and says nothing else), or None."""
+    match = _DECLINE.match(sentence)
+    if match is None:
+        return None
+    phrase = match.group("phrase") or match.group("ai") or match.group("nothing")
+    rest = sentence[match.end() :]
+    if _CONDITIONAL.search(rest):
+        return None  # "I can't proceed without your order number": a question, not a no
+    # "I can't give medical advice, but generally ..." turns to content: not a refusal.
+    parts = _PIVOT.split(rest)
+    for turned in parts[1:]:
+        if turned.strip(" .!?") and not (
+            _COURTESY.match(turned) or _DECLINE.match(turned) or _AS_OFFER.match(turned)
+        ):
+            return None
+    return " ".join(phrase.split())
+
+
+#: A refusal for now or on a condition is not one: "without your order number", "until
+#: you sign in", "right now", "because the booking service is down".
+_CONDITIONAL = re.compile(
+    r"\b(?:without|until|unless|before\s+you|right\s+now|at\s+the\s+moment|at\s+this\s+time"
+    r"|yet|today|for\s+now|temporarily)\b"
+    r"|\b(?:because|since|as)\b.{0,80}\b(?:down|unavailable|offline|outage|error|failed|failing"
+    r"|timed\s+out|not\s+(?:responding|working|available|reachable))\b",
+    re.IGNORECASE,
+)
+#: What follows "but" in a refusal and still offers no content ("but I can help you find a
+#: professional", "but you could ask your doctor").
+_AS_OFFER = re.compile(
+    r"\A\W*(?:I\s+(?:can|could|would|[’']d|will|[’']ll|am\s+happy|[’']m\s+happy)\s+(?:be\s+)?"
+    r"(?:happy\s+to\s+|glad\s+to\s+)?(?:help|assist|point|suggest|try|offer|recommend\s+"
+    r"(?:some|a|that|you)|guide)\b|you\s+(?:can|could|may|might|should)\b|feel\s+free\b"
+    r"|if\s+you\b|happy\s+to\s+help\b)",
+    re.IGNORECASE,
+)
+
+
+def declines(answer: str) -> str | None:
+    """The refusal phrase when `answer` declines the request and says nothing else ("I'm
+    sorry, but I can't help with that.", "I'm unable to assist with this request. Is there
+    anything else?", "I cannot provide medical advice; please consult a doctor.", "As an
+    AI, I can't browse the web."); None otherwise.
+
+    Every sentence must be a refusal (a declining verb: help, assist, provide, share,
+    comply, write, ...), an apology or a courtesy (an offer to help otherwise, a pointer
+    to someone else), and at least one a refusal. Not refusals: an apology followed by an
+    answer ("Sorry for the wait: it is 18 C."), a refusal that turns to content ("I can't
+    give financial advice, but index funds are ..."), and reports that something was not
+    found or reached ("I couldn't find any results", "I was unable to retrieve it").
+    """
+    text = " ".join(answer.replace("*", "").split(" ")).strip()
+    if not text or len(text) > _LONGEST_REFUSAL:
+        return None
+    found: str | None = None
+    for sentence in (s.strip() for s in _SENTENCES.split(text)):
+        if not sentence.strip(" .!?-–—*#>\"'"):
+            continue
+        phrase = _declining_sentence(sentence)
+        if phrase is not None:
+            found = found or phrase
+        elif not _COURTESY.match(sentence):
+            return None
+    return found
 
 
 _EMPTY_TEXT = re.compile(

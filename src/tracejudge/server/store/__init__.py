@@ -18,6 +18,7 @@ from tracejudge.server.store.base import (
     TRACE_STATUSES,
     VERDICTS,
     EvaluationRow,
+    JudgeSpendRow,
     Overview,
     OverviewRow,
     SpanBatch,
@@ -33,6 +34,7 @@ from tracejudge.server.store.migrations import SCHEMA_VERSION
 __all__ = [
     "EvaluationRow",
     "InvalidCursorError",
+    "JudgeSpendRow",
     "Overview",
     "OverviewRow",
     "SCHEMA_VERSION",

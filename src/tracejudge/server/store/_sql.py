@@ -15,6 +15,7 @@ names, its full-text document. Listing reads only those (see `_query`).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import logging
 import time
@@ -40,6 +41,7 @@ from tracejudge.server.store._query import (
 from tracejudge.server.store._search import SearchQuery, index_words
 from tracejudge.server.store.base import (
     EvaluationRow,
+    JudgeSpendRow,
     Overview,
     OverviewRow,
     SpanBatch,
@@ -72,8 +74,11 @@ _LISTED_COLUMNS = (
 )
 _FULL_COLUMNS = _LISTED_COLUMNS.replace("NULL", "trace_json", 1)
 _EVALUATION_COLUMNS = (
-    "id, trace_id, kind, source, criterion, overall_score, response, tags, created_at"
+    "id, trace_id, kind, source, criterion, overall_score, response, tags, created_at, "
+    "judge_cost_usd"
 )
+#: The key of a day's total in judge_spend.
+_ALL_CRITERIA = "*"
 
 
 def _task(row: Sequence[Any]) -> TaskRow:
@@ -117,8 +122,12 @@ def _trace(row: Sequence[Any]) -> TraceRow:
     )
 
 
+def _criterion_key(criterion: str) -> str:
+    return hashlib.sha256(criterion.encode("utf-8")).hexdigest()
+
+
 def _evaluation(row: Sequence[Any]) -> EvaluationRow:
-    id_, trace_id, kind, source, criterion, overall, response, tags, created_at = row
+    id_, trace_id, kind, source, criterion, overall, response, tags, created_at, cost = row
     return EvaluationRow(
         id=id_,
         trace_id=trace_id,
@@ -129,6 +138,7 @@ def _evaluation(row: Sequence[Any]) -> EvaluationRow:
         response=response,
         tags=json.loads(tags or "{}"),
         created_at=created_at,
+        judge_cost_usd=cost,
     )
 
 
@@ -538,7 +548,8 @@ class SQLStore:
     def _insert_evaluations(self, cursor: Any, evaluations: Sequence[EvaluationRow]) -> None:
         self._run_many(
             cursor,
-            f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            f"INSERT INTO evaluations ({_EVALUATION_COLUMNS}) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
             [
                 (
                     e.id,
@@ -550,6 +561,7 @@ class SQLStore:
                     e.response,
                     json.dumps(e.tags),
                     e.created_at,
+                    e.judge_cost_usd,
                 )
                 for e in evaluations
             ],
@@ -758,13 +770,16 @@ class SQLStore:
             ids,
         ).fetchall():
             by_id[trace_id].resource[key] = value
-        for trace_id, criterion, overall in self._run(
+        for trace_id, criterion, overall, cost in self._run(
             cursor,
-            "SELECT trace_id, criterion, overall_score FROM evaluations "
+            "SELECT trace_id, criterion, overall_score, judge_cost_usd FROM evaluations "
             f"WHERE trace_id IN ({marks}) ORDER BY created_at, id",
             ids,
         ).fetchall():
-            by_id[trace_id].scores[criterion] = overall
+            trace = by_id[trace_id]
+            trace.scores[criterion] = overall
+            if cost is not None:
+                trace.judge_cost_usd = (trace.judge_cost_usd or 0.0) + cost
 
     def list_traces(
         self,
@@ -914,3 +929,37 @@ class SQLStore:
             )
             evaluations = self._run(cursor, "SELECT COUNT(*) FROM evaluations").fetchone()[0]
         return {"tasks": tasks, "traces": traces, "evaluations": evaluations}
+
+    # ------------------------------------------------------------------ judge spending
+
+    def add_judge_spend(
+        self, day: str, criterion: str, cost_usd: float, tokens: int, calls: int
+    ) -> None:
+        now = time.time()
+        # The day's total first, then the criterion: one lock order for every writer.
+        rows = sorted([(_ALL_CRITERIA, ""), (_criterion_key(criterion), criterion)])
+        with self._transaction() as cursor:
+            for key, text in rows:
+                self._run(
+                    cursor,
+                    "INSERT INTO judge_spend (day, criterion_key, criterion, cost_usd, tokens, "
+                    "calls, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?) "
+                    "ON CONFLICT (day, criterion_key) DO UPDATE SET "
+                    "cost_usd = judge_spend.cost_usd + excluded.cost_usd, "
+                    "tokens = judge_spend.tokens + excluded.tokens, "
+                    "calls = judge_spend.calls + excluded.calls, "
+                    "updated_at = excluded.updated_at",
+                    [day, key, text, float(cost_usd), int(tokens), int(calls), now],
+                )
+
+    def judge_spend(self, day: str, criterion: str) -> tuple[JudgeSpendRow, JudgeSpendRow]:
+        key = _criterion_key(criterion)
+        with self._transaction() as cursor:
+            rows = self._run(
+                cursor,
+                "SELECT criterion_key, cost_usd, tokens, calls FROM judge_spend "
+                "WHERE day = ? AND criterion_key IN (?, ?)",
+                [day, _ALL_CRITERIA, key],
+            ).fetchall()
+        found = {k: JudgeSpendRow(float(c), int(t), int(n)) for k, c, t, n in rows}
+        return found.get(_ALL_CRITERIA, JudgeSpendRow()), found.get(key, JudgeSpendRow())

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
 __all__ = [
+    "JudgeSpendRow",
     "TaskRow",
     "SpanBatch",
     "TraceRow",
@@ -84,6 +85,17 @@ class EvaluationRow:
     trace_id: str | None = None
     source: str = "api"
     tags: dict[str, str] = field(default_factory=dict)
+    #: What the judge's calls for this answer cost (None: checks only, or no price).
+    judge_cost_usd: float | None = None
+
+
+@dataclass
+class JudgeSpendRow:
+    """What the judge spent on one day (UTC), in all or on one criterion."""
+
+    cost_usd: float = 0.0
+    tokens: int = 0
+    calls: int = 0
 
 
 #: What a stored trace's `status` can be (see `TraceRow`).
@@ -137,6 +149,9 @@ class TraceRow:
     verdict: str = "pending"
     service: str | None = None
     resource: dict[str, str] = field(default_factory=dict)
+    #: What the judge's calls cost for every stored evaluation of the trace, summed
+    #: (filled by list/get; None when none has a cost: checks only, or no price).
+    judge_cost_usd: float | None = None
 
     @property
     def tokens(self) -> int:
@@ -335,4 +350,15 @@ class Store(Protocol):
 
     def counts(self) -> dict[str, Any]:
         """Rows per table and tasks per status (for /health and the benchmark)."""
+        ...
+
+    # the judge's spending (the daily budgets)
+    def add_judge_spend(
+        self, day: str, criterion: str, cost_usd: float, tokens: int, calls: int
+    ) -> None:
+        """Add one judgement's cost to the day's total and to its criterion's, at once."""
+        ...
+
+    def judge_spend(self, day: str, criterion: str) -> tuple[JudgeSpendRow, JudgeSpendRow]:
+        """What the judge spent on `day`: in all, and on `criterion`."""
         ...

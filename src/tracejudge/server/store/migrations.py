@@ -143,6 +143,25 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(
         3,
+        "the judge's spending per day and criterion (the daily budgets); judge cost per evaluation",
+        (
+            # criterion_key: '*' for the day's total, else a digest of the criterion (a
+            # criterion may be longer than an index entry may be); day: YYYY-MM-DD, UTC.
+            """CREATE TABLE judge_spend (
+                day TEXT NOT NULL,
+                criterion_key TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+                tokens BIGINT NOT NULL DEFAULT 0,
+                calls BIGINT NOT NULL DEFAULT 0,
+                updated_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (day, criterion_key)
+            )""",
+            "ALTER TABLE evaluations ADD COLUMN judge_cost_usd DOUBLE PRECISION",
+        ),
+    ),
+    Migration(
+        4,
         "the list's columns per trace (start, duration, calls, tokens, cost, verdict), the "
         "latest score per criterion and agent instance, resource attributes apart from "
         "tags, full-text search",

@@ -1,0 +1,267 @@
+"""How fast the trace viewer draws a 5,000-span trace in headless Chromium.
+
+The trace is recorded by running real code: an orchestrator that hands work to
+`--workers` worker agents (150), each making `--rounds` model calls (33) with the real
+`openai` client against a ScriptedLLMServer, traced by `ComposoTracer` / `AgentTracer`
+(one span per agent and per model call: 5,000+ spans); every 10th worker sends arguments
+its tool's schema rejects, so the verdict has findings to show. The deterministic checks
+score it, the trace and its answers are stored as the server stores them, and the real
+server (`python -m tracejudge.server` under uvicorn, its own process, SQLite) serves
+/ui/traces/{id}.
+
+Chromium (Debian's, over the DevTools protocol: tests/cdp.py) loads, in `--rounds-measured`
+interleaved rounds (5), three pages, each timed from navigation start to the first frame
+after the load event (the viewer's script runs before the load event):
+
+1. baseline: the same page with the viewer's script blanked (same bytes, data inert): what
+   this much HTML costs the browser with nothing drawn;
+2. the trace page from a file: what the viewer adds;
+3. the trace page from the server: what a user waits for, the server's work included.
+
+    python benchmarks/trace_page.py [--workers 150] [--rounds 33] [--rounds-measured 5]
+
+Target: the served page under 2 s; the ratios against the baseline are printed beside it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+from tests.cdp import Browser  # noqa: E402
+from tests.server.harness import ServerProcess  # noqa: E402
+
+TARGET_SECONDS = 2.0
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "day": {"type": "integer"}},
+            "required": ["city"],
+            "additionalProperties": False,
+        },
+    },
+}
+USAGE = {"prompt_tokens": 40, "completion_tokens": 10}
+
+
+def _replies(workers: int, rounds: int) -> list[Any]:
+    from tracejudge.testing import Reply, ToolCall
+
+    replies = [Reply.text("Plan: split the cities among the workers.", usage=USAGE)]
+    for w in range(workers):
+        for r in range(rounds - 1):
+            city: Any = 42 if w % 10 == 0 and r == 0 else f"City {r}"  # planted: not a string
+            call = ToolCall("get_weather", {"city": city, "day": r}, id=f"call_{w}_{r}")
+            replies.append(Reply.tool_calls([call], usage=USAGE))
+        replies.append(Reply.text(f"Worker {w}: {rounds - 1} forecasts gathered.", usage=USAGE))
+    replies.append(Reply.text("All forecasts are in.", usage=USAGE))
+    return replies
+
+
+def record(workers: int, rounds: int) -> tuple[Any, int]:
+    """Run the program; returns its trace and how many spans recorded it."""
+    import openai
+
+    from tracejudge import AgentTracer, ComposoTracer, Instruments
+    from tracejudge.testing import ScriptedLLMServer
+
+    ComposoTracer.init(instruments=Instruments.OPENAI, max_spans_per_trace=100_000)
+    with (
+        ScriptedLLMServer() as llm,
+        openai.OpenAI(base_url=llm.base_url, api_key="bench", max_retries=0) as client,
+    ):
+        llm.add(*_replies(workers, rounds))
+        ask = [{"role": "user", "content": "Get the forecasts of every city."}]
+        with AgentTracer(name="orchestrator") as root:
+            client.chat.completions.create(model="gpt-4.1-mini", messages=ask)
+            for w in range(workers):
+                with AgentTracer(name=f"worker-{w}"):
+                    _work(client, w)
+            client.chat.completions.create(model="gpt-4.1-mini", messages=ask)
+        return root.trace, len(root.spans)
+
+
+def _work(client: Any, worker: int) -> None:
+    """One worker's tool loop: call the model until it answers, running its tool calls."""
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": f"You are worker {worker}; use get_weather."},
+        {"role": "user", "content": "Gather the forecasts."},
+    ]
+    while True:
+        response = client.chat.completions.create(
+            model="gpt-4.1-mini", messages=messages, tools=[WEATHER]
+        )
+        message = response.choices[0].message
+        if not message.tool_calls:
+            return
+        messages.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls:
+            city = json.loads(call.function.arguments).get("city")
+            result = {"city": city, "temperature": 20, "conditions": "sunny"}
+            messages.append(
+                {"role": "tool", "tool_call_id": call.id, "content": json.dumps(result)}
+            )
+
+
+def store(db: str, trace: Any, responses: Any) -> str:
+    """Save the trace and its answers as the server saves a scored trace."""
+    from tracejudge.server.store import EvaluationRow, TraceRow, open_store
+
+    trace_id, now = uuid.uuid4().hex, time.time()
+    rows = [
+        EvaluationRow(
+            id=str(uuid.uuid4()),
+            kind="trace",
+            criterion=r.criterion,
+            response=r.model_dump_json(),
+            overall_score=r.overall_score,
+            created_at=now,
+            trace_id=trace_id,
+            source="api",
+        )
+        for r in responses
+    ]
+    saved = store_ = open_store(db)
+    try:
+        store_.save_trace(
+            TraceRow(
+                trace_id=trace_id,
+                source="api",
+                status="scored",
+                first_seen=now,
+                last_span_at=now,
+                root_agent=trace.root.name,
+                agents=[a.name for a in trace.iter_agents()],
+                trace_json=trace.to_json(),
+            ),
+            rows,
+        )
+    finally:
+        saved.close()
+    return trace_id
+
+
+# Milliseconds from navigation start to the first frame after the load event.
+FIRST_FRAME = (
+    "new Promise(function(done){requestAnimationFrame(function(){"
+    "requestAnimationFrame(function(){done(performance.now());});});})"
+)
+
+
+def measure(tab: Browser, url: str) -> float:
+    tab.load(url)
+    if tab.console:
+        raise AssertionError(f"{url}: {tab.console}")
+    return float(tab.evaluate(FIRST_FRAME)) / 1000
+
+
+def _measure_pages(
+    served: str, viewer: Path, inert: Path, here: Path, options: argparse.Namespace
+) -> tuple[dict[str, list[float]], list[float], int, str]:
+    """The three arms' times (interleaved rounds), the server's answer times, and what
+    the timeline drew."""
+    import httpx
+
+    answers = []
+    for _ in range(3):
+        began = time.perf_counter()
+        assert httpx.get(served, timeout=60).status_code == 200
+        answers.append(time.perf_counter() - began)
+    arms: dict[str, list[float]] = {"baseline": [], "file": [], "server": []}
+    with Browser(here / "profile") as tab:
+        measure(tab, served)  # warm-up: the browser's caches of code, fonts
+        for _ in range(options.rounds_measured):
+            arms["baseline"].append(measure(tab, inert.as_uri()))
+            arms["file"].append(measure(tab, viewer.as_uri()))
+            arms["server"].append(measure(tab, served))
+        rows = tab.evaluate("document.querySelectorAll('.tl-row:not(.head)').length")
+        note = tab.evaluate("(document.querySelector('.tl .pager span')||{}).textContent")
+    return arms, answers, rows, note
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--workers", type=int, default=150)
+    parser.add_argument("--rounds", type=int, default=33)
+    parser.add_argument("--rounds-measured", type=int, default=5)
+    options = parser.parse_args()
+
+    from tracejudge import checks
+    from tracejudge._sync import run
+    from tracejudge.evaluation.service import EvaluationService
+    from tracejudge.report import render_trace_page
+    from tracejudge.report.page import SCRIPT
+
+    began = time.perf_counter()
+    trace, spans = record(options.workers, options.rounds)
+    recorded = time.perf_counter() - began
+    agents = list(trace.iter_agents())
+    calls = sum(len(a.llm_interactions) for a in agents)
+    began = time.perf_counter()
+    responses = run(EvaluationService().score_trace(trace, list(checks.ALL)))
+    scored = time.perf_counter() - began
+    print(
+        f"trace: {spans:,} spans ({len(agents)} agents, {calls:,} model calls), "
+        f"recorded in {recorded:.1f} s, checks scored it in {scored:.1f} s"
+    )
+    renders = []
+    for _ in range(3):
+        began = time.perf_counter()
+        page = render_trace_page(trace, responses, trace_id="bench")
+        renders.append(time.perf_counter() - began)
+    print(
+        f"page: {len(page.encode()) / 1e6:.2f} MB of HTML, made by render_trace_page in "
+        f"{statistics.median(renders):.2f} s (median of 3)"
+    )
+
+    with tempfile.TemporaryDirectory(prefix="tracejudge-trace-page-") as folder:
+        here = Path(folder)
+        viewer = here / "trace.html"
+        viewer.write_text(page, encoding="utf-8")
+        inert = here / "baseline.html"
+        inert.write_text(page.replace(SCRIPT, " " * len(SCRIPT)), encoding="utf-8")
+        db = str(here / "bench.db")
+        trace_id = store(db, trace, responses)
+        server = ServerProcess(db, api_key=None).start()
+        try:
+            arms, answers, rows, note = _measure_pages(
+                server.url + f"/ui/traces/{trace_id}", viewer, inert, here, options
+            )
+        finally:
+            server.stop()
+
+    base, drawn, whole = (statistics.median(arms[k]) for k in ("baseline", "file", "server"))
+    print(f"timeline: {rows} rows drawn; {note}")
+    print(f"baseline (the same bytes, the viewer's script blanked): {base * 1000:.0f} ms")
+    print(f"trace page from a file: {drawn * 1000:.0f} ms, {drawn / base:.2f}x the baseline")
+    verdict = "met" if whole < TARGET_SECONDS else "NOT met"
+    print(
+        f"trace page from the server: {whole * 1000:.0f} ms ({whole / base:.2f}x the baseline; "
+        f"the server answers in {statistics.median(answers) * 1000:.0f} ms); "
+        f"target under {TARGET_SECONDS:g} s: {verdict}"
+    )
+    print(
+        "each: median of "
+        + str(options.rounds_measured)
+        + " rounds, navigation start to the first frame after load; all rounds (ms): "
+        + "; ".join(f"{k} {', '.join(f'{v * 1000:.0f}' for v in arms[k])}" for k in arms)
+    )
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,399 @@
+"""One OTLP/HTTP trace request split by trace, without decoding its spans.
+
+What a receiver of OTLP (the server's `POST /v1/traces`) needs before it stores spans:
+the body inflated (gzip, any number of members, linear in its size and bounded), its
+spans grouped by trace id, each group as an OTLP request of its own in the request's
+encoding (protobuf stays protobuf, cut from the request's own bytes; OTLP/JSON stays
+JSON), which the converter reads back as it reads any OTLP; whether the group holds a
+root span; the string resource attributes of its resource; and the spans rejected, with
+the reason. The HTTP concerns (content types, size answers, encodings of the answer)
+stay with the receiver.
+
+The id rule is OpenTelemetry's: a trace id is 16 bytes and a span id 8, neither all
+zero; OTLP/JSON writes them as hex (or base64, as protobuf's `json_format` does). A span
+that breaks it is rejected and counted. Spans of the `tracejudge.evaluation` scope
+(scores written back onto traces) are counted as ignored, not kept: a pipeline that
+sends them back must not reopen a scored trace.
+
+A protobuf request is walked field by field at the byte level: only a span's ids are
+read, everything else is copied as bytes. A framing error anywhere makes the whole
+request unreadable (`OTLPDecodeError`), as a receiver answers 400 to it.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from tracejudge import semconv
+from tracejudge._protowire import length_delimited
+from tracejudge.convert import _json
+from tracejudge.convert._ids import json_id_bytes, valid_id
+from tracejudge.convert._source import OTLPDecodeError
+
+__all__ = [
+    "OTLPSplit",
+    "OTLPTooLargeError",
+    "TracePart",
+    "inflate_gzip",
+    "split_otlp",
+    "valid_id",
+]
+
+Encoding = Literal["protobuf", "json"]
+
+
+class OTLPTooLargeError(OTLPDecodeError):
+    """The (inflated) request is larger than the limit given."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(f"the request inflates to more than {limit} bytes")
+        self.limit = limit
+
+
+@dataclass
+class TracePart:
+    """The spans of one trace in one request, as an OTLP request of their own."""
+
+    trace_id: str
+    encoding: Encoding
+    #: An ExportTraceServiceRequest: protobuf bytes, or OTLP/JSON text encoded as UTF-8.
+    payload: bytes
+    span_count: int = 0
+    has_root: bool = False
+    #: The string attributes of the resource of the trace's first span.
+    resource: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class OTLPSplit:
+    """A request split by trace, and what was left out."""
+
+    parts: list[TracePart] = field(default_factory=list)
+    rejected: int = 0
+    reasons: list[str] = field(default_factory=list)
+    #: Spans of the evaluation scope: accepted, not kept.
+    ignored: int = 0
+
+    @property
+    def accepted(self) -> int:
+        return sum(part.span_count for part in self.parts)
+
+
+# --------------------------------------------------------------------------- gzip
+
+
+def inflate_gzip(body: bytes, limit: int) -> bytes:
+    """Every gzip member of `body`, inflated, in time linear in its size; at most `limit`
+    bytes (`OTLPTooLargeError` past it); `OTLPDecodeError` for gzip that does not
+    inflate or is truncated."""
+    out: list[bytes] = []
+    size = 0
+    view = memoryview(body)
+    position = 0
+    while position < len(view):
+        if view[position] == 0:  # zero padding between members
+            position += 1
+            continue
+        inflater = zlib.decompressobj(wbits=31)
+        piece = 512  # small first, so a body of many tiny members stays linear
+        while not inflater.eof:
+            if position >= len(view):
+                raise OTLPDecodeError("the gzip body is truncated")
+            chunk = view[position : position + piece]
+            try:
+                data = inflater.decompress(chunk, limit - size + 1)
+            except zlib.error as error:
+                raise OTLPDecodeError(f"the body is not valid gzip ({error})") from None
+            size += len(data)
+            if size > limit or inflater.unconsumed_tail:
+                raise OTLPTooLargeError(limit)
+            out.append(data)
+            position += len(chunk) - len(inflater.unused_data)
+            piece = min(piece * 2, 1 << 20)
+    return b"".join(out)
+
+
+# --------------------------------------------------------------------------- protobuf
+
+
+def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
+    result = shift = 0
+    while True:
+        if position >= end:
+            raise OTLPDecodeError("a protobuf field's header runs past its message")
+        byte = data[position]
+        position += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position
+        shift += 7
+        if shift >= 64:
+            raise OTLPDecodeError("a protobuf varint is longer than 64 bits")
+
+
+def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
+    """(field number, wire type, payload start, payload end) of each field of the message
+    in data[start:end]; a varint's payload is its bytes."""
+    position = start
+    while position < end:
+        key, position = _varint(data, position, end)
+        number, wire = key >> 3, key & 7
+        if number == 0:
+            raise OTLPDecodeError("a protobuf field numbered 0")
+        if wire == 0:
+            _, after = _varint(data, position, end)
+        elif wire == 2:
+            size, position = _varint(data, position, end)
+            after = position + size
+        elif wire in (1, 5):
+            after = position + (8 if wire == 1 else 4)
+        else:
+            raise OTLPDecodeError(f"protobuf wire type {wire}, which OTLP does not use")
+        if after > end:
+            raise OTLPDecodeError("a protobuf field runs past its message")
+        yield number, wire, position, after
+        position = after
+
+
+def _pb_strings(data: bytes, start: int, end: int) -> dict[str, str]:
+    """The string-valued attributes of a Resource (field 1: KeyValue{1 key, 2 AnyValue{1
+    string_value}}); other values are left out."""
+    found: dict[str, str] = {}
+    for number, wire, a, b in _fields(data, start, end):
+        if number != 1 or wire != 2:
+            continue
+        key = value = None
+        for n, w, c, d in _fields(data, a, b):
+            if n == 1 and w == 2:
+                key = data[c:d].decode("utf-8", "replace")
+            elif n == 2 and w == 2:
+                for m, x, e, f in _fields(data, c, d):
+                    if m == 1 and x == 2:
+                        value = data[e:f].decode("utf-8", "replace")
+        if key and value is not None:
+            found[key] = value
+    return found
+
+
+def _pb_scope_name(data: bytes, start: int, end: int) -> str:
+    for number, wire, a, b in _fields(data, start, end):
+        if number == 1 and wire == 2:
+            return data[a:b].decode("utf-8", "replace")
+    return ""
+
+
+@dataclass
+class _Group:
+    """One trace's spans under one resource and scope: their bytes, framed."""
+
+    spans: list[bytes] = field(default_factory=list)
+
+
+@dataclass
+class _Found:
+    part: TracePart
+    # (resource index, scope index) -> span fields, in request order
+    groups: dict[tuple[int, int], _Group] = field(default_factory=dict)
+
+
+def _split_protobuf(data: bytes, split: OTLPSplit) -> None:
+    found: dict[str, _Found] = {}
+    # Per resource: its framing without its scope_spans (resource, schema_url); per scope:
+    # its framing without its spans (scope, schema_url).
+    resource_heads: list[bytes] = []
+    scope_heads: dict[tuple[int, int], bytes] = {}
+    resources: list[dict[str, str]] = []
+    bad_ids = 0
+    for number, wire, a, b in _fields(data, 0, len(data)):
+        if number != 1 or wire != 2:
+            continue
+        r = len(resource_heads)
+        head: list[bytes] = []
+        attributes: dict[str, str] = {}
+        scopes = 0
+        for n, w, c, d in _fields(data, a, b):
+            if n == 2 and w == 2:  # ScopeSpans
+                s = scopes
+                scopes += 1
+                scope_head: list[bytes] = []
+                evaluation = False
+                for m, x, e, f in _fields(data, c, d):
+                    if m == 1 and x == 2:
+                        scope_head.append(length_delimited(1, data[e:f]))
+                        evaluation = _pb_scope_name(data, e, f) == semconv.EVALUATION_SCOPE
+                    elif m == 2 and x == 2:
+                        if evaluation:
+                            split.ignored += 1
+                            continue
+                        trace, span, root = _pb_ids(data, e, f)
+                        if not (valid_id(trace, 16) and valid_id(span, 8)):
+                            bad_ids += 1
+                            continue
+                        key = trace.hex()
+                        entry = found.get(key)
+                        if entry is None:
+                            part = TracePart(key, "protobuf", b"", resource=attributes)
+                            entry = found[key] = _Found(part)
+                        group = entry.groups.setdefault((r, s), _Group())
+                        group.spans.append(length_delimited(2, data[e:f]))
+                        entry.part.span_count += 1
+                        entry.part.has_root = entry.part.has_root or root
+                    elif x == 2:
+                        scope_head.append(length_delimited(m, data[e:f]))
+                scope_heads[(r, s)] = b"".join(scope_head)
+            elif n == 1 and w == 2:  # Resource
+                attributes.update(_pb_strings(data, c, d))
+                head.append(length_delimited(1, data[c:d]))
+            elif w == 2:
+                head.append(length_delimited(n, data[c:d]))
+        resource_heads.append(b"".join(head))
+        resources.append(attributes)
+    if bad_ids:
+        split.rejected += bad_ids
+        split.reasons.append(
+            f"{bad_ids} spans have no valid trace_id (16 bytes, not all zero) or span_id "
+            "(8 bytes, not all zero)"
+        )
+    for entry in found.values():
+        by_resource: dict[int, list[bytes]] = {}
+        for (r, s), group in entry.groups.items():
+            scope_spans = scope_heads.get((r, s), b"") + b"".join(group.spans)
+            by_resource.setdefault(r, []).append(length_delimited(2, scope_spans))
+        entry.part.payload = b"".join(
+            length_delimited(1, resource_heads[r] + b"".join(pieces))
+            for r, pieces in by_resource.items()
+        )
+        split.parts.append(entry.part)
+
+
+def _pb_ids(data: bytes, start: int, end: int) -> tuple[bytes, bytes, bool]:
+    """A Span's trace_id (1), span_id (2), and whether it is a root (no valid parent, 4)."""
+    trace = span = parent = b""
+    for number, wire, a, b in _fields(data, start, end):
+        if wire != 2:
+            continue
+        if number == 1:
+            trace = data[a:b]
+        elif number == 2:
+            span = data[a:b]
+        elif number == 4:
+            parent = data[a:b]
+    return trace, span, not valid_id(parent, 8)
+
+
+# --------------------------------------------------------------------------- JSON
+
+
+def _listed(value: Any, *keys: str) -> list[Any]:
+    if isinstance(value, dict):
+        for key in keys:
+            found = value.get(key)
+            if isinstance(found, list):
+                return found
+    return []
+
+
+def _json_strings(resource: Any) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for item in _listed(resource, "attributes"):
+        if isinstance(item, dict) and isinstance(item.get("value"), dict):
+            value = item["value"].get("stringValue", item["value"].get("string_value"))
+            if isinstance(value, str) and item.get("key"):
+                found[str(item["key"])] = value
+    return found
+
+
+def _split_json(document: Any, split: OTLPSplit) -> None:
+    if not isinstance(document, dict):
+        raise OTLPDecodeError("the body is not an OTLP/JSON ExportTraceServiceRequest object")
+    found: dict[str, tuple[TracePart, dict[int, dict[int, list[Any]]]]] = {}
+    resources = _listed(document, "resourceSpans", "resource_spans")
+    bad_ids = 0
+    for r, resource_spans in enumerate(resources):
+        resource = resource_spans.get("resource") if isinstance(resource_spans, dict) else None
+        attributes = _json_strings(resource)
+        for s, scope_spans in enumerate(_listed(resource_spans, "scopeSpans", "scope_spans")):
+            scope = scope_spans.get("scope") if isinstance(scope_spans, dict) else None
+            spans = _listed(scope_spans, "spans")
+            if isinstance(scope, dict) and scope.get("name") == semconv.EVALUATION_SCOPE:
+                split.ignored += len(spans)
+                continue
+            for span in spans:
+                trace = json_id_bytes(_get(span, "traceId", "trace_id"), 16)
+                span_id = json_id_bytes(_get(span, "spanId", "span_id"), 8)
+                if not (valid_id(trace, 16) and valid_id(span_id, 8)):
+                    bad_ids += 1
+                    continue
+                key = trace.hex()
+                if key not in found:
+                    found[key] = (TracePart(key, "json", b"", resource=attributes), {})
+                part, groups = found[key]
+                groups.setdefault(r, {}).setdefault(s, []).append(span)
+                part.span_count += 1
+                parent = json_id_bytes(_get(span, "parentSpanId", "parent_span_id"), 8)
+                part.has_root = part.has_root or not valid_id(parent, 8)
+    if bad_ids:
+        split.rejected += bad_ids
+        split.reasons.append(
+            f"{bad_ids} spans have no valid traceId (32 hex digits, not all zero) or spanId "
+            "(16 hex digits, not all zero)"
+        )
+    for part, groups in found.values():
+        resource_spans_out = []
+        for r, scopes in groups.items():
+            original = resources[r]
+            scope_spans_out = []
+            for s, spans in scopes.items():
+                scope_spans = _listed(original, "scopeSpans", "scope_spans")[s]
+                entry = {k: v for k, v in scope_spans.items() if k != "spans"}
+                entry["spans"] = spans
+                scope_spans_out.append(entry)
+            item = {k: v for k, v in original.items() if k not in ("scopeSpans", "scope_spans")}
+            item["scopeSpans"] = scope_spans_out
+            resource_spans_out.append(item)
+        text = json.dumps({"resourceSpans": resource_spans_out}, separators=(",", ":"))
+        part.payload = text.encode("utf-8")
+        split.parts.append(part)
+
+
+def _get(value: Any, *keys: str) -> Any:
+    if isinstance(value, dict):
+        for key in keys:
+            if key in value:
+                return value[key]
+    return None
+
+
+# --------------------------------------------------------------------------- entry
+
+
+def split_otlp(
+    body: bytes, encoding: Encoding, *, gzipped: bool = False, max_bytes: int | None = None
+) -> OTLPSplit:
+    """`body` (an ExportTraceServiceRequest in `encoding`, gzip-compressed when
+    `gzipped`) split by trace.
+
+    Raises `OTLPTooLargeError` when the body inflates past `max_bytes`, and
+    `OTLPDecodeError` naming the problem when it is not readable OTLP (bad gzip, bad
+    protobuf framing, JSON that does not parse, is nested too deep, or is not an object).
+    """
+    if gzipped:
+        body = inflate_gzip(body, max_bytes if max_bytes is not None else len(body) * 1024)
+    elif max_bytes is not None and len(body) > max_bytes:
+        raise OTLPTooLargeError(max_bytes)
+    split = OTLPSplit()
+    if encoding == "protobuf":
+        _split_protobuf(body, split)
+        return split
+    try:
+        document = _json.loads(body)
+    except RecursionError:
+        raise OTLPDecodeError("the JSON body is nested too deeply") from None
+    except (ValueError, UnicodeDecodeError) as error:
+        raise OTLPDecodeError(f"the body is not JSON ({error})") from None
+    _split_json(document, split)
+    return split

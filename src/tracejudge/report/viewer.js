@@ -1,0 +1,566 @@
+// The trace viewer of tracejudge's pages: the server's page of one trace (#tj-trace) and
+// the batch report's list of traces (#tj-list), each trace drawn by the same TraceView.
+// Data come from the page's JSON blocks (report/trace_view.py says their shape). Every
+// text reaches the page through textContent or an attribute: nothing is parsed as HTML.
+// Big traces stay fast: the timeline and the model calls are shown a page at a time, and
+// a model call's messages are built when its <details> opens.
+(function () {
+"use strict";
+var PAGE_TRACES = 50, PAGE_ROWS = 200, PAGE_STEPS = 100, TREE_NODES = 300;
+
+// ---------------------------------------------------------------- small helpers
+function el(tag, cls, text) {
+  var n = document.createElement(tag);
+  if (cls) n.className = cls;
+  if (text !== undefined && text !== null) n.textContent = String(text);
+  return n;
+}
+function add(parent, child) { parent.appendChild(child); return child; }
+function txt(parent, text) { parent.appendChild(document.createTextNode(text)); }
+function known(v) { return v !== null && v !== undefined; }
+function scoreText(s) { return known(s) ? s.toFixed(2) : "n/a"; }
+function scoreClass(s, bar) {
+  if (!known(s)) return "na";
+  if (s < bar) return "bad";
+  return s < 1 ? "warn" : "good";
+}
+function ms(v) {
+  if (!known(v)) return null;
+  if (v < 10) return v.toFixed(1) + " ms";
+  if (v < 1000) return Math.round(v) + " ms";
+  return (v / 1000).toFixed(v < 10000 ? 2 : 1) + " s";
+}
+function dollars(c) { return "$" + (c >= 0.01 ? c.toFixed(2) : c.toPrecision(2)); }
+function plural(n, word) { return n + " " + word + (n === 1 ? "" : "s"); }
+function tokens(t) { return t[0] + " in / " + t[1] + " out tokens"; }
+function when(seconds) {
+  return new Date(seconds * 1000).toISOString().replace("T", " ").replace(/\.\d+Z$/, " UTC");
+}
+// The page's fragment, decoded; "" when it is not valid percent-encoding (a hand-typed
+// or cut-off link must never stop the page's script).
+function fragment() {
+  var raw = location.hash.replace(/^#/, "");
+  try { return decodeURIComponent(raw); } catch (e) { return ""; }
+}
+function jump(anchor, text, cls) {
+  var a = el("a", cls || "jump", text);
+  a.setAttribute("href", "#" + encodeURIComponent(anchor));
+  a.dataset.anchor = anchor;
+  return a;
+}
+function section(parent, title) {
+  var s = add(parent, el("section"));
+  add(s, el("h2", null, title));
+  return s;
+}
+
+// A list shown `size` items at a time with previous / next and a note of the range.
+function Pager(box, count, size, draw, noun) {
+  this.box = box; this.count = count; this.size = size; this.draw = draw; this.noun = noun;
+  this.page = -1;
+  this.items = add(box, el("div"));
+  if (count > size) {
+    var bar = add(box, el("div", "pager")), self = this;
+    this.prev = add(bar, el("button", null, "previous"));
+    this.prev.type = "button";
+    this.label = add(bar, el("span"));
+    this.next = add(bar, el("button", null, "next"));
+    this.next.type = "button";
+    this.prev.addEventListener("click", function () { self.show((self.page - 1) * size); });
+    this.next.addEventListener("click", function () { self.show((self.page + 1) * size); });
+  }
+}
+Pager.prototype.show = function (at) {
+  var page = Math.max(0, Math.min(Math.floor(at / this.size), Math.ceil(this.count / this.size) - 1));
+  if (page === this.page) return;
+  this.page = page;
+  this.items.textContent = "";
+  var end = Math.min(this.count, (page + 1) * this.size);
+  for (var i = page * this.size; i < end; i++) this.draw(i, this.items);
+  if (this.label) {
+    this.label.textContent = this.noun + " " + (page * this.size + 1) + "–" + end + " of " +
+      this.count + " (" + this.size + " a page, to keep the page fast)";
+    this.prev.disabled = page === 0;
+    this.next.disabled = end >= this.count;
+  }
+};
+
+// ---------------------------------------------------------------- one trace
+function TraceView(t, prefix) {
+  this.t = t;
+  this.prefix = prefix;
+  this.flagged = {};   // "k-i" -> criteria of the findings that point at model call i of agent k
+  this.flaggedCalls = {};  // "k-i-callId" -> true: the tool calls findings point at
+  this.calls = {};     // agent index -> {box, pager} of its model calls section
+  var self = this;
+  t.verdict.failures.forEach(function (f) {
+    f.steps.forEach(function (s) {
+      var key = s[0] + "-" + s[1];
+      (self.flagged[key] = self.flagged[key] || []).push(f.criterion);
+      if (s[2]) self.flaggedCalls[key + "-" + s[2]] = true;
+    });
+  });
+  this.root = el("div", "view");
+  this.head(this.root);
+  this.verdict(section(this.root, "Verdict"));
+  this.tree(section(this.root, "Agents"));
+  this.timeline(section(this.root, "Timeline"));
+  this.steps(section(this.root, "Model calls"));
+}
+TraceView.prototype.anchor = function (kind, k, i) {
+  return this.prefix + kind + "-" + k + (known(i) ? "-" + i : "");
+};
+TraceView.prototype.callName = function (k, i) {
+  return this.t.agents[k].name + ", call " + (i + 1);
+};
+
+TraceView.prototype.head = function (box) {
+  var t = this.t, v = t.verdict, failing = {};
+  v.failures.forEach(function (f) { failing[f.agent] = true; });
+  var status = add(box, el("div", "status " + t.status));
+  if (t.status === "failed") {
+    status.textContent = "FAILED: " + plural(v.failures.length, "failing finding") + " in " +
+      plural(Object.keys(failing).length, "agent");
+  } else if (t.status === "passed") {
+    status.textContent = "passed: " + plural(v.scored, "score") + ", none below its bar";
+  } else {
+    status.textContent = "unscored: no criterion gave a score";
+  }
+  var o = t.totals, facts = [plural(t.agents.length, "agent"), plural(o.calls, "model call")];
+  if (o.input_tokens || o.output_tokens) facts.push(tokens([o.input_tokens, o.output_tokens]));
+  if (o.unpriced && o.cost === 0) facts.push("cost unknown (no price for its models)");
+  else if (o.unpriced) facts.push(dollars(o.cost) + " + " + plural(o.unpriced, "call") + " at no known price");
+  else if (o.input_tokens || o.output_tokens) facts.push(dollars(o.cost));
+  facts.push(known(o.ms) ? ms(o.ms) : "no timing recorded");
+  if (known(t.start)) facts.push("started " + when(t.start));
+  if (v.not_evaluated.length) facts.push(plural(v.not_evaluated.length, "result") + " not evaluated");
+  add(box, el("div", "facts", facts.join(" · ")));
+};
+
+TraceView.prototype.verdict = function (box) {
+  var t = this.t, v = t.verdict, self = this;
+  if (!v.failures.length) {
+    add(box, el("p", t.status === "passed" ? "good" : "na", t.status === "passed" ?
+      "No agent scored below its bar (" + plural(v.scored, "score") + ", " + v.not_applicable +
+      " not applicable)." : "Nothing was scored."));
+  } else {
+    var list = add(box, el("ol", "findings"));
+    v.failures.forEach(function (f) {
+      var li = add(list, el("li", "finding"));
+      add(li, el("span", "score bad", scoreText(f.score)));
+      add(li, el("b", null, f.criterion));
+      txt(li, " · agent ");
+      li.appendChild(jump(self.anchor("agent", f.agent), t.agents[f.agent].name));
+      txt(li, " · below its bar " + f.bar.toFixed(2));
+      if (f.explanation) add(li, el("div", "expl", f.explanation));
+      f.steps.forEach(function (s) {
+        var where = add(li, el("div", "where"));
+        txt(where, "→ ");
+        var label = self.callName(s[0], s[1]) + (s[3] ? " · tool " + s[3] : "") +
+          (s[2] ? " [" + s[2] + "]" : "");
+        where.appendChild(jump(self.anchor("step", s[0], s[1]), label));
+      });
+    });
+  }
+  if (v.not_evaluated.length) {
+    add(box, el("h3", null, "Could not be evaluated"));
+    var ul = add(box, el("ul", "findings"));
+    v.not_evaluated.forEach(function (n) {
+      var li = add(ul, el("li", "finding"));
+      add(li, el("span", "score ne", "not evaluated"));
+      add(li, el("b", null, n.criterion));
+      txt(li, " · agent " + t.agents[n.agent].name + ": ");
+      add(li, el("span", "expl", n.reason));
+    });
+  }
+};
+
+// Each agent's scores, failing first, then not evaluated, then the rest as chips.
+TraceView.prototype.scoresOf = function (k) {
+  var rows = [];
+  this.t.results.forEach(function (r) {
+    r.agents.forEach(function (a) {
+      if (a.agent === k) rows.push({c: r.criterion, s: a.score, e: a.explanation, b: r.bar, ne: a.not_evaluated});
+    });
+  });
+  function rank(r) { return known(r.ne) ? 1 : known(r.s) && r.s < r.b ? 0 : 2; }
+  rows.sort(function (a, b) { return rank(a) - rank(b); });
+  return rows;
+};
+
+TraceView.prototype.agentFacts = function (a) {
+  var used = [0, 0], facts = [plural(a.n, "model call")];
+  a.steps.forEach(function (s) { if (s.tokens) { used[0] += s.tokens[0]; used[1] += s.tokens[1]; } });
+  if (known(a.t0) && known(a.t1)) facts.push(ms(a.t1 - a.t0));
+  if (used[0] || used[1]) facts.push(tokens(used));
+  return facts.join(" · ");
+};
+
+TraceView.prototype.tree = function (box) {
+  var t = this.t, self = this, kids = {}, drawn = 0, limit = TREE_NODES;
+  t.agents.forEach(function (a, k) { var p = known(a.parent) ? a.parent : -1; (kids[p] = kids[p] || []).push(k); });
+  function node(k) {
+    drawn++;
+    var a = t.agents[k], li = el("li", "agent"), rows = self.scoresOf(k);
+    li.id = self.anchor("agent", k);
+    if (rows.some(function (r) { return known(r.s) && r.s < r.b; })) li.className += " failing";
+    var head = add(li, el("div"));
+    add(head, el("span", "agent-name", a.name));
+    txt(head, " ");
+    add(head, el("span", "facts", self.agentFacts(a) + " · "));
+    head.appendChild(jump(self.anchor("calls", k), "model calls"));
+    var chips = null;
+    rows.forEach(function (r) {
+      if (known(r.ne) || (known(r.s) && r.s < r.b)) {
+        var d = add(li, el("div", "result"));
+        add(d, el("span", "score " + (known(r.ne) ? "ne" : "bad"), known(r.ne) ? "not evaluated" : scoreText(r.s)));
+        add(d, el("b", null, r.c + " "));
+        var why = known(r.ne) ? r.ne : r.e;
+        if (why) add(d, el("span", "expl", why));
+        return;
+      }
+      chips = chips || add(li, el("div"));
+      var chip = add(chips, el("span", "chip " + scoreClass(r.s, r.b), scoreText(r.s) + " " + r.c));
+      if (r.e) chip.title = r.e;
+    });
+    var sub = kids[k];
+    if (sub && drawn < limit) {
+      var ul = add(li, el("ul", "tree"));
+      sub.forEach(function (c) { if (drawn < limit) ul.appendChild(node(c)); });
+    }
+    return li;
+  }
+  function draw() {
+    box.querySelectorAll(".tree.top,.more").forEach(function (n) { n.remove(); });
+    drawn = 0;
+    var ul = add(box, el("ul", "tree top"));
+    (kids[-1] || []).forEach(function (k) { if (drawn < limit) ul.appendChild(node(k)); });
+    if (drawn < t.agents.length) {
+      var more = add(box, el("button", "more", "show all " + t.agents.length + " agents (" + drawn + " shown)"));
+      more.type = "button";
+      more.addEventListener("click", function () { limit = Infinity; draw(); });
+    }
+  }
+  this.showAllAgents = function () { if (limit !== Infinity) { limit = Infinity; draw(); } };
+  draw();
+};
+
+// The waterfall: every agent (its span: its calls' and children's), every model call and
+// every tool run, in the order they ran, a page of rows at a time.
+TraceView.prototype.rows = function () {
+  var t = this.t, rows = [];
+  function walk(k) {
+    var a = t.agents[k], children = a.children, next = 0;
+    rows.push({kind: "agent", k: k, depth: a.depth});
+    function childrenUpTo(calls) {
+      while (next < children.length && children[next][0] <= calls) walk(children[next++][1]);
+    }
+    for (var i = 0; i < a.steps.length; i++) {
+      childrenUpTo(i);
+      rows.push({kind: "call", k: k, i: i, depth: a.depth + 1});
+      a.steps[i].tools.forEach(function (tool) {
+        rows.push({kind: "tool", k: k, i: i, tool: tool, depth: a.depth + 2});
+      });
+    }
+    childrenUpTo(Infinity);
+  }
+  t.agents.forEach(function (a, k) { if (!known(a.parent)) walk(k); });
+  return rows;
+};
+
+TraceView.prototype.timeline = function (box) {
+  var t = this.t, self = this, total = t.totals.ms || 0, rows = this.rows();
+  var grid = add(box, el("div", "tl"));
+  var head = add(grid, el("div", "tl-row head"));
+  add(head, el("div", null, "agent / model call / tool run"));
+  add(head, el("div", null, "0 – " + (known(t.totals.ms) ? ms(total) : "no timing recorded")));
+  add(head, el("div", null, "duration · model · tokens · cost"));
+  function bar(track, t0, t1) {
+    if (!known(t0) || !known(t1) || !total) return;
+    var b = add(track, el("div", "tl-bar"));
+    b.style.left = (100 * t0 / total) + "%";
+    b.style.width = Math.max(0, 100 * (t1 - t0) / total) + "%";
+  }
+  function draw(n, items) {
+    var r = rows[n], a = t.agents[r.k], row = add(items, el("div", "tl-row " + r.kind + "-row"));
+    var label = add(row, el("div", "tl-label")), track = add(row, el("div", "tl-track"));
+    var figs = add(row, el("div", "tl-figs"));
+    label.style.paddingLeft = (r.depth * 14) + "px";
+    var parts = [];
+    if (r.kind === "agent") {
+      label.appendChild(jump(self.anchor("agent", r.k), a.name));
+      bar(track, a.t0, a.t1);
+      parts.push(known(a.t0) && known(a.t1) ? ms(a.t1 - a.t0) : "no timing recorded");
+      parts.push(plural(a.n, "model call"));
+    } else if (r.kind === "call") {
+      var s = a.steps[r.i], crit = self.flagged[r.k + "-" + r.i];
+      if (crit) {
+        row.className += " failing";
+        var mark = add(label, el("span", "mark", "✕"));
+        mark.title = "failing: " + crit.join(", ");
+      }
+      label.appendChild(jump(self.anchor("step", r.k, r.i), "call " + (r.i + 1)));
+      bar(track, s.t0, s.t1);
+      parts.push(known(s.t0) && known(s.t1) ? ms(s.t1 - s.t0) : "no timing recorded");
+      if (s.model) parts.push(s.model);
+      if (s.tokens) parts.push(tokens(s.tokens));
+      if (known(s.cost)) parts.push(dollars(s.cost));
+      if (s.error) parts.push("error");
+    } else {
+      var tool = r.tool;
+      if (self.flaggedCalls[r.k + "-" + r.i + "-" + tool[1]]) {
+        row.className += " failing";
+        add(label, el("span", "mark", "✕"));
+      }
+      txt(label, "tool " + tool[0] + " [" + tool[1] + "]");
+      bar(track, tool[3], tool[4]);
+      if (known(tool[3])) parts.push("within " + ms(tool[4] - tool[3]) + ", between call " + (r.i + 1) + " and call " + (tool[2] + 1));
+      else if (tool[2] === r.i) parts.push("no timing recorded (result from the tool's span)");
+      else if (known(tool[2])) parts.push("no timing recorded (result in call " + (tool[2] + 1) + ")");
+      else parts.push("no timing recorded, no result recorded");
+    }
+    figs.textContent = parts.join(" · ");
+    figs.title = figs.textContent;
+  }
+  new Pager(grid, rows.length, PAGE_ROWS, draw, "rows").show(0);
+  if (t.left_out) {
+    add(box, el("p", "note", "The model calls of this trace (" + t.totals.calls +
+      ") were left out of the report to keep it small: its timeline shows its agents only."));
+  }
+  if (t.steps_left_out) {
+    add(box, el("p", "note", plural(t.steps_left_out, "more model call") + " not drawn, to keep the page small"));
+  }
+};
+
+// Each agent's model calls, folded: an agent's list is built when opened, a call's
+// messages when the call is opened.
+TraceView.prototype.steps = function (box) {
+  var t = this.t, self = this;
+  t.agents.forEach(function (a, k) {
+    var findings = 0;
+    for (var i = 0; i < a.n; i++) if (self.flagged[k + "-" + i]) findings++;
+    var group = add(box, el("details", "calls"));
+    group.id = self.anchor("calls", k);
+    var summary = add(group, el("summary", null, a.name + " · " + plural(a.n, "model call")));
+    if (findings) add(summary, el("span", "bad", " · " + plural(findings, "call") + " with findings"));
+    group.addEventListener("toggle", function () { if (group.open) self.fillCalls(k); });
+  });
+};
+TraceView.prototype.fillCalls = function (k) {
+  if (this.calls[k]) return this.calls[k];
+  var self = this, group = document.getElementById(this.anchor("calls", k));
+  var pager = new Pager(group, this.t.agents[k].n, PAGE_STEPS, function (i, items) { items.appendChild(self.step(k, i)); }, "model calls");
+  this.calls[k] = pager;
+  pager.show(0);
+  return pager;
+};
+TraceView.prototype.step = function (k, i) {
+  var a = this.t.agents[k], s = a.steps[i] || {}, self = this;
+  var d = el("details", "step"), crit = this.flagged[k + "-" + i];
+  d.id = this.anchor("step", k, i);
+  var parts = ["call " + (i + 1)];
+  if (s.model) parts.push(s.model);
+  if (s.tokens) parts.push(tokens(s.tokens));
+  if (known(s.cost)) parts.push(dollars(s.cost));
+  parts.push(known(s.t0) && known(s.t1) ? ms(s.t1 - s.t0) : "no timing recorded");
+  if (known(s.t0)) parts.push("at +" + ms(s.t0));
+  var summary = add(d, el("summary", null, parts.join(" · ")));
+  if (crit) {
+    d.className += " failing";
+    add(summary, el("span", "bad", " · failing: " + crit.join(", ")));
+  }
+  d.addEventListener("toggle", function () { if (d.open) self.fillStep(d, k, i); });
+  return d;
+};
+TraceView.prototype.fillStep = function (d, k, i) {
+  if (d.dataset.filled) return;
+  d.dataset.filled = "1";
+  var a = this.t.agents[k], body = add(d, el("div", "step-body")), self = this;
+  var c = a.calls ? a.calls[i] : null;
+  if (!c) { add(body, el("div", "note", "messages left out to keep the page small")); return; }
+  var tools = {};
+  ((a.steps[i] || {}).tools || []).forEach(function (tool) { tools[tool[1]] = tool; });
+  if (c.skip) {
+    add(body, el("div", "note", plural(c.skip, "earlier message") + " as in "))
+      .appendChild(jump(this.anchor("step", k, i - 1), "call " + i));
+  }
+  c.in.forEach(function (m) { body.appendChild(self.message(m, k, i)); });
+  if (c.reasoning) body.appendChild(this.message(["assistant", "reasoning", c.reasoning], k, i));
+  c.out.forEach(function (m) {
+    body.appendChild(self.message(m, k, i));
+    var tool = m[1] === "call" ? tools[m[3]] : null;
+    if (!tool) return;
+    var note = add(body, el("div", "note"));
+    if (tool[2] === i) txt(note, "its result, from the tool's span, is below");
+    else if (known(tool[2])) {
+      txt(note, "its result is in ");
+      note.appendChild(jump(self.anchor("step", k, tool[2]), "call " + (tool[2] + 1)));
+    } else txt(note, "no result recorded");
+  });
+  (c.results || []).forEach(function (m) { body.appendChild(self.message(m, k, i)); });
+  ["error", "refusal", "finish_reason"].forEach(function (key) {
+    if (c[key]) add(body, el("div", "note", key.replace("_", " ") + ": " + c[key]));
+  });
+};
+TraceView.prototype.message = function (m, k, i) {
+  var kind = m[1], d = el("div", "msg" + (kind === "call" ? " call" : kind === "result" ? " res" : ""));
+  var label = m[0];
+  if (kind === "call") label += " → tool call " + m[4] + " [" + m[3] + "]";
+  else if (kind === "result") label += " ← result" + (m[4] ? " of " + m[4] : "") + " [" + m[3] + "]";
+  else if (kind !== "text") label += " (" + kind + ")";
+  if (kind === "call" && this.flaggedCalls[k + "-" + i + "-" + m[3]]) d.className += " flagged";
+  add(d, el("span", "role", label + ": "));
+  txt(d, m[2]);
+  return d;
+};
+
+// Show what `anchor` names (an agent, an agent's calls, a model call): build it if it is
+// not built, unfold it and scroll to it. False when this view has no such thing.
+TraceView.prototype.reveal = function (anchor) {
+  if (anchor.indexOf(this.prefix) !== 0) return false;
+  var m = /^(agent|calls|step)-(\d+)(?:-(\d+))?$/.exec(anchor.slice(this.prefix.length));
+  if (!m) return false;
+  var k = Number(m[2]), agent = this.t.agents[k];
+  if (!agent) return false;
+  var target;
+  if (m[1] === "agent") {
+    target = document.getElementById(anchor);
+    if (!target && this.showAllAgents) { this.showAllAgents(); target = document.getElementById(anchor); }
+  } else {
+    var group = document.getElementById(this.anchor("calls", k)), i = Number(m[3]);
+    if (!group) return false;
+    group.open = true;
+    var pager = this.fillCalls(k);
+    target = group;
+    if (m[1] === "step" && i < pager.count) {
+      pager.show(i);
+      target = document.getElementById(anchor);
+      target.open = true;
+      this.fillStep(target, k, i);
+    }
+  }
+  if (!target) return false;
+  target.scrollIntoView({block: "start"});
+  return true;
+};
+
+// ---------------------------------------------------------------- the pages
+function json(id) { var n = document.getElementById(id); return n ? JSON.parse(n.textContent) : null; }
+
+function onJumps(go) {
+  // A link to a part of a trace reveals it, also when the fragment is already the link's.
+  document.addEventListener("click", function (e) {
+    var a = e.target.closest ? e.target.closest("a[data-anchor]") : null;
+    if (a) go(a.dataset.anchor);
+  });
+  window.addEventListener("hashchange", function () { go(fragment()); });
+}
+
+function tracePage(box, t) {
+  var view = new TraceView(t, "");
+  box.appendChild(view.root);
+  function go(anchor) { if (anchor) view.reveal(anchor); }
+  onJumps(go);
+  go(fragment());
+}
+
+function reportPage(list, data) {
+  var filter = document.getElementById("tj-filter"), failing = document.getElementById("tj-failing");
+  var pageLabel = document.getElementById("tj-page"), page = 0, shown = data, views = {};
+  function text(t) {
+    var parts = [t.id, t.source || ""];
+    t.agents.forEach(function (a) {
+      parts.push(a.name);
+      (a.calls || []).forEach(function (c) {
+        if (c) c.in.concat(c.out, c.results || []).forEach(function (m) { parts.push(m[2]); });
+      });
+    });
+    t.results.forEach(function (r) {
+      parts.push(r.criterion, r.explanation);
+      r.agents.forEach(function (a) { parts.push(a.explanation, a.not_evaluated || ""); });
+    });
+    return parts.join("\n").toLowerCase();
+  }
+  function entry(t, open) {
+    var d = el("details", "trace"), s = add(d, el("summary"));
+    d.id = "trace-" + t.id;
+    add(s, el("span", "score " + (t.failing ? "bad" : scoreClass(t.worst, 0)), scoreText(t.worst)));
+    txt(s, " trace " + t.id + (t.source ? " (" + t.source + ")" : "") + " · " + plural(t.agents.length, "agent") + " · ");
+    t.results.forEach(function (r) {
+      var low = null;
+      r.agents.forEach(function (a) { if (known(a.score) && (low === null || a.score < low)) low = a.score; });
+      add(s, el("span", "score " + scoreClass(low, r.bar), r.criterion + " " + scoreText(low) + " "));
+    });
+    function fill() {
+      if (views[t.id]) return views[t.id];
+      var view = new TraceView(t, "trace-" + t.id + "/");
+      views[t.id] = view;
+      d.appendChild(view.root);
+      return view;
+    }
+    d.addEventListener("toggle", function () { if (d.open) fill(); });
+    d.fill = fill;
+    if (open) { d.open = true; fill(); }
+    return d;
+  }
+  // "#trace-ID" names a trace, "#trace-ID/step-K-I" (and agent-K, calls-K) a part of it.
+  function wanted(anchor) {
+    if (anchor.indexOf("trace-") !== 0) return null;
+    var rest = anchor.slice(6), cut = rest.lastIndexOf("/");
+    var ids = cut >= 0 ? [rest.slice(0, cut), rest] : [rest];
+    for (var n = 0; n < ids.length; n++) {
+      for (var at = 0; at < data.length; at++) if (data[at].id === ids[n]) return data[at];
+    }
+    return null;
+  }
+  function render(openId) {
+    list.textContent = "";
+    views = {};
+    var pages = Math.max(1, Math.ceil(shown.length / PAGE_TRACES));
+    if (page >= pages) page = pages - 1;
+    shown.slice(page * PAGE_TRACES, (page + 1) * PAGE_TRACES).forEach(function (t, i) {
+      list.appendChild(entry(t, openId !== undefined ? t.id === openId : i === 0 && page === 0));
+    });
+    pageLabel.textContent = "page " + (page + 1) + " of " + pages + " · " + shown.length + " of " + data.length + " traces";
+  }
+  function go(anchor) {
+    var t = wanted(anchor);
+    if (!t) return;
+    var at = shown.indexOf(t);
+    if (at < 0) { shown = data; filter.value = ""; failing.checked = false; at = data.indexOf(t); }
+    if (Math.floor(at / PAGE_TRACES) !== page || !document.getElementById("trace-" + t.id)) {
+      page = Math.floor(at / PAGE_TRACES);
+      render(t.id);
+    }
+    var d = document.getElementById("trace-" + t.id);
+    d.open = true;
+    var view = d.fill();
+    if (!view.reveal(anchor)) d.scrollIntoView({block: "start"});
+  }
+  function apply() {
+    var q = filter.value.trim().toLowerCase(), only = failing.checked;
+    shown = data.filter(function (t) {
+      if (only && !t.failing) return false;
+      if (!q) return true;
+      if (t._text === undefined) t._text = text(t);
+      return t._text.indexOf(q) >= 0;
+    });
+    page = 0;
+    render();
+  }
+  filter.addEventListener("input", apply);
+  failing.addEventListener("change", apply);
+  document.getElementById("tj-prev").addEventListener("click", function () { if (page > 0) { page--; render(); } });
+  document.getElementById("tj-next").addEventListener("click", function () {
+    if ((page + 1) * PAGE_TRACES < shown.length) { page++; render(); }
+  });
+  onJumps(go);
+  var first = wanted(fragment());
+  if (first) go(fragment()); else render();
+}
+
+var data = json("tj-data") || [], one = document.getElementById("tj-trace");
+if (one && data.length) tracePage(one, data[0]);
+var list = document.getElementById("tj-list");
+if (list) reportPage(list, data);
+})();

@@ -1,0 +1,113 @@
+"""The server's daily judge budgets, kept in its store.
+
+Every judgement the server's judge makes is counted in the store's `judge_spend` table
+(dollars, tokens, calls) for its day (UTC) in all and for its criterion, in one
+transaction, so that replicas sharing a database share the budgets and a restart keeps
+what was spent. Before a judgement starts, the day's spending is read back: once it has
+reached `--max-judge-cost-per-day` (or, for that criterion,
+`--max-judge-cost-per-criterion-per-day`; and the same in tokens), new judgements are not
+evaluated, with the reason, until the day ends. Judgements already started finish and
+are counted. Deterministic checks cost nothing and always run.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from tracejudge.evaluation import format_usd
+from tracejudge.models import JudgeUsage
+from tracejudge.server.config import ServerConfig
+from tracejudge.server.context import in_thread
+from tracejudge.server.store import Store
+
+__all__ = ["DailyBudget", "utc_day"]
+
+_RESETS = "it resets at 00:00 UTC"
+
+
+def utc_day(now: float) -> str:
+    """The day (UTC, YYYY-MM-DD) a Unix time falls on."""
+    return time.strftime("%Y-%m-%d", time.gmtime(now))
+
+
+@dataclass
+class DailyBudget:
+    """A `tracejudge.evaluation.SpendLimit` over the store: the limits per day in all and
+    per criterion, in dollars and in tokens (None: no such limit)."""
+
+    store: Store
+    cost_per_day: float | None = None
+    cost_per_criterion_per_day: float | None = None
+    tokens_per_day: int | None = None
+    tokens_per_criterion_per_day: int | None = None
+    clock: Callable[[], float] = time.time
+
+    @property
+    def limited(self) -> bool:
+        """Whether any limit is set (without one, spending is only counted)."""
+        return any(
+            limit is not None
+            for limit in (
+                self.cost_per_day,
+                self.cost_per_criterion_per_day,
+                self.tokens_per_day,
+                self.tokens_per_criterion_per_day,
+            )
+        )
+
+    async def refusal(self, criterion: str) -> str | None:
+        if not self.limited:
+            return None
+        day, mine = await in_thread(self.store.judge_spend, utc_day(self.clock()), criterion)
+        if self.cost_per_day is not None and day.cost_usd >= self.cost_per_day:
+            return (
+                f"the server's judge budget of {format_usd(self.cost_per_day)} per day was "
+                f"spent ({_RESETS})"
+            )
+        if self.tokens_per_day is not None and day.tokens >= self.tokens_per_day:
+            return (
+                f"the server's judge budget of {self.tokens_per_day:,} tokens per day was "
+                f"spent ({_RESETS})"
+            )
+        limit = self.cost_per_criterion_per_day
+        if limit is not None and mine.cost_usd >= limit:
+            return (
+                f"the server's judge budget of {format_usd(limit)} per criterion per day was "
+                f"spent on this criterion ({_RESETS})"
+            )
+        tokens = self.tokens_per_criterion_per_day
+        if tokens is not None and mine.tokens >= tokens:
+            return (
+                f"the server's judge budget of {tokens:,} tokens per criterion per day was "
+                f"spent on this criterion ({_RESETS})"
+            )
+        return None
+
+    async def spent(self, criterion: str, usage: JudgeUsage) -> None:
+        if not (usage.calls or usage.total_tokens or usage.cost_usd):
+            return  # a verdict from the judge's cache: nothing was spent
+        await in_thread(
+            self.store.add_judge_spend,
+            utc_day(self.clock()),
+            criterion,
+            usage.cost_usd or 0.0,
+            usage.total_tokens,
+            usage.calls,
+        )
+
+    @classmethod
+    def from_config(cls, store: Store, config: ServerConfig, *, priced: bool) -> DailyBudget:
+        """The budgets `config` sets; the dollar ones only when the judge's model has a
+        price (`create_app` refuses a dollar budget without one, or says it is left to
+        the token budget)."""
+        return cls(
+            store,
+            cost_per_day=config.max_judge_cost_per_day if priced else None,
+            cost_per_criterion_per_day=(
+                config.max_judge_cost_per_criterion_per_day if priced else None
+            ),
+            tokens_per_day=config.max_judge_tokens_per_day,
+            tokens_per_criterion_per_day=config.max_judge_tokens_per_criterion_per_day,
+        )

@@ -1,0 +1,235 @@
+"""The server's page of one trace (/ui/traces/{id}), served by a real server (uvicorn in a
+thread, SQLite) and driven in headless Chromium over the DevTools protocol: the verdict and
+the first finding on the first screen, every agent and model call on the timeline with its
+duration, a finding's link unfolding its step, fragments that cannot break the script, and
+a huge trace that stays fast. The traces are recorded by running the checks' scripted
+agents on the real openai client (planted faults), scored as the server scores them."""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from opentelemetry.sdk.trace import TracerProvider
+
+from tests.cdp import HEIGHT, Browser
+from tests.checks import faults
+from tests.chromium import keep, needs_chromium
+from tracejudge import checks
+from tracejudge._sync import run
+from tracejudge.evaluation.service import EvaluationService
+from tracejudge.models import AgentInstance, MultiAgentTrace
+from tracejudge.server.background import BackgroundServer
+from tracejudge.server.config import ServerConfig
+from tracejudge.server.store import EvaluationRow, TraceRow, open_store
+from tracejudge.server.ui import _read_trace
+from tracejudge.testing import ScriptedLLMServer
+
+
+def _store(db: str, trace: MultiAgentTrace, criteria: list[object]) -> str:
+    """Save `trace` with its scores on `criteria`, as the server does for a posted trace."""
+    responses = run(EvaluationService().score_trace(trace, criteria))
+    trace_id, now = uuid.uuid4().hex, time.time()
+    store = open_store(db)
+    try:
+        store.save_trace(
+            TraceRow(
+                trace_id=trace_id,
+                source="api",
+                status="scored",
+                first_seen=now,
+                last_span_at=now,
+                root_agent=trace.root.name,
+                agents=[a.name for a in trace.iter_agents()],
+                trace_json=trace.to_json(),
+            ),
+            [
+                EvaluationRow(
+                    id=str(uuid.uuid4()),
+                    kind="trace",
+                    criterion=r.criterion,
+                    response=r.model_dump_json(),
+                    overall_score=r.overall_score,
+                    created_at=now,
+                    trace_id=trace_id,
+                    source="api",
+                )
+                for r in responses
+            ],
+        )
+    finally:
+        store.close()
+    return trace_id
+
+
+def _wide_trace(agents: int, rounds: int) -> MultiAgentTrace:
+    """A root agent that ran `agents` children of `rounds` tool calls each (5,000 spans
+    at 150 x 32: each child's span and its calls)."""
+    children = []
+    for n in range(agents):
+        child = faults.long_agent(rounds)
+        children.append(child.model_copy(update={"id": f"child-{n}", "name": f"worker-{n}"}))
+    root = AgentInstance(id="root", name="root", interactions=[c.id for c in children])
+    return MultiAgentTrace(
+        root_agent_instance_id="root",
+        agent_instance_by_id={"root": root, **{c.id: c for c in children}},
+    )
+
+
+@dataclass
+class Site:
+    url: str
+    faulty: str  # the researcher's tool call breaks its schema
+    faulty_trace: MultiAgentTrace
+    huge: str  # 150 agents of 32 model calls each
+
+
+@pytest.fixture(scope="module")
+def site(
+    tmp_path_factory: pytest.TempPathFactory, composo_tracing: TracerProvider
+) -> Iterator[Site]:
+    db = str(tmp_path_factory.mktemp("viewer") / "viewer.db")
+    with ScriptedLLMServer() as llm:
+        faulty_trace = faults.run(faults.bad_arguments(1), llm)
+    # a budget of 60 tokens: the orchestrator and the researcher (two calls of 50 tokens
+    # each) fail it too, findings that point at no step
+    faulty = _store(db, faulty_trace, [*checks.ALL, checks.budgets(max_tokens=60)])
+    huge = _store(db, _wide_trace(150, 31), list(checks.ALL))
+    config = ServerConfig(port=0, db=db, log_level="warning")
+    with BackgroundServer(config, checks_only=True) as server:
+        yield Site(server.url, faulty, faulty_trace, huge)
+
+
+def _rows(tab: Browser) -> list[dict[str, str]]:
+    return tab.evaluate(
+        "Array.from(document.querySelectorAll('.tl-row:not(.head)'),r=>({kind:r.className,"
+        "label:r.querySelector('.tl-label').textContent,"
+        "figs:r.querySelector('.tl-figs').textContent}))"
+    )
+
+
+@needs_chromium
+def test_the_verdict_and_the_first_finding_are_on_the_first_screen(
+    site: Site, tmp_path: Path
+) -> None:
+    with Browser(tmp_path / "profile") as tab:
+        tab.load(f"{site.url}/ui/traces/{site.faulty}")
+        assert tab.console == []  # the page's own script ran under its policy, nothing else
+        assert tab.evaluate("document.querySelector('.status').textContent") == (
+            "FAILED: 3 failing findings in 2 agents"
+        )
+        first = tab.evaluate(
+            "(function(){var r=document.querySelector('.finding').getBoundingClientRect();"
+            "return [r.top, r.bottom];})()"
+        )
+        assert 0 < first[0] < first[1] <= HEIGHT
+        finding = tab.evaluate("document.querySelector('.finding').textContent")
+        assert finding.startswith("0.00tool_arguments · agent researcher · below its bar 1.00")
+        assert "researcher, call 1 · tool get_weather [call_bad]" in finding
+        shot = tab.screenshot(tmp_path / "ui-trace-viewer.png")
+        keep(shot)  # look at it: mkdir .pytest-artifacts before the run
+        keep(tab.screenshot(tmp_path / "ui-trace-viewer-full.png", full_page=True))
+    assert shot.stat().st_size > 20_000
+
+
+@needs_chromium
+def test_the_timeline_shows_every_agent_and_model_call_with_its_duration(
+    site: Site, tmp_path: Path
+) -> None:
+    duration = re.compile(r"^\d+(\.\d+)? (ms|s) · ")
+    with Browser(tmp_path / "profile") as tab:
+        tab.load(f"{site.url}/ui/traces/{site.faulty}")
+        rows = _rows(tab)
+    agents = [r for r in rows if "agent-row" in r["kind"]]
+    assert [r["label"] for r in agents] == [a.name for a in site.faulty_trace.iter_agents()]
+    calls = [r for r in rows if "call-row" in r["kind"]]
+    assert len(calls) == sum(len(a.llm_interactions) for a in site.faulty_trace.iter_agents())
+    for row in agents + calls:
+        assert duration.match(row["figs"]), row
+    assert all(
+        "scripted-model" in r["figs"] and "40 in / 10 out tokens" in r["figs"] for r in calls
+    )
+    # the researcher's bad call and its tool run are marked failing
+    failing = [r["label"] for r in rows if "failing" in r["kind"]]
+    assert failing == ["✕call 1", "✕tool get_weather [call_bad]"]
+    (tool,) = [r for r in rows if "tool-row" in r["kind"]]
+    assert re.match(r"within \d+(\.\d+)? ms, between call 1 and call 2$", tool["figs"])
+
+
+@needs_chromium
+def test_a_finding_s_link_unfolds_its_step(site: Site, tmp_path: Path) -> None:
+    with Browser(tmp_path / "profile") as tab:
+        tab.load(f"{site.url}/ui/traces/{site.faulty}")
+        assert tab.evaluate("document.querySelectorAll('.step').length") == 0  # built lazily
+        tab.click(".finding .where a")
+        assert tab.evaluate("location.hash") == "#step-1-0"
+        step = "document.getElementById('step-1-0')"
+        assert tab.evaluate(f"{step}.open") is True
+        top = tab.evaluate(f"{step}.getBoundingClientRect().top")
+        assert 0 <= top < HEIGHT
+        flagged = tab.evaluate(f"{step}.querySelector('.msg.flagged').textContent")
+        assert flagged.startswith("assistant → tool call get_weather [call_bad]")
+        # the tool call's result is one link away
+        tab.click("#step-1-0 .note a")
+        assert tab.evaluate("document.getElementById('step-1-1').open") is True
+        keep(tab.screenshot(tmp_path / "ui-trace-viewer-step.png"))
+        # opened from the address bar, the step unfolds as well
+        tab.load(f"{site.url}/ui/traces/{site.faulty}#step-1-0")
+        assert tab.evaluate(f"{step}.open") is True
+        assert tab.console == []
+
+
+@needs_chromium
+@pytest.mark.parametrize("fragment", ["%E0%A4%A", "step-99-0", "step-1-99", "agent-", "%"])
+def test_a_malformed_fragment_never_breaks_the_page(
+    site: Site, tmp_path: Path, fragment: str
+) -> None:
+    with Browser(tmp_path / "profile") as tab:
+        tab.load(f"{site.url}/ui/traces/{site.faulty}#{fragment}")
+        assert tab.console == []
+        assert tab.evaluate("document.querySelectorAll('.finding').length") == 3
+
+
+@needs_chromium
+def test_a_huge_trace_is_paged_and_any_step_is_one_link_away(site: Site, tmp_path: Path) -> None:
+    with Browser(tmp_path / "profile") as tab:
+        seconds = tab.load(f"{site.url}/ui/traces/{site.huge}")
+        assert tab.console == []
+        assert tab.evaluate("document.querySelectorAll('.tl-row:not(.head)').length") == 200
+        # a row per agent (151), model call (150 x 32) and tool run (150 x 31)
+        assert tab.evaluate("document.querySelector('.tl .pager span').textContent") == (
+            "rows 1–200 of 9601 (200 a page, to keep the page fast)"
+        )
+        assert tab.evaluate("document.querySelectorAll('.step').length") == 0
+        assert tab.evaluate("document.querySelectorAll('.agent').length") == 151
+        tab.load(f"{site.url}/ui/traces/{site.huge}#step-150-31")
+        step = "document.getElementById('step-150-31')"
+        assert tab.evaluate(f"{step}.open") is True
+        assert "62 earlier messages as in call 31" in tab.evaluate(f"{step}.textContent")
+        top = tab.evaluate(f"{step}.getBoundingClientRect().top")
+        assert 0 <= top < HEIGHT
+        assert tab.console == []
+    assert seconds < 10  # not a benchmark (see benchmarks/trace_page.py): a sanity bound
+
+
+def test_a_stored_trace_reads_back_the_same_with_its_repeated_inputs_shared(site: Site) -> None:
+    wide = _wide_trace(3, 5)
+    data = json.loads(MultiAgentTrace.from_agent(faults.long_agent(4)).to_json())
+    (agent,) = data["agent_instance_by_id"].values()
+    agent["interactions"][2]["input_messages"][0]["content"] = "a summary of the start"
+    rewritten = MultiAgentTrace.model_validate(data)
+    for trace in (site.faulty_trace, wide, rewritten):
+        text = trace.to_json()
+        read = _read_trace(text)
+        assert read.to_json() == MultiAgentTrace.from_json(text).to_json()
+    # the rewritten history was not shared: it differs from the call before it
+    calls = _read_trace(rewritten.to_json()).root.llm_interactions
+    assert calls[2].input_messages[0].content == "a summary of the start"
+    assert calls[1].input_messages[0].content != "a summary of the start"
+    assert calls[1].input_messages[0] is calls[0].input_messages[0]  # shared, not copied
