@@ -31,6 +31,8 @@ def agent_trace(
     *,
     start: float = 1_700_000_000.0,
     tool_result: str = "Lisbon: 24 C and sunny",
+    tool_arguments: str = '{"city": "Lisbon"}',
+    task: str = "plan a weekend",
     model: str | None = MODEL,
     tokens: tuple[int, int] = (100, 20),
 ) -> MultiAgentTrace:
@@ -41,7 +43,7 @@ def agent_trace(
     for i, (instance_id, name) in enumerate(zip(ids, names, strict=True)):
         call = LLMInteraction(
             input_messages=[
-                LLMInput(role="user", content=f"Task for {name}: plan a weekend"),
+                LLMInput(role="user", content=f"Task for {name}: {task}"),
                 *(
                     [
                         LLMInput(
@@ -58,9 +60,7 @@ def agent_trace(
                 *(
                     [
                         LLMOutput(
-                            content=LLMToolCall(
-                                id="c1", name="weather", parameters='{"city": "Lisbon"}'
-                            )
+                            content=LLMToolCall(id="c1", name="weather", parameters=tool_arguments)
                         )
                     ]
                     if i == 0

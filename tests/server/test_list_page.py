@@ -377,9 +377,9 @@ def test_every_text_is_escaped_and_no_script_runs(hostile: str) -> None:
 def test_the_list_in_chromium_finds_a_phrase_of_one_tool_result(
     planted: Planted, tmp_path: Path
 ) -> None:
-    if planted.server.db.startswith("postgresql://"):
-        pytest.skip("one browser run is enough: the page is the same on both stores")
+    # on both stores: the search is FTS5 on one and a tsvector on the other
     server = planted.server
+    kind = "postgres" if server.db.startswith("postgresql://") else "sqlite"
     dom, console = chromium(f"{server.url}/ui", tmp_path / "profile", "--dump-dom")
     assert console == ""
     assert len(_ROW.findall(dom)) == RUNS and "Per agent and criterion" in dom
@@ -389,7 +389,11 @@ def test_the_list_in_chromium_finds_a_phrase_of_one_tool_result(
     (first,) = [r["trace_id"] for r in planted.runs[:1]]
     assert [m.group(2) for m in _ROW.finditer(dom)] == [first]
     assert f'value="&quot;{UNIQUE_PHRASE}&quot;"' in dom  # the search box keeps it
-    shot = tmp_path / "list-page.png"
-    chromium(f"{server.url}/ui", tmp_path / "profile", f"--screenshot={shot}")
-    assert shot.stat().st_size > 20_000  # a page with content, not a blank one
-    keep(shot)
+    for name, url in (
+        (f"list-page-{kind}.png", f"{server.url}/ui"),
+        (f"list-writer-below-half-{kind}.png", f"{server.url}/ui?agent=writer&score_below=0.5"),
+    ):
+        shot = tmp_path / name
+        chromium(url, tmp_path / "profile", f"--screenshot={shot}")
+        assert shot.stat().st_size > 20_000  # a page with content, not a blank one
+        keep(shot)

@@ -17,6 +17,7 @@ from tracejudge.server.digest import PIECE_CHARS
 from tracejudge.server.store import (
     SCHEMA_VERSION,
     InvalidCursorError,
+    SearchQuery,
     SearchQueryError,
     SpanBatch,
     Store,
@@ -240,9 +241,34 @@ def test_full_text_search_finds_words_phrases_and_prefixes(store: Store) -> None
     assert _ids(store, q="logb*") == {"one"}
     assert _ids(store, q='"invented a discount"') == {"two"}  # explanations too
     assert _ids(store, q="lighthouse", agent="writer", score_below=0.5) == {"two"}
+    three = agent_trace(
+        NAMES, tool_arguments='{"city": "Gdansk", "days": 3}', task="find a quiet harbour"
+    )
+    store.save_traces([stored("three", three)])
+    assert _ids(store, q="gdansk") == {"three"}  # a tool call's arguments
+    assert _ids(store, q='"quiet harbour"') == {"three"}  # a message
+    assert _ids(store, q="weekend") == {"one", "two"}
     assert _ids(store, q='AND OR NOT "NEAR(x' + "'" + '"') == set()  # no syntax gets through
     with pytest.raises(SearchQueryError, match="no word"):
         store.list_traces(TraceFilter(q='" * "'), 10, None)
+
+
+def test_a_search_reads_the_full_text_index_not_the_traces(store: Store) -> None:
+    """The search's condition is answered by the FTS5 table or the GIN index: the plan
+    names it (PostgreSQL told to avoid a sequential scan where it has a choice, as its
+    planner picks one for a handful of rows)."""
+    store.save_traces([stored(f"t{i}", agent_trace(NAMES, tool_result=f"w{i}")) for i in range(5)])
+    side = store._search(SearchQuery.parse('lighthouse "3 ships"'))  # type: ignore[attr-defined]
+    sql = f"SELECT {side.key} FROM {side.table} WHERE {side.where}"
+    with store._transaction() as cursor:  # type: ignore[attr-defined]
+        if store.dialect == "postgres":  # type: ignore[attr-defined]
+            cursor.execute("SET LOCAL enable_seqscan = off")
+            plan = store._run(cursor, f"EXPLAIN {sql}", side.params).fetchall()  # type: ignore[attr-defined]
+            assert "trace_docs_search" in " ".join(r[0] for r in plan), plan
+        else:
+            plan = store._run(cursor, f"EXPLAIN QUERY PLAN {sql}", side.params).fetchall()  # type: ignore[attr-defined]
+            text = " ".join(str(r[-1]) for r in plan)
+            assert "VIRTUAL TABLE INDEX" in text and "trace_search" in text, plan
 
 
 def test_a_huge_trace_is_indexed_only_up_to_its_bound(store: Store) -> None:
