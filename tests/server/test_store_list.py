@@ -26,6 +26,7 @@ from tracejudge.server.store import (
     _sql,
     open_store,
 )
+from tracejudge.server.store._query import conditions
 from tracejudge.server.store.migrations import MIGRATIONS
 
 NAMES = ["orchestrator", "researcher", "writer"]
@@ -134,6 +135,27 @@ def test_the_agent_filter_is_a_case_blind_prefix(scored: Store) -> None:
     assert _ids(scored, agent="r") == {"a", "b", "c", "d"}  # researcher
     assert _ids(scored, agent="writers") == set()
     assert _ids(scored, agent="Wri", score_below=0.5) == {"a", "d"}
+
+
+def test_a_prefix_of_several_names_reads_the_least_of_their_scores(store: Store) -> None:
+    """`wr` is the writer and the wrangler: a trace is above a score when both are."""
+    names = ["orchestrator", "writer", "Wrangler"]
+    cases = {"low-writer": (0.2, 0.9), "low-wrangler": (0.9, 0.2), "both-high": (0.8, 0.7)}
+    items = []
+    for n, (trace_id, (writer, wrangler)) in enumerate(cases.items()):
+        trace = agent_trace(names, start=1_700_000_000.0 + n)
+        scores = {"orchestrator": 1.0, "writer": writer, "Wrangler": wrangler}
+        items.append(stored(trace_id, trace, [answer(trace, "x", scores)]))
+    store.save_traces(items)
+    for criterion in (None, "x"):  # the worst over criteria, or that criterion's
+        assert _ids(store, agent="wr", criterion=criterion, score_above=0.5) == {"both-high"}
+        below = _ids(store, agent="wr", criterion=criterion, score_below=0.5)
+        assert below == {"low-writer", "low-wrangler"}
+        assert _ids(store, agent="wri", criterion=criterion, score_above=0.5) == {
+            "low-wrangler",
+            "both-high",
+        }
+        assert _ids(store, agent="wr", criterion=criterion) == set(cases)
 
 
 def test_scoring_again_replaces_that_criterion_s_scores(scored: Store) -> None:
@@ -269,6 +291,27 @@ def test_a_search_reads_the_full_text_index_not_the_traces(store: Store) -> None
             plan = store._run(cursor, f"EXPLAIN QUERY PLAN {sql}", side.params).fetchall()  # type: ignore[attr-defined]
             text = " ".join(str(r[-1]) for r in plan)
             assert "VIRTUAL TABLE INDEX" in text and "trace_search" in text, plan
+
+
+def test_a_probe_of_an_agent_s_criterion_score_seeks_that_trace(tmp_path) -> None:
+    """Walking the list with a probe per trace reads that trace's rows, not every row of
+    the criterion below the score (which took seconds at 100,000 traces)."""
+    store = open_store(str(tmp_path / "plan.db"))
+    try:
+        where = TraceFilter(agent="writer", criterion="x", score_below=0.5, score_above=0.1)
+        found = conditions(where, store._search, lambda low, high: ["writer"])  # type: ignore[attr-defined]
+        sql, params = found.sql(probe=True)
+        with store._transaction() as cursor:  # type: ignore[attr-defined]
+            plan = store._run(  # type: ignore[attr-defined]
+                cursor,
+                f"EXPLAIN QUERY PLAN SELECT trace_id FROM traces WHERE {' AND '.join(sql)} "
+                "ORDER BY start_time DESC, trace_id DESC LIMIT 5",
+                params,
+            ).fetchall()
+        probes = [str(r[-1]) for r in plan if "agent_scores" in str(r[-1])]
+        assert len(probes) == 3 and all("trace_id=?" in p for p in probes), plan  # <, >=, none <
+    finally:
+        store.close()
 
 
 def test_a_huge_trace_is_indexed_only_up_to_its_bound(store: Store) -> None:

@@ -2,11 +2,12 @@
 
 Every condition reads a column of `traces` or an indexed side table (`trace_tags`,
 `trace_agent_keys` and `trace_criteria`, one row per trace holding a worst score;
-`agent_scores`; the full-text index), so no condition parses JSON or scans a trace. A
-side table is read as a set (`trace_id IN (...)`) when few traces match, or probed per
-trace (`EXISTS`) while walking an index in the list's order when many do, the store
-choosing by the count it makes anyway (`probes_pay`). A lone condition on a table with a
-row per trace is counted there.
+`agent_scores`; the full-text index), so no condition parses JSON or scans a trace. On
+SQLite a side table is read as a set (`trace_id IN (...)`) when few traces match, or
+probed per trace (`EXISTS`) while walking an index in the list's order when many do, the
+store choosing by the count it makes anyway (`probes_pay`); PostgreSQL's planner makes
+that choice itself from its statistics, given `EXISTS` (see `SQLStore.picks_joins`). A
+lone side condition is counted in its table.
 
 A page is read from a cursor that holds the sort value and trace id of the row it
 continues from (keyset paging: a page deep in the list costs what the first one costs,
@@ -156,15 +157,14 @@ class Side:
     `key`) where `where` holds. Read as a set (`trace_id IN (SELECT ...)`: best when few
     traces match) or as a probe per trace (`EXISTS (...)`: best when many do and the
     list walks an index in its order, stopping at a page). `unique`: at most one such row
-    per trace, so that its rows can be counted for the traces (from `count_table` when
-    given: a narrower table with the same rows)."""
+    per trace, so that its rows count the traces (from `count_table` when given: a
+    narrower table with the same rows); else its distinct trace ids do. Every row of a
+    side table belongs to a stored trace (traces are never deleted without theirs)."""
 
     table: str
     where: str
     params: tuple[Any, ...]
     key: str = "trace_id"
-    #: `where` as a probe writes it, when it differs (the same parameters, in order).
-    probe_where: str | None = None
     unique: bool = False
     count_table: str | None = None
     #: What probing it for one trace costs, against a b-tree lookup (a full-text match
@@ -177,12 +177,15 @@ class Side:
         if probe:
             return (
                 f"{no}EXISTS (SELECT 1 FROM {self.table} WHERE {self.key} = traces.trace_id "
-                f"AND {self.probe_where or self.where})"
+                f"AND {self.where})"
             )
         return f"traces.trace_id {no}IN (SELECT {self.key} FROM {self.table} WHERE {self.where})"
 
     def count(self) -> str:
-        return f"SELECT COUNT(*) FROM {self.count_table or self.table} WHERE {self.where}"
+        """How many traces have such a row."""
+        if self.unique:
+            return f"SELECT COUNT(*) FROM {self.count_table or self.table} WHERE {self.where}"
+        return f"SELECT COUNT(DISTINCT {self.key}) FROM {self.table} WHERE {self.where}"
 
 
 @dataclass
@@ -229,10 +232,10 @@ class Conditions:
         self.driver = min(costs, key=lambda n: costs[n])
 
     def only_side(self) -> Side | None:
-        """The one condition when it is a unique side table's (countable on its own)."""
+        """The one condition when it is a side table's (counted in that table)."""
         if len(self.parts) == 1:
             part, _, negate = self.parts[0]
-            if isinstance(part, Side) and part.unique and not negate:
+            if isinstance(part, Side) and not negate:
                 return part
         return None
 
@@ -277,7 +280,9 @@ def conditions(
             values.extend(keys)
         one_name = len(keys) == 1
     if where.criterion is None and where.agent is not None:
-        # an agent name's worst score over its instances and criteria: a row per trace
+        # an agent name's worst score over its instances and criteria: a row per trace and
+        # name (a prefix may match several names: the least of their scores counts)
+        names_only = (" AND ".join(picks), tuple(values))
         if below is not None:
             picks.append("worst_score < ?")
             values.append(below)
@@ -285,6 +290,10 @@ def conditions(
             picks.append("worst_score >= ?")
             values.append(above)
         side(Side("trace_agent_keys", " AND ".join(picks), tuple(values), unique=one_name))
+        if above is not None and not one_name:  # and no name of them is below
+            condition, known = names_only
+            lower = Side("trace_agent_keys", f"{condition} AND worst_score < ?", (*known, above))
+            side(lower, negate=True)
     elif where.criterion is not None and where.agent is None:
         # the criterion's worst score over the agent instances: a row per trace
         picks = ["criterion = ?"]
@@ -297,16 +306,14 @@ def conditions(
             values.append(above)
         side(Side("trace_criteria", " AND ".join(picks), tuple(values), unique=True))
     elif where.criterion is not None:
-        # that criterion's rows of that agent: one per agent instance
+        # that criterion's rows of that agent: one per agent instance (a probe seeks a
+        # trace's rows in agent_scores_by_criterion)
         def scores(*extra: str, more: tuple[Any, ...] = (), negate: bool = False) -> None:
-            # A probe reads one trace's rows by the primary key: `criterion || ''` keeps
-            # the planners from walking the criterion index instead (all its rows).
             side(
                 Side(
                     "agent_scores",
                     " AND ".join(["criterion = ?", *picks, *extra]),
                     (where.criterion, *values, *more),
-                    probe_where=" AND ".join(["criterion || '' = ?", *picks, *extra]),
                 ),
                 negate,
             )

@@ -183,6 +183,9 @@ class SQLStore:
     key_collation = ""
     clustered = " WITHOUT ROWID"
     single_process = True
+    #: Whether the store chooses how a list joins its side tables (SQLite's planner has no
+    #: statistics unless ANALYZE ran; PostgreSQL's planner has them, and chooses).
+    picks_joins = True
     #: What the agents' model calls cost (None: the shipped table).
     prices: PriceTable | None = None
 
@@ -794,9 +797,8 @@ class SQLStore:
         column = _SORT_COLUMNS[order.sort]
         with self._transaction() as db:
             found = self._conditions(db, where)
-            total, everything = self._count(db, found)
-            probe = probes_pay(order, total, everything, limit) and not backwards
-            paged, params = found.sql(probe=probe)
+            total = self._count(db, found)
+            paged, params = found.sql(probe=self._probes(db, found, order, total, limit, backwards))
             if start is not None:
                 condition, values = keyset(start)
                 paged.append(condition)
@@ -855,34 +857,52 @@ class SQLStore:
 
         return conditions(where, self._search, names)
 
-    def _count(self, db: Any, found: Conditions) -> tuple[int, int]:
-        """(traces the conditions keep, traces stored)."""
-        everything = int(self._run(db, "SELECT COUNT(*) FROM traces").fetchone()[0])
+    def _count(self, db: Any, found: Conditions) -> int:
+        """How many traces the conditions keep (where this store picks the joins, it
+        picks them on the way: see `Conditions.drive`)."""
         if not found.parts:
-            return everything, everything
+            return self._stored(db)
         side = found.only_side()
-        if side is not None:  # one row per trace: count them where they are
-            return int(self._run(db, side.count(), side.params).fetchone()[0]), everything
+        if side is not None:  # count them where they are
+            return int(self._run(db, side.count(), side.params).fetchone()[0])
         sides = found.sides()
-        if len(found.parts) > 1 and sides:
+        if self.picks_joins and len(found.parts) > 1 and sides:
             # start from the side with the fewest rows (each counted on its index)
             found.drive(
                 {n: int(self._run(db, s.count(), s.params).fetchone()[0]) for n, s in sides}
             )
-        sql, params = found.sql()
+        sql, params = found.sql(probe=not self.picks_joins)
         total = self._run(db, f"SELECT COUNT(*) FROM traces{_where(sql)}", params).fetchone()
-        return int(total[0]), everything
+        return int(total[0])
+
+    def _stored(self, db: Any) -> int:
+        """How many traces are stored."""
+        return int(self._run(db, "SELECT COUNT(*) FROM traces").fetchone()[0])
+
+    def _probes(
+        self,
+        db: Any,
+        found: Conditions,
+        order: TraceOrder,
+        total: int,
+        wanted: int,
+        backwards: bool = False,
+    ) -> bool:
+        """Whether to probe the side tables per trace (`EXISTS`) rather than read them
+        as sets, to read `wanted` of the `total` traces in `order`."""
+        if not self.picks_joins:
+            return True  # semi-joins (anti-joins for NOT EXISTS) the planner orders itself
+        if backwards or not found.sides():
+            return False
+        return probes_pay(order, total, self._stored(db), wanted)
 
     def overview(self, where: TraceFilter, limit: int, total: int | None = None) -> Overview:
         newest = TraceOrder()
         with self._transaction() as db:
             kept = self._conditions(db, where)
-            if total is None:
-                total, everything = self._count(db, kept)
-            else:  # the caller counted them (the list page, with its page)
-                everything = int(self._run(db, "SELECT COUNT(*) FROM traces").fetchone()[0])
-            probe = probes_pay(newest, total, everything, limit)
-            found, params = kept.sql(probe=probe)
+            if total is None:  # else the caller counted them (the list page, with its page)
+                total = self._count(db, kept)
+            found, params = kept.sql(probe=self._probes(db, kept, newest, total, limit))
             picked = (
                 f"SELECT traces.trace_id FROM traces{_where(found)} "
                 f"ORDER BY {order_by(newest)} LIMIT ?"

@@ -35,8 +35,9 @@ def _columns(table: str, *columns: str) -> tuple[str, ...]:
     return tuple(f"ALTER TABLE {table} ADD COLUMN {column}" for column in columns)
 
 
-#: One row per (trace, criterion, agent instance): the latest answer. `{rowid}` is
-#: SQLite's WITHOUT ROWID (the rows of a trace lie together, as its primary key orders them).
+#: One row per (trace, criterion, agent instance): the latest answer. `{clustered}` is
+#: SQLite's WITHOUT ROWID (the rows of a trace lie together, as its primary key orders
+#: them).
 _AGENT_SCORES = """CREATE TABLE agent_scores (
                 trace_id TEXT NOT NULL,
                 criterion TEXT NOT NULL,
@@ -51,6 +52,9 @@ _AGENT_SCORES = """CREATE TABLE agent_scores (
             ){clustered}"""
 
 #: The columns a trace is sorted by (each with the trace id, the order's tie-breaker).
+#: SQLite's index read backwards gives a descending order with empty values last;
+#: PostgreSQL sorts empty values as the greatest, so it has a descending index for each
+#: column that may be empty (`_MAY_BE_EMPTY`).
 _SORTED = (
     "start_time",
     "duration",
@@ -62,6 +66,7 @@ _SORTED = (
     "worst_score",
     "failing_agents",
 )
+_MAY_BE_EMPTY = ("duration", "root_agent", "cost", "worst_score")
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -208,8 +213,11 @@ MIGRATIONS: tuple[Migration, ...] = (
             # the distinct names, to find the names a prefix starts
             "CREATE TABLE agent_names (agent_key TEXT{key} PRIMARY KEY)",
             _AGENT_SCORES,
+            # a criterion's scores of a name, by trace: read whole as a set (the score
+            # checked in the index), or sought per trace by a probe (both planners would
+            # rather walk an index led by the score than the primary key, for a probe)
             "CREATE INDEX agent_scores_by_criterion ON agent_scores "
-            "(criterion, agent_key, score, trace_id)",
+            "(criterion, agent_key, trace_id, score)",
             # per (trace, criterion): the worst agent score and how many agents failed
             """CREATE TABLE trace_criteria (
                 trace_id TEXT NOT NULL,
@@ -251,6 +259,18 @@ MIGRATIONS: tuple[Migration, ...] = (
                 document TSVECTOR NOT NULL
             )""",
             "CREATE INDEX trace_docs_search ON trace_docs USING GIN (document)",
+            *(
+                f"CREATE INDEX traces_by_{c}_desc ON traces ({c} DESC NULLS LAST, trace_id DESC)"
+                for c in _MAY_BE_EMPTY
+            ),
+            # the planner's estimates of a filter on a criterion, a name and a score: the
+            # columns go together (a criterion's scores are not everyone's)
+            "CREATE STATISTICS agent_scores_together (mcv) ON criterion, agent_key, score "
+            "FROM agent_scores",
+            "CREATE STATISTICS trace_criteria_together (mcv) ON criterion, worst_score "
+            "FROM trace_criteria",
+            "CREATE STATISTICS trace_agent_keys_together (mcv) ON agent_key, worst_score "
+            "FROM trace_agent_keys",
         ),
     ),
 )

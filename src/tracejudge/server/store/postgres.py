@@ -34,6 +34,7 @@ class PostgresStore(SQLStore):
     key_collation = ' COLLATE "C"'
     clustered = ""
     single_process = False
+    picks_joins = False
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         try:
@@ -92,9 +93,7 @@ class PostgresStore(SQLStore):
 
     def _search(self, query: SearchQuery) -> Side:
         condition, params = query.tsquery()
-        return Side(
-            "trace_docs", f"document @@ {condition}", tuple(params), unique=True, probe_cost=50.0
-        )
+        return Side("trace_docs", f"document @@ {condition}", tuple(params), unique=True)
 
     def _lock_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
