@@ -167,17 +167,21 @@ class Side:
     key: str = "trace_id"
     unique: bool = False
     count_table: str | None = None
-    #: What probing it for one trace costs, against a b-tree lookup (a full-text match
-    #: seeks every word's list of documents: far dearer).
+    #: (table, where) as a statement probing many traces reads it, when that differs (the
+    #: same parameters): say, finding the matching rows once, then testing each trace.
+    probed_many: tuple[str, str] | None = None
+    #: What probing it for one trace costs, against a b-tree lookup.
     probe_cost: float = 1.0
 
-    def condition(self, probe: bool, *, negate: bool = False) -> str:
-        """The condition (`negate`: the traces without such a row)."""
+    def condition(self, probe: bool, *, negate: bool = False, few: bool = False) -> str:
+        """The condition (`negate`: the traces without such a row; `few`: a probe of few
+        traces, such as a page's walk)."""
         no = "NOT " if negate else ""
         if probe:
+            many = None if few else self.probed_many
+            table, where = many or (self.table, self.where)
             return (
-                f"{no}EXISTS (SELECT 1 FROM {self.table} WHERE {self.key} = traces.trace_id "
-                f"AND {self.where})"
+                f"{no}EXISTS (SELECT 1 FROM {table} WHERE {self.key} = traces.trace_id AND {where})"
             )
         return f"traces.trace_id {no}IN (SELECT {self.key} FROM {self.table} WHERE {self.where})"
 
@@ -196,15 +200,16 @@ class Conditions:
     #: The side condition read as a set while the others are probed (see `drive`).
     driver: int | None = None
 
-    def sql(self, *, probe: bool = False) -> tuple[list[str], list[Any]]:
+    def sql(self, *, probe: bool = False, few: bool = False) -> tuple[list[str], list[Any]]:
         """The conditions and their parameters; side tables read as sets, or as probes
-        per trace (`probe`: all of them; else all but the driver, when one was chosen)."""
+        per trace (`probe`: all of them; else all but the driver, when one was chosen;
+        `few`: the statement probes few traces)."""
         found: list[str] = []
         params: list[Any] = []
         for n, (part, values, negate) in enumerate(self.parts):
             if isinstance(part, Side):
                 probed = probe or (self.driver is not None and n != self.driver)
-                found.append(part.condition(probed, negate=negate))
+                found.append(part.condition(probed, negate=negate, few=few))
                 params.extend(part.params)
             else:
                 found.append(part)

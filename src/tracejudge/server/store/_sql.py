@@ -721,6 +721,9 @@ class SQLStore:
         trace has no document yet."""
         raise NotImplementedError
 
+    def _searching(self, cursor: Any) -> None:
+        """Set up the transaction for reading the full-text index (nothing on SQLite)."""
+
     def _search(self, query: SearchQuery) -> Side:  # pragma: no cover
         """The traces that match `query`, as a condition on the full-text index."""
         raise NotImplementedError
@@ -796,9 +799,12 @@ class SQLStore:
         backwards = start is not None and start.backwards
         column = _SORT_COLUMNS[order.sort]
         with self._transaction() as db:
+            if where.q is not None:
+                self._searching(db)
             found = self._conditions(db, where)
             total = self._count(db, found)
-            paged, params = found.sql(probe=self._probes(db, found, order, total, limit, backwards))
+            probe = self._probes(db, found, order, total, limit, backwards)
+            paged, params = found.sql(probe=probe, few=True)  # a page's walk
             if start is not None:
                 condition, values = keyset(start)
                 paged.append(condition)
@@ -899,6 +905,8 @@ class SQLStore:
     def overview(self, where: TraceFilter, limit: int, total: int | None = None) -> Overview:
         newest = TraceOrder()
         with self._transaction() as db:
+            if where.q is not None:
+                self._searching(db)
             kept = self._conditions(db, where)
             if total is None:  # else the caller counted them (the list page, with its page)
                 total = self._count(db, kept)

@@ -52,7 +52,14 @@ class PostgresStore(SQLStore):
 
     def _connect(self) -> Any:
         self._opened += 1
-        return self._psycopg.connect(self.dsn, autocommit=False)
+        connection = self._psycopg.connect(self.dsn, autocommit=False)
+        # Plans made for the values given, every time: psycopg prepares a statement run
+        # five times, and PostgreSQL may then keep one generic plan for it, which a
+        # search for a rare phrase makes and a search for a common word then takes
+        # (0.05 s against 0.8 s at 100,000 traces). Planning a list's query takes ~1 ms.
+        connection.execute("SET plan_cache_mode = force_custom_plan")
+        connection.commit()
+        return connection
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
@@ -90,6 +97,12 @@ class PostgresStore(SQLStore):
             "ON CONFLICT (trace_id) DO UPDATE SET document = excluded.document",
             [trace_id, words],
         )
+
+    def _searching(self, cursor: Any) -> None:
+        # A search reads the GIN index. With words every trace holds ("booking reference
+        # ZX050000", where only the number is rare) the planner prices the index's long
+        # lists above a sequential scan of every document (40 ms, against 3 ms).
+        cursor.execute("SET LOCAL enable_seqscan = off")
 
     def _search(self, query: SearchQuery) -> Side:
         condition, params = query.tsquery()
