@@ -266,6 +266,23 @@ def test_time_range_filters_on_start_time(planted: Planted) -> None:
     assert planted.listed(since=str(between)) == later
 
 
+def test_status_and_search_filter_through_the_api(planted: Planted) -> None:
+    everything = {r["trace_id"] for r in planted.runs}
+    assert planted.listed(status="scored") == everything
+    assert planted.listed(status="open") == set()
+    first = planted.runs[0]["trace_id"]
+    assert planted.listed(q=f'"{UNIQUE_PHRASE}"') == {first}  # a tool result's phrase
+    assert planted.listed(q="marmalade alfama") == {first}  # its words, any order
+    assert planted.listed(q="marmal*") == {first}
+    assert planted.listed(q=f'"{UNIQUE_PHRASE}"', verdict="failed") == set()  # run 0: clean
+    assert planted.listed(q="Lisbon") == everything  # in every run's messages
+    # a tool call's argument: max_price "cheap", only where the researcher got it wrong
+    assert planted.listed(q="cheap") == planted.ids("researcher_bad_args")
+    # an explanation: tool_results' note on the call tool_arguments failed
+    phrase = '"the call itself is invalid"'
+    assert planted.listed(q=phrase) == planted.ids("researcher_bad_args")
+
+
 def test_the_overview_counts_failing_writers(planted: Planted) -> None:
     body = httpx.get(f"{planted.server.url}/api/v1/overview", headers=planted.server.headers).json()
     assert body["traces"] == RUNS
