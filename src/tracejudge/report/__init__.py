@@ -26,7 +26,8 @@ CLI, the server and the examples can all print the same thing.
 - `trace_view`: `trace_entry(trace_id, trace, lines)`: one scored trace as the data the
   trace viewer draws (verdict, agent tree, timeline, model calls), bounded in size.
 - `trace_page`: `render_trace_page(trace, responses)`: the page of one trace (the
-  server's /ui/traces/{id}, the demo's report).
+  server's /ui/traces/{id}, the demo's report); `labelling_data` what its labels
+  section needs on the server.
 - `html`: `write_report(out, summary, entries)`: the batch report (`score --html`): the
   overview, then every trace, each opening into the same viewer.
 - `page`: what the pages share: the viewer's style and script (`viewer.css`,
@@ -51,7 +52,7 @@ from tracejudge.report.results import (
     usd,
 )
 from tracejudge.report.text import format_agent_tree, format_results
-from tracejudge.report.trace_page import render_trace_page
+from tracejudge.report.trace_page import labelling_data, render_trace_page
 from tracejudge.report.trace_view import trace_entry
 
 __all__ = [
@@ -67,6 +68,7 @@ __all__ = [
     "format_results",
     "format_summary",
     "format_usage",
+    "labelling_data",
     "render_trace_page",
     "result_lines",
     "trace_entry",

@@ -444,6 +444,119 @@ TraceView.prototype.reveal = function (anchor) {
   return true;
 };
 
+// ---------------------------------------------------------------- labels (the server's page)
+// A person's verdict per agent and criterion: agree or disagree with the agent's verdict,
+// or their own score, with a note; sent as JSON to the page's own server (conf.post).
+var PAGE_LABELS = 50, WHO_KEY = "tracejudge.who";
+function labelText(l) {
+  var said = l.stance === "score" ? "own score " + scoreText(l.score) :
+    l.stance + "d (" + l.verdict + ")";
+  return l.who + ": " + said + (l.note ? " · " + l.note : "") + " · " + l.when;
+}
+function LabelBoard(box, t, conf) {
+  var self = this, items = [];
+  this.t = t; this.conf = conf; this.byItem = {};
+  conf.labels.forEach(function (l) { self.keep(l); });
+  t.results.forEach(function (r) {
+    r.agents.forEach(function (a) { items.push({r: r, a: a}); });
+  });
+  box.id = "labels";
+  add(box, el("p", "note", "Your verdict on each agent's result: agree or disagree with it, " +
+    "or give your own score (0 to 1), with a note. Labels are kept on this server; export " +
+    "them for tracejudge calibrate from /api/v1/labels/export."));
+  if (!known(conf.who)) {
+    var who = add(box, el("label", "who", "your name "));
+    this.name = add(who, el("input"));
+    this.name.id = "tj-who";
+    this.name.placeholder = "who is labelling";
+    try { this.name.value = localStorage.getItem(WHO_KEY) || ""; } catch (e) {}
+  } else {
+    add(box, el("p", "facts", "labelling as " + conf.who + " (your API key's name)"));
+  }
+  if (!items.length) { add(box, el("p", "na", "Nothing was scored: nothing to label.")); return; }
+  new Pager(add(box, el("div", "labels")), items.length, PAGE_LABELS, function (n, list) {
+    list.appendChild(self.row(items[n].r, items[n].a));
+  }, "results").show(0);
+}
+LabelBoard.prototype.key = function (instance, criterion) { return instance + "\n" + criterion; };
+LabelBoard.prototype.keep = function (l) {
+  var key = this.key(l.agent_instance_id, l.criterion), list = this.byItem[key] || [];
+  this.byItem[key] = list.filter(function (o) { return o.who !== l.who; }).concat([l]);
+};
+LabelBoard.prototype.row = function (r, a) {
+  var self = this, t = this.t, instance = this.conf.instances[a.agent];
+  var row = el("div", "label-row");
+  row.dataset.agent = instance;
+  row.dataset.criterion = r.criterion;
+  var what = add(row, el("div", "label-what"));
+  add(what, el("b", null, t.agents[a.agent].name));
+  txt(what, " · ");
+  var crit = add(what, el("span", null, r.criterion.length > 120 ? r.criterion.slice(0, 119) + "…" : r.criterion));
+  crit.title = r.criterion;
+  var judged = known(a.score) && !known(a.not_evaluated);
+  var verdict = !judged ? (known(a.not_evaluated) ? "not evaluated" : "not applicable") :
+    scoreText(a.score) + (a.score < r.bar ? " fail" : " pass");
+  txt(what, " · verdict ");
+  add(what, el("span", "score " + (judged ? scoreClass(a.score, r.bar) : "na"), verdict));
+  var controls = add(row, el("div", "label-controls"));
+  function button(cls, text) {
+    var b = add(controls, el("button", cls, text));
+    b.type = "button";
+    return b;
+  }
+  var agree = button("agree", "agree"), disagree = button("disagree", "disagree");
+  agree.disabled = disagree.disabled = !judged;
+  var own = add(controls, el("input", "own"));
+  own.type = "number"; own.min = "0"; own.max = "1"; own.step = "0.05";
+  own.placeholder = "your score";
+  var save = button("save-score", "save score");
+  var note = add(controls, el("input", "note-in"));
+  note.placeholder = "note (optional)";
+  var status = add(row, el("div", "label-status"));
+  var saved = add(row, el("div", "label-saved"));
+  function show() {
+    saved.textContent = "";
+    (self.byItem[self.key(instance, r.criterion)] || []).forEach(function (l) {
+      add(saved, el("div", null, labelText(l)));
+    });
+  }
+  function send(stance) {
+    var body = {agent_instance_id: instance, criterion: r.criterion, stance: stance};
+    if (stance === "score") {
+      if (own.value === "") { status.className = "label-status bad"; status.textContent = "give your score, 0 to 1"; return; }
+      body.score = Number(own.value);
+    }
+    if (note.value.trim()) body.note = note.value.trim();
+    if (self.name) {
+      body.who = self.name.value.trim();
+      if (!body.who) { status.className = "label-status bad"; status.textContent = "not saved: give your name above first"; return; }
+      try { localStorage.setItem(WHO_KEY, body.who); } catch (e) {}
+    }
+    status.className = "label-status note";
+    status.textContent = "saving…";
+    fetch(self.conf.post, {
+      method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)
+    }).then(function (res) {
+      return res.json().then(function (answer) { return {ok: res.ok, answer: answer}; });
+    }).then(function (got) {
+      if (!got.ok) throw new Error(got.answer.detail || "not saved");
+      self.keep(got.answer);
+      status.className = "label-status good";
+      status.textContent = "saved";
+      show();
+    }).catch(function (error) {
+      status.className = "label-status bad";
+      status.textContent = "not saved: " + error.message;
+    });
+  }
+  agree.addEventListener("click", function () { send("agree"); });
+  disagree.addEventListener("click", function () { send("disagree"); });
+  save.addEventListener("click", function () { send("score"); });
+  show();
+  return row;
+};
+
 // ---------------------------------------------------------------- the pages
 function json(id) { var n = document.getElementById(id); return n ? JSON.parse(n.textContent) : null; }
 
@@ -457,7 +570,8 @@ function onJumps(go) {
 }
 
 function tracePage(box, t) {
-  var view = new TraceView(t, "");
+  var view = new TraceView(t, ""), conf = json("tj-labels");
+  if (conf) new LabelBoard(section(view.root, "Labels"), t, conf);
   box.appendChild(view.root);
   function go(anchor) { if (anchor) view.reveal(anchor); }
   onJumps(go);

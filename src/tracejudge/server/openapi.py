@@ -80,6 +80,7 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 def openapi_document() -> dict[str, Any]:
+    from tracejudge.server.labels import LabelRequest
     from tracejudge.server.traces import RescoreRequest
 
     _, schemas = models_json_schema(
@@ -87,6 +88,7 @@ def openapi_document() -> dict[str, Any]:
             (RewardRequest, "validation"),
             (TraceRewardRequest, "validation"),
             (RescoreRequest, "validation"),
+            (LabelRequest, "validation"),
             (EvaluationResponse, "serialization"),
             (MultiAgentTraceResponse, "serialization"),
             (TaskResponse, "serialization"),
@@ -157,6 +159,39 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [_path_param("trace_id")],
                 "requestBody": {"required": True, "content": _json(_ref(RescoreRequest))},
                 "responses": {"202": _TASK_ID, **_errors(400, 404, 409, 422)},
+            }
+        },
+        "/api/v1/labels": {
+            "post": {
+                "summary": "Record a person's label on one agent of a stored trace against "
+                "one criterion: agree or disagree with its verdict, or their own score",
+                "requestBody": {"required": True, "content": _json(_ref(LabelRequest))},
+                "responses": {"201": _OBJECT, **_errors(404, 409, 415, 422)},
+            },
+            "get": {
+                "summary": "People's labels, newest first",
+                "parameters": [
+                    _query("trace_id", {"type": "string"}, "only the labels of this trace"),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
+                    _query("cursor", {"type": "string"}, "the previous page's next_cursor"),
+                ],
+                "responses": {"200": _OBJECT, **_errors(422)},
+            },
+        },
+        "/api/v1/labels/export": {
+            "get": {
+                "summary": "Every label as the labels file `tracejudge calibrate` reads "
+                "(JSON lines)",
+                "parameters": [
+                    _query("trace_id", {"type": "string"}, "only the labels of this trace")
+                ],
+                "responses": {
+                    "200": {
+                        "description": "JSON lines of HumanLabel",
+                        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(),
+                },
             }
         },
         "/v1/traces": {

@@ -8,7 +8,11 @@ step, no external URL.
 - `GET /ui/traces/{trace_id}`: the trace viewer on that trace with its latest answer per
   criterion: the verdict first, the agent tree with scores, the timeline, the model calls
   (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
-  --html` opens into).
+  --html` opens into), and a labels section where a person agrees or disagrees with each
+  agent's verdict on each criterion, or gives their own score, with a note.
+- `POST /ui/traces/{trace_id}/labels`: what that section sends (`labels.record`): JSON
+  from the page's own origin only, so no other site's page can record a label with the
+  credentials the browser holds.
 
 Access is the API's (see `auth`): open when the server has no API key (loopback only,
 unless the operator passed --allow-no-auth), else a key in a header; a browser signs in
@@ -28,17 +32,19 @@ import json
 import time
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
-from tracejudge.report import content_security_policy, render_trace_page
+from tracejudge.report import content_security_policy, labelling_data, render_trace_page
+from tracejudge.server import labels
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
-from tracejudge.server.store import EvaluationRow, InvalidCursorError, TraceRow
+from tracejudge.server.evals import parse, read_json
+from tracejudge.server.store import EvaluationRow, InvalidCursorError, LabelRow, TraceRow
 from tracejudge.server.traces import page_limit, trace_filter
 
 __all__ = ["routes", "LIST_PATH", "trace_path"]
@@ -265,12 +271,24 @@ def _collection_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _render(row: TraceRow, rows: Sequence[EvaluationRow]) -> str:
+def _render(
+    row: TraceRow, rows: Sequence[EvaluationRow], recorded: Sequence[LabelRow], who: str | None
+) -> str:
     assert row.trace_json is not None
     with _collection_paused():
         trace = _read_trace(row.trace_json)
+        labelling = labelling_data(
+            trace,
+            post=trace_path(row.trace_id) + "/labels",
+            who=who,
+            labels=[labels.label_json(r) for r in recorded],
+        )
         return render_trace_page(
-            trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
+            trace,
+            _latest_by_criterion(rows),
+            trace_id=row.trace_id,
+            home=LIST_PATH,
+            labelling=labelling,
         )
 
 
@@ -296,11 +314,46 @@ async def trace_page(request: Request) -> HTMLResponse:
         )
         return HTMLResponse(page, headers=_headers(_page_policy()))
     evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
-    page = await in_thread(_render, row, evaluations)
-    return HTMLResponse(page, headers=_headers(content_security_policy()))
+    recorded = await in_thread(context.store.all_labels, row.trace_id)
+    who = request.scope.get("state", {}).get("key_name")
+    page = await in_thread(_render, row, evaluations, recorded, who)
+    return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
+
+
+def same_origin_json(request: Request) -> None:
+    """403 unless the request comes from a page of this server (its `Origin` is the
+    request's own host), 415 unless it is JSON: what a page of another site cannot send
+    (a form or a plain fetch can carry neither), whatever credentials the browser holds."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host")
+    fetched = request.headers.get("sec-fetch-site")
+    if (
+        origin is None
+        or host is None
+        or urlsplit(origin).netloc.lower() != host.strip().lower()
+        or (fetched is not None and fetched != "same-origin")
+    ):
+        raise ApiError(
+            403,
+            "this address takes labels from the trace page only (a request with the page's "
+            f"own Origin); programs send them to POST {labels.LABELS_PATH}",
+        )
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise ApiError(415, "send the label as JSON (Content-Type: application/json)")
+
+
+async def post_page_label(request: Request) -> Response:
+    same_origin_json(request)
+    body = parse(labels.LabelRequest, await read_json(request))
+    trace_id = request.path_params["trace_id"]
+    if body.trace_id is not None and body.trace_id != trace_id:
+        raise ApiError(422, f"trace_id: the page is trace {trace_id!r}; leave trace_id out")
+    return await labels.record(request, body, trace_id)
 
 
 routes = [
     Route(LIST_PATH, list_page, methods=["GET"]),
     Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
+    Route(LIST_PATH + "/traces/{trace_id}/labels", post_page_label, methods=["POST"]),
 ]

@@ -1,4 +1,5 @@
-"""Where the server keeps tasks, spans, traces and evaluations.
+"""Where the server keeps tasks, spans, traces, evaluations, people's labels and
+attributions.
 
 `open_store(url)` picks the implementation from the URL: a file path or
 `sqlite:///path` (SQLite, the default), or `postgresql://...` (PostgreSQL, for
@@ -7,10 +8,14 @@ several replicas). Both sit behind the `Store` interface.
 
 from __future__ import annotations
 
+from tracejudge.server.store._labels import LabelCursorError
 from tracejudge.server.store._sql import InvalidCursorError
 from tracejudge.server.store.base import (
+    AttributionRow,
     EvaluationRow,
     JudgeSpendRow,
+    LabelPage,
+    LabelRow,
     SpanBatch,
     Store,
     TaskRow,
@@ -21,9 +26,13 @@ from tracejudge.server.store.base import (
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 
 __all__ = [
+    "AttributionRow",
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",
+    "LabelCursorError",
+    "LabelPage",
+    "LabelRow",
     "SCHEMA_VERSION",
     "SpanBatch",
     "Store",

@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from typing import Any
 
+from tracejudge.server.store._labels import LabelsSQL
 from tracejudge.server.store.base import (
     EvaluationRow,
     JudgeSpendRow,
@@ -108,7 +109,7 @@ def _evaluation(row: Sequence[Any]) -> EvaluationRow:
     )
 
 
-class SQLStore:
+class SQLStore(LabelsSQL):
     """The store over a DB-API connection; subclasses give `_transaction` and spellings."""
 
     #: Row lock for claims (PostgreSQL: " FOR UPDATE SKIP LOCKED").
@@ -157,7 +158,7 @@ class SQLStore:
                         "VALUES (?, ?, ?)",
                         [migration.version, migration.description, time.time()],
                     )
-            version = migration.version
+            version = max(version, migration.version)
         return version
 
     def _lock_schema(self, cursor: Any) -> None:
