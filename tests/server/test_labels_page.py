@@ -124,3 +124,34 @@ def test_labels_clicked_on_the_page_round_trip_through_export_into_calibrate(
         command = ["calibrate", "--server", site.url, "--judge", "openai:judge", "--json"]
         assert main([*command, "--bootstrap", "50"]) == 0
     assert json.loads(capsys.readouterr().out)["rows"] == report["rows"]
+
+
+@needs_chromium
+def test_signed_in_with_a_key_the_page_labels_as_the_key_s_name(
+    tmp_path: Path, composo_tracing: TracerProvider
+) -> None:
+    """The browser signs in with HTTP Basic (the key as the password, here in the URL as a
+    user would type it in the prompt), and sends the same credentials with the page's
+    label: it is recorded under the key's name, with no name field on the page."""
+    db = str(tmp_path / "keys.db")
+    trace = record_faulty_trace()
+    trace_id = store_scored(db, trace, DEFAULT_CRITERIA)
+    orchestrator = trace.root.id
+    config = ServerConfig(port=0, db=db, api_keys=("ana tj-secret-1",))
+    with BackgroundServer(config, checks_only=True) as server, Browser(tmp_path / "p") as tab:
+        tab.load(
+            server.url.replace("http://", "http://anyone:tj-secret-1@") + f"/ui/traces/{trace_id}"
+        )
+        assert tab.console == []
+        assert tab.evaluate("document.getElementById('tj-who')") is None
+        assert tab.evaluate("document.querySelector('#labels .facts').textContent") == (
+            "labelling as ana (your API key's name)"
+        )
+        row = f'.label-row[data-agent="{orchestrator}"][data-criterion="loops"]'
+        tab.click(row + " button.agree")
+        assert _saved(tab, row) == "saved"
+        assert tab.console == []
+        labels = httpx.get(
+            f"{server.url}/api/v1/labels", headers={"API-Key": "tj-secret-1"}
+        ).json()["labels"]
+    assert [(x["who"], x["criterion"], x["verdict"]) for x in labels] == [("ana", "loops", "pass")]

@@ -534,7 +534,9 @@ LabelBoard.prototype.row = function (r, a) {
     }
     status.className = "label-status note";
     status.textContent = "saving…";
-    fetch(self.conf.post, {
+    // From the origin: a page opened at a URL with credentials in it resolves relative
+    // addresses with them, which fetch refuses; the browser adds what it signed in with.
+    fetch(location.origin + self.conf.post, {
       method: "POST", credentials: "same-origin",
       headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)
     }).then(function (res) {
