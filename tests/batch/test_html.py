@@ -113,7 +113,7 @@ def test_the_report_lists_worst_first_and_opens_the_first_into_the_viewer(
         headings = tab.evaluate(
             f"Array.from(document.querySelectorAll('{first} h2'),h=>h.textContent)"
         )
-        assert headings == ["Verdict", "Agents", "Timeline", "Model calls"]
+        assert headings == ["Verdict", "Attribution", "Agents", "Timeline", "Model calls"]
         assert tab.evaluate(f"document.querySelector('{first} .status').textContent") == (
             "FAILED: 2 failing findings in 2 agents"
         )

@@ -10,7 +10,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse, PriceTable, TraceVerdict
+from tracejudge.models import (
+    Attribution,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    PriceTable,
+    TraceVerdict,
+)
 from tracejudge.report.page import DOCUMENT_TAIL, document_head, json_block
 from tracejudge.report.results import result_lines
 from tracejudge.report.trace_view import trace_entry
@@ -27,13 +33,23 @@ def render_trace_page(
     home: str | None = None,
     prices: PriceTable | None = None,
     labelling: Mapping[str, Any] | None = None,
+    attribution: Attribution | None = None,
 ) -> str:
     """A complete, self-contained HTML page for one scored trace (one response per
     criterion). `home`: the address of a page to link back to (the server's list).
     `labelling`: where and as whom a person records labels on the page (the server's
-    page; see `labelling_data`), None for a page without them."""
+    page; see `labelling_data`), None for a page without them. `attribution`: the
+    trace's ranked causes, listed and the most likely step marked on the timeline when
+    the trace failed."""
     lines = result_lines(trace_id, trace, responses)
-    entry = trace_entry(trace_id, trace, lines, verdict=TraceVerdict.of(responses), prices=prices)
+    entry = trace_entry(
+        trace_id,
+        trace,
+        lines,
+        verdict=TraceVerdict.of(responses),
+        prices=prices,
+        attribution=attribution,
+    )
     return (
         document_head(title or f"tracejudge: trace {trace_id}", home)
         + '<main id="tj-trace"></main>\n'

@@ -27,7 +27,7 @@ from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices, valid
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
 from tracejudge.models import PriceTable
-from tracejudge.server import evals, labels, otlp, scoring, traces, ui
+from tracejudge.server import attribution, evals, labels, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
@@ -240,6 +240,7 @@ def create_app(
             Route("/openapi.json", _openapi, methods=["GET"]),
             *evals.routes,
             *traces.routes,
+            *attribution.routes,
             *labels.routes,
             *otlp.routes,
             *ui.routes,

@@ -8,6 +8,8 @@
 - `GET /api/v1/traces/{trace_id}/evaluations`: only the evaluations.
 - `POST /api/v1/traces/{trace_id}/score` `{"criteria": [...], "checks": [...]}`: score
   it again (in the background; answers a task id).
+- `GET /api/v1/traces/{trace_id}/attribution`: its failure's ranked causes (see
+  `tracejudge.server.attribution`).
 """
 
 from __future__ import annotations
@@ -34,7 +36,15 @@ from tracejudge.server.store import (
 )
 from tracejudge.server.store.base import TRACE_STATUSES
 
-__all__ = ["routes", "RescoreRequest", "summary", "evaluation", "trace_filter", "page_limit"]
+__all__ = [
+    "routes",
+    "RescoreRequest",
+    "summary",
+    "evaluation",
+    "stored_trace",
+    "trace_filter",
+    "page_limit",
+]
 
 _STATUSES = TRACE_STATUSES
 
@@ -140,7 +150,8 @@ async def list_traces(request: Request) -> JSONResponse:
     return JSONResponse({"traces": [summary(t) for t in page.traces], "next_cursor": page.cursor})
 
 
-async def _stored(request: Request) -> TraceRow:
+async def stored_trace(request: Request) -> TraceRow:
+    """The stored trace the path's `trace_id` names; 404 when there is none."""
     trace_id = request.path_params["trace_id"]
     row = await in_thread(context_of(request).store.get_trace, trace_id)
     if row is None:
@@ -149,7 +160,7 @@ async def _stored(request: Request) -> TraceRow:
 
 
 async def get_trace(request: Request) -> JSONResponse:
-    row = await _stored(request)
+    row = await stored_trace(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
     body = summary(row)
     body["trace"] = json.loads(row.trace_json) if row.trace_json else None
@@ -158,7 +169,7 @@ async def get_trace(request: Request) -> JSONResponse:
 
 
 async def get_evaluations(request: Request) -> JSONResponse:
-    row = await _stored(request)
+    row = await stored_trace(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
     return JSONResponse({"evaluations": [evaluation(e) for e in evaluations]})
 
@@ -166,7 +177,7 @@ async def get_evaluations(request: Request) -> JSONResponse:
 async def rescore(request: Request) -> JSONResponse:
     context = context_of(request)
     body = parse(RescoreRequest, await read_json(request))
-    row = await _stored(request)
+    row = await stored_trace(request)
     if row.trace_json is None:
         raise ApiError(
             409,

@@ -9,7 +9,10 @@ step, no external URL.
   criterion: the verdict first, the agent tree with scores, the timeline, the model calls
   (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
   --html` opens into), and a labels section where a person agrees or disagrees with each
-  agent's verdict on each criterion, or gives their own score, with a note.
+  agent's verdict on each criterion, or gives their own score, with a note. A failed
+  trace shows its ranked causes and marks the most likely step on the timeline: the
+  attribution stored with a judge while newer than the answers, else the deterministic
+  one (`attribution.page_attribution`).
 - `POST /ui/traces/{trace_id}/labels`: what that section sends (`labels.record`): JSON
   from the page's own origin only, so no other site's page can record a label with the
   credentials the browser holds.
@@ -24,27 +27,31 @@ Content-Security-Policy that runs only its own inline style and script.
 from __future__ import annotations
 
 import base64
-import contextlib
-import gc
 import hashlib
 import html
 import json
 import time
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
 from urllib.parse import quote, urlencode, urlsplit
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.report import content_security_policy, labelling_data, render_trace_page
 from tracejudge.server import labels
+from tracejudge.server.attribution import page_attribution
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import parse, read_json
-from tracejudge.server.store import EvaluationRow, InvalidCursorError, LabelRow, TraceRow
+from tracejudge.server.store import (
+    AttributionRow,
+    EvaluationRow,
+    InvalidCursorError,
+    LabelRow,
+    TraceRow,
+)
+from tracejudge.server.stored import collection_paused, latest_answers, read_trace
 from tracejudge.server.traces import page_limit, trace_filter
 
 __all__ = ["routes", "LIST_PATH", "trace_path"]
@@ -191,92 +198,17 @@ async def list_page(request: Request) -> HTMLResponse:
     )
 
 
-def _latest_by_criterion(rows: Sequence[EvaluationRow]) -> list[MultiAgentTraceResponse]:
-    """The trace's newest answer per criterion, in the order criteria were first scored."""
-    latest: dict[str, MultiAgentTraceResponse] = {}
-    for row in rows:  # oldest first
-        if row.kind == "trace":
-            latest[row.criterion] = MultiAgentTraceResponse.model_validate_json(row.response)
-    return list(latest.values())
-
-
-def _read_trace(text: str) -> MultiAgentTrace:
-    """A stored trace, validated in time linear in what its calls add to the conversation.
-
-    A chat agent resends its whole conversation on every call, so a stored trace holds
-    each message about as many times as the agent made calls after it (an agent of 32
-    calls: 500 copies of 60 messages), and validating every copy took seconds on a
-    5,000-span trace. Where a call's input starts with the previous call's input (exactly:
-    the same JSON), only its new messages are validated, and the previous call's
-    validated messages are shared in front of them. The trace is the one `from_json`
-    gives.
-    """
-    data = json.loads(text)
-    repeated: dict[int, int] = {}  # id of a trimmed interaction -> messages trimmed
-    for interactions in _raw_interactions(data):
-        previous: list[Any] = []
-        for item in interactions:
-            inputs = item.get("input_messages") if isinstance(item, dict) else None
-            if not isinstance(inputs, list):
-                continue
-            n = len(previous)
-            if 0 < n <= len(inputs) and inputs[:n] == previous:
-                item["input_messages"] = inputs[n:]
-                repeated[id(item)] = n
-            previous = inputs
-    trace = MultiAgentTrace.model_validate(data)
-    if repeated:
-        _share_repeated_inputs(trace, repeated, data)
-    return trace
-
-
-def _raw_interactions(data: Any) -> list[list[Any]]:
-    """Each agent's `interactions` list in a trace's parsed JSON (none when it is not a
-    trace: validation then says what is wrong)."""
-    agents = data.get("agent_instance_by_id") if isinstance(data, dict) else None
-    if not isinstance(agents, dict):
-        return []
-    found = [a.get("interactions") for a in agents.values() if isinstance(a, dict)]
-    return [i for i in found if isinstance(i, list)]
-
-
-def _share_repeated_inputs(
-    trace: MultiAgentTrace, repeated: dict[int, int], data: dict[str, Any]
-) -> None:
-    """Put back, in front of each trimmed call's input, the previous call's messages."""
-    for agent_id, agent in trace.agent_instance_by_id.items():
-        raw = data["agent_instance_by_id"][agent_id]["interactions"]
-        previous: list[Any] = []
-        for item, model in zip(raw, agent.interactions, strict=True):
-            if isinstance(model, str):
-                continue
-            n = repeated.get(id(item))
-            if n is not None:
-                model.input_messages = previous[:n] + model.input_messages
-            previous = model.input_messages
-
-
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cycle collector paused while a stored trace is read and drawn: the
-    millions of containers that JSON parsing makes hold no cycles, yet each full
-    collection walks them all (half the time of a 5,000-span trace's page). Concurrent
-    readers never leave it off: the reader that found it on turns it back on when done."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
 def _render(
-    row: TraceRow, rows: Sequence[EvaluationRow], recorded: Sequence[LabelRow], who: str | None
+    row: TraceRow,
+    rows: Sequence[EvaluationRow],
+    recorded: Sequence[LabelRow],
+    who: str | None,
+    stored: AttributionRow | None,
 ) -> str:
     assert row.trace_json is not None
-    with _collection_paused():
-        trace = _read_trace(row.trace_json)
+    with collection_paused():
+        trace = read_trace(row.trace_json)
+        answers = latest_answers(rows)
         labelling = labelling_data(
             trace,
             post=trace_path(row.trace_id) + "/labels",
@@ -285,10 +217,11 @@ def _render(
         )
         return render_trace_page(
             trace,
-            _latest_by_criterion(rows),
+            answers,
             trace_id=row.trace_id,
             home=LIST_PATH,
             labelling=labelling,
+            attribution=page_attribution(trace, answers, rows, stored),
         )
 
 
@@ -316,7 +249,8 @@ async def trace_page(request: Request) -> HTMLResponse:
     evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
     recorded = await in_thread(context.store.all_labels, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
-    page = await in_thread(_render, row, evaluations, recorded, who)
+    stored = await in_thread(context.store.latest_attribution, row.trace_id)
+    page = await in_thread(_render, row, evaluations, recorded, who, stored)
     return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
 
 
