@@ -14,7 +14,7 @@ from tests.attribution.conftest import RECORDINGS, is_clean, recording
 from tracejudge import checks
 from tracejudge.evaluation.attribution import AttributionRequest, from_answers
 from tracejudge.evaluation.service import EvaluationService
-from tracejudge.models import Attribution
+from tracejudge.models import Attribution, ScoreResponse, Step
 
 
 def _without_time(attribution: Attribution) -> dict[str, object]:
@@ -85,3 +85,24 @@ async def test_the_bar_decides_what_failed(bar: float) -> None:
     attribution = from_answers(item.trace, responses, fail_under=bar)
     assert attribution.failed == any(s < bar for s in scores)
     assert attribution.failed == (bar > 0.0)  # nothing scores below 0; the fault 0
+
+
+async def test_a_check_of_your_own_points_to_its_steps_when_named() -> None:
+    """Given the criteria, a check of the user's own is a check: its finding keeps its
+    step; without them it is read as a judged criterion (the agent as a whole)."""
+    item = next(p for p in _planted(12) if p.kind == "bad_arguments")
+
+    @checks.check
+    def first_call_is_wrong(agent):  # type: ignore[no-untyped-def]
+        if agent.id != item.agent_id:
+            return None
+        return ScoreResponse(
+            score=0.0, explanation="the first call is wrong", steps=[Step(interaction=0)]
+        )
+
+    responses = await EvaluationService().score_trace(item.trace, [first_call_is_wrong])
+    named = from_answers(item.trace, responses, criteria=[first_call_is_wrong])
+    assert named.top is not None and named.top.step == Step(interaction=0)
+    assert named.top.agent_instance_id == item.agent_id
+    unnamed = from_answers(item.trace, responses)
+    assert unnamed.top is not None and unnamed.top.step is None

@@ -184,16 +184,22 @@ def from_answers(
     trace: MultiAgentTrace,
     responses: Sequence[MultiAgentTraceResponse],
     *,
+    criteria: Sequence[Criterion] | None = None,
     fail_under: float | None = None,
 ) -> Attribution:
     """The deterministic attribution of `trace` from the answers it already has (method
     "checks": the checks' findings with their steps, then agents that failed a
     criterion): no judge, nothing evaluated again. What the trace viewer and the pytest
-    plugin show; a trace without a model call or a failure gets no causes."""
+    plugin show; a trace without a model call or a failure gets no causes.
+
+    `criteria`: what the answers were given for, when it holds checks of your own (their
+    findings then point to their steps; the built-in checks are known by name);
+    `fail_under`: the bar, instead of each answer's own."""
     started = time.perf_counter()
     request = AttributionRequest(trace=trace, responses=responses, fail_under=fail_under)
     methods: list[AttributionMethod] = ["checks"]
-    examined = _examine(request, methods, _default_criteria(), responses)
+    given = _default_criteria() if criteria is None else list(criteria)
+    examined = _examine(request, methods, given, responses)
     if examined.attribution.failed:
         _ranked(examined, methods, [], judged=False)
     examined.attribution.seconds = time.perf_counter() - started
