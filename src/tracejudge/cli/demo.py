@@ -280,7 +280,13 @@ def run_demo(
         handle, report = tempfile.mkstemp(prefix="tracejudge-demo-", suffix=".html")
         os.close(handle)
     if report is not None:
-        _write(report, render_trace_page(trace, responses, trace_id=trace_id))
+        from tracejudge.evaluation.attribution import from_answers
+
+        attribution = from_answers(trace, responses)  # shown when a fault failed the trace
+        _write(
+            report,
+            render_trace_page(trace, responses, trace_id=trace_id, attribution=attribution),
+        )
 
     if as_json:
         for response in responses:

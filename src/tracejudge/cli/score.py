@@ -140,6 +140,7 @@ async def _score_all(service: Any, run: _Run, todo: list[tuple[str, str]], worke
 
 
 async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
+    from tracejudge.evaluation.attribution import from_answers
     from tracejudge.report import trace_entry
 
     try:
@@ -161,7 +162,9 @@ async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
             run.summary.add(lines)
             run.scored += 1
             if run.html:
-                entry = trace_entry(trace_id, trace, lines)
+                # a failed trace's deterministic causes, the top one marked on its timeline
+                attribution = from_answers(trace, responses)
+                entry = trace_entry(trace_id, trace, lines, attribution=attribution)
                 run.spool.add_entry(trace_id, entry["worst"], entry)
     finally:
         run.progress.advance()
@@ -390,12 +393,15 @@ def _names(sources: Sequence[Source]) -> str:
 def _write_html(path: str, summary: ScoreSummary, spool: Spool, resumed: set[str]) -> None:
     """The HTML report, worst traces first; traces resumed from --out are converted again
     (their spans are in the spool) and shown with their earlier lines."""
-    from tracejudge.report import trace_entry, write_report
+    from tracejudge.evaluation.attribution import from_answers
+    from tracejudge.report import responses_of_lines, trace_entry, write_report
 
     for trace_id in resumed:
         lines = spool.lines(trace_id)
+        responses = responses_of_lines(lines)
         for key, trace in _traces(spool, trace_id):
-            entry = trace_entry(key, trace, lines)
+            attribution = from_answers(trace, responses)
+            entry = trace_entry(key, trace, lines, attribution=attribution)
             spool.add_entry(key, entry["worst"], entry)
     try:
         with open(path, "w", encoding="utf-8") as out:

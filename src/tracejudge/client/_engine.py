@@ -8,6 +8,7 @@ server). Where evaluation runs is `tracejudge._env.choose_backend`'s decision.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Sequence
 from typing import Any
 
@@ -310,9 +311,10 @@ class Engine:
         failed: bool | None,
         max_step_chars: int,
     ) -> Attribution:
-        """Forwarded to the evaluation service, in process: deterministic findings need no
-        judge; the judge methods use the in-process judge (a remote server does not
-        attribute yet)."""
+        """Forwarded to the evaluation service, in process, unless it needs a judge (a
+        judge method, a text criterion) that only the remote server has: then the server's
+        `POST /api/v1/attribution` attributes it, with its judge and within its budget.
+        Deterministic findings need no judge and are always made here."""
         self._check_open()
         multi = coerce_trace(trace)
         request = AttributionRequest(
@@ -325,12 +327,9 @@ class Engine:
             max_step_chars=max_step_chars,
         )
         judged = [m for m in request.checked_methods() if m != "checks"]
-        if judged and self.service.judge is None and self.remote is not None:
-            raise BadRequestError(
-                f"attribution methods {', '.join(judged)} need an in-process judge; this "
-                "client talks to a remote server, which does not attribute yet. Pass judge=... "
-                "(a spec such as 'openai:gpt-4.1-mini'), or use methods=['checks']"
-            )
+        texts = any(isinstance(c, str) for c in request.criteria or ())
+        if (judged or texts) and self.service.judge is None and self.remote is not None:
+            return await self.remote.attribute(_attribution_body(request))
         return await self.service.attribute(request)
 
     # ------------------------------------------------------------------ tasks, closing
@@ -355,3 +354,35 @@ class Engine:
             await self.remote.aclose()
         if self.judge is not None and self._owns_judge:
             await self.judge.aclose()
+
+
+def _attribution_body(request: AttributionRequest) -> dict[str, Any]:
+    """`request` as the body of a tracejudge server's `POST /api/v1/attribution`: text
+    criteria as they are, the built-in checks by name (the server knows no other)."""
+    from tracejudge.evaluation import ALL as BUILT_IN
+
+    body: dict[str, Any] = {
+        "trace": json.loads(request.trace.to_json()),
+        "methods": list(request.checked_methods()),
+        "max_step_chars": request.max_step_chars,
+    }
+    if request.criteria is not None:
+        known = {str(c.name) for c in BUILT_IN}
+        own = [str(c.name) for c in request.criteria if not isinstance(c, str)]
+        unknown = [name for name in own if name not in known]
+        if unknown:
+            raise BadRequestError(
+                f"criteria: the remote server knows the built-in checks by name only "
+                f"({', '.join(sorted(known))}), not {unknown[0]!r}; pass responses=... (the "
+                "answers of evaluate_trace, used as they are) instead of criteria, or "
+                "judge=... to attribute in process"
+            )
+        body["criteria"] = [c for c in request.criteria if isinstance(c, str)]
+        body["checks"] = own
+    if request.responses is not None:
+        body["responses"] = [r.model_dump(mode="json") for r in request.responses]
+    for field in ("outcome", "failed"):
+        value = getattr(request, field)
+        if value is not None:
+            body[field] = value
+    return body

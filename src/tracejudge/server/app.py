@@ -27,7 +27,17 @@ from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices, valid
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
 from tracejudge.models import PriceTable
-from tracejudge.server import evals, health, list_page, otlp, scoring, traces, ui
+from tracejudge.server import (
+    attribution,
+    evals,
+    health,
+    labels,
+    list_page,
+    otlp,
+    scoring,
+    traces,
+    ui,
+)
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
@@ -244,6 +254,8 @@ def create_app(
             Route("/openapi.json", _openapi, methods=["GET"]),
             *evals.routes,
             *traces.routes,
+            *attribution.routes,
+            *labels.routes,
             *otlp.routes,
             *list_page.routes,
             *ui.routes,

@@ -7,6 +7,10 @@ password, any user name: a browser asks for it itself, keeps it in memory for th
 session, and sends it in a header; a key in the URL (logs, history, Referer) or in a
 cookie (sent by cross-site requests to the API) is never accepted.
 
+A key may be given a name, written before it with a space (`ana tj_4f...`): the labels a
+person records on the trace pages carry the name of the key they signed in with (an
+unnamed key is `key-1`, `key-2`, ... in the order configured). Names are not secrets.
+
 A key is compared with every configured key in constant time (their SHA-256
 digests through `hmac.compare_digest`, all of them every time), so the answer time
 says nothing about how much of a key was right. Keys are never logged or echoed.
@@ -54,11 +58,21 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
 
 
+def split_named_key(entry: str) -> tuple[str | None, str]:
+    """(name, key) of a configured key: `NAME KEY` names it; one word is a key alone."""
+    words = entry.split()
+    if len(words) == 2:
+        return words[0], words[1]
+    return None, entry.strip()
+
+
 class KeyRing:
-    """The configured keys, kept only as digests."""
+    """The configured keys, kept only as digests, with their names."""
 
     def __init__(self, keys: Sequence[str]) -> None:
-        self._digests = [_digest(k) for k in keys]
+        pairs = [split_named_key(k) for k in keys]
+        self._digests = [_digest(key) for _, key in pairs]
+        self.names = [name or f"key-{n}" for n, (name, _) in enumerate(pairs, 1)]
 
     def __bool__(self) -> bool:
         return bool(self._digests)
@@ -77,10 +91,18 @@ class KeyRing:
 
 def is_ui_read(scope: Scope) -> bool:
     """A GET (or HEAD) of a web page."""
-    path = scope["path"]
-    return scope.get("method") in ("GET", "HEAD") and (
-        path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
-    )
+    return scope.get("method") in ("GET", "HEAD") and _is_ui(scope["path"])
+
+
+def _is_ui(path: str) -> bool:
+    return path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
+
+
+def is_ui_form(scope: Scope) -> bool:
+    """A page's own POST (a label recorded on the trace page): the browser sends the
+    credentials it signed in with. Such a route must refuse anything but JSON from the
+    page's own origin (`ui.same_origin_json`), as a page of another site cannot send."""
+    return scope.get("method") == "POST" and _is_ui(scope["path"])
 
 
 def _basic_password(token: str) -> str | None:
@@ -103,14 +125,19 @@ def presented_key(scope: Scope) -> str | None:
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == BEARER.lower() and token.strip():
                 bearer = token.strip()
-            elif scheme.lower() == _BASIC.lower() and token.strip() and is_ui_read(scope):
+            elif (
+                scheme.lower() == _BASIC.lower()
+                and token.strip()
+                and (is_ui_read(scope) or is_ui_form(scope))
+            ):
                 bearer = _basic_password(token.strip())
     return bearer
 
 
 class AuthMiddleware:
     """401 for requests without a valid key (when keys are configured); puts the caller's
-    identity (`key:<n>`, or `host:<address>` without keys) in `scope["state"]["caller"]`."""
+    identity (`key:<n>`, or `host:<address>` without keys) in `scope["state"]["caller"]`
+    and, with keys, the key's name in `scope["state"]["key_name"]`."""
 
     def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
         self.app = app
@@ -142,4 +169,5 @@ class AuthMiddleware:
             await error_response(error)(scope, receive, send)
             return
         state["caller"] = f"key:{index}"
+        state["key_name"] = self.keys.names[index]
         await self.app(scope, receive, send)

@@ -12,6 +12,8 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 
 from tracejudge.models import (
+    ATTRIBUTION_METHODS,
+    Attribution,
     EvaluationResponse,
     MultiAgentTraceResponse,
     RewardRequest,
@@ -80,6 +82,8 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 def openapi_document() -> dict[str, Any]:
+    from tracejudge.server.attribution import AttributionBody
+    from tracejudge.server.labels import LabelRequest
     from tracejudge.server.list_query import FILTERS, PARAMETERS
     from tracejudge.server.traces import RescoreRequest
 
@@ -94,6 +98,9 @@ def openapi_document() -> dict[str, Any]:
             (RewardRequest, "validation"),
             (TraceRewardRequest, "validation"),
             (RescoreRequest, "validation"),
+            (LabelRequest, "validation"),
+            (AttributionBody, "validation"),
+            (Attribution, "serialization"),
             (EvaluationResponse, "serialization"),
             (MultiAgentTraceResponse, "serialization"),
             (TaskResponse, "serialization"),
@@ -102,6 +109,10 @@ def openapi_document() -> dict[str, Any]:
     )
     reward_ok = {"description": "The score", "content": _json(_ref(EvaluationResponse))}
     trace_ok = {"description": "Scores per agent", "content": _json(_ref(MultiAgentTraceResponse))}
+    attribution_ok = {
+        "description": "The failure's causes, most likely first",
+        "content": _json(_ref(Attribution)),
+    }
     paths: dict[str, Any] = {
         "/api/v1/evals/reward": _post("Evaluate a conversation", RewardRequest, reward_ok),
         "/api/v1/evals/reward/background": _post(
@@ -162,6 +173,67 @@ def openapi_document() -> dict[str, Any]:
                 "parameters": [_path_param("trace_id")],
                 "requestBody": {"required": True, "content": _json(_ref(RescoreRequest))},
                 "responses": {"202": _TASK_ID, **_errors(400, 404, 409, 422)},
+            }
+        },
+        "/api/v1/traces/{trace_id}/attribution": {
+            "get": {
+                "summary": "Which agent and step caused a stored trace's failure: "
+                "deterministic by default; judge methods within the server's judge budget",
+                "parameters": [
+                    _path_param("trace_id"),
+                    _query(
+                        "method",
+                        {"type": "string", "enum": list(ATTRIBUTION_METHODS)},
+                        "repeated or comma-separated; default checks (no judge)",
+                    ),
+                    _query("outcome", {"type": "string"}, "what went wrong, in words"),
+                    _query("failed", {"type": "boolean"}, "the caller's word: it failed"),
+                    _query(
+                        "max_step_chars",
+                        {"type": "integer", "minimum": 100, "maximum": 100000},
+                        "characters of one message a judge method shows",
+                    ),
+                    _query("fresh", {"type": "boolean"}, "judge again, not the stored one"),
+                ],
+                "responses": {"200": attribution_ok, **_errors(400, 404, 409, 422, 502, 503)},
+            }
+        },
+        "/api/v1/attribution": _post(
+            "Which agent and step caused the failure of a trace sent in the body",
+            AttributionBody,
+            attribution_ok,
+        ),
+        "/api/v1/labels": {
+            "post": {
+                "summary": "Record a person's label on one agent of a stored trace against "
+                "one criterion: agree or disagree with its verdict, or their own score",
+                "requestBody": {"required": True, "content": _json(_ref(LabelRequest))},
+                "responses": {"201": _OBJECT, **_errors(404, 409, 415, 422)},
+            },
+            "get": {
+                "summary": "People's labels, newest first",
+                "parameters": [
+                    _query("trace_id", {"type": "string"}, "only the labels of this trace"),
+                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
+                    _query("cursor", {"type": "string"}, "the previous page's next_cursor"),
+                ],
+                "responses": {"200": _OBJECT, **_errors(422)},
+            },
+        },
+        "/api/v1/labels/export": {
+            "get": {
+                "summary": "Every label as the labels file `tracejudge calibrate` reads "
+                "(JSON lines)",
+                "parameters": [
+                    _query("trace_id", {"type": "string"}, "only the labels of this trace")
+                ],
+                "responses": {
+                    "200": {
+                        "description": "JSON lines of HumanLabel",
+                        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(),
+                },
             }
         },
         "/v1/traces": {

@@ -12,6 +12,8 @@
 - `GET /api/v1/traces/{trace_id}/evaluations`: only the evaluations.
 - `POST /api/v1/traces/{trace_id}/score` `{"criteria": [...], "checks": [...]}`: score
   it again (in the background; answers a task id).
+- `GET /api/v1/traces/{trace_id}/attribution`: its failure's ranked causes (see
+  `tracejudge.server.attribution`).
 """
 
 from __future__ import annotations
@@ -46,6 +48,7 @@ __all__ = [
     "read_page",
     "read_overview",
     "OVERVIEW_TRACES",
+    "stored_trace",
 ]
 
 #: The overview covers at most this many traces (the latest the filters keep).
@@ -173,7 +176,8 @@ async def overview(request: Request) -> JSONResponse:
     )
 
 
-async def _stored(request: Request) -> TraceRow:
+async def stored_trace(request: Request) -> TraceRow:
+    """The stored trace the path's `trace_id` names; 404 when there is none."""
     trace_id = request.path_params["trace_id"]
     row = await in_thread(context_of(request).store.get_trace, trace_id)
     if row is None:
@@ -182,7 +186,7 @@ async def _stored(request: Request) -> TraceRow:
 
 
 async def get_trace(request: Request) -> JSONResponse:
-    row = await _stored(request)
+    row = await stored_trace(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
     body = summary(row)
     body["trace"] = json.loads(row.trace_json) if row.trace_json else None
@@ -191,7 +195,7 @@ async def get_trace(request: Request) -> JSONResponse:
 
 
 async def get_evaluations(request: Request) -> JSONResponse:
-    row = await _stored(request)
+    row = await stored_trace(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
     return JSONResponse({"evaluations": [evaluation(e) for e in evaluations]})
 
@@ -199,7 +203,7 @@ async def get_evaluations(request: Request) -> JSONResponse:
 async def rescore(request: Request) -> JSONResponse:
     context = context_of(request)
     body = parse(RescoreRequest, await read_json(request))
-    row = await _stored(request)
+    row = await stored_trace(request)
     if row.trace_json is None:
         raise ApiError(
             409,

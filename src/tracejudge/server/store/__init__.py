@@ -1,4 +1,5 @@
-"""Where the server keeps tasks, spans, traces and evaluations.
+"""Where the server keeps tasks, spans, traces, evaluations, people's labels and
+attributions.
 
 `open_store(url)` picks the implementation from the URL: a file path or
 `sqlite:///path` (SQLite, the default), or `postgresql://...` (PostgreSQL, for
@@ -11,14 +12,18 @@ import logging
 from typing import Any
 
 from tracejudge.models import PriceTable
+from tracejudge.server.store._labels import LabelCursorError
 from tracejudge.server.store._search import SearchQuery, SearchQueryError
 from tracejudge.server.store._sql import InvalidCursorError
 from tracejudge.server.store.base import (
     SORT_KEYS,
     TRACE_STATUSES,
     VERDICTS,
+    AttributionRow,
     EvaluationRow,
     JudgeSpendRow,
+    LabelPage,
+    LabelRow,
     Overview,
     OverviewRow,
     SpanBatch,
@@ -32,11 +37,15 @@ from tracejudge.server.store.base import (
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 
 __all__ = [
+    "AttributionRow",
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",
     "Overview",
     "OverviewRow",
+    "LabelCursorError",
+    "LabelPage",
+    "LabelRow",
     "SCHEMA_VERSION",
     "SORT_KEYS",
     "SearchQuery",
