@@ -10,7 +10,9 @@ import uuid
 from tests.server.stored import agent_trace
 from tracejudge.server.store import (
     SCHEMA_VERSION,
+    AttributionRow,
     EvaluationRow,
+    LabelRow,
     SpanBatch,
     TaskRow,
     TraceFilter,
@@ -213,6 +215,20 @@ def test_retention_deletes_old_traces_with_their_rows(db_url: str) -> None:
         id="e-reward", kind="reward", criterion="c", response="{}", overall_score=1, created_at=old
     )
     store.save_evaluations([reward])
+    for trace_id, when in (("old", old), ("new", new)):
+        store.save_label(
+            LabelRow(
+                id=f"l-{trace_id}",
+                trace_id=trace_id,
+                agent="a",
+                agent_instance_id="a-1",
+                criterion="c",
+                stance="agree",
+                who="ann",
+                created_at=when,
+            )
+        )
+        store.save_attribution(AttributionRow(trace_id, ["checks"], "{}", when))
     deleted = store.delete_before(time.time() - 86400)
     assert deleted == {"traces": 1, "span_batches": 0, "evaluations": 2}
     assert store.delete_before(time.time() - 86400) == {
@@ -222,6 +238,8 @@ def test_retention_deletes_old_traces_with_their_rows(db_url: str) -> None:
     }
     assert store.get_trace("old") is None and store.get_trace("new") is not None
     assert [e.id for e in store.evaluations_of("new")] == ["e-new"]
+    assert [label.id for label in store.all_labels()] == ["l-new"]
+    assert store.latest_attribution("old") is None and store.latest_attribution("new")
     assert store.list_traces(TraceFilter(tags=(("k", "v"),)), 10, None).traces[0].trace_id == "new"
     # what the list kept of the old trace went with it (a search for its agent finds none)
     assert [t.trace_id for t in store.list_traces(TraceFilter(), 10, None).traces] == ["new"]
