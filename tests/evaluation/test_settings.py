@@ -11,6 +11,7 @@ import time
 import pytest
 
 from tests.evaluation.conftest import verdict
+from tests.evaluation.test_single_call import one_reply_per_criterion
 from tracejudge import AsyncComposo
 from tracejudge._http import HTTPOptions
 from tracejudge.cli import build_parser
@@ -23,7 +24,8 @@ from tracejudge.evaluation import (
     build_judge,
     build_service,
 )
-from tracejudge.judges import OpenAICompatibleJudge
+from tracejudge.judges import ExplorationLimits, OpenAICompatibleJudge
+from tracejudge.models import AgentInstance, LLMInput, LLMInteraction, LLMOutput, MultiAgentTrace
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 
@@ -265,3 +267,74 @@ def test_score_flags_reach_the_judge(monkeypatch: pytest.MonkeyPatch) -> None:
         assert service.fail_under == 0.6
     finally:
         asyncio.run(service.aclose())
+
+
+def _long_trace() -> MultiAgentTrace:
+    """One agent whose material is far over a 300-token input budget."""
+    agent = AgentInstance(
+        id="a1",
+        name="summariser",
+        interactions=[
+            LLMInteraction(
+                input_messages=[LLMInput(role="user", content="Summarise. " + "word " * 3000)],
+                output_messages=[LLMOutput(content="A summary.")],
+            )
+        ],
+    )
+    return MultiAgentTrace(root_agent_instance_id="a1", agent_instance_by_id={"a1": agent})
+
+
+@pytest.mark.parametrize("explore", [True, False])
+async def test_the_exploration_setting_reaches_the_judgement(explore: bool) -> None:
+    with ScriptedLLMServer(default=verdict()) as model:
+        settings = EvaluationSettings(
+            judge="openai:small-model",
+            base_url=model.base_url,
+            max_input_tokens=2000,
+            exploration=ExplorationLimits(max_rounds=3) if explore else None,
+        )
+        service = build_service(settings)
+        try:
+            (response,) = await service.score_trace(_long_trace(), ["Reward faithful summaries"])
+        finally:
+            await service.aclose()
+        result = response.results_by_agent_name["summariser"].results_by_agent_instance_id["a1"]
+        assert result is not None
+        if explore:  # the judge is handed the digest and tools, and answers
+            assert result.score == pytest.approx(7 / 9)
+            assert len(model.requests) == 1 and model.requests[0].json.get("tools")
+        else:
+            assert result.score is None and "exploration is off" in (result.not_evaluated or "")
+            assert model.requests == []
+
+
+async def test_the_single_call_setting_judges_the_criteria_in_one_call() -> None:
+    with ScriptedLLMServer(default=one_reply_per_criterion) as model:
+        settings = EvaluationSettings(
+            judge="openai:batch-model", base_url=model.base_url, single_call=True
+        )
+        service = build_service(settings)
+        try:
+            request = ConversationRequest(
+                messages=_conversation(1).messages,
+                criteria=["Reward focus", "Passes if it is correct", "Penalize verbosity"],
+            )
+            results = await service.evaluate_conversation(request)
+        finally:
+            await service.aclose()
+        assert len(model.requests) == 1
+        assert [r.score for r in results] == pytest.approx([1 / 9, 1.0, 3 / 9])
+
+
+def test_single_call_with_a_judge_that_cannot_is_a_configuration_error() -> None:
+    class OneAtATime:
+        name = "one-at-a-time"
+
+        async def judge(self, request):  # pragma: no cover - never called
+            raise AssertionError
+
+        async def aclose(self) -> None:
+            pass
+
+    with pytest.raises(ConfigurationError):
+        build_service(EvaluationSettings(judge=OneAtATime(), single_call=True))

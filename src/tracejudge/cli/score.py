@@ -15,7 +15,10 @@ priced model, its cost (`--judge-prices`); the summary sums them per criterion a
 total. `--max-judge-cost` / `--max-judge-tokens` cap the run: past the cap no new
 judgement starts (those in flight finish and are kept), the rest are written as not
 evaluated with the reason, and the summary counts them. The cap is this run's: lines
-resumed from `--out` do not count against it.
+resumed from `--out` do not count against it. `--single-call` judges all the criteria of
+one agent in one judge call. A judgement too long for the judge's input budget is
+explored (a digest of the trace and tools to read it); with `--no-explore` it is written
+as not evaluated instead.
 
 Exit status: 0 done; 1 an agent scoring below `--fail-under` on any criterion (never a
 mean: one failed agent among ten fails the run), or a trace that could not be scored
@@ -169,13 +172,16 @@ def judge_settings(args: argparse.Namespace) -> Any:
     """The `EvaluationSettings` of a command's judge flags: `--judge` (else the
     environment's judge), `--concurrency` traces at once (four judge calls each, the
     judge's requests in flight and the service's alike), `--judge-prices`,
-    `--max-judge-cost`, `--max-judge-tokens` and `--fail-under`."""
+    `--max-judge-cost`, `--max-judge-tokens`, `--fail-under`, `--single-call` and
+    `--no-explore` (of the commands that have them)."""
     from tracejudge._http import HTTPOptions
-    from tracejudge.evaluation import EvaluationSettings
+    from tracejudge.evaluation import DEFAULT_EXPLORATION, EvaluationSettings
 
     return EvaluationSettings(
         judge=args.judge or None,
         http=HTTPOptions(max_concurrency=args.concurrency * 4),
+        exploration=DEFAULT_EXPLORATION if getattr(args, "explore", True) else None,
+        single_call=getattr(args, "single_call", False),
         prices=args.judge_prices,
         max_judge_cost=args.max_judge_cost,
         max_judge_tokens=args.max_judge_tokens,
@@ -229,7 +235,11 @@ def _service(settings: Any) -> Any:
         )
         max_cost = None  # said once, here
     settings = dataclasses.replace(settings, prices=table, max_judge_cost=max_cost)
-    return build_service(settings, judge=built, judge_problem=problem)
+    try:
+        return build_service(settings, judge=built, judge_problem=problem)
+    except ConfigurationError as error:  # a judge that cannot judge criteria together
+        where = "--single-call: " if settings.single_call else ""
+        raise UsageError(f"{where}{error}") from None
 
 
 def _criteria(args: argparse.Namespace) -> list[Any]:
@@ -464,6 +474,20 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="stop starting judgements once the run's judge calls used this many tokens "
         "(works without prices)",
+    )
+    score.add_argument(
+        "--single-call",
+        action="store_true",
+        help="judge all the criteria of one agent in one judge call (one reply object per "
+        "criterion): the agent is read once, not once per criterion; cheaper, at the price "
+        "of some independence between the criteria",
+    )
+    score.add_argument(
+        "--no-explore",
+        dest="explore",
+        action="store_false",
+        help="do not explore a judgement too long for the judge's input budget (a digest of "
+        "the trace and tools to read it): mark it not evaluated instead",
     )
     score.add_argument(
         "--concurrency", type=_positive(int), default=8, help="traces scored at once (default 8)"

@@ -23,6 +23,7 @@ from tracejudge.client._inputs import (
 from tracejudge.client._remote import RemoteServer
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation import (
+    DEFAULT_EXPLORATION,
     Criterion,
     PricesOption,
     TaskRegistry,
@@ -35,7 +36,7 @@ from tracejudge.evaluation import (
 from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.evaluation.service import ConversationRequest, TraceRequest
 from tracejudge.evaluation.settings import EvaluationSettings, build_service
-from tracejudge.judges import CacheOption, Judge
+from tracejudge.judges import CacheOption, ExplorationLimits, Judge
 from tracejudge.models import (
     Attribution,
     EvaluationResponse,
@@ -104,6 +105,8 @@ class Engine:
         cache: CacheOption,
         emit_events: bool = False,
         prices: PricesOption = None,
+        single_call: bool = False,
+        exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
         self.model_core = model_core
         self.emit_events = emit_events
@@ -112,7 +115,14 @@ class Engine:
         self._tasks = TaskRegistry()
         self._closed = False
         self._released = False
-        settings = EvaluationSettings(judge=judge, http=options, cache=cache, prices=prices)
+        settings = EvaluationSettings(
+            judge=judge,
+            http=options,
+            cache=cache,
+            exploration=exploration,
+            single_call=single_call,
+            prices=prices,
+        )
         choice = _env.choose_backend(
             judge_given=judge is not None,
             base_url_given=not isinstance(base_url, _DefaultURL),

@@ -61,6 +61,7 @@ _EXPORTS: dict[str, str] = {
     "render_conversation": "tracejudge.evaluation.render",
     "render_agent": "tracejudge.evaluation.render",
     "Evaluator": "tracejudge.evaluation.evaluator",
+    "DEFAULT_EXPLORATION": "tracejudge.evaluation.evaluator",
     "trace_response": "tracejudge.evaluation.evaluator",
     "summarize_trace_response": "tracejudge.evaluation.evaluator",
     "require_llm_interactions": "tracejudge.evaluation.evaluator",
@@ -83,6 +84,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "ALL",
+    "DEFAULT_EXPLORATION",
     "AgentCheck",
     "Budgets",
     "ConversationRequest",
@@ -191,6 +193,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     )
     from tracejudge.evaluation.criteria_file import read_criteria_file, read_text_file
     from tracejudge.evaluation.evaluator import (
+        DEFAULT_EXPLORATION,
         Evaluator,
         gather_all,
         require_llm_interactions,

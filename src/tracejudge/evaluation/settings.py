@@ -2,12 +2,12 @@
 
 `EvaluationSettings` holds which judge (a spec, a judge object, or the environment's),
 where it is served, and everything it and the evaluation service may do: requests in
-flight, timeout, retries, tokens per reply and per request, cache, prices, spending caps,
-the bar. `build_judge(settings)` and `build_service(settings)` are how the server,
-`tracejudge score`, `rubric`, `attribute`, `calibrate`, the clients, the pytest plugin and
-the reward API get their judge and their `EvaluationService`, so a setting reaches the
-judge the same way wherever it is given. Nothing else passes options to a judge's
-constructor.
+flight, timeout, retries, tokens per reply and per request, cache, exploration, the
+single-call mode, prices, spending caps, the bar. `build_judge(settings)` and
+`build_service(settings)` are how the server, `tracejudge score`, `rubric`, `attribute`,
+`calibrate`, the clients, the pytest plugin and the reward API get their judge and their
+`EvaluationService`, so a setting reaches the judge the same way wherever it is given.
+Nothing else passes options to a judge's constructor.
 """
 
 from __future__ import annotations
@@ -18,9 +18,16 @@ from typing import Any, Final
 
 from tracejudge._http import HTTPOptions
 from tracejudge.errors import ComposoError
+from tracejudge.evaluation.evaluator import DEFAULT_EXPLORATION
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.evaluation.spend import PricesOption, SpendLimit
-from tracejudge.judges import CacheOption, Judge, default_judge, judge_from_spec
+from tracejudge.judges import (
+    CacheOption,
+    ExplorationLimits,
+    Judge,
+    default_judge,
+    judge_from_spec,
+)
 
 __all__ = ["BUILD", "EvaluationSettings", "build_judge", "build_service"]
 
@@ -42,6 +49,10 @@ class EvaluationSettings:
       evaluated). None: the backend's default for the model.
     - `cache`: the judge's verdict cache (None: in memory; False: off; a file path:
       SQLite; a `JudgeCache`).
+    - `exploration`: the caps of a judgement over the input budget, which the judge
+      explores through a digest and tools (None: such a judgement is not evaluated);
+      `single_call`: all the text criteria of one request judged for each agent in one
+      judge call.
     - `prices`, `max_judge_cost`, `max_judge_tokens`, `fail_under`: the service's
       (see `EvaluationService`).
     """
@@ -53,6 +64,8 @@ class EvaluationSettings:
     max_tokens: int | None = None
     max_input_tokens: int | None = None
     cache: CacheOption = None
+    exploration: ExplorationLimits | None = DEFAULT_EXPLORATION
+    single_call: bool = False
     prices: PricesOption = None
     max_judge_cost: float | None = None
     max_judge_tokens: int | None = None
@@ -106,13 +119,15 @@ def build_service(
     """The `EvaluationService` of `settings`: judge calls bounded by
     `settings.http.max_concurrency` (the judge's own bound), priced by `settings.prices`,
     capped by `max_judge_cost` / `max_judge_tokens` and `spend_limits` (budgets kept
-    elsewhere, e.g. the server's daily ones), scores held to `fail_under`.
+    elsewhere, e.g. the server's daily ones), scores held to `fail_under`, long
+    judgements explored under `exploration`, in the single-call mode with `single_call`.
 
     The judge is `build_judge(settings)`, unless `judge` gives it (None: checks only). A
     judge `settings.judge` names that cannot be built raises; one the environment names
     is reported (as `judge_problem`) when a text criterion needs it, since checks need no
     judge. Raises `ConfigurationError` for a cost cap on a model without a price (and no
-    token cap), as `EvaluationService` does.
+    token cap), and for `single_call` with a judge that cannot judge several criteria in
+    one call, as `EvaluationService` does.
     """
     chosen: Judge | None
     if isinstance(judge, _Build):
@@ -133,4 +148,6 @@ def build_service(
         max_judge_cost=settings.max_judge_cost,
         max_judge_tokens=settings.max_judge_tokens,
         spend_limits=spend_limits,
+        exploration=settings.exploration,
+        single_call=settings.single_call,
     )

@@ -28,7 +28,7 @@ from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.evaluation.settings import EvaluationSettings, build_judge, build_service
 from tracejudge.judges import Judge
 from tracejudge.models import PriceTable
-from tracejudge.server import evals, health, otlp, scoring, traces, ui
+from tracejudge.server import evals, health, list_page, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
@@ -219,6 +219,7 @@ def create_app(
             *evals.routes,
             *traces.routes,
             *otlp.routes,
+            *list_page.routes,
             *ui.routes,
         ],
         middleware=[
