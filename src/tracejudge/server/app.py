@@ -23,7 +23,7 @@ from starlette.routing import Route
 from tracejudge import checks, criteria
 from tracejudge._http import HTTPOptions
 from tracejudge.errors import ConfigurationError
-from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices
+from tracejudge.evaluation import DEFAULT_EXPLORATION, TraceCheck, judge_model, resolve_prices
 from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.evaluation.settings import EvaluationSettings, build_judge, build_service
 from tracejudge.judges import Judge
@@ -52,11 +52,19 @@ logger = logging.getLogger("tracejudge.server")
 def judge_settings(config: ServerConfig) -> EvaluationSettings:
     """What the server's judge and evaluation service are built from: `--judge` (else the
     environment's judge), `--judge-base-url`, `--max-concurrency` (the judge's requests in
-    flight and the service's judge calls alike). The prices are `judge_pricing`'s."""
+    flight and the service's judge calls alike), `--judge-timeout-seconds`,
+    `--judge-max-tokens`, `--judge-max-input-tokens`, `--single-call` and `--no-explore`.
+    The prices are `judge_pricing`'s; the budgets, `DailyBudget`'s."""
     return EvaluationSettings(
         judge=config.judge,
         base_url=config.judge_base_url,
-        http=HTTPOptions(max_concurrency=config.max_concurrency),
+        http=HTTPOptions(
+            timeout=config.judge_timeout_seconds, max_concurrency=config.max_concurrency
+        ),
+        max_tokens=config.judge_max_tokens,
+        max_input_tokens=config.judge_max_input_tokens,
+        exploration=None if config.no_explore else DEFAULT_EXPLORATION,
+        single_call=config.single_call,
     )
 
 
@@ -156,6 +164,12 @@ def create_app(
                 "give a judge, or pass checks only"
             )
         scoring_criteria = list(criteria)
+    if config.single_call and chosen is not None and getattr(chosen, "judge_batch", None) is None:
+        # Said now, in one line, rather than when the workers start.
+        raise ConfigurationError(
+            f"--single-call: the judge {getattr(chosen, 'name', chosen)!r} cannot judge "
+            "several criteria in one call; leave out --single-call"
+        )
     prices, priced, budget_note = judge_pricing(config, chosen)
     settings = dataclasses.replace(settings, prices=prices)
 
