@@ -134,7 +134,9 @@ async def acalibrate(
             judge=judge, cache=False if samples > 1 else None, fail_under=fail_under
         )
         # A spec is built here (and closed here); None is no judge, not the environment's.
-        service = build_service(settings, **({} if judge is not None else {"judge": None}))
+        service = (
+            build_service(settings) if judge is not None else build_service(settings, judge=None)
+        )
         owned = service if isinstance(judge, str) else None
     try:
         return await _calibrate(
