@@ -47,7 +47,8 @@ from tracejudge.evaluation import Criterion, TraceCheck, validate_criteria
 from tracejudge.evaluation.attribution import from_answers
 from tracejudge.evaluation.evaluator import criterion_name
 from tracejudge.evaluation.service import EvaluationService
-from tracejudge.judges import Judge, default_judge, judge_from_spec
+from tracejudge.evaluation.settings import EvaluationSettings, build_service
+from tracejudge.judges import Judge
 from tracejudge.models import (
     Attribution,
     Cause,
@@ -235,16 +236,6 @@ def _trace_of(trace: Any) -> MultiAgentTrace:
     return found
 
 
-def _judge(judge: str | Judge | None) -> tuple[Judge | None, bool]:
-    """(the judge, whether it was built here and must be closed here)."""
-    if judge is None:
-        built = default_judge()
-        return built, built is not None
-    if isinstance(judge, str):
-        return judge_from_spec(judge), True
-    return judge, False
-
-
 def assert_trace(
     trace: MultiAgentTrace | Any,
     criteria: Criterion | Sequence[Criterion] | None = None,
@@ -277,14 +268,14 @@ def assert_trace(
     checked, _ = validate_criteria(chosen)
     verdict = TraceVerdict(min_score=min_score)
     needs = any(not isinstance(c, TraceCheck) for c in checked)
-    built, owned = _judge(judge) if needs else (None, False)
-    service = EvaluationService(built, fail_under=min_score)
+    settings = EvaluationSettings(judge=judge, fail_under=min_score)
+    service = build_service(settings) if needs else build_service(settings, judge=None)
     try:
         for criterion in checked:
             _assess(service, multi, criterion, verdict)
     finally:
-        if owned and built is not None:
-            _sync.run(built.aclose())
+        if service.judge is not None and service.judge is not judge:  # built here
+            _sync.run(service.aclose())
     _SESSION.append(verdict.usage)
     if verdict.of("failed"):
         verdict.attribution = from_answers(
@@ -303,7 +294,10 @@ def _assess(
 ) -> None:
     name = criterion_name(criterion)
     if service.judge is None and not isinstance(criterion, TraceCheck):
-        verdict.findings.append(Finding("unscored", name, explanation=_NO_JUDGE))
+        # The environment names a judge that could not be built: say why, not "none".
+        problem = service.judge_problem
+        explanation = _NO_JUDGE if problem is None else f"{type(problem).__name__}: {problem}"
+        verdict.findings.append(Finding("unscored", name, explanation=explanation))
         return
     try:
         (response,) = _sync.run(service.score_trace(trace, [criterion]))

@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring for what it does and its exit status."""
     from tracejudge.calibration import acalibrate, read_labels
     from tracejudge.errors import BadRequestError, ComposoError
-    from tracejudge.judges import default_judge, judge_from_spec
+    from tracejudge.evaluation import EvaluationSettings, build_service
     from tracejudge.report import format_calibration
 
     if args.labels is None and args.server is None:
@@ -93,19 +93,22 @@ def run(args: argparse.Namespace) -> int:
             f"{where} none of the {len(wanted)} traces the labels name (e.g. "
             f"{missing[0]!r}); give the files that hold them"
         )
-    options = {"cache": False} if args.samples > 1 else {}
+    # Repeated samples must each ask the model.
+    settings = EvaluationSettings(
+        judge=args.judge or None,
+        cache=False if args.samples > 1 else None,
+        fail_under=args.fail_under,
+    )
     try:
-        judge = judge_from_spec(args.judge, **options) if args.judge else default_judge(**options)
-    except ComposoError as error:
-        if args.judge:
-            raise UsageError(f"--judge {args.judge}: {error}") from None
-        judge = None  # checks need none; a text criterion says how to configure one
+        service = build_service(settings)
+    except ComposoError as error:  # the judge --judge names cannot be built
+        raise UsageError(f"--judge {args.judge}: {error}") from None
     try:
         report = asyncio.run(
             acalibrate(
                 labels,
                 traces=traces,
-                judge=judge,
+                judge=service,
                 samples=args.samples,
                 fail_under=args.fail_under,
                 resamples=args.bootstrap,
@@ -117,8 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print("tracejudge calibrate: interrupted", file=sys.stderr)
         return 130
     finally:
-        if judge is not None:
-            asyncio.run(judge.aclose())
+        asyncio.run(service.aclose())
     text = report.model_dump_json(indent=2)
     if args.out:
         try:

@@ -22,7 +22,7 @@ from tracejudge.client._inputs import (
     evaluate_latest_flag,
 )
 from tracejudge.client._remote import RemoteServer
-from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.errors import BadRequestError
 from tracejudge.evaluation import (
     DEFAULT_EXPLORATION,
     Criterion,
@@ -35,7 +35,8 @@ from tracejudge.evaluation import (
     validate_tags,
 )
 from tracejudge.evaluation.attribution import AttributionRequest
-from tracejudge.evaluation.service import ConversationRequest, EvaluationService, TraceRequest
+from tracejudge.evaluation.service import ConversationRequest, TraceRequest
+from tracejudge.evaluation.settings import EvaluationSettings, build_service
 from tracejudge.judges import CacheOption, ExplorationLimits, Judge
 from tracejudge.models import (
     Attribution,
@@ -108,8 +109,6 @@ class Engine:
         single_call: bool = False,
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
-        from tracejudge.judges import default_judge, judge_from_spec
-
         self.model_core = model_core
         self.emit_events = emit_events
         self.remote: RemoteServer | None = None
@@ -117,40 +116,31 @@ class Engine:
         self._tasks = TaskRegistry()
         self._closed = False
         self._released = False
-        judge_options = {**options.as_judge_options(), "cache": cache}
+        settings = EvaluationSettings(
+            judge=judge,
+            http=options,
+            cache=cache,
+            exploration=exploration,
+            single_call=single_call,
+            prices=prices,
+        )
         choice = _env.choose_backend(
             judge_given=judge is not None,
             base_url_given=not isinstance(base_url, _DefaultURL),
             api_key=api_key,
         )
-        built: Judge | None = None
-        problem: ComposoError | None = None
-        if choice.backend is _env.Backend.JUDGE:
-            built = judge_from_spec(judge, **judge_options)
-            self._owns_judge = built is not judge
-        elif choice.remote:
+        if choice.remote:
             self.remote = RemoteServer(
                 base_url, choice.api_key, options, default_url=str(DEFAULT_BASE_URL)
             )
-        elif choice.backend is not _env.Backend.NONE:
-            # A judge the environment names but that cannot be built is reported when a
-            # text criterion needs it, not here: checks need no judge.
-            try:
-                if choice.judge_spec is not None:
-                    built = judge_from_spec(choice.judge_spec, **judge_options)
-                else:
-                    built = default_judge(**judge_options)
-            except ComposoError as exc:
-                problem = exc
-            self._owns_judge = built is not None
-        self.service = EvaluationService(
-            built,
-            max_concurrency=options.max_concurrency,
-            judge_problem=problem,
-            prices=prices,
-            single_call=single_call,
-            exploration=exploration,
-        )
+        if choice.remote or choice.backend is _env.Backend.NONE:
+            self.service = build_service(settings, judge=None)
+        else:
+            # `judge=`, else the environment's judge (TRACEJUDGE_JUDGE, OPENAI_*): one the
+            # environment names but that cannot be built is reported when a text
+            # criterion needs it, not here: checks need no judge.
+            self.service = build_service(settings)
+        self._owns_judge = self.service.judge is not None and self.service.judge is not judge
 
     @property
     def judge(self) -> Judge | None:
