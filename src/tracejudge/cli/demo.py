@@ -421,9 +421,10 @@ def run(args: argparse.Namespace) -> int:
             if value not in (None, False)
         ]
         if given:
+            verb = "applies" if len(given) == 1 else "apply"
             raise UsageError(
                 f"--to sends the trace to a running server, which scores it itself: "
-                f"{', '.join(given)} apply to the demo's own server only"
+                f"{', '.join(given)} {verb} to the demo's own server only"
             )
         api_key = args.api_key or _env.read(_env.TRACEJUDGE_API_KEY)
         return send_demo(to=args.to, api_key=api_key, base_url=args.base_url, model=args.model)
