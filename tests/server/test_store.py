@@ -131,7 +131,7 @@ def _ingest_task(trace_id: str) -> TaskRow:
 
 def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) -> None:
     """PostgreSQL cannot hold NUL in text, neither store a lone surrogate: both keep U+FFFD
-    in their place in text columns (the list's agent keys too); JSON keeps them escaped."""
+    in their place, in the columns, the agents list and the list's agent keys."""
     store = open_store(db_url)
     row = TraceRow(
         trace_id="t-odd",
@@ -149,8 +149,8 @@ def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) ->
     stored = store.get_trace("t-odd")
     assert stored is not None
     assert stored.root_agent == "ro\ufffdot"
-    # the agents list is JSON read from the trace: escaped, so kept exactly
-    assert stored.agents == ["ro\x00ot", "wri\x00ter"]
+    # the agents list read from the trace follows the same rule
+    assert stored.agents == ["ro\ufffdot", "wri\ufffdter"]
     assert stored.tags == {"te\ufffdam": "\ufffda"}
     found = store.list_traces(TraceFilter(agent="wri\ufffdter"), 10, None).traces
     assert [t.trace_id for t in found] == ["t-odd"]

@@ -760,7 +760,7 @@ class SQLStore:
                 found.failing_pairs,
                 found.verdict,
                 DIGEST_VERSION,
-                json.dumps(found.agents) if found.agents else None,
+                json.dumps([storable(a) for a in found.agents]) if found.agents else None,
                 trace_id,
             ],
         )
