@@ -108,7 +108,7 @@ async def test_a_server_with_a_cache_per_slot_gets_an_agents_criteria_one_at_a_t
     arrivals = await _arrivals_by_agent(timings=True)
     for times in arrivals.values():
         assert len(times) == 3
-        assert all(b - a >= 0.25 for a, b in zip(times, times[1:])), times
+        assert all(b - a >= 0.25 for a, b in zip(times, times[1:], strict=False)), times
     assert abs(arrivals["solo"][0] - arrivals["other"][0]) < 0.2
 
 
