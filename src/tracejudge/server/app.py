@@ -17,7 +17,7 @@ from typing import Any
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -151,6 +151,19 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client hung up before its request was read: its choice, not a failure here.
+    # Nothing can be answered; one line at DEBUG, not a traceback per disconnect.
+    client = request.client
+    logger.debug(
+        "tracejudge: %s %s: the client (%s) hung up before its request was read",
+        request.method,
+        request.url.path,
+        f"{client.host}:{client.port}" if client else "unknown",
+    )
+    return Response(status_code=400)
+
+
 async def _unexpected(request: Request, exc: Exception) -> Response:
     logger.error("tracejudge: %s %s failed", request.method, request.url.path, exc_info=exc)
     return JSONResponse(
@@ -262,6 +275,7 @@ def create_app(
         exception_handlers={
             ApiError: _api_error,
             HTTPException: _http_error,
+            ClientDisconnect: _client_gone,
             Exception: _unexpected,
         },
         lifespan=lifespan,
