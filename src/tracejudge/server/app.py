@@ -2,8 +2,8 @@
 
 `create_app(config)` builds it; uvicorn serves it (`tracejudge serve`). Every error
 is a JSON `{"detail": ...}` answer: validation errors are 422 naming the field, and
-no answer ever carries a stack trace (unexpected errors are logged, and answered
-500 with a plain sentence).
+no answer ever carries a stack trace (unexpected errors are logged once, and answered
+500 with a plain sentence on a connection that stays open).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
-from tracejudge.server.errors import ApiError, error_response
+from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
 from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
 from tracejudge.server.openapi import openapi_document
@@ -164,13 +164,6 @@ async def _client_gone(request: Request, exc: Exception) -> Response:
     return Response(status_code=400)
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    logger.error("tracejudge: %s %s failed", request.method, request.url.path, exc_info=exc)
-    return JSONResponse(
-        {"detail": "the server failed to answer this request (see its log)"}, status_code=500
-    )
-
-
 def create_app(
     config: ServerConfig,
     *,
@@ -261,6 +254,7 @@ def create_app(
             *ui.routes,
         ],
         middleware=[
+            Middleware(UnexpectedErrorMiddleware),
             Middleware(
                 WebGuardMiddleware,
                 policy=HostPolicy(config.host, config.allowed_hosts, keys=bool(config.api_keys)),
@@ -276,7 +270,6 @@ def create_app(
             ApiError: _api_error,
             HTTPException: _http_error,
             ClientDisconnect: _client_gone,
-            Exception: _unexpected,
         },
         lifespan=lifespan,
     )

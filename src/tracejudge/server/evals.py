@@ -39,6 +39,7 @@ from tracejudge.models import (
     TaskResponse,
     TraceRewardRequest,
 )
+from tracejudge.server import jsonbody
 from tracejudge.server.context import ServerContext, context_of, in_thread
 from tracejudge.server.errors import ApiError, validation_error
 from tracejudge.server.store import EvaluationRow, TraceRow
@@ -81,7 +82,13 @@ async def read_json(request: Request) -> Any:
         )
     body = await request.body()
     try:
-        return json.loads(body)
+        return jsonbody.loads(body)
+    except jsonbody.TooDeepError as exc:
+        raise ApiError(
+            422,
+            f"the request body is not accepted: {exc}",
+            errors=[{"loc": ["body"], "msg": str(exc), "type": "json_too_deep"}],
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(
             422,

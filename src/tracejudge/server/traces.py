@@ -14,14 +14,20 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from typing_extensions import TypedDict
 
 from tracejudge.errors import BadRequestError
+from tracejudge.models import (
+    CRITERION_TEXT_SCHEMA,
+    MAX_CRITERION_LENGTH,
+    validate_plain_text,
+)
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import parse, read_json
@@ -34,25 +40,112 @@ from tracejudge.server.store import (
 )
 from tracejudge.server.store.base import TRACE_STATUSES
 
-__all__ = ["routes", "RescoreRequest", "summary", "evaluation", "trace_filter", "page_limit"]
+__all__ = [
+    "routes",
+    "EvaluationList",
+    "RescoreRequest",
+    "StoredEvaluation",
+    "StoredTrace",
+    "TraceList",
+    "TraceSummary",
+    "summary",
+    "evaluation",
+    "trace_filter",
+    "page_limit",
+]
 
 _STATUSES = TRACE_STATUSES
+TraceStatus = Literal["open", "queued", "scored", "unscorable", "failed"]
+assert set(TraceStatus.__args__) == set(TRACE_STATUSES)  # type: ignore[attr-defined]
 
 
 class RescoreRequest(BaseModel):
-    """Body of POST /api/v1/traces/{trace_id}/score."""
+    """Body of POST /api/v1/traces/{trace_id}/score: at least one criterion or check."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["criteria"], "properties": {"criteria": {"minItems": 1}}},
+                {"required": ["checks"], "properties": {"checks": {"minItems": 1}}},
+            ]
+        },
+    )
 
-    criteria: list[str] = Field(default_factory=list, max_length=64)
+    criteria: list[
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_CRITERION_LENGTH,
+                json_schema_extra=CRITERION_TEXT_SCHEMA,
+            ),
+        ]
+    ] = Field(default_factory=list, max_length=64)
     checks: list[str] = Field(default_factory=list, max_length=64)
 
 
-def summary(row: TraceRow) -> dict[str, Any]:
+# The answers of the read API, typed: `openapi.py` describes them from these types.
+
+
+class TraceSummary(TypedDict):
+    """A stored trace in a listing."""
+
+    trace_id: str
+    source: str
+    status: TraceStatus
+    first_seen: float
+    start_time: float | None
+    root_agent: str | None
+    agents: list[str]
+    span_count: int
+    tags: dict[str, str]
+    #: criterion -> the overall score of its latest evaluation (None: not applicable)
+    scores: dict[str, float | None]
+    judge_cost_usd: float | None
+    error: str | None
+
+
+class TraceList(TypedDict):
+    """GET /api/v1/traces."""
+
+    traces: list[TraceSummary]
+    next_cursor: str | None
+
+
+class StoredEvaluation(TypedDict):
+    """One stored answer: a ScoreResponse (`kind` reward) or a MultiAgentTraceResponse."""
+
+    id: str
+    kind: str
+    source: str
+    criterion: str
+    overall_score: float | None
+    created_at: float
+    tags: dict[str, str]
+    judge_cost_usd: float | None
+    response: dict[str, Any]
+
+
+class StoredTrace(TraceSummary):
+    """GET /api/v1/traces/{trace_id}: the summary, the MultiAgentTrace (None until the
+    spans are converted) and the evaluations."""
+
+    trace: dict[str, Any] | None
+    evaluations: list[StoredEvaluation]
+
+
+class EvaluationList(TypedDict):
+    """GET /api/v1/traces/{trace_id}/evaluations."""
+
+    evaluations: list[StoredEvaluation]
+
+
+def summary(row: TraceRow) -> TraceSummary:
     return {
         "trace_id": row.trace_id,
         "source": row.source,
-        "status": row.status,
+        "status": row.status,  # type: ignore[typeddict-item]  # one of TRACE_STATUSES
         "first_seen": row.first_seen,
         "start_time": row.start_time,
         "root_agent": row.root_agent,
@@ -65,7 +158,7 @@ def summary(row: TraceRow) -> dict[str, Any]:
     }
 
 
-def evaluation(row: EvaluationRow) -> dict[str, Any]:
+def evaluation(row: EvaluationRow) -> StoredEvaluation:
     return {
         "id": row.id,
         "kind": row.kind,
@@ -87,8 +180,19 @@ def _query_error(name: str, message: str) -> ApiError:
     )
 
 
-def _number(request: Request, name: str) -> float | None:
+def _text(request: Request, name: str) -> str | None:
+    """A text query parameter (None when absent or blank); 422 for a NUL in it."""
     text = request.query_params.get(name)
+    if not text:
+        return None
+    try:
+        return validate_plain_text(text, f"{text[:40]!r}")
+    except BadRequestError as exc:
+        raise _query_error(name, exc.message) from None
+
+
+def _number(request: Request, name: str) -> float | None:
+    text = _text(request, name)
     if text is None or text == "":
         return None
     try:
@@ -101,19 +205,19 @@ def _number(request: Request, name: str) -> float | None:
 
 
 def trace_filter(request: Request) -> TraceFilter:
-    query = request.query_params
     tag = None
-    if query.get("tag"):
-        key, colon, value = query["tag"].partition(":")
+    tag_text = _text(request, "tag")
+    if tag_text:
+        key, colon, value = tag_text.partition(":")
         if not colon or not key:
             raise _query_error("tag", "write it as key:value, e.g. tag=service.name:checkout")
         tag = (key, value)
-    status = query.get("status") or None
+    status = _text(request, "status")
     if status is not None and status not in _STATUSES:
         raise _query_error("status", f"{status!r} is not one of {', '.join(_STATUSES)}")
     return TraceFilter(
         tag=tag,
-        agent=query.get("agent") or None,
+        agent=_text(request, "agent"),
         score_below=_number(request, "score_below"),
         status=status,
         since=_number(request, "since"),
@@ -132,12 +236,11 @@ async def list_traces(request: Request) -> JSONResponse:
     context = context_of(request)
     where, limit = trace_filter(request), page_limit(request)
     try:
-        page = await in_thread(
-            context.store.list_traces, where, limit, request.query_params.get("cursor") or None
-        )
+        page = await in_thread(context.store.list_traces, where, limit, _text(request, "cursor"))
     except InvalidCursorError as exc:
         raise _query_error("cursor", str(exc)) from None
-    return JSONResponse({"traces": [summary(t) for t in page.traces], "next_cursor": page.cursor})
+    answer: TraceList = {"traces": [summary(t) for t in page.traces], "next_cursor": page.cursor}
+    return JSONResponse(answer)
 
 
 async def _stored(request: Request) -> TraceRow:
@@ -151,21 +254,28 @@ async def _stored(request: Request) -> TraceRow:
 async def get_trace(request: Request) -> JSONResponse:
     row = await _stored(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
-    body = summary(row)
-    body["trace"] = json.loads(row.trace_json) if row.trace_json else None
-    body["evaluations"] = [evaluation(e) for e in evaluations]
+    body: StoredTrace = {
+        **summary(row),
+        "trace": json.loads(row.trace_json) if row.trace_json else None,
+        "evaluations": [evaluation(e) for e in evaluations],
+    }
     return JSONResponse(body)
 
 
 async def get_evaluations(request: Request) -> JSONResponse:
     row = await _stored(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
-    return JSONResponse({"evaluations": [evaluation(e) for e in evaluations]})
+    answer: EvaluationList = {"evaluations": [evaluation(e) for e in evaluations]}
+    return JSONResponse(answer)
 
 
 async def rescore(request: Request) -> JSONResponse:
     context = context_of(request)
     body = parse(RescoreRequest, await read_json(request))
+    try:
+        criteria = resolve_criteria(body.criteria, body.checks)
+    except BadRequestError as exc:
+        raise ApiError(422, exc.message) from None
     row = await _stored(request)
     if row.trace_json is None:
         raise ApiError(
@@ -173,10 +283,6 @@ async def rescore(request: Request) -> JSONResponse:
             f"trace {row.trace_id!r} has not been converted yet (status {row.status}); "
             "score it once it is complete",
         )
-    try:
-        criteria = resolve_criteria(body.criteria, body.checks)
-    except BadRequestError as exc:
-        raise ApiError(422, exc.message) from None
     if context.judge_label is None and any(isinstance(c, str) for c in criteria):
         raise ApiError(
             400,

@@ -7,7 +7,7 @@ several replicas). Both sit behind the `Store` interface.
 
 from __future__ import annotations
 
-from tracejudge.server.store._sql import InvalidCursorError
+from tracejudge.server.store._sql import CURSOR_PATTERN, InvalidCursorError
 from tracejudge.server.store.base import (
     EvaluationRow,
     JudgeSpendRow,
@@ -21,6 +21,7 @@ from tracejudge.server.store.base import (
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 
 __all__ = [
+    "CURSOR_PATTERN",
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",

@@ -18,10 +18,9 @@ still waits for it), so a trace is never left `queued` behind a task that ended.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
 import json
+import math
 import re
 import time
 from collections.abc import Callable, Sequence
@@ -39,7 +38,7 @@ from tracejudge.server.store.base import (
 )
 from tracejudge.server.store.migrations import MIGRATIONS
 
-__all__ = ["SQLStore", "InvalidCursorError", "storable"]
+__all__ = ["CURSOR_PATTERN", "SQLStore", "InvalidCursorError", "storable"]
 
 #: What neither database stores as text: NUL (PostgreSQL) and lone surrogates (both).
 _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
@@ -90,21 +89,30 @@ _ALL_CRITERIA = "*"
 
 
 class InvalidCursorError(ValueError):
-    """A pagination cursor this server did not hand out."""
+    """A pagination cursor that is not a position in the listing."""
+
+
+#: A cursor: the position after which the next page starts, `<first_seen>:<trace_id>`
+#: (the listing's order). Any such position is a valid place to continue from, so the
+#: API's schema can say exactly what a cursor is (`CURSOR_PATTERN`).
+#: (Digits bounded so that every number the pattern allows is finite.)
+_NUMBER = r"[0-9]{1,20}(?:\.[0-9]{1,20})?(?:e[-+]?[0-9]{1,2})?"
+CURSOR_PATTERN = f"^{_NUMBER}:"
+_CURSOR = re.compile(f"({_NUMBER}):(.*)", re.DOTALL)
 
 
 def _encode_cursor(first_seen: float, trace_id: str) -> str:
-    return base64.urlsafe_b64encode(json.dumps([first_seen, trace_id]).encode()).decode()
+    return f"{first_seen!r}:{trace_id}"
 
 
 def _decode_cursor(cursor: str) -> tuple[float, str]:
-    try:
-        first_seen, trace_id = json.loads(base64.urlsafe_b64decode(cursor.encode()))
-        return float(first_seen), str(trace_id)
-    except (ValueError, TypeError, binascii.Error) as exc:
+    found = _CURSOR.fullmatch(cursor)
+    first_seen = float(found.group(1)) if found else float("nan")
+    if found is None or not math.isfinite(first_seen):
         raise InvalidCursorError(
-            "cursor is not one this server handed out: pass the `cursor` of the previous page"
-        ) from exc
+            "cursor is not a position in the listing: pass the `next_cursor` of the previous page"
+        )
+    return first_seen, found.group(2)
 
 
 def _task(row: Sequence[Any]) -> TaskRow:
