@@ -36,10 +36,9 @@ EXAMPLES_PER_OPERATION = 20
 #: Operations whose schema says all the server checks: valid requests must not get a 4xx
 #: but for a missing resource, invalid ones must. (A trace's root must be one of its
 #: agents and hold a model call; what a chat must hold to be judged goes beyond its
-#: messages' shape: those are answered 422 naming the field.)
+#: messages' shape; the list's times (ISO 8601 or Unix seconds) and search syntax go
+#: beyond a pattern: those are answered 422 naming the field.)
 EXACT = {
-    ("GET", "/api/v1/traces"),
-    ("GET", "/ui"),
     ("GET", "/api/v1/tasks/{task_id}"),
     ("GET", "/api/v1/traces/{trace_id}"),
     ("GET", "/api/v1/traces/{trace_id}/evaluations"),

@@ -72,7 +72,13 @@ Mode = Literal["validation", "serialization"]
 def _schemas() -> dict[str, Any]:
     from tracejudge.server.health import Health
     from tracejudge.server.readiness import ReadyReport
-    from tracejudge.server.traces import EvaluationList, RescoreRequest, StoredTrace, TraceList
+    from tracejudge.server.traces import (
+        EvaluationList,
+        OverviewAnswer,
+        RescoreRequest,
+        StoredTrace,
+        TraceList,
+    )
 
     inputs: list[tuple[Any, Mode]] = [
         (RewardRequest, "validation"),
@@ -83,6 +89,7 @@ def _schemas() -> dict[str, Any]:
         (TaskResponse, "serialization"),
         (TaskAccepted, "serialization"),
         (TraceList, "serialization"),
+        (OverviewAnswer, "serialization"),
         (StoredTrace, "serialization"),
         (EvaluationList, "serialization"),
         (Health, "serialization"),
@@ -187,31 +194,31 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
     }
 
 
-def _trace_filters() -> list[dict[str, Any]]:
-    from tracejudge.server.store import CURSOR_PATTERN
-    from tracejudge.server.store.base import TRACE_STATUSES
+def _list_parameters(only: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
+    """The list's query parameters (`list_query.PARAMETERS`; `only`: those named). No
+    text parameter may hold a NUL; `tag` may be repeated."""
+    from tracejudge.server.list_query import PARAMETERS
 
-    return [
-        # A blank parameter is no filter; no text parameter may hold a NUL.
-        _query("tag", {"type": "string", "pattern": "^$|^[^:\\u0000]+:[^\\u0000]*$"}, "key:value"),
-        _query("agent", {"type": "string", **PLAIN_TEXT_SCHEMA}, "an agent name in the trace"),
-        _query("score_below", {"type": "number"}, "an evaluation scored below"),
-        _query("status", {"type": "string", "enum": ["", *TRACE_STATUSES]}, "the trace's state"),
-        _query("since", {"type": "number"}, "first seen at or after (Unix s)"),
-        _query("until", {"type": "number"}, "first seen before (Unix s)"),
-        _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
-        _query(
-            "cursor",
-            {"type": "string", "pattern": f"^$|{CURSOR_PATTERN}[^\\u0000]*$"},
-            "the previous page's next_cursor",
-        ),
-    ]
+    parameters = []
+    for name, schema, text in PARAMETERS:
+        if only is not None and name not in only:
+            continue
+        if schema.get("type") == "string" and "enum" not in schema:
+            schema = {**schema, **PLAIN_TEXT_SCHEMA}
+        parameter = _query(name, schema, text)
+        if name == "tag":
+            parameter["schema"] = {"type": "array", "items": schema}
+            parameter["explode"] = True
+        parameters.append(parameter)
+    return parameters
 
 
 _HTML = {"text/html": {"schema": {"type": "string"}}}
 
 
 def _paths() -> dict[str, Any]:
+    from tracejudge.server.list_query import FILTERS
+
     trace_id = _path_param("trace_id")
     otlp_body = {
         _PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
@@ -255,9 +262,23 @@ def _paths() -> dict[str, Any]:
         },
         "/api/v1/traces": {
             "get": {
-                "summary": "Stored traces, newest first",
-                "parameters": _trace_filters(),
+                "summary": "Stored traces: a page in the order asked for, with the total",
+                "description": "Each trace with its start time, duration, agents, model "
+                "calls, tokens, cost, verdict (the worst agent score, never a mean; failing "
+                "agents and pairs), service and tags. `total` counts every trace the filters "
+                "keep; `next_cursor` / `previous_cursor` read the pages beside this one.",
+                "parameters": _list_parameters(),
                 "responses": {"200": _answer("A page of traces", "TraceList"), **_errors(422)},
+            }
+        },
+        "/api/v1/overview": {
+            "get": {
+                "summary": "The batch overview of the traces the same filters keep",
+                "description": "Per agent name and criterion, over the latest 1,000 traces "
+                "the filters keep: how many instances were scored and failed, the mean, "
+                "median, min and max score.",
+                "parameters": _list_parameters(FILTERS),
+                "responses": {"200": _answer("The overview", "OverviewAnswer"), **_errors(422)},
             }
         },
         "/api/v1/traces/{trace_id}": {
@@ -311,7 +332,7 @@ def _paths() -> dict[str, Any]:
         "/ui": {
             "get": {
                 "summary": "Web page: the stored traces (same filters as /api/v1/traces)",
-                "parameters": _trace_filters(),
+                "parameters": _list_parameters(),
                 "responses": {
                     "200": {"description": "The page", "content": _HTML},
                     **_errors(),
