@@ -137,3 +137,24 @@ def test_tracejudge_serve_command(tmp_path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "--workers" in bad.stderr
+
+
+def test_wrong_keys_are_rate_limited_per_address(guarded: ServerProcess) -> None:
+    """Before: 2,000 wrong keys at ~990/s were all answered 401, none 429. Now the 21st
+    wrong key in a burst is a 429 with Retry-After, and so is the right key from the same
+    address until the limit refills; a request with the right key first is not counted."""
+    from tracejudge.server.auth import FAILED_KEY_BURST
+
+    url = f"{guarded.url}/api/v1/traces"
+    with httpx.Client() as http:
+        assert http.get(url, headers={"API-Key": API_KEY}).status_code == 200
+        codes = [
+            http.get(url, headers={"API-Key": f"guess-{n}"}).status_code
+            for n in range(FAILED_KEY_BURST + 5)
+        ]
+        assert codes[:FAILED_KEY_BURST] == [401] * FAILED_KEY_BURST, codes
+        assert set(codes[FAILED_KEY_BURST:]) == {429}, codes
+        locked = http.get(url, headers={"API-Key": API_KEY})
+        assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
+        assert "wrong or missing API key" in locked.json()["detail"]
+        assert http.get(f"{guarded.url}/health").status_code == 200  # open paths are not

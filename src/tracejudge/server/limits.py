@@ -31,6 +31,15 @@ class TokenBuckets:
         self.burst = burst
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
 
+    def waiting(self, caller: str, now: float | None = None) -> float:
+        """The seconds until `caller` has a token again (0: it has one), taking none."""
+        if self.rate <= 0 or caller not in self._buckets:
+            return 0.0
+        now = time.monotonic() if now is None else now
+        tokens, last = self._buckets[caller]
+        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
+        return 0.0 if tokens >= 1.0 else (1.0 - tokens) / self.rate
+
     def take(self, caller: str, now: float | None = None) -> float:
         """0 when the request may go; else the seconds until it could."""
         if self.rate <= 0:
