@@ -8,6 +8,7 @@ that read either shape find the message.
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -15,11 +16,14 @@ from pydantic import ValidationError
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from tracejudge.errors import ComposoError
+
 __all__ = [
     "ApiError",
     "BodyTooLargeError",
     "UnexpectedErrorMiddleware",
     "error_response",
+    "judge_said",
     "validation_error",
 ]
 
@@ -117,3 +121,17 @@ class UnexpectedErrorMiddleware:
                 status_code=500,
             )
             await answer(scope, receive, send)
+
+
+#: An address in an error message (a judge's base URL, a proxy's).
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def judge_said(error: ComposoError) -> str:
+    """An evaluation error's message for the caller, every address in it left out: where
+    the judge runs is the operator's business (the full message goes to the log)."""
+    message = str(error.message)
+    if _URL.search(message) is None:
+        return message
+    logger.warning("tracejudge: %s: %s", type(error).__name__, message)
+    return _URL.sub("(the judge's address)", message)
