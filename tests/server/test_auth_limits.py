@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -158,3 +159,34 @@ def test_wrong_keys_are_rate_limited_per_address(guarded: ServerProcess) -> None
         assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
         assert "wrong or missing API key" in locked.json()["detail"]
         assert http.get(f"{guarded.url}/health").status_code == 200  # open paths are not
+
+
+def test_a_database_that_is_down_at_start_is_one_line_and_status_2() -> None:
+    """Before: PostgreSQL down at start-up gave uvicorn's 38-line traceback (and status
+    3 from `python -m tracejudge.server`). Now one line says where, why and what to check,
+    never the URL's password, and the status is 2."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracejudge.server",
+            "--port",
+            "0",
+            "--db",
+            f"postgresql://tracejudge:s3cret-pw@127.0.0.1:{port}/traces",
+        ],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert lines[0].startswith("tracejudge serve: cannot open the store, PostgreSQL at")
+    assert f"127.0.0.1:{port}" in lines[0] and "Connection refused" in lines[0]
+    assert "s3cret-pw" not in refused.stderr + refused.stdout
+    assert "Traceback" not in refused.stderr

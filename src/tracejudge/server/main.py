@@ -68,6 +68,7 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
 
         from tracejudge.server.app import create_app
         from tracejudge.server.connections import connection_limits, uvicorn_config
+        from tracejudge.server.store import open_store
     except ImportError as exc:
         print(
             f"tracejudge serve needs the server extra ({exc.name} is missing): "
@@ -77,6 +78,9 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
         return 2
     try:
         check_bind(config)
+        # The store is opened (and migrated) once before the app starts: a database that
+        # is down is one line and status 2, not a traceback from the app's start-up.
+        open_store(config.db).close()
         app = create_app(config)
     except ConfigurationError as exc:
         print(f"tracejudge serve: {exc}", file=sys.stderr)
