@@ -315,6 +315,8 @@ class HTTPJudge(ReplyReading, BatchJudging):
         raw = hit.get("raw", {}) if isinstance(hit, dict) else None
         usable = (
             isinstance(hit, dict)
+            # no `score` key is no verdict (null is one: not applicable)
+            and "score" in hit
             and (score is None or (isinstance(score, (int, float)) and 0.0 <= score <= 1.0))
             and not isinstance(score, bool)
             and isinstance(explanation, str)
