@@ -190,3 +190,34 @@ def test_a_database_that_is_down_at_start_is_one_line_and_status_2() -> None:
     assert f"127.0.0.1:{port}" in lines[0] and "Connection refused" in lines[0]
     assert "s3cret-pw" not in refused.stderr + refused.stdout
     assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("given", ["file", "environment"])
+def test_the_key_can_be_kept_off_the_process_list(tmp_path, given: str) -> None:
+    """`--api-key-file` or TRACEJUDGE_API_KEY: the key works and is not in the process's
+    command line, which every user of the machine can read (`ps`, /proc/<pid>/cmdline)."""
+    key = "kept-off-the-command-line-7f3a"
+    process = ServerProcess(str(tmp_path / "db"), api_key=None, log=tmp_path / "log")
+    if given == "file":
+        key_file = tmp_path / "keys"
+        key_file.write_text(f"# the team's key\n{key}\n")
+        process.args = ["--api-key-file", str(key_file)]
+        command = process.command()
+        started = process.start()
+    else:
+        command = process.command()
+        env = {**server_env(), "TRACEJUDGE_API_KEY": key}
+        started = process
+        process.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)
+        assert process.process.stdout is not None
+        process.first_line = process.process.stdout.readline().decode()
+    try:
+        pid = started.process.pid  # type: ignore[union-attr]
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode()  # noqa: SIM115
+        assert key not in cmdline and key not in " ".join(command)
+        assert "API key required" in started.first_line and key not in started.first_line
+        url = f"{started.url}/api/v1/traces"
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, headers={"API-Key": key}).status_code == 200
+    finally:
+        process.stop()
