@@ -12,8 +12,8 @@ import pytest
 
 from tests.server.harness import API_KEY, ServerProcess, server_env
 from tracejudge.server.auth import KeyRing
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.config import ServerConfig
-from tracejudge.server.limits import TokenBuckets
 from tracejudge.server.main import check_bind, startup_line
 
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]

@@ -29,12 +29,13 @@ from tracejudge.judges import Judge, default_judge, judge_from_spec
 from tracejudge.models import PriceTable
 from tracejudge.server import evals, health, list_page, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
-from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
+from tracejudge.server.limits import LimitsMiddleware
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.retention import Pruner

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.errors import ApiError, error_response
 
 __all__ = [
@@ -127,8 +128,6 @@ class AuthMiddleware:
     def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
         self.app = app
         self.keys = keys
-        from tracejudge.server.limits import TokenBuckets  # limits imports this module
-
         self.failures = TokenBuckets(FAILED_KEY_RATE, FAILED_KEY_BURST)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
