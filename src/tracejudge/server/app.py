@@ -2,8 +2,8 @@
 
 `create_app(config)` builds it; uvicorn serves it (`tracejudge serve`). Every error
 is a JSON `{"detail": ...}` answer: validation errors are 422 naming the field, and
-no answer ever carries a stack trace (unexpected errors are logged, and answered
-500 with a plain sentence).
+no answer ever carries a stack trace (unexpected errors are logged once, and answered
+500 with a plain sentence on a connection that stays open).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from contextlib import asynccontextmanager
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
@@ -40,12 +40,13 @@ from tracejudge.server import (
     ui,
 )
 from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
-from tracejudge.server.errors import ApiError, error_response
+from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
-from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
+from tracejudge.server.limits import LimitsMiddleware
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.retention import Pruner
@@ -144,11 +145,17 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    logger.error("tracejudge: %s %s failed", request.method, request.url.path, exc_info=exc)
-    return JSONResponse(
-        {"detail": "the server failed to answer this request (see its log)"}, status_code=500
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client hung up before its request was read: its choice, not a failure here.
+    # Nothing can be answered; one line at DEBUG, not a traceback per disconnect.
+    client = request.client
+    logger.debug(
+        "tracejudge: %s %s: the client (%s) hung up before its request was read",
+        request.method,
+        request.url.path,
+        f"{client.host}:{client.port}" if client else "unknown",
     )
+    return Response(status_code=400)
 
 
 def create_app(
@@ -249,6 +256,7 @@ def create_app(
             *ui.routes,
         ],
         middleware=[
+            Middleware(UnexpectedErrorMiddleware),
             Middleware(
                 WebGuardMiddleware,
                 policy=HostPolicy(config.host, config.allowed_hosts, keys=bool(config.api_keys)),
@@ -263,7 +271,7 @@ def create_app(
         exception_handlers={
             ApiError: _api_error,
             HTTPException: _http_error,
-            Exception: _unexpected,
+            ClientDisconnect: _client_gone,
         },
         lifespan=lifespan,
     )

@@ -14,6 +14,11 @@ unnamed key is `key-1`, `key-2`, ... in the order configured). Names are not sec
 A key is compared with every configured key in constant time (their SHA-256
 digests through `hmac.compare_digest`, all of them every time), so the answer time
 says nothing about how much of a key was right. Keys are never logged or echoed.
+
+Wrong keys are rate limited per client address (`FAILED_KEY_BURST` at once, then
+`FAILED_KEY_RATE` a second): past that, every request from the address that needs a key
+gets 429 with `Retry-After` until the limit refills, the right key included, so guessing
+keys costs time whatever the guesses are.
 """
 
 from __future__ import annotations
@@ -22,10 +27,12 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 from collections.abc import Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.errors import ApiError, error_response
 
 __all__ = [
@@ -36,7 +43,13 @@ __all__ = [
     "KeyRing",
     "AuthMiddleware",
     "OPEN_PATHS",
+    "FAILED_KEY_BURST",
+    "FAILED_KEY_RATE",
 ]
+
+#: Wrong or missing keys a client address may send at once, and a second after that.
+FAILED_KEY_BURST = 20
+FAILED_KEY_RATE = 1.0
 
 #: The header Composo's clients send the key in (HTTP header names are case-insensitive).
 API_KEY_HEADER = "API-Key"
@@ -142,6 +155,7 @@ class AuthMiddleware:
     def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
         self.app = app
         self.keys = keys
+        self.failures = TokenBuckets(FAILED_KEY_RATE, FAILED_KEY_BURST)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -153,8 +167,22 @@ class AuthMiddleware:
             state["caller"] = f"host:{client[0]}"
             await self.app(scope, receive, send)
             return
+        address = str((scope.get("client") or ("unknown", 0))[0])
+        wait = self.failures.waiting(address)
+        if wait > 0:
+            retry = str(max(1, math.ceil(wait)))
+            error = ApiError(
+                429,
+                f"too many requests with a wrong or missing API key from this address; retry "
+                f"in {retry} s with the right key (the server allows {FAILED_KEY_BURST} at "
+                f"once, then {FAILED_KEY_RATE:g} a second)",
+                headers={"Retry-After": retry},
+            )
+            await error_response(error)(scope, receive, send)
+            return
         index = self.keys.identify(presented_key(scope))
         if index is None:
+            self.failures.take(address)
             if is_ui_read(scope):  # a browser answers a Basic challenge with a sign-in prompt
                 how = "give it as the password of the browser's sign-in prompt (any user name)"
                 challenge = f'{_BASIC} realm="tracejudge", charset="UTF-8"'

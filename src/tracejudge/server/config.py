@@ -367,7 +367,13 @@ SETTINGS: tuple[Setting, ...] = (
         float,
         "how often idle workers look for queued tasks and complete traces",
     ),
-    Setting("log_level", "--log-level", "TRACEJUDGE_LOG_LEVEL", str, "uvicorn's log level"),
+    Setting(
+        "log_level",
+        "--log-level",
+        "TRACEJUDGE_LOG_LEVEL",
+        str,
+        "the log's level (the server's messages and uvicorn's): debug, info, warning, error",
+    ),
     Setting(
         "evaluation_events_endpoint",
         "--evaluation-events-endpoint",
