@@ -234,3 +234,41 @@ def test_many_gzip_members_inflate_in_work_linear_in_the_body(monkeypatch, membe
     assert split_otlp(body, "protobuf", gzipped=True, max_bytes=1 << 20).accepted == 12
     assert counting.members == members + 1
     assert counting.fed + counting.copied <= 64 * len(body)
+
+
+@pytest.mark.parametrize("encoding", ["protobuf", "json"])
+def test_each_part_carries_its_tags_resource_and_times(encoding: str) -> None:
+    """Tags (`tracejudge.tags.*` on the resource or any span, of any scalar type), the
+    other resource attributes, and the earliest start and latest end, per trace."""
+    exporter = InMemorySpanExporter()
+    resource = Resource.create(
+        {"service.name": "checkout", "host.cores": 8, "tracejudge.tags.team": "search"}
+    )
+    provider = TracerProvider(resource=resource)
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    tracer = provider.get_tracer("agents")
+    with tracer.start_as_current_span("root", start_time=1_000) as root:
+        root.set_attribute("tracejudge.tags.run", 7)
+        with tracer.start_as_current_span("child", start_time=2_000, end_on_exit=False) as child:
+            child.set_attribute("tracejudge.tags.canary", True)
+            child.set_attribute("tracejudge.tags.team", "ranking")  # a span's replaces
+            child.set_attribute("tracejudge.tags.ratio", 0.5)
+            child.set_attribute("other", "x")
+        child.end(end_time=9_000)
+        root.end(end_time=5_000)
+    with tracer.start_as_current_span("alone", start_time=3_000, end_on_exit=False) as alone:
+        alone.end(end_time=4_000)
+    provider.shutdown()
+    request = encode_spans(exporter.get_finished_spans())
+    body = (
+        request.SerializeToString() if encoding == "protobuf" else MessageToJson(request).encode()
+    )
+    parts = {p.span_count: p for p in split_otlp(body, encoding).parts}  # type: ignore[arg-type]
+    tagged, untagged = parts[2], parts[1]
+    assert tagged.tags == {"team": "ranking", "run": "7", "canary": "true", "ratio": "0.5"}
+    assert (tagged.start, tagged.end) == (1_000, 9_000)
+    assert tagged.resource["service.name"] == "checkout"
+    assert tagged.resource["host.cores"] == "8"
+    assert not any(key.startswith("tracejudge.tags.") for key in tagged.resource)
+    assert untagged.tags == {"team": "search"}  # the resource's own
+    assert (untagged.start, untagged.end) == (3_000, 4_000)

@@ -5,9 +5,10 @@ the body inflated (gzip, any number of members, linear in its size and bounded),
 spans grouped by trace id, each group as an OTLP request of its own in the request's
 encoding (protobuf stays protobuf, cut from the request's own bytes; OTLP/JSON stays
 JSON), which the converter reads back as it reads any OTLP; whether the group holds a
-root span; the string resource attributes of its resource; and the spans rejected, with
-the reason. The HTTP concerns (content types, size answers, encodings of the answer)
-stay with the receiver.
+root span; the scalar attributes of its resource, and its tags (attributes named
+`tracejudge.tags.<key>` on that resource or on any of its spans); its earliest span
+start and latest span end; and the spans rejected, with the reason. The HTTP concerns
+(content types, size answers, encodings of the answer) stay with the receiver.
 
 The id rule is OpenTelemetry's: a trace id is 16 bytes and a span id 8, neither all
 zero; OTLP/JSON writes them as hex (or base64, as protobuf's `json_format` does). A span
@@ -15,17 +16,18 @@ that breaks it is rejected and counted. Spans of the `tracejudge.evaluation` sco
 (scores written back onto traces) are counted as ignored, not kept: a pipeline that
 sends them back must not reopen a scored trace.
 
-A protobuf request is walked field by field at the byte level: only a span's ids are
-read, everything else is copied as bytes. A framing error anywhere makes the whole
-request unreadable (`OTLPDecodeError`), as a receiver answers 400 to it.
+A protobuf request is walked field by field at the byte level: only a span's ids, times
+and tag attributes are read, everything else is copied as bytes. A framing error
+anywhere makes the whole request unreadable (`OTLPDecodeError`), as a receiver answers 400 to it.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -65,8 +67,24 @@ class TracePart:
     payload: bytes
     span_count: int = 0
     has_root: bool = False
-    #: The string attributes of the resource of the trace's first span.
+    #: The scalar attributes (strings, booleans, numbers, as text) of the resource of the
+    #: trace's first span, but its tags.
     resource: dict[str, str] = field(default_factory=dict)
+    #: `tracejudge.tags.<key>` attributes as `<key>`: that resource's, then its spans' (a
+    #: later value of a key replaces an earlier one).
+    tags: dict[str, str] = field(default_factory=dict)
+    #: The earliest span start and the latest span end (Unix nanoseconds; spans that
+    #: do not record one are left out).
+    start: int | None = None
+    end: int | None = None
+
+    def saw(self, start: int, end: int) -> None:
+        """Count one span with its times (0: not recorded)."""
+        self.span_count += 1
+        if start > 0 and (self.start is None or start < self.start):
+            self.start = start
+        if end > 0 and (self.end is None or end > self.end):
+            self.end = end
 
 
 @dataclass
@@ -165,21 +183,66 @@ def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, 
         position = after
 
 
-def _pb_strings(data: bytes, start: int, end: int) -> dict[str, str]:
-    """The string-valued attributes of a Resource (field 1: KeyValue{1 key, 2 AnyValue{1
-    string_value}}); other values are left out."""
+_TAG_PREFIX = semconv.TRACEJUDGE_TAG_PREFIX
+_TAG_PREFIX_BYTES = _TAG_PREFIX.encode()
+
+
+def _text(value: Any) -> str | None:
+    """An attribute's scalar value as text (strings, numbers, booleans), else None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
+def _add_tags(tags: dict[str, str], attributes: dict[str, str]) -> None:
+    for key, value in attributes.items():
+        if key.startswith(_TAG_PREFIX) and len(key) > len(_TAG_PREFIX):
+            tags[key[len(_TAG_PREFIX) :]] = value
+
+
+def _resource_parts(attributes: dict[str, str]) -> tuple[dict[str, str], dict[str, str]]:
+    """A resource's (attributes, tags): its tag attributes apart from the rest."""
+    tags: dict[str, str] = {}
+    _add_tags(tags, attributes)
+    rest = {k: v for k, v in attributes.items() if not k.startswith(_TAG_PREFIX)}
+    return rest, tags
+
+
+def _pb_any(data: bytes, start: int, end: int) -> str | None:
+    """An AnyValue's scalar (1 string, 2 bool, 3 int64, 4 double) as text, else None."""
+    for number, wire, a, b in _fields(data, start, end):
+        if number == 1 and wire == 2:
+            return data[a:b].decode("utf-8", "replace")
+        if number == 2 and wire == 0:
+            return _text(bool(_varint(data, a, b)[0]))
+        if number == 3 and wire == 0:
+            value = _varint(data, a, b)[0]
+            return str(value - (1 << 64) if value >= 1 << 63 else value)
+        if number == 4 and wire == 1:
+            return str(struct.unpack_from("<d", data, a)[0])
+    return None
+
+
+def _pb_attributes(
+    data: bytes, start: int, end: int, field_number: int = 1, prefix: bytes = b""
+) -> dict[str, str]:
+    """The scalar attributes (KeyValue{1 key, 2 AnyValue}, field `field_number`) of the
+    message in data[start:end] whose key starts with `prefix`, as text."""
     found: dict[str, str] = {}
     for number, wire, a, b in _fields(data, start, end):
-        if number != 1 or wire != 2:
+        if number != field_number or wire != 2:
             continue
-        key = value = None
+        key: str | None = None
+        value: str | None = None
         for n, w, c, d in _fields(data, a, b):
             if n == 1 and w == 2:
+                if not data.startswith(prefix, c, d):
+                    break
                 key = data[c:d].decode("utf-8", "replace")
             elif n == 2 and w == 2:
-                for m, x, e, f in _fields(data, c, d):
-                    if m == 1 and x == 2:
-                        value = data[e:f].decode("utf-8", "replace")
+                value = _pb_any(data, c, d)
         if key and value is not None:
             found[key] = value
     return found
@@ -235,24 +298,27 @@ def _split_protobuf(data: bytes, split: OTLPSplit) -> None:
                         if evaluation:
                             split.ignored += 1
                             continue
-                        trace, span, root = _pb_ids(data, e, f)
-                        if not (valid_id(trace, 16) and valid_id(span, 8)):
+                        read = _pb_span(data, e, f)
+                        if not (valid_id(read.trace, 16) and valid_id(read.span, 8)):
                             bad_ids += 1
                             continue
-                        key = trace.hex()
+                        key = read.trace.hex()
                         entry = found.get(key)
                         if entry is None:
-                            part = TracePart(key, "protobuf", b"", resource=attributes)
+                            rest, tags = _resource_parts(attributes)
+                            part = TracePart(key, "protobuf", b"", resource=rest, tags=tags)
                             entry = found[key] = _Found(part)
                         group = entry.groups.setdefault((r, s), _Group())
                         group.spans.append(length_delimited(2, data[e:f]))
-                        entry.part.span_count += 1
-                        entry.part.has_root = entry.part.has_root or root
+                        entry.part.saw(read.start, read.end)
+                        entry.part.has_root = entry.part.has_root or read.root
+                        if read.tags:
+                            _add_tags(entry.part.tags, read.tags)
                     elif x == 2:
                         scope_head.append(length_delimited(m, data[e:f]))
                 scope_heads[(r, s)] = b"".join(scope_head)
             elif n == 1 and w == 2:  # Resource
-                attributes.update(_pb_strings(data, c, d))
+                attributes.update(_pb_attributes(data, c, d))
                 head.append(length_delimited(1, data[c:d]))
             elif w == 2:
                 head.append(length_delimited(n, data[c:d]))
@@ -276,19 +342,42 @@ def _split_protobuf(data: bytes, split: OTLPSplit) -> None:
         split.parts.append(entry.part)
 
 
-def _pb_ids(data: bytes, start: int, end: int) -> tuple[bytes, bytes, bool]:
-    """A Span's trace_id (1), span_id (2), and whether it is a root (no valid parent, 4)."""
+@dataclass
+class _SpanRead:
+    trace: bytes
+    span: bytes
+    root: bool
+    start: int
+    end: int
+    tags: dict[str, str]
+
+
+def _pb_span(data: bytes, start: int, end: int) -> _SpanRead:
+    """A Span's trace_id (1), span_id (2), whether it is a root (no valid parent, 4), its
+    start and end (7, 8: fixed64 nanoseconds) and its tag attributes (9)."""
     trace = span = parent = b""
+    began = ended = 0
     for number, wire, a, b in _fields(data, start, end):
-        if wire != 2:
-            continue
-        if number == 1:
-            trace = data[a:b]
-        elif number == 2:
-            span = data[a:b]
-        elif number == 4:
-            parent = data[a:b]
-    return trace, span, not valid_id(parent, 8)
+        if wire == 2:
+            if number == 1:
+                trace = data[a:b]
+            elif number == 2:
+                span = data[a:b]
+            elif number == 4:
+                parent = data[a:b]
+        elif wire == 1 and number in (7, 8):
+            value = int.from_bytes(data[a:b], "little")
+            if number == 7:
+                began = value
+            else:
+                ended = value
+    # Most spans have no tag: a byte search skips walking their attributes.
+    tags = (
+        _pb_attributes(data, start, end, 9, _TAG_PREFIX_BYTES)
+        if data.find(_TAG_PREFIX_BYTES, start, end) >= 0
+        else {}
+    )
+    return _SpanRead(trace, span, not valid_id(parent, 8), began, ended, tags)
 
 
 # --------------------------------------------------------------------------- JSON
@@ -303,14 +392,42 @@ def _listed(value: Any, *keys: str) -> list[Any]:
     return []
 
 
-def _json_strings(resource: Any) -> dict[str, str]:
+_JSON_SCALARS = (
+    ("stringValue", "string_value"),
+    ("boolValue", "bool_value"),
+    ("intValue", "int_value"),
+    ("doubleValue", "double_value"),
+)
+
+
+def _json_attributes(attributes: Any, prefix: str = "") -> dict[str, str]:
+    """The scalar OTLP/JSON attributes named `prefix...`, as text (ints are written as
+    strings in OTLP/JSON, and stay so)."""
     found: dict[str, str] = {}
-    for item in _listed(resource, "attributes"):
-        if isinstance(item, dict) and isinstance(item.get("value"), dict):
-            value = item["value"].get("stringValue", item["value"].get("string_value"))
-            if isinstance(value, str) and item.get("key"):
-                found[str(item["key"])] = value
+    if not isinstance(attributes, list):
+        return found
+    for item in attributes:
+        if not isinstance(item, dict) or not isinstance(value := item.get("value"), dict):
+            continue
+        key = item.get("key")
+        if not isinstance(key, str) or not key or not key.startswith(prefix):
+            continue
+        for camel, snake in _JSON_SCALARS:
+            text = _text(value.get(camel, value.get(snake)))
+            if text is not None:
+                found[key] = text
+                break
     return found
+
+
+def _json_time(value: Any) -> int:
+    """A span time in Unix nanoseconds (OTLP/JSON writes them as strings), 0 if unread."""
+    if isinstance(value, bool):
+        return 0
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _split_json(document: Any, split: OTLPSplit) -> None:
@@ -321,7 +438,7 @@ def _split_json(document: Any, split: OTLPSplit) -> None:
     bad_ids = 0
     for r, resource_spans in enumerate(resources):
         resource = resource_spans.get("resource") if isinstance(resource_spans, dict) else None
-        attributes = _json_strings(resource)
+        attributes = _json_attributes(_get(resource, "attributes"))
         for s, scope_spans in enumerate(_listed(resource_spans, "scopeSpans", "scope_spans")):
             scope = scope_spans.get("scope") if isinstance(scope_spans, dict) else None
             spans = _listed(scope_spans, "spans")
@@ -336,10 +453,15 @@ def _split_json(document: Any, split: OTLPSplit) -> None:
                     continue
                 key = trace.hex()
                 if key not in found:
-                    found[key] = (TracePart(key, "json", b"", resource=attributes), {})
+                    rest, tags = _resource_parts(attributes)
+                    found[key] = (TracePart(key, "json", b"", resource=rest, tags=tags), {})
                 part, groups = found[key]
                 groups.setdefault(r, {}).setdefault(s, []).append(span)
-                part.span_count += 1
+                part.saw(
+                    _json_time(_get(span, "startTimeUnixNano", "start_time_unix_nano")),
+                    _json_time(_get(span, "endTimeUnixNano", "end_time_unix_nano")),
+                )
+                _add_tags(part.tags, _json_attributes(_get(span, "attributes"), _TAG_PREFIX))
                 parent = json_id_bytes(_get(span, "parentSpanId", "parent_span_id"), 8)
                 part.has_root = part.has_root or not valid_id(parent, 8)
     if bad_ids:
@@ -378,10 +500,16 @@ def _get(value: Any, *keys: str) -> Any:
 
 
 def split_otlp(
-    body: bytes, encoding: Encoding, *, gzipped: bool = False, max_bytes: int | None = None
+    body: bytes,
+    encoding: Encoding,
+    *,
+    gzipped: bool = False,
+    max_bytes: int | None = None,
+    loads: Callable[[bytes], Any] = _json.loads,
 ) -> OTLPSplit:
     """`body` (an ExportTraceServiceRequest in `encoding`, gzip-compressed when
-    `gzipped`) split by trace.
+    `gzipped`) split by trace; OTLP/JSON parsed by `loads` (a receiver's own, that
+    refuses what it does not read, with a `ValueError`).
 
     Raises `OTLPTooLargeError` when the body inflates past `max_bytes`, and
     `OTLPDecodeError` naming the problem when it is not readable OTLP (bad gzip, bad
@@ -396,7 +524,7 @@ def split_otlp(
         _split_protobuf(body, split)
         return split
     try:
-        document = _json.loads(body)
+        document = loads(body)
     except RecursionError:
         raise OTLPDecodeError("the JSON body is nested too deeply") from None
     except (ValueError, UnicodeDecodeError) as error:

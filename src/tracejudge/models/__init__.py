@@ -41,6 +41,8 @@ from __future__ import annotations
 from tracejudge.models._answers import (
     AgentTraceResult,
     EvaluationResponse,
+    ExplorationRead,
+    ExplorationRecord,
     JudgeUsage,
     MultiAgentTraceResponse,
     ScoreResponse,
@@ -102,13 +104,16 @@ from tracejudge.models._recorded import (
     RecordedEvaluation,
 )
 from tracejudge.models._requests import (
+    CRITERION_TEXT_SCHEMA,
     LIGHTNING_CORE_PREFIX,
     MAX_CRITERION_LENGTH,
     MAX_TAG_LENGTH,
+    PLAIN_TEXT_SCHEMA,
     RewardRequest,
     TraceRewardRequest,
     check_latest_only_core,
     validate_criterion_text,
+    validate_plain_text,
     validate_tags,
 )
 from tracejudge.models._trace import (
@@ -155,6 +160,8 @@ __all__ = [
     "text_of",
     "tool_definitions",
     # answers
+    "ExplorationRead",
+    "ExplorationRecord",
     "JudgeUsage",
     "ScoreResponse",
     "EvaluationResponse",
@@ -206,9 +213,12 @@ __all__ = [
     # wire requests and their limits
     "RewardRequest",
     "TraceRewardRequest",
+    "CRITERION_TEXT_SCHEMA",
     "MAX_CRITERION_LENGTH",
     "MAX_TAG_LENGTH",
+    "PLAIN_TEXT_SCHEMA",
     "validate_criterion_text",
+    "validate_plain_text",
     "validate_tags",
     # what the converter made of spans (`tracejudge inspect`)
     "Inspection",

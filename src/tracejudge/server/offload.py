@@ -28,7 +28,9 @@ import anyio
 import anyio.to_thread
 
 from tracejudge.evaluation import TraceCheck
+from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.models import (
+    Attribution,
     EvaluationResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
@@ -80,6 +82,9 @@ class ServiceLoop:
         self, trace: MultiAgentTrace, criteria: Sequence[str | TraceCheck]
     ) -> list[MultiAgentTraceResponse]:
         return await self._call(self.service.score_trace(trace, criteria))
+
+    async def attribute(self, request: AttributionRequest) -> Attribution:
+        return await self._call(self.service.attribute(request))
 
     async def aclose(self) -> None:
         if self._loop.is_closed():

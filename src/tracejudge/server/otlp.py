@@ -16,6 +16,13 @@ for another content type or encoding). Ingest never waits on the judge: scoring 
 once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
 too_large, without its spans (see `Store.add_spans`).
 
+A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
+`process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
+tags: what the user set, as attributes named `tracejudge.tags.<key>` on any span or on the
+resource (`OTEL_RESOURCE_ATTRIBUTES=tracejudge.tags.team=search`), stored as `<key>`.
+The earliest span start and the latest span end are kept too: the trace's start time
+and duration before it is converted.
+
 Spans of the `tracejudge.evaluation` scope (scores written back onto traces, by this
 server or by a client) are accepted and not stored: a pipeline that sends them back
 here must not make a scored trace look incomplete and score it again.
@@ -34,7 +41,8 @@ from starlette.types import ASGIApp, Scope
 
 from tracejudge._protowire import length_delimited, varint
 from tracejudge.convert import OTLPDecodeError
-from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, split_otlp
+from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, TracePart, split_otlp
+from tracejudge.server import jsonbody
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
 from tracejudge.server.store import SpanBatch
@@ -44,34 +52,49 @@ __all__ = ["routes", "PATH", "error_answer", "batches"]
 PATH = "/v1/traces"
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-#: Resource attributes kept as a trace's tags: at most this many, each cut to 64 chars.
+#: A trace's tags and its resource attributes: at most this many of each, each key and
+#: value cut to this many characters.
 _MAX_TAGS = 16
 _TAG_LENGTH = 64
+_MAX_RESOURCE = 32
+_RESOURCE_LENGTH = 256
 #: gRPC codes for the HTTP statuses the intake answers with.
 _GRPC_CODES = {400: 3, 413: 8, 415: 3, 429: 8, 500: 13}
 
 
-def _tags(attributes: dict[str, str]) -> dict[str, str]:
-    tags: dict[str, str] = {}
+def _cut(attributes: dict[str, str], most: int, length: int) -> dict[str, str]:
+    """At most `most` attributes, each key and value cut to `length` characters (a later
+    value of a cut key replaces an earlier one)."""
+    kept: dict[str, str] = {}
     for key, value in attributes.items():
-        if key and len(tags) < _MAX_TAGS:
-            tags[key[:_TAG_LENGTH]] = value[:_TAG_LENGTH]
-    return tags
+        name = key[:length]
+        if name and (name in kept or len(kept) < most):
+            kept[name] = value[:length]
+    return kept
+
+
+def _seconds(nanoseconds: int | None) -> float | None:
+    return None if nanoseconds is None else nanoseconds / 1e9
+
+
+def _batch(part: TracePart) -> SpanBatch:
+    return SpanBatch(
+        trace_id=part.trace_id,
+        encoding=part.encoding,
+        payload=part.payload,
+        span_count=part.span_count,
+        has_root=part.has_root,
+        tags=_cut(part.tags, _MAX_TAGS, _TAG_LENGTH),
+        resource=_cut(part.resource, _MAX_RESOURCE, _RESOURCE_LENGTH),
+        start=_seconds(part.start),
+        end=_seconds(part.end),
+    )
 
 
 def batches(split: OTLPSplit) -> list[SpanBatch]:
-    """What the store keeps of a split request: each trace's part as it came."""
-    return [
-        SpanBatch(
-            trace_id=part.trace_id,
-            encoding=part.encoding,
-            payload=part.payload,
-            span_count=part.span_count,
-            has_root=part.has_root,
-            tags=_tags(part.resource),
-        )
-        for part in split.parts
-    ]
+    """What the store keeps of a split request: each trace's part as it came, with its
+    tags, resource attributes and times."""
+    return [_batch(part) for part in split.parts]
 
 
 # --------------------------------------------------------------------------- answers
@@ -155,6 +178,7 @@ async def traces(request: Request) -> Response:
         "protobuf" if protobuf else "json",
         gzipped=encoding == "gzip",
         max_bytes=limit,
+        loads=jsonbody.loads,
     )
     try:
         split = await context.offload.run(read)

@@ -1,14 +1,18 @@
 """Web pages: the stored traces, and the report of one trace. Server-rendered HTML, no build
 step, no external URL.
 
-- `GET /ui`: the stored traces, newest first (when received, root agent, agents, worst
-  score, status, tags), filtered by the same query parameters as `GET /api/v1/traces` (a form sets
-  `agent`, `tag`, `score_below`), a page of `limit` (default 50) at a time, the next
-  page through `cursor`. Plain HTML and CSS, no script.
+- `GET /ui`: the stored traces (see `list_page`).
 - `GET /ui/traces/{trace_id}`: the trace viewer on that trace with its latest answer per
   criterion: the verdict first, the agent tree with scores, the timeline, the model calls
   (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
-  --html` opens into).
+  --html` opens into), and a labels section where a person agrees or disagrees with each
+  agent's verdict on each criterion, or gives their own score, with a note. A failed
+  trace shows its ranked causes and marks the most likely step on the timeline: the
+  attribution stored with a judge while newer than the answers, else the deterministic
+  one (`attribution.page_attribution`).
+- `POST /ui/traces/{trace_id}/labels`: what that section sends (`labels.record`): JSON
+  from the page's own origin only, so no other site's page can record a label with the
+  credentials the browser holds.
 
 Access is the API's (see `auth`): open when the server has no API key (loopback only,
 unless the operator passed --allow-no-auth), else a key in a header; a browser signs in
@@ -20,34 +24,33 @@ Content-Security-Policy that runs only its own inline style and script.
 from __future__ import annotations
 
 import base64
-import contextlib
-import gc
 import hashlib
 import html
 import json
-import time
-from collections.abc import Iterator, Sequence
-from typing import Any
-from urllib.parse import quote, urlencode
+from collections.abc import Sequence
+from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
-from tracejudge.report import content_security_policy, render_trace_page
+from tracejudge.report import content_security_policy, labelling_data, render_trace_page
+from tracejudge.server import labels
+from tracejudge.server.attribution import page_attribution
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
-from tracejudge.server.store import EvaluationRow, InvalidCursorError, TraceRow
-from tracejudge.server.traces import page_limit, trace_filter
+from tracejudge.server.evals import read_model
+from tracejudge.server.store import (
+    AttributionRow,
+    EvaluationRow,
+    LabelRow,
+    TraceRow,
+)
+from tracejudge.server.stored import collection_paused, latest_answers, read_trace
 
 __all__ = ["routes", "LIST_PATH", "trace_path"]
 
 LIST_PATH = "/ui"
-#: Scores below this are shown as failing (the report's bar).
-BAR = 1.0
-_FILTERS = ("agent", "tag", "score_below", "status", "since", "until")
-
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#222}
 h1{font-size:20px}form{margin:8px 0}label{margin-right:10px}input{margin-left:4px}
@@ -84,34 +87,6 @@ def trace_path(trace_id: str) -> str:
     return f"{LIST_PATH}/traces/{quote(trace_id, safe='')}"
 
 
-def _when(moment: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
-
-
-def _worst(row: TraceRow) -> float | None:
-    scores = [s for s in row.scores.values() if s is not None]
-    return min(scores) if scores else None
-
-
-def _score_cell(score: float | None) -> str:
-    if score is None:
-        return '<td class="na">n/a</td>'
-    kind = "good" if score >= BAR else ("bad" if score < 0.5 else "warn")
-    return f'<td class="{kind}">{score:.2f}</td>'
-
-
-def _row(row: TraceRow) -> str:
-    e = html.escape
-    tags = "".join(f'<span class="tag">{e(k)}={e(v)}</span>' for k, v in sorted(row.tags.items()))
-    status = e(row.status) + (f'<div class="error">{e(row.error)}</div>' if row.error else "")
-    return (
-        f'<tr><td><a href="{e(trace_path(row.trace_id))}">{e(_when(row.first_seen))}</a>'
-        f'<div class="mono">{e(row.trace_id)}</div></td>'
-        f"<td>{e(row.root_agent or '')}</td><td>{e(', '.join(row.agents))}</td>"
-        f"{_score_cell(_worst(row))}<td>{status}</td><td>{tags}</td></tr>"
-    )
-
-
 def _document(title: str, body: str) -> str:
     e = html.escape
     return (
@@ -121,156 +96,30 @@ def _document(title: str, body: str) -> str:
     )
 
 
-def _form(request: Request) -> str:
-    e = html.escape
-    query = request.query_params
-
-    def field(name: str, label: str, hint: str) -> str:
-        value = e(query.get(name, ""), quote=True)
-        return (
-            f'<label>{label}<input name="{name}" value="{value}" placeholder="{e(hint)}"></label>'
-        )
-
-    return (
-        f'<form method="get" action="{LIST_PATH}">'
-        + field("agent", "agent", "writer")
-        + field("tag", "tag", "service.name:checkout")
-        + field("score_below", "score below", "0.5")
-        + f'<button type="submit">filter</button> <a href="{LIST_PATH}">clear</a></form>'
-    )
-
-
-def _pages(request: Request, next_cursor: str | None) -> str:
-    query = {
-        k: request.query_params[k] for k in (*_FILTERS, "limit") if request.query_params.get(k)
-    }
-    links = []
-    if request.query_params.get("cursor"):
-        links.append(f'<a href="{html.escape(LIST_PATH + "?" + urlencode(query))}">first page</a>')
-    if next_cursor:
-        following = urlencode({**query, "cursor": next_cursor})
-        links.append(f'<a href="{html.escape(LIST_PATH + "?" + following)}">next page</a>')
-    return f'<p class="pages">{"".join(links)}</p>'
-
-
-async def list_page(request: Request) -> HTMLResponse:
-    context = context_of(request)
-    body = ["<h1>tracejudge: stored traces</h1>", _form(request)]
-    status = 200
-    try:
-        where, limit = trace_filter(request), page_limit(request)
-        page = await in_thread(
-            context.store.list_traces, where, limit, request.query_params.get("cursor") or None
-        )
-    except InvalidCursorError as exc:
-        status, message, page = 422, f"query parameter cursor: {exc}", None
-    except ApiError as exc:
-        status, message, page = exc.status, exc.detail, None
-    if page is None:
-        body.append(f'<p class="error">{html.escape(message)}</p>')
-    elif not page.traces:
-        body.append("<p>No stored trace matches.</p>")
-    else:
-        body.append(
-            "<table><thead><tr><th>received</th><th>root agent</th><th>agents</th>"
-            "<th>worst score</th><th>status</th><th>tags</th></tr></thead><tbody>"
-        )
-        body.extend(_row(row) for row in page.traces)
-        body.append("</tbody></table>")
-        body.append(_pages(request, page.cursor))
-    return HTMLResponse(
-        _document("tracejudge: traces", "\n".join(body)),
-        status_code=status,
-        headers=_headers(_page_policy()),
-    )
-
-
-def _latest_by_criterion(rows: Sequence[EvaluationRow]) -> list[MultiAgentTraceResponse]:
-    """The trace's newest answer per criterion, in the order criteria were first scored."""
-    latest: dict[str, MultiAgentTraceResponse] = {}
-    for row in rows:  # oldest first
-        if row.kind == "trace":
-            latest[row.criterion] = MultiAgentTraceResponse.model_validate_json(row.response)
-    return list(latest.values())
-
-
-def _read_trace(text: str) -> MultiAgentTrace:
-    """A stored trace, validated in time linear in what its calls add to the conversation.
-
-    A chat agent resends its whole conversation on every call, so a stored trace holds
-    each message about as many times as the agent made calls after it (an agent of 32
-    calls: 500 copies of 60 messages), and validating every copy took seconds on a
-    5,000-span trace. Where a call's input starts with the previous call's input (exactly:
-    the same JSON), only its new messages are validated, and the previous call's
-    validated messages are shared in front of them. The trace is the one `from_json`
-    gives.
-    """
-    data = json.loads(text)
-    repeated: dict[int, int] = {}  # id of a trimmed interaction -> messages trimmed
-    for interactions in _raw_interactions(data):
-        previous: list[Any] = []
-        for item in interactions:
-            inputs = item.get("input_messages") if isinstance(item, dict) else None
-            if not isinstance(inputs, list):
-                continue
-            n = len(previous)
-            if 0 < n <= len(inputs) and inputs[:n] == previous:
-                item["input_messages"] = inputs[n:]
-                repeated[id(item)] = n
-            previous = inputs
-    trace = MultiAgentTrace.model_validate(data)
-    if repeated:
-        _share_repeated_inputs(trace, repeated, data)
-    return trace
-
-
-def _raw_interactions(data: Any) -> list[list[Any]]:
-    """Each agent's `interactions` list in a trace's parsed JSON (none when it is not a
-    trace: validation then says what is wrong)."""
-    agents = data.get("agent_instance_by_id") if isinstance(data, dict) else None
-    if not isinstance(agents, dict):
-        return []
-    found = [a.get("interactions") for a in agents.values() if isinstance(a, dict)]
-    return [i for i in found if isinstance(i, list)]
-
-
-def _share_repeated_inputs(
-    trace: MultiAgentTrace, repeated: dict[int, int], data: dict[str, Any]
-) -> None:
-    """Put back, in front of each trimmed call's input, the previous call's messages."""
-    for agent_id, agent in trace.agent_instance_by_id.items():
-        raw = data["agent_instance_by_id"][agent_id]["interactions"]
-        previous: list[Any] = []
-        for item, model in zip(raw, agent.interactions, strict=True):
-            if isinstance(model, str):
-                continue
-            n = repeated.get(id(item))
-            if n is not None:
-                model.input_messages = previous[:n] + model.input_messages
-            previous = model.input_messages
-
-
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cycle collector paused while a stored trace is read and drawn: the
-    millions of containers that JSON parsing makes hold no cycles, yet each full
-    collection walks them all (half the time of a 5,000-span trace's page). Concurrent
-    readers never leave it off: the reader that found it on turns it back on when done."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
-def _render(row: TraceRow, rows: Sequence[EvaluationRow]) -> str:
+def _render(
+    row: TraceRow,
+    rows: Sequence[EvaluationRow],
+    recorded: Sequence[LabelRow],
+    who: str | None,
+    stored: AttributionRow | None,
+) -> str:
     assert row.trace_json is not None
-    with _collection_paused():
-        trace = _read_trace(row.trace_json)
+    with collection_paused():
+        trace = read_trace(row.trace_json)
+        answers = latest_answers(rows)
+        labelling = labelling_data(
+            trace,
+            post=trace_path(row.trace_id) + "/labels",
+            who=who,
+            labels=[labels.label_json(r) for r in recorded],
+        )
         return render_trace_page(
-            trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
+            trace,
+            answers,
+            trace_id=row.trace_id,
+            home=LIST_PATH,
+            labelling=labelling,
+            attribution=page_attribution(trace, answers, rows, stored),
         )
 
 
@@ -297,11 +146,46 @@ async def trace_page(request: Request) -> HTMLResponse:
         )
         return HTMLResponse(page, headers=_headers(_page_policy()))
     evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
-    page = await context.offload.run(_render, row, evaluations)
-    return HTMLResponse(page, headers=_headers(content_security_policy()))
+    recorded = await in_thread(context.store.all_labels, row.trace_id)
+    who = request.scope.get("state", {}).get("key_name")
+    stored = await in_thread(context.store.latest_attribution, row.trace_id)
+    page = await context.offload.run(_render, row, evaluations, recorded, who, stored)
+    return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
+
+
+def same_origin_json(request: Request) -> None:
+    """403 unless the request comes from a page of this server (its `Origin` is the
+    request's own host), 415 unless it is JSON: what a page of another site cannot send
+    (a form or a plain fetch can carry neither), whatever credentials the browser holds."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host")
+    fetched = request.headers.get("sec-fetch-site")
+    if (
+        origin is None
+        or host is None
+        or urlsplit(origin).netloc.lower() != host.strip().lower()
+        or (fetched is not None and fetched != "same-origin")
+    ):
+        raise ApiError(
+            403,
+            "this address takes labels from the trace page only (a request with the page's "
+            f"own Origin); programs send them to POST {labels.LABELS_PATH}",
+        )
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise ApiError(415, "send the label as JSON (Content-Type: application/json)")
+
+
+async def post_page_label(request: Request) -> Response:
+    same_origin_json(request)
+    body = await read_model(request, labels.LabelRequest)
+    trace_id = request.path_params["trace_id"]
+    if body.trace_id is not None and body.trace_id != trace_id:
+        raise ApiError(422, f"trace_id: the page is trace {trace_id!r}; leave trace_id out")
+    return await labels.record(request, body, trace_id)
 
 
 routes = [
-    Route(LIST_PATH, list_page, methods=["GET"]),
     Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
+    Route(LIST_PATH + "/traces/{trace_id}/labels", post_page_label, methods=["POST"]),
 ]
