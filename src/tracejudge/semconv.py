@@ -289,6 +289,11 @@ GEN_AI_EVALUATION_EXPLANATION = "gen_ai.evaluation.explanation"
 # carries the events as span events when no LoggerProvider is set (the server's intake
 # ignores spans of this scope, so a pipeline that loops them back rescores nothing).
 TRACEJUDGE_AGENT_INSTANCE_ID = "tracejudge.agent_instance.id"
+# --- read by the server's OTLP intake: a trace's tags are the attributes (of any span, or
+# of the resource) under this prefix, without it (`tracejudge.tags.team` -> `team`); the
+# other resource attributes are kept apart, the service name shown as such.
+TRACEJUDGE_TAG_PREFIX = "tracejudge.tags."
+SERVICE_NAME = "service.name"
 EVALUATION_SCOPE = "tracejudge.evaluation"
 EVALUATION_SPAN_PREFIX = "evaluate"
 

@@ -47,7 +47,9 @@ def test_exported_run_is_scored_and_read_back(server: ServerProcess) -> None:
         (listed,) = wait_for(scored, timeout=60)
         assert listed["root_agent"] == "orchestrator" and listed["source"] == "otlp"
         assert set(listed["agents"]) == {"orchestrator", "researcher", "writer"}
-        assert listed["tags"]["service.name"] == "weather-bot"
+        # the service is shown as such; SDK resource attributes are not the user's tags
+        assert listed["service"] == "weather-bot" and listed["tags"] == {}
+        assert listed["resource"]["telemetry.sdk.name"] == "opentelemetry"
         expected = {*criteria.agent, *(c.name for c in checks.ALL)}
         assert set(listed["scores"]) == expected
         trace = http.get(f"/api/v1/traces/{listed['trace_id']}").json()
@@ -60,9 +62,7 @@ def test_exported_run_is_scored_and_read_back(server: ServerProcess) -> None:
         # filters
         assert http.get("/api/v1/traces", params={"agent": "writer"}).json()["traces"]
         assert not http.get("/api/v1/traces", params={"agent": "nobody"}).json()["traces"]
-        assert http.get("/api/v1/traces", params={"tag": "service.name:weather-bot"}).json()[
-            "traces"
-        ]
+        assert http.get("/api/v1/traces", params={"service": "weather-bot"}).json()["traces"]
         assert not http.get("/api/v1/traces", params={"score_below": "0"}).json()["traces"]
         assert http.get("/api/v1/traces", params={"score_below": "0.9"}).json()["traces"]
         # re-score with other criteria

@@ -1,4 +1,4 @@
-"""The store against SQLite and PostgreSQL: migrations, claims, leases, traces, paging."""
+"""The store against SQLite and PostgreSQL: migrations, claims, leases, traces."""
 
 from __future__ import annotations
 
@@ -7,16 +7,15 @@ import threading
 import time
 import uuid
 
-import pytest
-
+from tests.server.stored import agent_trace
 from tracejudge.server.store import (
     SCHEMA_VERSION,
     EvaluationRow,
-    InvalidCursorError,
     SpanBatch,
     TaskRow,
     TraceFilter,
     TraceRow,
+    _sql,
     open_store,
 )
 
@@ -125,51 +124,6 @@ def test_traces_complete_after_quiet_period_and_late_spans_reopen(db_url: str) -
     store.close()
 
 
-def test_list_filters_and_pages(db_url: str) -> None:
-    store = open_store(db_url)
-    now = time.time()
-    for i in range(7):
-        trace_id = f"trace-{i}"
-        agents = ["orchestrator", "writer" if i % 2 else "researcher"]
-        row = TraceRow(
-            trace_id=trace_id,
-            source="api",
-            status="scored",
-            first_seen=now + i,
-            last_span_at=now + i,
-            root_agent="orchestrator",
-            agents=agents,
-            tags={"team": "a" if i < 3 else "b"},
-        )
-        evaluation = EvaluationRow(
-            id=str(uuid.uuid4()),
-            kind="trace",
-            criterion="Reward accuracy",
-            response="{}",
-            overall_score=i / 10,
-            created_at=now,
-            trace_id=trace_id,
-        )
-        store.save_trace(row, [evaluation])
-    page = store.list_traces(TraceFilter(), 3, None)
-    assert [t.trace_id for t in page.traces] == ["trace-6", "trace-5", "trace-4"]
-    seen = [t.trace_id for t in page.traces]
-    while page.cursor:
-        page = store.list_traces(TraceFilter(), 3, page.cursor)
-        seen.extend(t.trace_id for t in page.traces)
-    assert seen == [f"trace-{i}" for i in range(6, -1, -1)]
-    assert page.traces[-1].scores == {"Reward accuracy": 0.0}
-    writers = store.list_traces(TraceFilter(agent="writer"), 50, None).traces
-    assert {t.trace_id for t in writers} == {"trace-1", "trace-3", "trace-5"}
-    team_a = store.list_traces(TraceFilter(tag=("team", "a")), 50, None).traces
-    assert {t.trace_id for t in team_a} == {"trace-0", "trace-1", "trace-2"}
-    low = store.list_traces(TraceFilter(score_below=0.25, agent="writer"), 50, None).traces
-    assert [t.trace_id for t in low] == ["trace-1"]
-    with pytest.raises(InvalidCursorError):
-        store.list_traces(TraceFilter(), 3, "not-a-cursor")
-    store.close()
-
-
 def _ingest_task(trace_id: str) -> TaskRow:
     payload = json.dumps({"trace_id": trace_id, "source": "ingest"})
     return TaskRow(id=f"score-{trace_id}", kind="score_trace", payload=payload)
@@ -177,7 +131,7 @@ def _ingest_task(trace_id: str) -> TaskRow:
 
 def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) -> None:
     """PostgreSQL cannot hold NUL in text, neither store a lone surrogate: both keep U+FFFD
-    in their place, in the columns and in the agents list."""
+    in their place in text columns (the list's agent keys too); JSON keeps them escaped."""
     store = open_store(db_url)
     row = TraceRow(
         trace_id="t-odd",
@@ -188,12 +142,15 @@ def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) ->
         root_agent="ro\x00ot",
         agents=["ro\x00ot", "wri\ud800ter", "wri\x00ter"],
         tags={"te\x00am": "\udfffa"},
+        # the list's agent keys come from the trace itself
+        trace_json=agent_trace(["ro\x00ot", "wri\x00ter"]).to_json(),
     )
     store.save_trace(row)
     stored = store.get_trace("t-odd")
     assert stored is not None
     assert stored.root_agent == "ro\ufffdot"
-    assert stored.agents == ["ro\ufffdot", "wri\ufffdter", "wri\ufffdter"]
+    # the agents list is JSON read from the trace: escaped, so kept exactly
+    assert stored.agents == ["ro\x00ot", "wri\x00ter"]
     assert stored.tags == {"te\ufffdam": "\ufffda"}
     found = store.list_traces(TraceFilter(agent="wri\ufffdter"), 10, None).traces
     assert [t.trace_id for t in found] == ["t-odd"]
@@ -265,7 +222,15 @@ def test_retention_deletes_old_traces_with_their_rows(db_url: str) -> None:
     }
     assert store.get_trace("old") is None and store.get_trace("new") is not None
     assert [e.id for e in store.evaluations_of("new")] == ["e-new"]
-    assert store.list_traces(TraceFilter(tag=("k", "v")), 10, None).traces[0].trace_id == "new"
+    assert store.list_traces(TraceFilter(tags=(("k", "v"),)), 10, None).traces[0].trace_id == "new"
+    # what the list kept of the old trace went with it (a search for its agent finds none)
+    assert [t.trace_id for t in store.list_traces(TraceFilter(), 10, None).traces] == ["new"]
+    with store._transaction() as cursor:  # type: ignore[attr-defined]
+        for table in (*_sql._TRACE_SIDE_TABLES, "trace_docs"):
+            left = store._run(  # type: ignore[attr-defined]
+                cursor, f"SELECT COUNT(*) FROM {table} WHERE trace_id = ?", ["old"]
+            ).fetchone()[0]
+            assert left == 0, table
     assert store.queue_stats() == (0, None)
     store.enqueue(_task())
     depth, oldest = store.queue_stats()

@@ -15,7 +15,10 @@ priced model, its cost (`--judge-prices`); the summary sums them per criterion a
 total. `--max-judge-cost` / `--max-judge-tokens` cap the run: past the cap no new
 judgement starts (those in flight finish and are kept), the rest are written as not
 evaluated with the reason, and the summary counts them. The cap is this run's: lines
-resumed from `--out` do not count against it.
+resumed from `--out` do not count against it. `--single-call` judges all the criteria of
+one agent in one judge call. A judgement too long for the judge's input budget is
+explored (a digest of the trace and tools to read it); with `--no-explore` it is written
+as not evaluated instead.
 
 Exit status: 0 done; 1 an agent scoring below `--fail-under` on any criterion (never a
 mean: one failed agent among ten fails the run), or a trace that could not be scored
@@ -172,10 +175,13 @@ def _service(
     prices: str | None = None,
     max_cost: float | None = None,
     max_tokens: int | None = None,
+    single_call: bool = False,
+    explore: bool = True,
 ) -> Any:
     """The evaluation service with the judge `--judge` names, or the environment's, its
     verdicts priced by `--judge-prices` (else TRACEJUDGE_JUDGE_PRICES, else the shipped
-    table) and the run capped by `--max-judge-cost` / `--max-judge-tokens`."""
+    table), the run capped by `--max-judge-cost` / `--max-judge-tokens`, in the
+    single-call mode with `--single-call` and without exploration with `--no-explore`."""
     from tracejudge.errors import ConfigurationError
     from tracejudge.evaluation import format_usd, judge_model, resolve_prices
     from tracejudge.evaluation.service import EvaluationService
@@ -210,15 +216,22 @@ def _service(
             file=sys.stderr,
         )
         max_cost = None  # said once, here
-    return EvaluationService(
-        built,
-        max_concurrency=concurrency * 4,
-        judge_problem=problem,
-        fail_under=fail_under,
-        prices=table,
-        max_judge_cost=max_cost,
-        max_judge_tokens=max_tokens,
-    )
+    from tracejudge.evaluation import DEFAULT_EXPLORATION
+
+    try:
+        return EvaluationService(
+            built,
+            max_concurrency=concurrency * 4,
+            judge_problem=problem,
+            fail_under=fail_under,
+            prices=table,
+            max_judge_cost=max_cost,
+            max_judge_tokens=max_tokens,
+            single_call=single_call,
+            exploration=DEFAULT_EXPLORATION if explore else None,
+        )
+    except ConfigurationError as error:
+        raise UsageError(f"--single-call: {error}") from None
 
 
 def read_criteria_file(path: str) -> list[str]:
@@ -265,6 +278,8 @@ def run(args: argparse.Namespace) -> int:
         prices=args.judge_prices,
         max_cost=args.max_judge_cost,
         max_tokens=args.max_judge_tokens,
+        single_call=args.single_call,
+        explore=args.explore,
     )
     service.require_judge(criteria)  # a missing judge fails now, not after reading
     sources = expand_inputs(args.inputs)
@@ -473,6 +488,20 @@ def add_parser(commands: Any) -> None:
         metavar="N",
         help="stop starting judgements once the run's judge calls used this many tokens "
         "(works without prices)",
+    )
+    score.add_argument(
+        "--single-call",
+        action="store_true",
+        help="judge all the criteria of one agent in one judge call (one reply object per "
+        "criterion): the agent is read once, not once per criterion; cheaper, at the price "
+        "of some independence between the criteria",
+    )
+    score.add_argument(
+        "--no-explore",
+        dest="explore",
+        action="store_false",
+        help="do not explore a judgement too long for the judge's input budget (a digest of "
+        "the trace and tools to read it): mark it not evaluated instead",
     )
     score.add_argument(
         "--concurrency", type=_positive(int), default=8, help="traces scored at once (default 8)"

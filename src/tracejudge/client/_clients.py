@@ -32,8 +32,8 @@ from tracejudge.client._engine import (
     EvaluateResult,
     TraceResult,
 )
-from tracejudge.evaluation import PricesOption, TraceCheck
-from tracejudge.judges import CacheOption, Judge
+from tracejudge.evaluation import DEFAULT_EXPLORATION, PricesOption, TraceCheck
+from tracejudge.judges import CacheOption, ExplorationLimits, Judge
 from tracejudge.models import Attribution, MultiAgentTraceResponse, TaskResponse
 
 __all__ = ["AsyncComposo", "Composo"]
@@ -76,6 +76,8 @@ class _Client:
         max_concurrent_requests: int | None = None,
         emit_evaluation_events: bool = False,
         prices: PricesOption = None,
+        single_call: bool = False,
+        exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
         if max_concurrent_requests is not None:  # the Composo SDK's name (AsyncComposo)
             max_concurrency = max_concurrent_requests
@@ -91,6 +93,8 @@ class _Client:
             cache=cache,
             emit_events=emit_evaluation_events,
             prices=prices,
+            single_call=single_call,
+            exploration=exploration,
         )
         self.api_key = api_key
         self.base_url = str(base_url).rstrip("/")
@@ -246,7 +250,11 @@ class Composo(_Client):
     in-process judge's model costs, dollars per million tokens, over the shipped table:
     `{"my-model": {"input": 0.3, "output": 1.2}}`, a `PriceTable` or a JSON file's path;
     default the file TRACEJUDGE_JUDGE_PRICES names): each result's `usage` then carries
-    `cost_usd`. Without `judge`, the
+    `cost_usd`. `single_call=True` (in process) judges all the criteria of one call
+    for one agent in ONE judge call (one reply object per criterion): cheaper, at the price
+    of some independence between the criteria. `exploration`: the caps of a judgement too
+    long for the judge's input budget, which the judge explores through a digest and tools
+    (`ExplorationLimits`; None: such a judgement is not evaluated). Without `judge`, the
     environment decides (see the module docs). A judge
     built here (from a spec or the environment) takes the client's `timeout`,
     `num_retries`, `cache` and `max_concurrency`, and is closed with the client; a

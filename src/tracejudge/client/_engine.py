@@ -23,6 +23,7 @@ from tracejudge.client._inputs import (
 from tracejudge.client._remote import RemoteServer
 from tracejudge.errors import BadRequestError, ComposoError
 from tracejudge.evaluation import (
+    DEFAULT_EXPLORATION,
     Criterion,
     PricesOption,
     TaskRegistry,
@@ -34,7 +35,7 @@ from tracejudge.evaluation import (
 )
 from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.evaluation.service import ConversationRequest, EvaluationService, TraceRequest
-from tracejudge.judges import CacheOption, Judge
+from tracejudge.judges import CacheOption, ExplorationLimits, Judge
 from tracejudge.models import (
     Attribution,
     EvaluationResponse,
@@ -103,6 +104,8 @@ class Engine:
         cache: CacheOption,
         emit_events: bool = False,
         prices: PricesOption = None,
+        single_call: bool = False,
+        exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
         from tracejudge.judges import default_judge, judge_from_spec
 
@@ -140,7 +143,12 @@ class Engine:
                 problem = exc
             self._owns_judge = built is not None
         self.service = EvaluationService(
-            built, max_concurrency=options.max_concurrency, judge_problem=problem, prices=prices
+            built,
+            max_concurrency=options.max_concurrency,
+            judge_problem=problem,
+            prices=prices,
+            single_call=single_call,
+            exploration=exploration,
         )
 
     @property

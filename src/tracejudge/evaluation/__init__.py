@@ -58,6 +58,7 @@ _EXPORTS: dict[str, str] = {
     "render_conversation": "tracejudge.evaluation.render",
     "render_agent": "tracejudge.evaluation.render",
     "Evaluator": "tracejudge.evaluation.evaluator",
+    "DEFAULT_EXPLORATION": "tracejudge.evaluation.evaluator",
     "trace_response": "tracejudge.evaluation.evaluator",
     "summarize_trace_response": "tracejudge.evaluation.evaluator",
     "require_llm_interactions": "tracejudge.evaluation.evaluator",
@@ -75,6 +76,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "ALL",
+    "DEFAULT_EXPLORATION",
     "AgentCheck",
     "Budgets",
     "ConversationRequest",
@@ -177,6 +179,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         validate_tags,
     )
     from tracejudge.evaluation.evaluator import (
+        DEFAULT_EXPLORATION,
         Evaluator,
         gather_all,
         require_llm_interactions,

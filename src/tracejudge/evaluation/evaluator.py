@@ -28,7 +28,9 @@ from tracejudge.errors import (
 )
 from tracejudge.evaluation._checks.base import TraceCheck
 from tracejudge.evaluation._checks.run import BuiltinCheck
+from tracejudge.evaluation._explore import TraceMaterial
 from tracejudge.evaluation._fanout import PrefixWarmup
+from tracejudge.evaluation._single_call import SingleCall
 from tracejudge.evaluation._validate import Criterion
 from tracejudge.evaluation.render import (
     RenderedContent,
@@ -36,11 +38,12 @@ from tracejudge.evaluation.render import (
     render_conversation,
 )
 from tracejudge.evaluation.spend import JudgeSpend
-from tracejudge.judges import Judge, JudgeRequest, Verdict
+from tracejudge.judges import ExplorationLimits, Judge, JudgeRequest, Verdict
 from tracejudge.models import (
     AgentInstance,
     AgentTraceResult,
     EvaluationResponse,
+    ExplorationRecord,
     JudgeUsage,
     MultiAgentTrace,
     MultiAgentTraceResponse,
@@ -51,6 +54,8 @@ from tracejudge.models import (
 )
 
 __all__ = [
+    "DEFAULT_EXPLORATION",
+    "SINGLE_CALL_NEEDS_BATCH",
     "Evaluator",
     "trace_response",
     "summarize_trace_response",
@@ -60,6 +65,16 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+#: Why the single-call mode cannot run with a judge that has no `judge_batch`.
+SINGLE_CALL_NEEDS_BATCH = (
+    "single_call needs a judge that judges several criteria in one call (judge_batch): "
+    "the HTTP judges (OpenAICompatibleJudge, AnthropicJudge, any 'provider:model' spec) "
+    "have it; turn single_call off for this judge"
+)
+
+#: The caps of an exploring judgement when none are given (see `ExplorationLimits`).
+DEFAULT_EXPLORATION = ExplorationLimits()
 
 
 async def run_check(check: TraceCheck, trace: MultiAgentTrace) -> Mapping[str, Any]:
@@ -106,6 +121,17 @@ async def gather_all(aws: Iterable[Awaitable[T]]) -> list[T]:
 R = TypeVar("R", bound=ScoreResponse)
 
 
+def _explored(verdict: Verdict) -> ExplorationRecord | None:
+    """What an exploring judge read, from its verdict (None: it did not explore)."""
+    record = verdict.raw.get("exploration") if isinstance(verdict.raw, dict) else None
+    if not isinstance(record, dict):
+        return None
+    try:
+        return ExplorationRecord.model_validate(record)
+    except ValidationError:  # a judge of the user's own may record something else
+        return None
+
+
 def _score_response(verdict: Verdict, judge: Judge, model: type[R], **fields: Any) -> R:
     """The verdict as a `model` (ScoreResponse or a subclass, with its other `fields`)."""
     try:
@@ -115,6 +141,7 @@ def _score_response(verdict: Verdict, judge: Judge, model: type[R], **fields: An
             cleaned_explanation=verdict.cleaned_explanation,
             usage=verdict.usage,
             not_evaluated=verdict.not_evaluated,
+            exploration=_explored(verdict),
             **fields,
         )
     except ValidationError as exc:
@@ -254,6 +281,11 @@ class Evaluator:
     `fail_under`: the bar every agent's score is held to (None: each criterion's
     default, `tracejudge.models.default_bar`). `spend` prices each verdict and may refuse
     a judgement before it starts (a cap was reached: the result is not evaluated).
+
+    `exploration`: the caps of a judgement too long for the judge's input budget, which
+    the judge explores (a digest of the trace and tools to read it, `_explore`); `spend`'s
+    run caps apply between its rounds too. None turns exploration off: such a judgement
+    is then not evaluated, with the reason.
     """
 
     def __init__(
@@ -263,6 +295,7 @@ class Evaluator:
         max_concurrency: int = 16,
         fail_under: float | None = None,
         spend: JudgeSpend | None = None,
+        exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -272,6 +305,7 @@ class Evaluator:
         self.max_concurrency = max_concurrency
         self.fail_under = fail_under
         self.spend = spend
+        self.exploration = _with_spend(exploration, spend)
         # An asyncio.Semaphore belongs to one event loop: one per loop that uses this.
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -322,6 +356,35 @@ class Evaluator:
                 verdict = dataclasses.replace(verdict, usage=usage)
         return _score_response(verdict, self.judge, model, **fields)
 
+    async def _ask_all(
+        self, requests: list[JudgeRequest], model: type[R], **fields: Any
+    ) -> list[R]:
+        """The judge's verdicts on several criteria of one material in ONE call
+        (`judge_batch`), as `model`s: the single-call mode. Each criterion is asked of the
+        spend; one refused refuses the call, and all its criteria are not evaluated."""
+        assert self.judge is not None
+        batch = getattr(self.judge, "judge_batch", None)
+        if batch is None:  # the service refuses such a judge; a direct caller may not
+            raise ConfigurationError(SINGLE_CALL_NEEDS_BATCH)
+        spend = self.spend
+        async with self._limit():
+            refused = None
+            if spend is not None:
+                for request in requests:
+                    refused = refused or await spend.before(request.criterion)
+            if refused is not None:
+                return [
+                    model(explanation=f"Not evaluated: {refused}.", not_evaluated=refused, **fields)
+                    for _ in requests
+                ]
+            verdicts = list(await batch(requests))
+            if spend is not None:
+                verdicts = [
+                    dataclasses.replace(v, usage=await spend.after(r.criterion, v.usage))
+                    for r, v in zip(requests, verdicts, strict=True)
+                ]
+        return [_score_response(v, self.judge, model, **fields) for v in verdicts]
+
     # ------------------------------------------------------------------ conversations
 
     @staticmethod
@@ -341,9 +404,11 @@ class Evaluator:
         evaluate_latest: bool = True,
         clean_explanation: bool = False,
         warmup: PrefixWarmup | None = None,
+        single_call: SingleCall[EvaluationResponse] | None = None,
     ) -> EvaluationResponse:
         """One criterion applied to a conversation (`warmup`: shared by the criteria of
-        one conversation, so that the first warms the prompt cache for the others)."""
+        one conversation, so that the first warms the prompt cache for the others;
+        `single_call`: shared by them too, judging them all in one call)."""
         if not isinstance(criterion, str):
             results = await run_check(criterion, MultiAgentTrace.from_agent(agent))
             result = results.get(agent.id)
@@ -358,9 +423,27 @@ class Evaluator:
             )
         self.require_judge([criterion])
         rendered = render_conversation(agent, evaluate_latest=evaluate_latest)
-        request = JudgeRequest.of(
-            criterion, rendered.content, target=rendered.target, clean_explanation=clean_explanation
-        )
+        material = TraceMaterial(MultiAgentTrace.from_agent(agent))
+
+        def request_of(text: str) -> JudgeRequest:
+            return JudgeRequest.of(
+                text,
+                rendered.content,
+                target=rendered.target,
+                clean_explanation=clean_explanation,
+                exploration=self._exploration(material, agent.id),
+            )
+
+        async def judge_all(criteria: list[str]) -> list[EvaluationResponse]:
+            answers = await self._ask_all([request_of(c) for c in criteria], EvaluationResponse)
+            return [
+                a.model_copy(update={"criterion": c})
+                for a, c in zip(answers, criteria, strict=True)
+            ]
+
+        if single_call is not None:
+            return await single_call.verdict(agent.id, criterion, judge_all)
+        request = request_of(criterion)
         return await self._ask(
             request, EvaluationResponse, warmup=warmup, prefix=agent.id, criterion=criterion
         )
@@ -374,13 +457,17 @@ class Evaluator:
         *,
         renders: dict[str, RenderedContent] | None = None,
         warmup: PrefixWarmup | None = None,
+        material: TraceMaterial | None = None,
+        single_call: SingleCall[ScoreResponse | None] | None = None,
     ) -> MultiAgentTraceResponse:
         """One criterion applied to every agent instance of a trace.
 
         An instance with neither an LLM interaction nor a child agent gets None.
         `renders` may be shared by calls for several criteria on the same trace, so
         each agent is rendered once rather than once per criterion; `warmup` too, so that
-        the first judgement of each agent warms the prompt cache for the others.
+        the first judgement of each agent warms the prompt cache for the others;
+        `material`, what an exploring judge reads of the trace (built once, when needed);
+        and `single_call`, which judges all the criteria of one agent in one call.
         """
         is_check = not isinstance(criterion, str)
         bar = self.fail_under if self.fail_under is not None else default_bar(is_check)
@@ -390,8 +477,10 @@ class Evaluator:
         self.require_judge([criterion])
         agents = list(trace.iter_agents())
         cache = renders if renders is not None else {}
+        material = material if material is not None else TraceMaterial(trace)
         scores = await gather_all(
-            self._score_agent(trace, a, criterion, cache, warmup) for a in agents
+            self._score_agent(trace, a, criterion, cache, warmup, material, single_call)
+            for a in agents
         )
         results = {agent.id: score for agent, score in zip(agents, scores, strict=True)}
         return trace_response(trace, criterion, results, usage=_sum_usage(scores), fail_under=bar)
@@ -403,11 +492,51 @@ class Evaluator:
         criterion: str,
         renders: dict[str, RenderedContent],
         warmup: PrefixWarmup | None = None,
+        material: TraceMaterial | None = None,
+        single_call: SingleCall[ScoreResponse | None] | None = None,
     ) -> ScoreResponse | None:
         if not agent.llm_interactions and not agent.child_ids:
             return None
         rendered = renders.get(agent.id)
         if rendered is None:
             rendered = renders[agent.id] = render_agent(trace, agent.id)
-        request = JudgeRequest.of(criterion, rendered.content, target=rendered.target)
-        return await self._ask(request, ScoreResponse, warmup=warmup, prefix=agent.id)
+        material = material if material is not None else TraceMaterial(trace)
+
+        def request_of(text: str) -> JudgeRequest:
+            return JudgeRequest.of(
+                text,
+                rendered.content,
+                target=rendered.target,
+                exploration=self._exploration(material, agent.id),
+            )
+
+        async def judge_all(criteria: list[str]) -> list[ScoreResponse | None]:
+            return list(await self._ask_all([request_of(c) for c in criteria], ScoreResponse))
+
+        if single_call is not None:
+            return await single_call.verdict(agent.id, criterion, judge_all)
+        return await self._ask(request_of(criterion), ScoreResponse, warmup=warmup, prefix=agent.id)
+
+    def _exploration(self, material: TraceMaterial, agent_id: str) -> Any:
+        """How a judgement of `agent_id` explores when it is over budget (None: it does
+        not)."""
+        if self.exploration is None:
+            return None
+        return material.exploration(agent_id, self.exploration)
+
+
+def _with_spend(
+    limits: ExplorationLimits | None, spend: JudgeSpend | None
+) -> ExplorationLimits | None:
+    """`limits` whose spend check also asks `spend` (the run's caps) between rounds."""
+    if limits is None or spend is None:
+        return limits
+    own = limits.spend
+
+    def check(usage: JudgeUsage) -> str | None:
+        reason = spend.exploring(usage)
+        if reason is None and own is not None:
+            reason = own(usage)
+        return reason
+
+    return dataclasses.replace(limits, spend=check)

@@ -23,11 +23,20 @@ from collections.abc import Awaitable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.errors import BadRequestError, ComposoError, ConfigurationError
+from tracejudge.evaluation._explore import TraceMaterial
 from tracejudge.evaluation._fanout import PrefixWarmup
+from tracejudge.evaluation._single_call import SingleCall
 from tracejudge.evaluation._validate import Criterion, validate_criteria
 from tracejudge.evaluation.attribution import AttributionRequest
-from tracejudge.evaluation.evaluator import Evaluator, gather_all, needs_judge, run_check
+from tracejudge.evaluation.evaluator import (
+    DEFAULT_EXPLORATION,
+    SINGLE_CALL_NEEDS_BATCH,
+    Evaluator,
+    gather_all,
+    needs_judge,
+    run_check,
+)
 from tracejudge.evaluation.render import RenderedContent, conversation_agent
 from tracejudge.evaluation.spend import (
     JudgeSpend,
@@ -36,9 +45,8 @@ from tracejudge.evaluation.spend import (
     judge_model,
     resolve_prices,
 )
-from tracejudge.judges import Judge, JudgeRequest, Verdict
+from tracejudge.judges import ExplorationLimits, Judge, JudgeRequest, Verdict
 from tracejudge.models import (
-    AgentInstance,
     Attribution,
     EvaluationResponse,
     MultiAgentTrace,
@@ -90,6 +98,11 @@ class TraceRequest:
     renders: dict[str, RenderedContent] = field(default_factory=dict, compare=False)
     # The first judgement of each agent warms the prompt cache before its others start.
     warmup: PrefixWarmup = field(default_factory=PrefixWarmup, compare=False)
+    # What an exploring judge reads of the trace, built once for all criteria, if needed.
+    material: TraceMaterial = field(init=False, compare=False, repr=False)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "material", TraceMaterial(self.trace))
 
     @classmethod
     def from_wire(cls, request: TraceRewardRequest) -> TraceRequest:
@@ -143,6 +156,17 @@ class EvaluationService:
     `ConfigurationError`, unless `max_judge_tokens` is given too (then tokens are capped,
     and one warning says the cost cap is not). `spend_limits` are budgets kept elsewhere
     (the server's daily ones). `spend` holds the run's total (`spend.total`).
+
+    A judgement over the judge's input budget (`max_input_tokens`) is explored: the judge
+    reads a digest of the trace and the steps it asks for, under `exploration`'s caps
+    (rounds, tokens per read, tokens in all; the run's caps above between rounds). None
+    turns exploration off; such a judgement is then not evaluated, with the reason.
+
+    `single_call` (opt-in) judges all the text criteria of one request for one agent in
+    ONE judge call, one reply object per criterion (`judge_batch`): the agent's material
+    is read once instead of once per criterion, at the price of some independence between
+    the criteria. Needs a judge with `judge_batch` (the HTTP judges): else
+    `ConfigurationError`.
     """
 
     def __init__(
@@ -156,7 +180,12 @@ class EvaluationService:
         max_judge_cost: float | None = None,
         max_judge_tokens: int | None = None,
         spend_limits: Sequence[SpendLimit] = (),
+        exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
+        single_call: bool = False,
     ) -> None:
+        if single_call and judge is not None and getattr(judge, "judge_batch", None) is None:
+            raise ConfigurationError(SINGLE_CALL_NEEDS_BATCH)
+        self.single_call = single_call
         self.judge = judge
         self.judge_problem = judge_problem
         self.fail_under = fail_under
@@ -168,7 +197,11 @@ class EvaluationService:
             limits=spend_limits,
         )
         self._evaluator = Evaluator(
-            judge, max_concurrency=max_concurrency, fail_under=fail_under, spend=self.spend
+            judge,
+            max_concurrency=max_concurrency,
+            fail_under=fail_under,
+            spend=self.spend,
+            exploration=exploration,
         )
 
     # ------------------------------------------------------------------ checks on requests
@@ -195,22 +228,26 @@ class EvaluationService:
         agent = conversation_agent(request.messages, system=request.system, tools=request.tools)
         self._evaluator.require_conversation(agent)
         warmup = PrefixWarmup()
-        return [self._score_conversation(agent, c, request, warmup) for c in criteria]
+        together = self._single_call(criteria)
+        return [
+            self._evaluator.score_conversation(
+                agent,
+                c,
+                evaluate_latest=request.evaluate_latest,
+                clean_explanation=request.clean_explanation,
+                warmup=warmup,
+                single_call=together,
+            )
+            for c in criteria
+        ]
 
-    def _score_conversation(
-        self,
-        agent: AgentInstance,
-        criterion: Criterion,
-        request: ConversationRequest,
-        warmup: PrefixWarmup,
-    ) -> Awaitable[EvaluationResponse]:
-        return self._evaluator.score_conversation(
-            agent,
-            criterion,
-            evaluate_latest=request.evaluate_latest,
-            clean_explanation=request.clean_explanation,
-            warmup=warmup,
-        )
+    def _single_call(self, criteria: Sequence[Criterion]) -> SingleCall[Any] | None:
+        """What judges a request's text criteria together (None: one call each), in the
+        single-call mode and when there are several."""
+        texts = [c for c in criteria if isinstance(c, str)]
+        if not self.single_call or len(set(texts)) < 2:
+            return None
+        return SingleCall(texts)
 
     async def evaluate_conversation(self, request: ConversationRequest) -> list[EvaluationResponse]:
         """Every criterion of the request, judged concurrently; answers in criteria order."""
@@ -232,9 +269,15 @@ class EvaluationService:
         criteria, _ = validate_criteria(list(request.criteria))
         request.trace.require_llm_interactions()
         self.require_judge(criteria)
+        together = self._single_call(criteria)
         return [
             self._evaluator.score_trace(
-                request.trace, c, renders=request.renders, warmup=request.warmup
+                request.trace,
+                c,
+                renders=request.renders,
+                warmup=request.warmup,
+                material=request.material,
+                single_call=together,
             )
             for c in criteria
         ]

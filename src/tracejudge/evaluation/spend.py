@@ -186,6 +186,26 @@ class JudgeSpend:
             return f"the run's judge budget of {self.max_tokens:,} tokens was spent"
         return None
 
+    def exploring(self, usage: JudgeUsage) -> str | None:
+        """Asked before each round of an exploring judgement after the first, with what
+        the judgement has used so far (not yet in `total`): why it must stop (a run cap
+        is reached with it counted), or None. What it used is kept: the caller counts it
+        with `after` when the judgement returns."""
+        priced = self.priced_usage(usage)
+        cost = (self.total.cost_usd or 0.0) + (priced.cost_usd or 0.0)
+        if self.max_cost_usd is not None and self.price is not None and cost >= self.max_cost_usd:
+            return (
+                f"the run's judge budget of {format_usd(self.max_cost_usd)} was spent while "
+                f"the judge explored ({format_usd(priced.cost_usd or 0.0)} on this judgement)"
+            )
+        tokens = self.total.total_tokens + usage.total_tokens
+        if self.max_tokens is not None and tokens >= self.max_tokens:
+            return (
+                f"the run's judge budget of {self.max_tokens:,} tokens was spent while the "
+                f"judge explored ({usage.total_tokens:,} on this judgement)"
+            )
+        return None
+
     async def before(self, criterion: str) -> str | None:
         """Ask before a judgement of `criterion` starts: why it may not (None: it may)."""
         reason = self._cap_reached()

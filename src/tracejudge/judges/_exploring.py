@@ -133,33 +133,49 @@ class _Exploring:
             "tokens_read": 0,
             "largest_request_tokens": 0,
         }
-        digest = self.exploration.digest_text()
+        self.reading = Ask(tools=self.exploration.tools)
+        self.answering = Ask(tools=self.exploration.tools, final=True)
+        self.note = _note(self.exploration, needed, self.budget)
+        self.messages: list[dict[str, Any]] = []
+        self.spent_input = 0
+
+    async def _start(self) -> None:
+        """The first request's messages, with the digest (made in a worker thread: making
+        it may read the whole material)."""
+        # The digest may take half of what the first request leaves: the rest is for reads.
+        base = self.judge.estimate(self._opening("", self.note), self.reading)
+        room = max(_MIN_READ_TOKENS, (self.budget - base - _MARGIN_TOKENS) // 2)
+        digest = await asyncio.to_thread(self.exploration.digest_text, self._tool_tokens(room))
+        self.messages = self._opening(digest, self.note)
+
+    def _opening(self, digest: str, note: str = "") -> list[dict[str, Any]]:
+        """The first request's messages: the system prompt, the digest, the question."""
         heading = "DIGEST (the material is not shown whole: read it with the tools)\n\n"
-        self.messages: list[dict[str, Any]] = [
+        return [
             {"role": "system", "content": SYSTEM_PROMPT},
             {
                 "role": "user",
                 "content": [
                     {
                         "type": "text",
-                        "text": data_block(request, content=heading + digest),
+                        "text": data_block(self.request, content=heading + digest),
                         "cache": True,
                     },
-                    {
-                        "type": "text",
-                        "text": question(request, _note(self.exploration, needed, self.budget)),
-                    },
+                    {"type": "text", "text": question(self.request, note)},
                 ],
             },
         ]
-        self.reading = Ask(tools=self.exploration.tools)
-        self.answering = Ask(tools=self.exploration.tools, final=True)
-        self.spent_input = 0
+
+    def _tool_tokens(self, tokens: int) -> int:
+        """`tokens` as a tool or the digest counts them (BYTES_PER_TOKEN bytes each): fewer
+        when the judge has learnt that its tokenizer yields more tokens than estimated."""
+        return max(1, int(tokens / self.judge.estimator.scale))
 
     async def run(self, started: float) -> Verdict:
         must_answer = False
         reasked = False
         answer: Answer | None = None
+        await self._start()
         try:
             for round_number in range(1, self.limits.max_rounds + 1):
                 final = must_answer or round_number == self.limits.max_rounds
@@ -289,9 +305,9 @@ class _Exploring:
         try:
             if context is not None:
                 with context:
-                    text = _run(tool, call.arguments, max_tokens)
+                    text = _run(tool, call.arguments, self._tool_tokens(max_tokens))
             else:
-                text = _run(tool, call.arguments, max_tokens)
+                text = _run(tool, call.arguments, self._tool_tokens(max_tokens))
         except ValueError as problem:
             entry["error"] = str(problem)[:200]
             return f"error: {problem}", 0

@@ -28,9 +28,11 @@ class ExplorationTool:
     """One tool the judge may call while exploring.
 
     `parameters` is the JSON schema of its arguments (an object). `run(arguments,
-    max_tokens)` answers with text of at most about `max_tokens` tokens (the judge cuts
-    what is longer); it raises ValueError for arguments it cannot use (the judge shows
-    the message to the model).
+    max_tokens)` answers with text of at most `max_tokens` tokens, counted as
+    `BYTES_PER_TOKEN` bytes each of the text's JSON-escaped UTF-8 (the judge has already
+    allowed for what it learnt of its tokenizer; it cuts what is longer, so a tool that
+    pages through something should keep within it); it raises ValueError for arguments
+    it cannot use (the judge shows the message to the model).
     """
 
     name: str
@@ -74,15 +76,17 @@ class ExplorationLimits:
 @dataclass(frozen=True)
 class Exploration:
     """How to judge a request whose material is over the judge's budget: the `digest`
-    shown instead of it (text, or a callable making it on first need), the `tools` to
-    read it, and the `limits`."""
+    shown instead of it (text, or a callable making it on first need: `digest(max_tokens)`
+    answers in at most `max_tokens` tokens, counted as `ExplorationTool` counts them), the
+    `tools` to read it, and the `limits`."""
 
-    digest: str | Callable[[], str] = field(repr=False)
+    digest: str | Callable[[int], str] = field(repr=False)
     tools: tuple[ExplorationTool, ...]
     limits: ExplorationLimits = field(default_factory=ExplorationLimits)
 
-    def digest_text(self) -> str:
-        return self.digest() if callable(self.digest) else self.digest
+    def digest_text(self, max_tokens: int) -> str:
+        """The digest, made to fit `max_tokens` when it is a callable."""
+        return self.digest(max_tokens) if callable(self.digest) else self.digest
 
     def tool(self, name: str) -> ExplorationTool | None:
         return next((t for t in self.tools if t.name == name), None)

@@ -41,6 +41,8 @@ from __future__ import annotations
 from tracejudge.models._answers import (
     AgentTraceResult,
     EvaluationResponse,
+    ExplorationRead,
+    ExplorationRecord,
     JudgeUsage,
     MultiAgentTraceResponse,
     ScoreResponse,
@@ -155,6 +157,8 @@ __all__ = [
     "text_of",
     "tool_definitions",
     # answers
+    "ExplorationRead",
+    "ExplorationRecord",
     "JudgeUsage",
     "ScoreResponse",
     "EvaluationResponse",

@@ -15,6 +15,8 @@ from tracejudge.models._verdict import JUDGED_BAR, Failure, ScoredAgent, Step, f
 __all__ = [
     "AgentTraceResult",
     "EvaluationResponse",
+    "ExplorationRead",
+    "ExplorationRecord",
     "JudgeUsage",
     "MultiAgentTraceResponse",
     "ScoreResponse",
@@ -61,15 +63,41 @@ class JudgeUsage(WireModel):
         )
 
 
+class ExplorationRead(WireModel):
+    """One tool call of an exploring judge: the tool, its arguments, the tokens it read
+    (about; 0 for a call that failed) and why it failed, if it did."""
+
+    tool: str
+    arguments: Any = None
+    tokens: int = 0
+    error: str | None = None
+
+    _omit_when_none = frozenset({"error"})
+
+
+class ExplorationRecord(WireModel):
+    """What an exploring judge read of material too long to show whole: why it explored,
+    its budget (`max_input_tokens`) and the largest request it sent, its rounds (model
+    calls), every read, and the tokens they held together."""
+
+    reason: str
+    max_input_tokens: int
+    rounds: int = 0
+    reads: list[ExplorationRead] = Field(default_factory=list)
+    tokens_read: int = 0
+    largest_request_tokens: int = 0
+
+
 ScoreStatus = Literal["scored", "not_applicable", "not_evaluated"]
 
 
 class ScoreResponse(WireModel):
     """A score in 0..1 (None: the criterion does not apply) with its explanation.
 
-    tracejudge adds `steps` (where in the agent the finding points: the checks know) and
+    tracejudge adds `steps` (where in the agent the finding points: the checks know),
     `not_evaluated` (why no judgement could be made, say a budget ran out: the score is
-    then None but the criterion is not "not applicable"; see `status`).
+    then None but the criterion is not "not applicable"; see `status`) and `exploration`
+    (what the judge read when the material was too long to show whole).
     """
 
     score: float | None = None
@@ -78,8 +106,11 @@ class ScoreResponse(WireModel):
     usage: JudgeUsage | None = None
     steps: list[Step] | None = None
     not_evaluated: str | None = None
+    exploration: ExplorationRecord | None = None
 
-    _omit_when_none = frozenset({"cleaned_explanation", "usage", "steps", "not_evaluated"})
+    _omit_when_none = frozenset(
+        {"cleaned_explanation", "usage", "steps", "not_evaluated", "exploration"}
+    )
 
     @property
     def status(self) -> ScoreStatus:
@@ -110,7 +141,7 @@ class EvaluationResponse(ScoreResponse):
     criterion: str | None = None
 
     _omit_when_none = frozenset(
-        {"cleaned_explanation", "usage", "steps", "not_evaluated", "criterion"}
+        {"cleaned_explanation", "usage", "steps", "not_evaluated", "exploration", "criterion"}
     )
 
 

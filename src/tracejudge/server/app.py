@@ -27,7 +27,7 @@ from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices, valid
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import Judge, default_judge, judge_from_spec
 from tracejudge.models import PriceTable
-from tracejudge.server import evals, health, otlp, scoring, traces, ui
+from tracejudge.server import evals, health, list_page, otlp, scoring, traces, ui
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
@@ -245,6 +245,7 @@ def create_app(
             *evals.routes,
             *traces.routes,
             *otlp.routes,
+            *list_page.routes,
             *ui.routes,
         ],
         middleware=[

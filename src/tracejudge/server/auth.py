@@ -42,8 +42,9 @@ BEARER = "Bearer"
 _API_KEY = API_KEY_HEADER.lower().encode("latin-1")
 _AUTHORIZATION = AUTHORIZATION_HEADER.lower().encode("latin-1")
 
-#: Paths anyone may read: liveness, readiness and the API's description.
-OPEN_PATHS = frozenset({"/health", "/ready", "/openapi.json"})
+#: Paths anyone may read: liveness, readiness, the API's description, and `/` (it only
+#: leads to /ui).
+OPEN_PATHS = frozenset({"/", "/health", "/ready", "/openapi.json"})
 #: The web pages, where a browser may also sign in with HTTP Basic.
 UI_PREFIX = "/ui"
 _BASIC = "Basic"

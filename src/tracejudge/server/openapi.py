@@ -80,7 +80,14 @@ def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any
 
 
 def openapi_document() -> dict[str, Any]:
+    from tracejudge.server.list_query import FILTERS, PARAMETERS
     from tracejudge.server.traces import RescoreRequest
+
+    list_parameters = [_query(name, schema, text) for name, schema, text in PARAMETERS]
+    for parameter in list_parameters:
+        if parameter["name"] == "tag":  # repeat it for several
+            parameter["schema"] = {"type": "array", "items": parameter["schema"]}
+            parameter["explode"] = True
 
     _, schemas = models_json_schema(
         [
@@ -116,24 +123,22 @@ def openapi_document() -> dict[str, Any]:
         },
         "/api/v1/traces": {
             "get": {
-                "summary": "Stored traces, newest first",
-                "parameters": [
-                    _query("tag", {"type": "string"}, "key:value"),
-                    _query("agent", {"type": "string"}, "an agent name in the trace"),
-                    _query("score_below", {"type": "number"}, "an evaluation scored below"),
-                    _query(
-                        "status",
-                        {
-                            "type": "string",
-                            "enum": ["open", "queued", "scored", "unscorable", "failed"],
-                        },
-                        "the trace's state",
-                    ),
-                    _query("since", {"type": "number"}, "first seen at or after (Unix s)"),
-                    _query("until", {"type": "number"}, "first seen before (Unix s)"),
-                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
-                    _query("cursor", {"type": "string"}, "the previous page's next_cursor"),
-                ],
+                "summary": "Stored traces: a page in the order asked for, with the total",
+                "description": "Each trace with its start time, duration, agents, model "
+                "calls, tokens, cost, verdict (the worst agent score, never a mean; failing "
+                "agents and pairs), service and tags. `total` counts every trace the filters "
+                "keep; `next_cursor` / `previous_cursor` read the pages beside this one.",
+                "parameters": list_parameters,
+                "responses": {"200": _OBJECT, **_errors(422)},
+            }
+        },
+        "/api/v1/overview": {
+            "get": {
+                "summary": "The batch overview of the traces the same filters keep",
+                "description": "Per agent name and criterion, over the latest 1,000 traces "
+                "the filters keep: how many instances were scored and failed, the mean, "
+                "median, min and max score.",
+                "parameters": [p for p in list_parameters if p["name"] in FILTERS],
                 "responses": {"200": _OBJECT, **_errors(422)},
             }
         },

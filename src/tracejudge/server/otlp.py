@@ -10,6 +10,13 @@ request's encoding, with `partial_success` counting the spans that were rejected
 decoded, 415 for another content type or encoding. Ingest never waits on the judge:
 scoring happens once the trace is complete (see `scoring`).
 
+A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
+`process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
+tags: what the user set, as attributes named `tracejudge.tags.<key>` on any span or on the
+resource (`OTEL_RESOURCE_ATTRIBUTES=tracejudge.tags.team=search`), stored as `<key>`.
+The earliest span start and the latest span end are kept too: the trace's start time
+and duration before it is converted.
+
 Spans of the `tracejudge.evaluation` scope (scores written back onto traces, by this
 server or by a client) are accepted and not stored: a pipeline that sends them back
 here must not make a scored trace look incomplete and score it again.
@@ -39,9 +46,12 @@ __all__ = ["routes", "split_json", "split_protobuf", "Split"]
 
 PROTOBUF = "application/x-protobuf"
 JSON = "application/json"
-#: Resource attributes kept as a trace's tags: at most this many, each cut to 64 chars.
+#: A trace's tags and its resource attributes: at most this many of each, each key and
+#: value cut to this many characters.
 _MAX_TAGS = 16
 _TAG_LENGTH = 64
+_MAX_RESOURCE = 32
+_RESOURCE_LENGTH = 256
 
 
 class OTLPError(Exception):
@@ -59,6 +69,18 @@ class _Trace:
     span_count: int = 0
     has_root: bool = False
     tags: dict[str, str] = field(default_factory=dict)
+    resource: dict[str, str] = field(default_factory=dict)
+    start: int | None = None  # Unix nanoseconds
+    end: int | None = None
+
+    def saw(self, start: int, end: int, attributes: Iterable[tuple[str, Any]]) -> None:
+        """Count one span: its times (0: not recorded) and its tag attributes."""
+        self.span_count += 1
+        if start > 0 and (self.start is None or start < self.start):
+            self.start = start
+        if end > 0 and (self.end is None or end > self.end):
+            self.end = end
+        _add_tags(self.tags, attributes)
 
 
 @dataclass
@@ -76,12 +98,44 @@ class Split:
         return sum(b.span_count for b in self.batches)
 
 
-def _tags(attributes: Iterable[tuple[str, Any]]) -> dict[str, str]:
-    tags: dict[str, str] = {}
+def _text(value: Any) -> str | None:
+    """An attribute's value as text (strings, numbers, booleans), else None."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    return None
+
+
+def _add_tags(tags: dict[str, str], attributes: Iterable[tuple[str, Any]]) -> None:
+    """Add the `tracejudge.tags.*` attributes to `tags`, without the prefix."""
+    prefix = semconv.TRACEJUDGE_TAG_PREFIX
     for key, value in attributes:
-        if isinstance(value, str) and key and len(tags) < _MAX_TAGS:
-            tags[key[:_TAG_LENGTH]] = value[:_TAG_LENGTH]
-    return tags
+        if not key.startswith(prefix) or len(key) == len(prefix):
+            continue
+        text = _text(value)
+        name = key[len(prefix) :][:_TAG_LENGTH]
+        if text is not None and (name in tags or len(tags) < _MAX_TAGS):
+            tags[name] = text[:_TAG_LENGTH]
+
+
+def _resource(attributes: Iterable[tuple[str, Any]]) -> tuple[dict[str, str], dict[str, str]]:
+    """A resource's (attributes, tags): its tag attributes apart from the rest."""
+    resource: dict[str, str] = {}
+    tags: dict[str, str] = {}
+    listed = list(attributes)
+    _add_tags(tags, listed)
+    for key, value in listed:
+        text = _text(value)
+        if key.startswith(semconv.TRACEJUDGE_TAG_PREFIX) or not key or text is None:
+            continue
+        if len(resource) < _MAX_RESOURCE:
+            resource[key[:_RESOURCE_LENGTH]] = text[:_RESOURCE_LENGTH]
+    return resource, tags
+
+
+def _seconds(nanoseconds: int | None) -> float | None:
+    return None if nanoseconds is None else nanoseconds / 1e9
 
 
 def _batches(
@@ -102,7 +156,18 @@ def _batches(
                 item["resource"] = resources[r]
             resource_spans.append(item)
         payload = json.dumps({"resourceSpans": resource_spans}, separators=(",", ":"))
-        batches.append(SpanBatch(trace_id, payload, found.span_count, found.has_root, found.tags))
+        batches.append(
+            SpanBatch(
+                trace_id,
+                payload,
+                found.span_count,
+                found.has_root,
+                found.tags,
+                resource=found.resource,
+                start=_seconds(found.start),
+                end=_seconds(found.end),
+            )
+        )
     return batches
 
 
@@ -127,12 +192,38 @@ def _hex_id(value: Any, size: int) -> str | None:
     return raw.hex() if len(raw) == size and raw != bytes(size) else None
 
 
-def _json_attributes(attributes: Any) -> Iterator[tuple[str, Any]]:
+_JSON_SCALARS = (
+    ("stringValue", "string_value"),
+    ("boolValue", "bool_value"),
+    ("intValue", "int_value"),
+    ("doubleValue", "double_value"),
+)
+
+
+def _json_attributes(attributes: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(key, value) of OTLP/JSON attributes named `prefix...` whose value is a scalar (ints
+    are written as strings in OTLP/JSON, and stay so)."""
     if not isinstance(attributes, list):
         return
     for item in attributes:
-        if isinstance(item, dict) and isinstance(item.get("value"), dict):
-            yield str(item.get("key", "")), item["value"].get("stringValue")
+        if (
+            isinstance(item, dict)
+            and str(item.get("key", "")).startswith(prefix)
+            and isinstance(value := item.get("value"), dict)
+        ):
+            for camel, snake in _JSON_SCALARS:
+                found = value.get(camel, value.get(snake))
+                if found is not None:
+                    yield str(item.get("key", "")), found
+                    break
+
+
+def _json_time(value: Any) -> int:
+    """A span time in Unix nanoseconds (OTLP/JSON writes them as strings), 0 if unread."""
+    try:
+        return int(value)
+    except (TypeError, ValueError):
+        return 0
 
 
 def _listed(value: Any, *keys: str) -> list[Any]:
@@ -154,10 +245,8 @@ def split_json(document: Any) -> Split:
     for r, resource_spans in enumerate(_listed(document, "resourceSpans", "resource_spans")):
         resource = resource_spans.get("resource") if isinstance(resource_spans, dict) else None
         resources.append(resource)
-        tags = (
-            _tags(_json_attributes(resource.get("attributes")))
-            if isinstance(resource, dict)
-            else {}
+        attributes, tags = _resource(
+            _json_attributes(resource.get("attributes")) if isinstance(resource, dict) else ()
         )
         for s, scope_spans in enumerate(_listed(resource_spans, "scopeSpans", "scope_spans")):
             scopes[(r, s)] = scope_spans.get("scope") if isinstance(scope_spans, dict) else None
@@ -179,9 +268,15 @@ def split_json(document: Any) -> Split:
                 if trace_id is None or span_id is None:
                     split.rejected += 1
                     continue
-                found = traces.setdefault(trace_id, _Trace(tags=dict(tags)))
+                found = traces.setdefault(
+                    trace_id, _Trace(tags=dict(tags), resource=dict(attributes))
+                )
                 found.groups.setdefault((r, s), []).append(span)
-                found.span_count += 1
+                found.saw(
+                    _json_time(span.get("startTimeUnixNano", span.get("start_time_unix_nano"))),
+                    _json_time(span.get("endTimeUnixNano", span.get("end_time_unix_nano"))),
+                    _json_attributes(span.get("attributes"), semconv.TRACEJUDGE_TAG_PREFIX),
+                )
                 parent = span.get("parentSpanId", span.get("parent_span_id"))
                 if _hex_id(parent, 8) is None:
                     found.has_root = True
@@ -211,6 +306,16 @@ def _proto_classes() -> tuple[Any, Any, Any]:
     )
 
 
+def _proto_attributes(attributes: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(key, value) of protobuf attributes named `prefix...` whose value is a scalar."""
+    for kv in attributes:
+        if not kv.key.startswith(prefix):
+            continue
+        kind = kv.value.WhichOneof("value")
+        if kind in ("string_value", "bool_value", "int_value", "double_value"):
+            yield kv.key, getattr(kv.value, kind)
+
+
 def split_protobuf(body: bytes) -> Split:
     """Split a protobuf `ExportTraceServiceRequest` by trace."""
     request_class, _, to_dict = _proto_classes()
@@ -227,10 +332,7 @@ def split_protobuf(body: bytes) -> Split:
     for r, resource_spans in enumerate(request.resource_spans):
         has_resource = resource_spans.HasField("resource")
         resources.append(to_dict(resource_spans.resource) if has_resource else None)
-        tags = _tags(
-            (kv.key, kv.value.string_value if kv.value.HasField("string_value") else None)
-            for kv in resource_spans.resource.attributes
-        )
+        attributes, tags = _resource(_proto_attributes(resource_spans.resource.attributes))
         for s, scope_spans in enumerate(resource_spans.scope_spans):
             scopes[(r, s)] = to_dict(scope_spans.scope) if scope_spans.HasField("scope") else None
             if scope_spans.scope.name == semconv.EVALUATION_SCOPE:
@@ -246,9 +348,15 @@ def split_protobuf(body: bytes) -> Split:
                 ):
                     split.rejected += 1
                     continue
-                found = traces.setdefault(trace_id.hex(), _Trace(tags=dict(tags)))
+                found = traces.setdefault(
+                    trace_id.hex(), _Trace(tags=dict(tags), resource=dict(attributes))
+                )
                 found.groups.setdefault((r, s), []).append(to_dict(span))
-                found.span_count += 1
+                found.saw(
+                    span.start_time_unix_nano,
+                    span.end_time_unix_nano,
+                    _proto_attributes(span.attributes, semconv.TRACEJUDGE_TAG_PREFIX),
+                )
                 parent = bytes(span.parent_span_id)
                 if len(parent) != 8 or parent == bytes(8):
                     found.has_root = True

@@ -1,9 +1,13 @@
 """The read API: stored traces with their scores, and re-scoring one with other criteria.
 
-- `GET /api/v1/traces`: newest first; filters `tag=key:value`, `agent=<name>`,
-  `score_below=<0..1>` (any evaluation's overall score under it), `status`, `since` /
-  `until` (Unix seconds, when the server first saw the trace); `limit` (1..500,
-  default 50) and `cursor` (the previous page's `next_cursor`).
+- `GET /api/v1/traces`: a page of stored traces (newest first by default) with what the
+  list shows of each (start time, duration, agents, model calls, tokens, cost, the worst
+  agent score and the failing agents, verdict, service, tags), the `total` the filters
+  keep, and cursors to the next and previous pages. The parameters (filters, `sort`,
+  `order`, `limit`, `cursor`) are `list_query.PARAMETERS`.
+- `GET /api/v1/overview`: the batch overview of the traces the same filters keep (the
+  latest 1,000 of them): per agent name and criterion, how many were scored and failed,
+  the mean, median, min and max score.
 - `GET /api/v1/traces/{trace_id}`: the trace as a MultiAgentTrace with its evaluations.
 - `GET /api/v1/traces/{trace_id}/evaluations`: only the evaluations.
 - `POST /api/v1/traces/{trace_id}/score` `{"criteria": [...], "checks": [...]}`: score
@@ -13,7 +17,6 @@
 from __future__ import annotations
 
 import json
-import math
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,18 +28,28 @@ from tracejudge.errors import BadRequestError
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import parse, read_json
+from tracejudge.server.list_query import ListQuery, format_tag, list_query, query_error
 from tracejudge.server.scoring import RESCORE, resolve_criteria
 from tracejudge.server.store import (
     EvaluationRow,
     InvalidCursorError,
-    TraceFilter,
+    Overview,
+    TracePage,
     TraceRow,
 )
-from tracejudge.server.store.base import TRACE_STATUSES
 
-__all__ = ["routes", "RescoreRequest", "summary", "evaluation", "trace_filter", "page_limit"]
+__all__ = [
+    "routes",
+    "RescoreRequest",
+    "summary",
+    "evaluation",
+    "read_page",
+    "read_overview",
+    "OVERVIEW_TRACES",
+]
 
-_STATUSES = TRACE_STATUSES
+#: The overview covers at most this many traces (the latest the filters keep).
+OVERVIEW_TRACES = 1_000
 
 
 class RescoreRequest(BaseModel):
@@ -49,16 +62,36 @@ class RescoreRequest(BaseModel):
 
 
 def summary(row: TraceRow) -> dict[str, Any]:
+    """What the list says of a trace. `first_seen` is when the server received it;
+    `start_time` when it started (its earliest span or model call)."""
     return {
         "trace_id": row.trace_id,
         "source": row.source,
         "status": row.status,
+        "verdict": row.verdict,
         "first_seen": row.first_seen,
         "start_time": row.start_time,
+        "end_time": row.end_time,
+        "duration": row.duration,
         "root_agent": row.root_agent,
         "agents": row.agents,
+        "agent_count": row.agent_count,
         "span_count": row.span_count,
+        "model_calls": row.model_calls,
+        "input_tokens": row.input_tokens,
+        "output_tokens": row.output_tokens,
+        "tokens": row.tokens,
+        "cost": row.cost,
+        "models": row.models,
+        "worst_score": row.worst_score,
+        "worst_agent": row.worst_agent,
+        "worst_criterion": row.worst_criterion,
+        "failing_agents": row.failing_agents,
+        "failing_pairs": row.failing_pairs,
+        "service": row.service,
         "tags": row.tags,
+        "tag_list": [format_tag(k, v) for k, v in sorted(row.tags.items())],
+        "resource": row.resource,
         "scores": row.scores,
         "judge_cost_usd": row.judge_cost_usd,
         "error": row.error,
@@ -79,65 +112,65 @@ def evaluation(row: EvaluationRow) -> dict[str, Any]:
     }
 
 
-def _query_error(name: str, message: str) -> ApiError:
-    return ApiError(
-        422,
-        f"query parameter {name}: {message}",
-        errors=[{"loc": ["query", name], "msg": message, "type": "value_error"}],
-    )
-
-
-def _number(request: Request, name: str) -> float | None:
-    text = request.query_params.get(name)
-    if text is None or text == "":
-        return None
+async def read_page(request: Request, query: ListQuery) -> TracePage:
+    """The page `query` asks for (422 naming `cursor` for a cursor of another order)."""
     try:
-        value = float(text)
-    except ValueError:
-        raise _query_error(name, f"{text!r} is not a number") from None
-    if not math.isfinite(value):
-        raise _query_error(name, f"{text!r} is not a finite number")
-    return value
+        return await in_thread(  # type: ignore[no-any-return]
+            context_of(request).store.list_traces,
+            query.where,
+            query.limit,
+            query.cursor,
+            query.order,
+        )
+    except InvalidCursorError as exc:
+        raise query_error("cursor", str(exc)) from None
 
 
-def trace_filter(request: Request) -> TraceFilter:
-    query = request.query_params
-    tag = None
-    if query.get("tag"):
-        key, colon, value = query["tag"].partition(":")
-        if not colon or not key:
-            raise _query_error("tag", "write it as key:value, e.g. tag=service.name:checkout")
-        tag = (key, value)
-    status = query.get("status") or None
-    if status is not None and status not in _STATUSES:
-        raise _query_error("status", f"{status!r} is not one of {', '.join(_STATUSES)}")
-    return TraceFilter(
-        tag=tag,
-        agent=query.get("agent") or None,
-        score_below=_number(request, "score_below"),
-        status=status,
-        since=_number(request, "since"),
-        until=_number(request, "until"),
-    )
-
-
-def page_limit(request: Request) -> int:
-    text = request.query_params.get("limit") or "50"
-    if not text.isdigit() or not 1 <= int(text) <= 500:
-        raise _query_error("limit", f"{text!r} is not a whole number from 1 to 500")
-    return int(text)
+async def read_overview(request: Request, query: ListQuery, total: int | None = None) -> Overview:
+    """The overview of the traces `query` keeps (`total`: how many, when counted)."""
+    store = context_of(request).store
+    found = await in_thread(store.overview, query.where, OVERVIEW_TRACES, total)
+    return found  # type: ignore[no-any-return]
 
 
 async def list_traces(request: Request) -> JSONResponse:
-    context = context_of(request)
-    where, limit = trace_filter(request), page_limit(request)
-    try:
-        page = await in_thread(
-            context.store.list_traces, where, limit, request.query_params.get("cursor") or None
-        )
-    except InvalidCursorError as exc:
-        raise _query_error("cursor", str(exc)) from None
-    return JSONResponse({"traces": [summary(t) for t in page.traces], "next_cursor": page.cursor})
+    query = list_query(request.query_params)
+    page = await read_page(request, query)
+    return JSONResponse(
+        {
+            "traces": [summary(t) for t in page.traces],
+            "total": page.total,
+            "offset": page.offset,
+            "limit": query.limit,
+            "sort": query.order.sort,
+            "order": "desc" if query.order.descending else "asc",
+            "next_cursor": page.cursor,
+            "previous_cursor": page.previous,
+        }
+    )
+
+
+async def overview(request: Request) -> JSONResponse:
+    query = list_query(request.query_params)
+    found = await read_overview(request, query)
+    return JSONResponse(
+        {
+            "traces": found.traces,
+            "rows": [
+                {
+                    "agent_name": r.agent_name,
+                    "criterion": r.criterion,
+                    "scored": r.scored,
+                    "failing": r.failing,
+                    "mean": r.mean,
+                    "median": r.median,
+                    "min": r.min,
+                    "max": r.max,
+                }
+                for r in found.rows
+            ],
+        }
+    )
 
 
 async def _stored(request: Request) -> TraceRow:
@@ -197,6 +230,7 @@ async def rescore(request: Request) -> JSONResponse:
 
 routes = [
     Route("/api/v1/traces", list_traces, methods=["GET"]),
+    Route("/api/v1/overview", overview, methods=["GET"]),
     Route("/api/v1/traces/{trace_id}", get_trace, methods=["GET"]),
     Route("/api/v1/traces/{trace_id}/evaluations", get_evaluations, methods=["GET"]),
     Route("/api/v1/traces/{trace_id}/score", rescore, methods=["POST"]),

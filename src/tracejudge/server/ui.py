@@ -1,10 +1,7 @@
 """Web pages: the stored traces, and the report of one trace. Server-rendered HTML, no build
 step, no external URL.
 
-- `GET /ui`: the stored traces, newest first (when received, root agent, agents, worst
-  score, status, tags), filtered by the same query parameters as `GET /api/v1/traces` (a form sets
-  `agent`, `tag`, `score_below`), a page of `limit` (default 50) at a time, the next
-  page through `cursor`. Plain HTML and CSS, no script.
+- `GET /ui`: the stored traces (see `list_page`).
 - `GET /ui/traces/{trace_id}`: the trace viewer on that trace with its latest answer per
   criterion: the verdict first, the agent tree with scores, the timeline, the model calls
   (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
@@ -25,10 +22,9 @@ import gc
 import hashlib
 import html
 import json
-import time
 from collections.abc import Iterator, Sequence
 from typing import Any
-from urllib.parse import quote, urlencode
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -37,17 +33,11 @@ from starlette.routing import Route
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.report import content_security_policy, render_trace_page
 from tracejudge.server.context import context_of, in_thread
-from tracejudge.server.errors import ApiError
-from tracejudge.server.store import EvaluationRow, InvalidCursorError, TraceRow
-from tracejudge.server.traces import page_limit, trace_filter
+from tracejudge.server.store import EvaluationRow, TraceRow
 
 __all__ = ["routes", "LIST_PATH", "trace_path"]
 
 LIST_PATH = "/ui"
-#: Scores below this are shown as failing (the report's bar).
-BAR = 1.0
-_FILTERS = ("agent", "tag", "score_below", "status", "since", "until")
-
 _CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1200px;padding:0 16px;color:#222}
 h1{font-size:20px}form{margin:8px 0}label{margin-right:10px}input{margin-left:4px}
@@ -84,104 +74,12 @@ def trace_path(trace_id: str) -> str:
     return f"{LIST_PATH}/traces/{quote(trace_id, safe='')}"
 
 
-def _when(moment: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(moment))
-
-
-def _worst(row: TraceRow) -> float | None:
-    scores = [s for s in row.scores.values() if s is not None]
-    return min(scores) if scores else None
-
-
-def _score_cell(score: float | None) -> str:
-    if score is None:
-        return '<td class="na">n/a</td>'
-    kind = "good" if score >= BAR else ("bad" if score < 0.5 else "warn")
-    return f'<td class="{kind}">{score:.2f}</td>'
-
-
-def _row(row: TraceRow) -> str:
-    e = html.escape
-    tags = "".join(f'<span class="tag">{e(k)}={e(v)}</span>' for k, v in sorted(row.tags.items()))
-    status = e(row.status) + (f'<div class="error">{e(row.error)}</div>' if row.error else "")
-    return (
-        f'<tr><td><a href="{e(trace_path(row.trace_id))}">{e(_when(row.first_seen))}</a>'
-        f'<div class="mono">{e(row.trace_id)}</div></td>'
-        f"<td>{e(row.root_agent or '')}</td><td>{e(', '.join(row.agents))}</td>"
-        f"{_score_cell(_worst(row))}<td>{status}</td><td>{tags}</td></tr>"
-    )
-
-
 def _document(title: str, body: str) -> str:
     e = html.escape
     return (
         '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
         f"<title>{e(title)}</title><style>{_CSS}</style></head><body>\n{body}\n</body></html>\n"
-    )
-
-
-def _form(request: Request) -> str:
-    e = html.escape
-    query = request.query_params
-
-    def field(name: str, label: str, hint: str) -> str:
-        value = e(query.get(name, ""), quote=True)
-        return (
-            f'<label>{label}<input name="{name}" value="{value}" placeholder="{e(hint)}"></label>'
-        )
-
-    return (
-        f'<form method="get" action="{LIST_PATH}">'
-        + field("agent", "agent", "writer")
-        + field("tag", "tag", "service.name:checkout")
-        + field("score_below", "score below", "0.5")
-        + f'<button type="submit">filter</button> <a href="{LIST_PATH}">clear</a></form>'
-    )
-
-
-def _pages(request: Request, next_cursor: str | None) -> str:
-    query = {
-        k: request.query_params[k] for k in (*_FILTERS, "limit") if request.query_params.get(k)
-    }
-    links = []
-    if request.query_params.get("cursor"):
-        links.append(f'<a href="{html.escape(LIST_PATH + "?" + urlencode(query))}">first page</a>')
-    if next_cursor:
-        following = urlencode({**query, "cursor": next_cursor})
-        links.append(f'<a href="{html.escape(LIST_PATH + "?" + following)}">next page</a>')
-    return f'<p class="pages">{"".join(links)}</p>'
-
-
-async def list_page(request: Request) -> HTMLResponse:
-    context = context_of(request)
-    body = ["<h1>tracejudge: stored traces</h1>", _form(request)]
-    status = 200
-    try:
-        where, limit = trace_filter(request), page_limit(request)
-        page = await in_thread(
-            context.store.list_traces, where, limit, request.query_params.get("cursor") or None
-        )
-    except InvalidCursorError as exc:
-        status, message, page = 422, f"query parameter cursor: {exc}", None
-    except ApiError as exc:
-        status, message, page = exc.status, exc.detail, None
-    if page is None:
-        body.append(f'<p class="error">{html.escape(message)}</p>')
-    elif not page.traces:
-        body.append("<p>No stored trace matches.</p>")
-    else:
-        body.append(
-            "<table><thead><tr><th>received</th><th>root agent</th><th>agents</th>"
-            "<th>worst score</th><th>status</th><th>tags</th></tr></thead><tbody>"
-        )
-        body.extend(_row(row) for row in page.traces)
-        body.append("</tbody></table>")
-        body.append(_pages(request, page.cursor))
-    return HTMLResponse(
-        _document("tracejudge: traces", "\n".join(body)),
-        status_code=status,
-        headers=_headers(_page_policy()),
     )
 
 
@@ -301,6 +199,5 @@ async def trace_page(request: Request) -> HTMLResponse:
 
 
 routes = [
-    Route(LIST_PATH, list_page, methods=["GET"]),
     Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
 ]

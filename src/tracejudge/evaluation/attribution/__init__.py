@@ -4,7 +4,8 @@
   "all_at_once", "step_by_step", "binary_search", "counterfactual"), what failed (the
   criteria's answers, an outcome, the caller's word).
 - `trace_steps(trace)`: the trace's steps in the order they ran (what `Cause.index`
-  numbers), `render_steps` the transcript the judge methods read.
+  numbers), `render_steps` the transcript the judge methods read (`StepTexts`: one step
+  at a time, as an exploring judge reads it).
 
 `EvaluationService.attribute(request)` is the way in (the clients' `attribute` and
 `tracejudge attribute` call it); it answers a `tracejudge.models.Attribution`.
@@ -21,7 +22,14 @@ from tracejudge.evaluation.attribution._attribute import AttributionRequest, run
 from tracejudge.evaluation.attribution._judging import JudgeCall
 from tracejudge.evaluation.attribution._methods import JUDGE_METHODS
 from tracejudge.evaluation.attribution._steps import StepRef, TraceSteps, trace_steps
-from tracejudge.evaluation.attribution._transcript import DEFAULT_MAX_CHARS, render_steps
+from tracejudge.evaluation.attribution._transcript import (
+    DEFAULT_MAX_CHARS,
+    StepTexts,
+    agent_label,
+    agent_lines,
+    cut,
+    render_steps,
+)
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -29,7 +37,11 @@ __all__ = [
     "AttributionRequest",
     "JudgeCall",
     "StepRef",
+    "StepTexts",
     "TraceSteps",
+    "agent_label",
+    "agent_lines",
+    "cut",
     "render_steps",
     "run",
     "trace_steps",

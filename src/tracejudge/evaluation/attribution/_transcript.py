@@ -20,7 +20,14 @@ from tracejudge.evaluation._history import new_messages
 from tracejudge.evaluation.attribution._steps import StepRef, TraceSteps
 from tracejudge.models import AgentInstance, LLMInput, LLMToolCall, LLMToolResponse
 
-__all__ = ["DEFAULT_MAX_CHARS", "agent_label", "cut", "render_steps"]
+__all__ = [
+    "DEFAULT_MAX_CHARS",
+    "StepTexts",
+    "agent_label",
+    "agent_lines",
+    "cut",
+    "render_steps",
+]
 
 #: Characters of one message kept in the transcript by default.
 DEFAULT_MAX_CHARS = 3000
@@ -47,7 +54,8 @@ def _normal(text: str) -> str:
     return " ".join(text.split())
 
 
-def _agents(steps: TraceSteps) -> list[str]:
+def agent_lines(steps: TraceSteps) -> list[str]:
+    """The AGENTS block: each agent, who called it, its model calls and its tools."""
     trace = steps.trace
     lines = ["AGENTS"]
     counts: dict[str, int] = {}
@@ -124,6 +132,48 @@ def _step_lines(
     return lines
 
 
+class StepTexts:
+    """Each step of a trace written on its own, as `render_steps` writes it (what an
+    exploring judge reads one step at a time): the input messages new to each step are
+    found once, for the whole trace."""
+
+    def __init__(self, steps: TraceSteps) -> None:
+        self.steps = steps
+        self.new: dict[int, list[LLMInput]] = {}
+        by_agent: dict[str, list[StepRef]] = {}
+        for step in steps:
+            by_agent.setdefault(step.agent.id, []).append(step)
+        for agent_steps in by_agent.values():
+            agent_steps.sort(key=lambda s: s.interaction)
+            turns = new_messages(s.call for s in agent_steps)
+            for step, turn in zip(agent_steps, turns, strict=True):
+                self.new[step.index] = list(turn.new)
+        # The first step whose output says each text: a later input repeating it is named.
+        self._written: dict[str, int] = {}
+        for step in steps:
+            text = step.call.output_text
+            if text.strip():
+                self._written.setdefault(_normal(text), step.index)
+
+    def lines(self, step: StepRef, max_chars: int = DEFAULT_MAX_CHARS) -> list[str]:
+        """The step's lines, its heading first, every message cut to `max_chars`."""
+        return _step_lines(step, self.new.get(step.index, ()), self._written, max_chars)
+
+    def text(self, step: StepRef, max_chars: int = DEFAULT_MAX_CHARS) -> str:
+        """The step as one text (see `lines`)."""
+        return "\n".join(self.lines(step, max_chars)).strip("\n")
+
+    def tool_results(self, step: StepRef) -> list[LLMToolResponse]:
+        """The tool results the step shows: those new in its input, then those its tool
+        spans recorded."""
+        shown = [m.content for m in self.new.get(step.index, ()) if _is_result(m)]
+        return [*shown, *(step.call.tool_results or [])]  # type: ignore[list-item]
+
+
+def _is_result(message: LLMInput) -> bool:
+    return isinstance(message.content, LLMToolResponse)
+
+
 def render_steps(
     steps: TraceSteps,
     *,
@@ -132,26 +182,14 @@ def render_steps(
     heading: str = "",
 ) -> str:
     """The transcript of `steps` (those numbered up to `upto` when given)."""
-    new_by_step: dict[int, list[LLMInput]] = {}
-    by_agent: dict[str, list[StepRef]] = {}
-    for step in steps:
-        by_agent.setdefault(step.agent.id, []).append(step)
-    for agent_steps in by_agent.values():
-        agent_steps.sort(key=lambda s: s.interaction)
-        turns = new_messages(s.call for s in agent_steps)
-        for step, turn in zip(agent_steps, turns, strict=True):
-            new_by_step[step.index] = list(turn.new)
+    texts = StepTexts(steps)
     lines = [heading] if heading else []
-    lines.extend(_agents(steps))
+    lines.extend(agent_lines(steps))
     lines.append("")
     lines.append("STEPS (each is one model call of one agent, numbered in the order they ran)")
-    written: dict[str, int] = {}
     last = len(steps) - 1 if upto is None else min(upto, len(steps) - 1)
     for step in steps:
         if step.index > last:
             break
-        lines.extend(_step_lines(step, new_by_step.get(step.index, ()), written, max_chars))
-        text = step.call.output_text
-        if text.strip():
-            written.setdefault(_normal(text), step.index)
+        lines.extend(texts.lines(step, max_chars))
     return "\n".join(lines)

@@ -7,14 +7,25 @@ several replicas). Both sit behind the `Store` interface.
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
+from tracejudge.models import PriceTable
+from tracejudge.server.store._search import SearchQuery, SearchQueryError
 from tracejudge.server.store._sql import InvalidCursorError
 from tracejudge.server.store.base import (
+    SORT_KEYS,
+    TRACE_STATUSES,
+    VERDICTS,
     EvaluationRow,
     JudgeSpendRow,
+    Overview,
+    OverviewRow,
     SpanBatch,
     Store,
     TaskRow,
     TraceFilter,
+    TraceOrder,
     TracePage,
     TraceRow,
 )
@@ -24,23 +35,34 @@ __all__ = [
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",
+    "Overview",
+    "OverviewRow",
     "SCHEMA_VERSION",
+    "SORT_KEYS",
+    "SearchQuery",
+    "SearchQueryError",
     "SpanBatch",
     "Store",
+    "TRACE_STATUSES",
     "TaskRow",
     "TraceFilter",
+    "TraceOrder",
     "TracePage",
     "TraceRow",
+    "VERDICTS",
     "open_store",
     "describe_store",
 ]
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
+logger = logging.getLogger("tracejudge.server")
 
 
-def open_store(url: str) -> Store:
-    """The store at `url`, migrated to the current schema."""
-    store: Store
+def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
+    """The store at `url`, migrated to the current schema, every stored trace digested
+    (the list's columns of traces stored by an earlier version are computed now, once).
+    `prices` prices the agents' model calls (the shipped table by default)."""
+    store: Any
     if url.startswith(_POSTGRES_SCHEMES):
         from tracejudge.server.store.postgres import PostgresStore
 
@@ -50,8 +72,12 @@ def open_store(url: str) -> Store:
 
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
         store = SQLiteStore(path)
+    store.prices = prices
     store.migrate()
-    return store
+    done = store.digest_pending()
+    if done:
+        logger.info("tracejudge: computed the list's columns of %d stored traces", done)
+    return store  # type: ignore[no-any-return]
 
 
 def describe_store(url: str) -> str:

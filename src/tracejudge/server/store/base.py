@@ -19,8 +19,13 @@ __all__ = [
     "TraceRow",
     "EvaluationRow",
     "TraceFilter",
+    "TraceOrder",
     "TracePage",
+    "OverviewRow",
+    "Overview",
     "Store",
+    "SORT_KEYS",
+    "VERDICTS",
     "TaskKind",
     "TaskState",
 ]
@@ -58,6 +63,12 @@ class SpanBatch:
     span_count: int
     has_root: bool
     tags: dict[str, str] = field(default_factory=dict)
+    #: The resource attributes of the spans (telemetry.sdk.*, service.name, host.*, ...),
+    #: kept apart from the tags (what the user set).
+    resource: dict[str, str] = field(default_factory=dict)
+    #: The earliest span start and the latest span end in the batch (Unix seconds).
+    start: float | None = None
+    end: float | None = None
 
 
 @dataclass
@@ -89,6 +100,10 @@ class JudgeSpendRow:
 
 #: What a stored trace's `status` can be (see `TraceRow`).
 TRACE_STATUSES = ("open", "queued", "scored", "unscorable", "failed")
+#: What a stored trace's `verdict` can be: failed (an agent scored below a criterion's bar),
+#: passed (something was scored, nothing failed), unscored (scored, but every answer was
+#: not applicable or not evaluated), pending (not scored yet).
+VERDICTS = ("failed", "passed", "unscored", "pending")
 
 
 @dataclass
@@ -112,29 +127,121 @@ class TraceRow:
     error: str | None = None
     #: criterion -> overall score of its latest evaluation (filled by list/get).
     scores: dict[str, float | None] = field(default_factory=dict)
+    # What the list shows, computed by the store from the trace and its latest answer per
+    # criterion (see `tracejudge.server.digest`); read-only for callers.
+    end_time: float | None = None
+    duration: float | None = None
+    agent_count: int = 0
+    model_calls: int = 0
+    input_tokens: int = 0
+    output_tokens: int = 0
+    #: Dollars of the agents' model calls whose model the price table knows; None when
+    #: it knows none of them.
+    cost: float | None = None
+    models: list[str] = field(default_factory=list)
+    #: The lowest agent score of any criterion (never a mean), whose agent and criterion.
+    worst_score: float | None = None
+    worst_agent: str | None = None
+    worst_criterion: str | None = None
+    #: Distinct agent instances below a bar, and (agent instance, criterion) pairs.
+    failing_agents: int = 0
+    failing_pairs: int = 0
+    verdict: str = "pending"
+    service: str | None = None
+    resource: dict[str, str] = field(default_factory=dict)
     #: What the judge's calls cost for every stored evaluation of the trace, summed
     #: (filled by list/get; None when none has a cost: checks only, or no price).
     judge_cost_usd: float | None = None
 
+    @property
+    def tokens(self) -> int:
+        return self.input_tokens + self.output_tokens
+
 
 @dataclass
 class TraceFilter:
-    """What `list_traces` keeps: all given conditions hold."""
+    """What `list_traces` keeps: all given conditions hold.
 
-    tag: tuple[str, str] | None = None
+    `agent` is a case-blind prefix of an agent name. `score_below` / `score_above` hold
+    the worst score below (strictly) / at or above the number: the worst agent score of the
+    trace; with `agent`, that agent's worst score; with `criterion`, that criterion's (both:
+    that agent's on that criterion). `since` / `until` bound the start time (Unix
+    seconds, until excluded). `q` is a full-text search (words, "quoted phrases",
+    prefix*). `tags` are (key, value) pairs, all of which must hold.
+    """
+
+    tags: tuple[tuple[str, str], ...] = ()
     agent: str | None = None
+    criterion: str | None = None
     score_below: float | None = None
+    score_above: float | None = None
     status: str | None = None
+    verdict: str | None = None
+    service: str | None = None
     since: float | None = None
     until: float | None = None
+    q: str | None = None
+
+
+#: What a list can be sorted by: the name a caller gives, the column it reads.
+SORT_KEYS = (
+    "start_time",
+    "duration",
+    "root_agent",
+    "agents",
+    "model_calls",
+    "tokens",
+    "cost",
+    "worst_score",
+    "failing",
+    "status",
+)
+
+
+@dataclass(frozen=True)
+class TraceOrder:
+    """How a list is sorted: one of `SORT_KEYS`, ascending or descending; empty values
+    (no cost, not scored) come last either way, and the trace id breaks ties."""
+
+    sort: str = "start_time"
+    descending: bool = True
 
 
 @dataclass
 class TracePage:
-    """One page of traces, newest first; `cursor` reads the next page (None: last page)."""
+    """One page of traces in the order asked for; `cursor` reads the next page and
+    `previous` the one before (None: there is none). `total` counts every trace the filter
+    keeps; `offset` is how many of them come before this page."""
 
     traces: list[TraceRow]
     cursor: str | None
+    total: int = 0
+    previous: str | None = None
+    offset: int = 0
+
+
+@dataclass
+class OverviewRow:
+    """One agent name and criterion over the traces of an overview: how many of its
+    instances got a score, how many failed, and the mean, median, min and max score."""
+
+    agent_name: str
+    criterion: str
+    scored: int
+    failing: int
+    mean: float | None
+    median: float | None
+    min: float | None
+    max: float | None
+
+
+@dataclass
+class Overview:
+    """The batch overview of the traces a filter keeps (at most a limit of them, the latest
+    by start time: `traces` says how many it covers)."""
+
+    rows: list[OverviewRow]
+    traces: int
 
 
 class Store(Protocol):
@@ -228,7 +335,32 @@ class Store(Protocol):
 
     def get_trace(self, trace_id: str) -> TraceRow | None: ...
 
-    def list_traces(self, where: TraceFilter, limit: int, cursor: str | None) -> TracePage: ...
+    def save_traces(self, items: Sequence[tuple[TraceRow, Sequence[EvaluationRow]]]) -> None:
+        """`save_trace` for many traces in one transaction (imports, benchmarks)."""
+        ...
+
+    def list_traces(
+        self,
+        where: TraceFilter,
+        limit: int,
+        cursor: str | None,
+        order: TraceOrder | None = None,
+    ) -> TracePage:
+        """A page of the traces `where` keeps, in `order` (newest first by default), from
+        `cursor` (a page's `cursor` or `previous`; None: the first page).
+        InvalidCursorError for a cursor this store did not hand out, or one of another
+        order."""
+        ...
+
+    def overview(self, where: TraceFilter, limit: int, total: int | None = None) -> Overview:
+        """Per agent name and criterion, over the latest `limit` traces `where` keeps
+        (`total`: how many it keeps, when the caller has counted them)."""
+        ...
+
+    def digest_pending(self, batch: int = 200) -> int:
+        """Compute the list's columns of traces stored before this version (or whose
+        digest is older); returns how many were done."""
+        ...
 
     def evaluations_of(self, trace_id: str) -> list[EvaluationRow]: ...
 

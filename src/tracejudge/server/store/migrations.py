@@ -1,8 +1,13 @@
 """Versioned schema migrations, shared by SQLite and PostgreSQL.
 
 Each migration is a version number and its statements; `{serial}` stands for an
-auto-numbered primary key, spelled per dialect. A migration is applied once, in a
-transaction with the row that records it in `schema_migrations`. Never edit a
+auto-numbered primary key, `{key}` for the collation of a column compared by code
+point (agent-name keys: nothing on SQLite, whose text compares by code point already;
+`COLLATE "C"` on PostgreSQL) and `{clustered}` for a table stored in its primary key's
+order (SQLite's `WITHOUT ROWID`; nothing on PostgreSQL), spelled per dialect. A
+migration may add statements for one dialect only (`sqlite`, `postgres`: the full-text
+index is FTS5 on one, a tsvector with a GIN index on the other). A migration is applied
+once, in a transaction with the row that records it in `schema_migrations`. Never edit a
 released migration: add the next version.
 """
 
@@ -18,6 +23,50 @@ class Migration:
     version: int
     description: str
     statements: tuple[str, ...]
+    sqlite: tuple[str, ...] = ()
+    postgres: tuple[str, ...] = ()
+
+    def for_dialect(self, dialect: str) -> tuple[str, ...]:
+        """The statements to run on `dialect` ("sqlite" or "postgres"), in order."""
+        return self.statements + (self.sqlite if dialect == "sqlite" else self.postgres)
+
+
+def _columns(table: str, *columns: str) -> tuple[str, ...]:
+    return tuple(f"ALTER TABLE {table} ADD COLUMN {column}" for column in columns)
+
+
+#: One row per (trace, criterion, agent instance): the latest answer. `{clustered}` is
+#: SQLite's WITHOUT ROWID (the rows of a trace lie together, as its primary key orders
+#: them).
+_AGENT_SCORES = """CREATE TABLE agent_scores (
+                trace_id TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                agent_instance_id TEXT NOT NULL,
+                agent_name TEXT NOT NULL,
+                agent_key TEXT{key} NOT NULL,
+                score DOUBLE PRECISION,
+                fail_under DOUBLE PRECISION NOT NULL,
+                failing INTEGER NOT NULL DEFAULT 0,
+                state TEXT NOT NULL,
+                PRIMARY KEY (trace_id, criterion, agent_instance_id)
+            ){clustered}"""
+
+#: The columns a trace is sorted by (each with the trace id, the order's tie-breaker).
+#: SQLite's index read backwards gives a descending order with empty values last;
+#: PostgreSQL sorts empty values as the greatest, so it has a descending index for each
+#: column that may be empty (`_MAY_BE_EMPTY`).
+_SORTED = (
+    "start_time",
+    "duration",
+    "root_agent",
+    "agent_count",
+    "model_calls",
+    "tokens",
+    "cost",
+    "worst_score",
+    "failing_agents",
+)
+_MAY_BE_EMPTY = ("duration", "root_agent", "cost", "worst_score")
 
 
 MIGRATIONS: tuple[Migration, ...] = (
@@ -114,6 +163,114 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (day, criterion_key)
             )""",
             "ALTER TABLE evaluations ADD COLUMN judge_cost_usd DOUBLE PRECISION",
+        ),
+    ),
+    Migration(
+        4,
+        "the list's columns per trace (start, duration, calls, tokens, cost, verdict), the "
+        "latest score per criterion and agent instance, resource attributes apart from "
+        "tags, full-text search",
+        (
+            *_columns(
+                "traces",
+                "end_time DOUBLE PRECISION",
+                "duration DOUBLE PRECISION",
+                "agent_count INTEGER NOT NULL DEFAULT 0",
+                "model_calls INTEGER NOT NULL DEFAULT 0",
+                "input_tokens INTEGER NOT NULL DEFAULT 0",
+                "output_tokens INTEGER NOT NULL DEFAULT 0",
+                "tokens INTEGER NOT NULL DEFAULT 0",
+                "cost DOUBLE PRECISION",
+                "models TEXT NOT NULL DEFAULT '[]'",
+                "worst_score DOUBLE PRECISION",
+                "worst_agent TEXT",
+                "worst_criterion TEXT",
+                "failing_agents INTEGER NOT NULL DEFAULT 0",
+                "failing_pairs INTEGER NOT NULL DEFAULT 0",
+                "verdict TEXT NOT NULL DEFAULT 'pending'",
+                "service TEXT",
+                # the digest version a trace's columns were computed with (0: never)
+                "digested INTEGER NOT NULL DEFAULT 0",
+            ),
+            # the list sorts and filters on start time: received time until spans say
+            "UPDATE traces SET start_time = first_seen WHERE start_time IS NULL",
+            *(f"CREATE INDEX traces_by_{c} ON traces ({c}, trace_id)" for c in _SORTED),
+            "CREATE INDEX traces_by_verdict ON traces (verdict, start_time)",
+            "CREATE INDEX traces_by_service ON traces (service, start_time)",
+            "CREATE INDEX traces_to_digest ON traces (digested)",
+            # the agents of a trace by case-folded name (the filter is case-blind), with
+            # each name's worst score there; filled by the digest, as every converted
+            # trace is digested again. It replaces trace_agents (names as written).
+            "DROP TABLE trace_agents",
+            """CREATE TABLE trace_agent_keys (
+                trace_id TEXT NOT NULL,
+                agent_key TEXT{key} NOT NULL,
+                worst_score DOUBLE PRECISION,
+                PRIMARY KEY (trace_id, agent_key)
+            ){clustered}""",
+            "CREATE INDEX trace_agent_keys_by_score ON trace_agent_keys "
+            "(agent_key, worst_score, trace_id)",
+            # the distinct names, to find the names a prefix starts
+            "CREATE TABLE agent_names (agent_key TEXT{key} PRIMARY KEY)",
+            _AGENT_SCORES,
+            # a criterion's scores of a name, by trace: read whole as a set (the score
+            # checked in the index), or sought per trace by a probe (both planners would
+            # rather walk an index led by the score than the primary key, for a probe)
+            "CREATE INDEX agent_scores_by_criterion ON agent_scores "
+            "(criterion, agent_key, trace_id, score)",
+            # per (trace, criterion): the worst agent score and how many agents failed
+            """CREATE TABLE trace_criteria (
+                trace_id TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                worst_score DOUBLE PRECISION,
+                failing INTEGER NOT NULL DEFAULT 0,
+                PRIMARY KEY (trace_id, criterion)
+            ){clustered}""",
+            "CREATE INDEX trace_criteria_by_score ON trace_criteria "
+            "(criterion, worst_score, trace_id)",
+            """CREATE TABLE trace_resource (
+                trace_id TEXT NOT NULL,
+                key TEXT NOT NULL,
+                value TEXT NOT NULL,
+                PRIMARY KEY (trace_id, key)
+            )""",
+            # an ingested trace's tags were its resource attributes: they are resource
+            # attributes now, and its tags what the user set (tracejudge.tags.*)
+            "INSERT INTO trace_resource (trace_id, key, value) SELECT g.trace_id, g.key, "
+            "g.value FROM trace_tags g JOIN traces t ON t.trace_id = g.trace_id "
+            "WHERE t.source = 'otlp'",
+            "DELETE FROM trace_tags WHERE trace_id IN "
+            "(SELECT trace_id FROM traces WHERE source = 'otlp')",
+            "UPDATE traces SET service = (SELECT r.value FROM trace_resource r "
+            "WHERE r.trace_id = traces.trace_id AND r.key = 'service.name')",
+        ),
+        sqlite=(
+            """CREATE TABLE trace_docs (
+                id INTEGER PRIMARY KEY,
+                trace_id TEXT NOT NULL UNIQUE,
+                body TEXT NOT NULL
+            )""",
+            "CREATE VIRTUAL TABLE trace_search USING fts5(body, content='trace_docs', "
+            "content_rowid='id', tokenize='unicode61 remove_diacritics 0')",
+        ),
+        postgres=(
+            """CREATE TABLE trace_docs (
+                trace_id TEXT PRIMARY KEY,
+                document TSVECTOR NOT NULL
+            )""",
+            "CREATE INDEX trace_docs_search ON trace_docs USING GIN (document)",
+            *(
+                f"CREATE INDEX traces_by_{c}_desc ON traces ({c} DESC NULLS LAST, trace_id DESC)"
+                for c in _MAY_BE_EMPTY
+            ),
+            # the planner's estimates of a filter on a criterion, a name and a score: the
+            # columns go together (a criterion's scores are not everyone's)
+            "CREATE STATISTICS agent_scores_together (mcv) ON criterion, agent_key, score "
+            "FROM agent_scores",
+            "CREATE STATISTICS trace_criteria_together (mcv) ON criterion, worst_score "
+            "FROM trace_criteria",
+            "CREATE STATISTICS trace_agent_keys_together (mcv) ON agent_key, worst_score "
+            "FROM trace_agent_keys",
         ),
     ),
 )

@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from typing import Any
 
 from tracejudge.errors import MissingDependencyError
+from tracejudge.server.store._query import Side
+from tracejudge.server.store._search import SearchQuery
 from tracejudge.server.store._sql import SQLStore
 
 __all__ = ["PostgresStore"]
@@ -28,7 +30,11 @@ class PostgresStore(SQLStore):
 
     lock_rows = " FOR UPDATE SKIP LOCKED"
     serial = "BIGSERIAL PRIMARY KEY"
+    dialect = "postgres"
+    key_collation = ' COLLATE "C"'
+    clustered = ""
     single_process = False
+    picks_joins = False
 
     def __init__(self, dsn: str, *, pool_size: int = 8) -> None:
         try:
@@ -46,7 +52,14 @@ class PostgresStore(SQLStore):
 
     def _connect(self) -> Any:
         self._opened += 1
-        return self._psycopg.connect(self.dsn, autocommit=False)
+        connection = self._psycopg.connect(self.dsn, autocommit=False)
+        # Plans made for the values given, every time: psycopg prepares a statement run
+        # five times, and PostgreSQL may then keep one generic plan for it, which a
+        # search for a rare phrase makes and a search for a common word then takes
+        # (0.05 s against 0.8 s at 100,000 traces). Planning a list's query takes ~1 ms.
+        connection.execute("SET plan_cache_mode = force_custom_plan")
+        connection.commit()
+        return connection
 
     def _sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
@@ -75,6 +88,30 @@ class PostgresStore(SQLStore):
         """A lost or refused connection, a serialisation failure, a lock timeout, a
         shutdown: psycopg's OperationalError and its subclasses."""
         return isinstance(error, self._psycopg.OperationalError)
+
+    def _pipelined(self, cursor: Any) -> Any:
+        return cursor.connection.pipeline()
+
+    def _index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
+        if not words:
+            self._run(cursor, "DELETE FROM trace_docs WHERE trace_id = ?", [trace_id])
+            return
+        self._run(
+            cursor,
+            "INSERT INTO trace_docs (trace_id, document) VALUES (?, to_tsvector('simple', ?)) "
+            "ON CONFLICT (trace_id) DO UPDATE SET document = excluded.document",
+            [trace_id, words],
+        )
+
+    def _searching(self, cursor: Any) -> None:
+        # A search reads the GIN index. With words every trace holds ("booking reference
+        # ZX050000", where only the number is rare) the planner prices the index's long
+        # lists above a sequential scan of every document (40 ms, against 3 ms).
+        cursor.execute("SET LOCAL enable_seqscan = off")
+
+    def _search(self, query: SearchQuery) -> Side:
+        condition, params = query.tsquery()
+        return Side("trace_docs", f"document @@ {condition}", tuple(params), unique=True)
 
     def _lock_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))

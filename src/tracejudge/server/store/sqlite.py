@@ -9,6 +9,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tracejudge.server.store._query import Side
+from tracejudge.server.store._search import SearchQuery
 from tracejudge.server.store._sql import SQLStore
 
 __all__ = ["SQLiteStore"]
@@ -67,6 +69,54 @@ class SQLiteStore(SQLStore):
     def close(self) -> None:
         with self._lock:
             self._connection.close()
+
+    def _index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
+        # An external-content FTS5 table over trace_docs: a document is taken out of the
+        # index with the words it was put in with.
+        row = None
+        if not new:
+            row = self._run(
+                cursor, "SELECT id, body FROM trace_docs WHERE trace_id = ?", [trace_id]
+            ).fetchone()
+        if row is not None:
+            doc_id, body = row
+            if body == words:
+                return
+            self._run(
+                cursor,
+                "INSERT INTO trace_search (trace_search, rowid, body) VALUES ('delete', ?, ?)",
+                [doc_id, body],
+            )
+            if not words:
+                self._run(cursor, "DELETE FROM trace_docs WHERE id = ?", [doc_id])
+                return
+            self._run(cursor, "UPDATE trace_docs SET body = ? WHERE id = ?", [words, doc_id])
+        elif not words:
+            return
+        else:
+            doc_id = self._run(
+                cursor, "INSERT INTO trace_docs (trace_id, body) VALUES (?, ?)", [trace_id, words]
+            ).lastrowid
+        self._run(cursor, "INSERT INTO trace_search (rowid, body) VALUES (?, ?)", [doc_id, words])
+
+    def _search(self, query: SearchQuery) -> Side:
+        # A probe matches the trace's document (it seeks in every word's list: 70 us a
+        # trace). One of many traces (a count, the overview's 1,000) looks the document
+        # up and tests it against the matching documents' numbers, found once for the
+        # statement (`+` keeps SQLite from driving the lookup by them).
+        return Side(
+            "trace_search JOIN trace_docs d ON d.id = trace_search.rowid",
+            "trace_search MATCH ?",
+            (query.fts5(),),
+            key="d.trace_id",
+            unique=True,
+            count_table="trace_search",
+            probed_many=(
+                "trace_docs d",
+                "+d.id IN (SELECT rowid FROM trace_search WHERE trace_search MATCH ?)",
+            ),
+            probe_cost=2.0,
+        )
 
     def __repr__(self) -> str:
         return f"SQLiteStore({self.path!r})"
