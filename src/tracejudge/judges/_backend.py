@@ -312,15 +312,14 @@ class HTTPJudge(ReplyReading, BatchJudging):
         explanation = hit.get("explanation") if isinstance(hit, dict) else None
         cleaned = hit.get("cleaned_explanation") if isinstance(hit, dict) else None
         raw = hit.get("raw", {}) if isinstance(hit, dict) else None
-        usable = (
+        if not (
             isinstance(hit, dict)
             and (score is None or (isinstance(score, (int, float)) and 0.0 <= score <= 1.0))
             and not isinstance(score, bool)
             and isinstance(explanation, str)
             and (cleaned is None or isinstance(cleaned, str))
             and isinstance(raw, dict)
-        )
-        if not usable:
+        ):
             self._cache_notice(f"an entry is not a verdict: {str(hit)[:80]}")
             return None
         return Verdict(
