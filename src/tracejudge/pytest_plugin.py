@@ -33,9 +33,9 @@ agent, its criterion and score (`TraceAssertionError: writer scored 0.00 on fina
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -48,6 +48,9 @@ from tracejudge.models import JudgeUsage, MultiAgentTrace, MultiAgentTraceRespon
 from tracejudge.models import TraceVerdict as AgentVerdict
 from tracejudge.report import usage_sentence
 from tracejudge.tracing import AgentTracer, ComposoTracer
+
+if TYPE_CHECKING:
+    import pluggy
 
 __all__ = ["Finding", "TraceAssertionError", "TraceVerdict", "assert_trace", "tracejudge_trace"]
 
@@ -167,13 +170,13 @@ class TraceVerdict:
 
     def report(self) -> str:
         lines = [self.headline()]
-        headings = {
+        headings: dict[Kind, str] = {
             "failed": f"failed (below min_score {self.min_score:g}), worst first:",
             "errored": "errored (the evaluation itself failed):",
             "unscored": "unscored (no judge for these criteria):",
         }
         for kind, heading in headings.items():
-            found = self.of(kind)  # type: ignore[arg-type]
+            found = self.of(kind)
             if found:
                 lines.append(heading)
                 lines.extend(f.line() for f in found)
@@ -333,7 +336,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """The short summary line of a test that `assert_trace` failed: the verdict's headline
     (the worst agent, its criterion and score), which the class name would push off a
     terminal's line."""
