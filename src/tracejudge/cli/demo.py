@@ -122,7 +122,8 @@ class _ReadBack:
         while True:
             answer = self.http.get(path)
             if answer.status_code == 200 and done(body := answer.json()):
-                return body  # type: ignore[no-any-return]
+                found: dict[str, Any] = body
+                return found
             if answer.status_code not in (200, 404):
                 raise ComposoError(f"the demo server answered {answer.status_code} to {path}")
             if time.monotonic() > deadline:

@@ -182,7 +182,7 @@ def _read(
 
 
 def _ignore(inspected: InspectedTrace, entry: InspectedSpan, reason: str, detail: str) -> None:
-    entry.reason, entry.detail = reason, detail  # type: ignore[assignment]
+    entry.reason, entry.detail = reason, detail  # type: ignore[assignment]  # an IgnoredReason
     inspected.ignored.append(entry)
 
 

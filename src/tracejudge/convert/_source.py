@@ -117,7 +117,9 @@ class _Gunzip(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(  # type: ignore[override]  # BufferedReader passes a memoryview
+        self, buffer: bytearray | memoryview
+    ) -> int:
         while not self._view:
             piece = next(self._pieces, None)
             if piece is None:

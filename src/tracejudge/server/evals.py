@@ -239,7 +239,9 @@ async def _store(context: ServerContext, outcome: Outcome) -> None:
 
 async def _evaluate(request: Request, kind: str) -> JSONResponse:
     context = context_of(request)
-    model = RewardRequest if kind == "reward" else TraceRewardRequest
+    model: type[RewardRequest] | type[TraceRewardRequest] = (
+        RewardRequest if kind == "reward" else TraceRewardRequest
+    )
     parsed = parse(model, await read_json(request))
     try:
         if isinstance(parsed, RewardRequest):
@@ -254,7 +256,9 @@ async def _evaluate(request: Request, kind: str) -> JSONResponse:
 
 async def _background(request: Request, kind: str) -> JSONResponse:
     context = context_of(request)
-    model = RewardRequest if kind == "reward" else TraceRewardRequest
+    model: type[RewardRequest] | type[TraceRewardRequest] = (
+        RewardRequest if kind == "reward" else TraceRewardRequest
+    )
     parsed = parse(model, await read_json(request))
     task_id = await context.runner.submit(kind, parsed.model_dump(mode="json"))
     return JSONResponse({"task_id": task_id}, status_code=202)
@@ -288,7 +292,7 @@ async def get_task(request: Request) -> JSONResponse:
         )
     answer = TaskResponse(
         task_id=row.id,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         result=json.loads(row.result) if row.result is not None else None,
         error=row.error,
     )

@@ -8,7 +8,6 @@ several replicas). Both sit behind the `Store` interface.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from tracejudge.models import PriceTable
 from tracejudge.server.store._search import SearchQuery, SearchQueryError
@@ -62,7 +61,7 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     """The store at `url`, migrated to the current schema, every stored trace digested
     (the list's columns of traces stored by an earlier version are computed now, once).
     `prices` prices the agents' model calls (the shipped table by default)."""
-    store: Any
+    store: Store
     if url.startswith(_POSTGRES_SCHEMES):
         from tracejudge.server.store.postgres import PostgresStore
 
@@ -77,7 +76,7 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     done = store.digest_pending()
     if done:
         logger.info("tracejudge: computed the list's columns of %d stored traces", done)
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def describe_store(url: str) -> str:
