@@ -10,26 +10,32 @@ Offline by default: a ScriptedLLMServer on 127.0.0.1 plays the model, with the r
 listed below. Set OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible
 server; AGENT_MODEL names the model) to run the agents against a real model; a judge
 configured the same way (TRACEJUDGE_JUDGE, OPENAI_*) also scores a natural-language
-criterion. Without CrewAI installed, the example says how to install it and exits.
+criterion. Without CrewAI installed, it exits with status 1 and one line on stderr
+saying what to install. With OTEL_EXPORTER_OTLP_ENDPOINT set, the spans are also sent
+there over OTLP (a `tracejudge serve` shows the trace).
 """
 
 # requires: crewai
 
-import importlib.util
 import os
 import sys
 
-if importlib.util.find_spec("crewai") is None:
-    print("This example needs CrewAI:")
-    print("  pip install crewai openinference-instrumentation-crewai")
-    print("              openinference-instrumentation-openai")
-    sys.exit(0)
+try:  # what the example needs: without it, one line on stderr and exit status 1
+    import crewai  # noqa: F401
+    import openinference.instrumentation.crewai  # noqa: F401
+    import openinference.instrumentation.openai  # noqa: F401
+except ImportError as missing:
+    sys.exit(
+        f"{os.path.basename(__file__)} needs {missing.name or 'a module'}, which is not installed: "
+        "pip install crewai openinference-instrumentation-crewai"
+        " openinference-instrumentation-openai"
+    )
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracejudge import Composo, checks
+from tracejudge import Composo, ComposoTracer, checks
 from tracejudge.convert import traces_from_spans
 from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
 
@@ -93,7 +99,7 @@ def score(spans: list) -> None:
 
 
 exporter = InMemorySpanExporter()
-provider = TracerProvider()
+provider = ComposoTracer.init()  # exports over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 instrument(provider)
 if REAL:

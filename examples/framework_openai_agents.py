@@ -10,25 +10,30 @@ Offline by default: a ScriptedLLMServer on 127.0.0.1 plays the model, with the r
 listed below. Set OPENAI_API_KEY (or OPENAI_BASE_URL for a local OpenAI-compatible
 server; AGENT_MODEL names the model) to run the agents against a real model; a judge
 configured the same way (TRACEJUDGE_JUDGE, OPENAI_*) also scores a natural-language
-criterion. Without the OpenAI Agents SDK installed, the example says how to install it and exits.
+criterion. Without the OpenAI Agents SDK installed, it exits with status 1 and one line
+on stderr saying what to install. With OTEL_EXPORTER_OTLP_ENDPOINT set, the spans are
+also sent there over OTLP (a `tracejudge serve` shows the trace).
 """
 
 # requires: agents
 
-import importlib.util
 import os
 import sys
 
-if importlib.util.find_spec("agents") is None:
-    print("This example needs the OpenAI Agents SDK:")
-    print("  pip install openai-agents openinference-instrumentation-openai-agents")
-    sys.exit(0)
+try:  # what the example needs: without it, one line on stderr and exit status 1
+    import agents  # noqa: F401
+    import openinference.instrumentation.openai_agents  # noqa: F401
+except ImportError as missing:
+    sys.exit(
+        f"{os.path.basename(__file__)} needs {missing.name or 'a module'}, which is not installed: "
+        "pip install openai-agents openinference-instrumentation-openai-agents"
+    )
 
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from tracejudge import Composo, checks
+from tracejudge import Composo, ComposoTracer, checks
 from tracejudge.convert import traces_from_spans
 from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
 
@@ -92,7 +97,7 @@ def score(spans: list) -> None:
 
 
 exporter = InMemorySpanExporter()
-provider = TracerProvider()
+provider = ComposoTracer.init()  # exports over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set
 provider.add_span_processor(SimpleSpanProcessor(exporter))
 instrument(provider)
 if REAL:

@@ -30,7 +30,6 @@ def write_collector_file(path: Path) -> None:
     from google.protobuf.json_format import MessageToDict
     from openai import OpenAI
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-    from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
@@ -38,9 +37,9 @@ def write_collector_file(path: Path) -> None:
     from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
 
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
+    # tracejudge's provider: it also exports over OTLP when OTEL_EXPORTER_OTLP_ENDPOINT is set.
+    provider = ComposoTracer.init(instruments=Instruments.OPENAI)
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    ComposoTracer.init(instruments=Instruments.OPENAI, tracer_provider=provider)
     replies = [
         Reply.tool_calls([ToolCall("lookup_order", {"order_id": "A-17"}, id="call_1")]),
         Reply.text("Order A-17 ships tomorrow."),

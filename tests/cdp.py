@@ -217,6 +217,12 @@ class Browser:
                 clickCount=1,
             )
 
+    def type(self, selector: str, text: str) -> None:
+        """Click the first element matching `selector` (an input) and type `text` into it,
+        as a user would (the page sees input events)."""
+        self.click(selector)
+        self.send("Input.insertText", text=text)
+
     def screenshot(self, path: Path, *, full_page: bool = False) -> Path:
         """A PNG of the viewport (or the whole page) at `path`."""
         params: dict[str, Any] = {"format": "png"}

@@ -29,7 +29,21 @@ def _demo(
 ) -> subprocess.CompletedProcess[str]:
     """`tracejudge demo ARGUMENTS` with no judge configured (unless `env` adds one) and its
     temporary files under tmp_path/tmp."""
+    return subprocess.run(
+        _command(*arguments),
+        capture_output=True,
+        text=True,
+        env=_environment(tmp_path, env),
+        timeout=120,
+    )
+
+
+def _command(*arguments: str) -> list[str]:
     command = [str(SCRIPT)] if SCRIPT.exists() else [sys.executable, "-m", "tracejudge"]
+    return [*command, "demo", *arguments]
+
+
+def _environment(tmp_path: Path, env: dict[str, str] | None) -> dict[str, str]:
     scratch = tmp_path / "tmp"
     scratch.mkdir(exist_ok=True)
     clean = {
@@ -41,13 +55,7 @@ def _demo(
     clean["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = "http://127.0.0.1:9/v1/traces"
     clean["OTEL_EXPORTER_OTLP_HEADERS"] = "Authorization=Bearer other-backend"
     clean["TMPDIR"] = str(scratch)
-    return subprocess.run(
-        [*command, "demo", *arguments],
-        capture_output=True,
-        text=True,
-        env={**clean, **(env or {})},
-        timeout=120,
-    )
+    return {**clean, **(env or {})}
 
 
 def _rows(out: str) -> dict[str, list[str]]:

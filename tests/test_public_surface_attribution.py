@@ -30,6 +30,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
     "tracejudge.judges": ["StructuredRequest", "reply_of"],
     "tracejudge.evaluation.attribution": [
         "AttributionRequest",
+        "from_answers",
         "trace_steps",
         "render_steps",
         "JUDGE_METHODS",

@@ -27,6 +27,7 @@ __all__ = [
     "OTLP_TIMEOUT_VARIABLES",
     "OTEL_BSP_EXPORT_TIMEOUT",
     "TOGETHER_API_KEY",
+    "TRACEJUDGE_API_KEY",
     "TRACEJUDGE_JUDGE",
     "TRACEJUDGE_JUDGE_MODEL",
     "TRACEJUDGE_JUDGE_PRICES",
@@ -45,6 +46,8 @@ COMPOSO_API_KEY = "COMPOSO_API_KEY"
 TRACEJUDGE_JUDGE = "TRACEJUDGE_JUDGE"
 #: The model of the judge that OPENAI_API_KEY / OPENAI_BASE_URL alone configure.
 TRACEJUDGE_JUDGE_MODEL = "TRACEJUDGE_JUDGE_MODEL"
+#: The key `tracejudge demo --to` sends to a tracejudge server (the exporters' configs too).
+TRACEJUDGE_API_KEY = "TRACEJUDGE_API_KEY"
 #: A JSON file of judge model prices (dollars per million tokens) over the shipped table.
 TRACEJUDGE_JUDGE_PRICES = "TRACEJUDGE_JUDGE_PRICES"
 OPENAI_API_KEY = "OPENAI_API_KEY"
@@ -70,6 +73,7 @@ VARIABLES: dict[str, str] = {
     TRACEJUDGE_JUDGE: "judge spec such as openai:gpt-4.1-mini; selects it (precedence 3)",
     TRACEJUDGE_JUDGE_MODEL: "model of the judge OPENAI_API_KEY/OPENAI_BASE_URL configure",
     TRACEJUDGE_JUDGE_PRICES: "JSON file of judge model prices over the shipped price table",
+    TRACEJUDGE_API_KEY: "key `tracejudge demo --to` sends to a tracejudge server",
     OPENAI_API_KEY: "key of OpenAI judges; alone, selects an OpenAI judge (precedence 5)",
     OPENAI_BASE_URL: "OpenAI-compatible server (vLLM, Ollama, llama.cpp); selects it (5)",
     ANTHROPIC_API_KEY: "key of Anthropic judges",

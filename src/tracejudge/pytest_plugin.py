@@ -14,14 +14,17 @@ Installed with tracejudge (the `pytest11` entry point), it offers:
   failing (agent, criterion) pairs worst first with their explanations and the steps
   their findings point to, then the criteria that errored and those left unscored (no
   judge configured). A criterion that does not apply to an agent (score None) is never a
-  failure. The verdict's `usage` is what the judge used; the report ends with it in one
-  line (judge calls, tokens in, cached, out, dollars for a priced model), and after the
-  tests one line gives the session's total.
+  failure. When agents failed, the report names the most likely cause (the agent and
+  its step) from the deterministic attribution of the answers (no judge asked:
+  `tracejudge.evaluation.attribution.from_answers`; `verdict.attribution` holds every
+  ranked cause). The verdict's `usage` is what the judge used; the report ends with it
+  in one line (judge calls, tokens in, cached, out, dollars for a priced model), and
+  after the tests one line gives the session's total.
 
 A failure reads as pytest's own do: the test's line, then the findings; the plugin's
 frames are hidden (`__tracebackhide__`), and the short summary line names the worst
-agent, its criterion and score (`TraceAssertionError: writer scored 0.00 on final_answer
-(below 0.8)...`).
+agent, its criterion and score, then the cause (`TraceAssertionError: writer scored 0.00
+on final_answer (below 0.8); 1 failed; cause: researcher at llm_interactions[0]`).
 
     from tracejudge import checks
     from tracejudge.pytest_plugin import assert_trace
@@ -41,10 +44,19 @@ import pytest
 
 from tracejudge import _sync
 from tracejudge.evaluation import Criterion, TraceCheck, validate_criteria
+from tracejudge.evaluation.attribution import from_answers
 from tracejudge.evaluation.evaluator import criterion_name
 from tracejudge.evaluation.service import EvaluationService
-from tracejudge.judges import Judge, default_judge, judge_from_spec
-from tracejudge.models import JudgeUsage, MultiAgentTrace, MultiAgentTraceResponse, Step
+from tracejudge.evaluation.settings import EvaluationSettings, build_service
+from tracejudge.judges import Judge
+from tracejudge.models import (
+    Attribution,
+    Cause,
+    JudgeUsage,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    Step,
+)
 from tracejudge.models import TraceVerdict as AgentVerdict
 from tracejudge.report import usage_sentence
 from tracejudge.tracing import AgentTracer, ComposoTracer
@@ -119,6 +131,13 @@ class TraceVerdict:
     #: What the judge used for this assertion (calls, tokens, dollars for a priced model).
     usage: JudgeUsage = field(default_factory=JudgeUsage)
     responses: list[MultiAgentTraceResponse] = field(default_factory=list)
+    #: The failures' ranked causes, deterministic (None: nothing failed).
+    attribution: Attribution | None = None
+
+    @property
+    def cause(self) -> Cause | None:
+        """The most likely cause of the failures: an agent and, where known, its step."""
+        return self.attribution.top if self.attribution is not None else None
 
     def of(self, kind: Kind) -> list[Finding]:
         """The findings of `kind`; failures worst first (evaluation order among equals)."""
@@ -166,10 +185,29 @@ class TraceVerdict:
             first = f"{_short(unscored[0].criterion, 40)} unscored (no judge)"
         else:
             return f"tracejudge: all passed (min_score {self.min_score:g})"
-        return f"{first}; {', '.join(counts)}"
+        cause = self.cause
+        where = ""
+        if cause is not None:
+            at = f"llm_interactions[{cause.step.interaction}]" if cause.step else "as a whole"
+            where = f"; cause: {cause.agent_name} {'at ' if cause.step else ''}{at}"
+        return f"{first}; {', '.join(counts)}{where}"
 
     def report(self) -> str:
         lines = [self.headline()]
+        cause = self.cause
+        if cause is not None and self.attribution is not None:
+            at = f" at {where_of(cause.step)}" if cause.step else " (the agent as a whole)"
+            criteria = f" — {', '.join(cause.criteria)}" if cause.criteria else ""
+            lines.append(
+                f"most likely cause: {cause.agent_name} ({cause.agent_instance_id}){at}"
+                f"{criteria}, confidence {cause.confidence:.2f} (deterministic, no judge)"
+            )
+            more = len(self.attribution.causes) - 1
+            if more:
+                lines.append(
+                    f"  and {more} more cause{'s' if more > 1 else ''}: verdict.attribution, "
+                    "or Composo().attribute(trace), ranks them all"
+                )
         headings: dict[Kind, str] = {
             "failed": f"failed (below min_score {self.min_score:g}), worst first:",
             "errored": "errored (the evaluation itself failed):",
@@ -201,16 +239,6 @@ def _trace_of(trace: Any) -> MultiAgentTrace:
     return found
 
 
-def _judge(judge: str | Judge | None) -> tuple[Judge | None, bool]:
-    """(the judge, whether it was built here and must be closed here)."""
-    if judge is None:
-        built = default_judge()
-        return built, built is not None
-    if isinstance(judge, str):
-        return judge_from_spec(judge), True
-    return judge, False
-
-
 def assert_trace(
     trace: MultiAgentTrace | Any,
     criteria: Criterion | Sequence[Criterion] | None = None,
@@ -230,9 +258,9 @@ def assert_trace(
     that errors (the judge unreachable, a check that raised) is reported and the others
     still are; a pair the judge could not evaluate (a budget ran out) is an error too.
     Raises `TraceAssertionError` (an AssertionError) whose first line names the worst
-    failing agent, then lists the failing pairs worst first (with the steps their
-    findings point to), what errored and what went unscored; returns the `TraceVerdict`
-    when all is well.
+    failing agent and the most likely cause, then the cause's step, the failing pairs
+    worst first (with the steps their findings point to), what errored and what went
+    unscored; returns the `TraceVerdict` when all is well.
     """
     __tracebackhide__ = True
     from tracejudge import checks
@@ -243,15 +271,19 @@ def assert_trace(
     checked, _ = validate_criteria(chosen)
     verdict = TraceVerdict(min_score=min_score)
     needs = any(not isinstance(c, TraceCheck) for c in checked)
-    built, owned = _judge(judge) if needs else (None, False)
-    service = EvaluationService(built, fail_under=min_score)
+    settings = EvaluationSettings(judge=judge, fail_under=min_score)
+    service = build_service(settings) if needs else build_service(settings, judge=None)
     try:
         for criterion in checked:
             _assess(service, multi, criterion, verdict)
     finally:
-        if owned and built is not None:
-            _sync.run(built.aclose())
+        if service.judge is not None and service.judge is not judge:  # built here
+            _sync.run(service.aclose())
     _SESSION.append(verdict.usage)
+    if verdict.of("failed"):
+        verdict.attribution = from_answers(
+            multi, verdict.responses, criteria=checked, fail_under=min_score
+        )
     if not verdict.ok:
         raise TraceAssertionError(verdict)
     return verdict
@@ -265,7 +297,10 @@ def _assess(
 ) -> None:
     name = criterion_name(criterion)
     if service.judge is None and not isinstance(criterion, TraceCheck):
-        verdict.findings.append(Finding("unscored", name, explanation=_NO_JUDGE))
+        # The environment names a judge that could not be built: say why, not "none".
+        problem = service.judge_problem
+        explanation = _NO_JUDGE if problem is None else f"{type(problem).__name__}: {problem}"
+        verdict.findings.append(Finding("unscored", name, explanation=explanation))
         return
     try:
         (response,) = _sync.run(service.score_trace(trace, [criterion]))

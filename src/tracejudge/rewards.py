@@ -52,6 +52,7 @@ from tracejudge.errors import (
 
 if TYPE_CHECKING:
     from tracejudge.evaluation.service import EvaluationService
+    from tracejudge.evaluation.settings import EvaluationSettings
     from tracejudge.models import EvaluationResponse
 
 __all__ = [
@@ -263,7 +264,7 @@ class _Entry:
 # thousands of times and should reuse connections and the verdict cache. At most
 # _MAX_SERVICES are kept; the least recently used one that no call is using is closed
 # when another is needed (a judge in use is never closed under its caller).
-_SERVICES: OrderedDict[tuple[Any, ...], _Entry] = OrderedDict()
+_SERVICES: OrderedDict[EvaluationSettings, _Entry] = OrderedDict()
 _SERVICES_LOCK = threading.Lock()
 _MAX_SERVICES = 8
 
@@ -296,7 +297,13 @@ def _configuration(
     *,
     cache: bool = True,
     concurrency: int = _JUDGE_CONCURRENCY,
-) -> tuple[Any, ...]:
+) -> EvaluationSettings:
+    """The settings of the judge `model_info` names (hashable: the key of its cached
+    service). Raises ValueError without a provider or model, `MissingAPIKeyError` without
+    the key a hosted provider needs."""
+    from tracejudge._http import HTTPOptions
+    from tracejudge.evaluation.settings import EvaluationSettings
+
     for key in ("provider", "model"):
         if not isinstance(model_info.get(key), str) or not model_info[key].strip():
             raise ValueError(
@@ -305,32 +312,30 @@ def _configuration(
             )
     provider = model_info["provider"].strip().lower()
     model = model_info["model"].strip()
-    base_url = model_info.get("base_url") or None
-    api_key = _api_key(provider, model, model_info)
     seconds = float(timeout or model_info.get("timeout") or 60.0)
-    return (provider, model, api_key, base_url, seconds, cache, concurrency)
+    return EvaluationSettings(
+        judge=f"{provider}:{model}",
+        base_url=model_info.get("base_url") or None,
+        api_key=_api_key(provider, model, model_info),
+        http=HTTPOptions(timeout=seconds, max_concurrency=concurrency),
+        # Repeated judgements of one item must each ask the model.
+        cache=None if cache else False,
+    )
 
 
-def _new_service(config: tuple[Any, ...]) -> EvaluationService:
+def _provider_model(settings: EvaluationSettings) -> tuple[str, str]:
+    provider, _, model = str(settings.judge).partition(":")
+    return provider, model
+
+
+def _new_service(settings: EvaluationSettings) -> EvaluationService:
     # Imported here so that `tracejudge.rewards` stays light to import.
-    from tracejudge.evaluation.service import EvaluationService
-    from tracejudge.judges import judge_from_spec
+    from tracejudge.evaluation.settings import build_service
 
-    provider, model, api_key, base_url, seconds, cache, concurrency = config
-    options: dict[str, Any] = {
-        "api_key": api_key,
-        "timeout": seconds,
-        "max_concurrency": concurrency,
-    }
-    if not cache:  # repeated judgements of one item must each ask the model
-        options["cache"] = False
-    if base_url:
-        options["base_url"] = base_url
     try:
-        judge = judge_from_spec(f"{provider}:{model}", **options)
+        return build_service(settings)
     except ConfigurationError as error:
-        raise ProviderRequestError(provider, model, str(error)) from error
-    return EvaluationService(judge, max_concurrency=concurrency)
+        raise ProviderRequestError(*_provider_model(settings), str(error)) from error
 
 
 def _evict_idle() -> list[EvaluationService]:
@@ -345,7 +350,7 @@ def _evict_idle() -> list[EvaluationService]:
 
 
 @contextlib.contextmanager
-def _service(config: tuple[Any, ...]) -> Iterator[EvaluationService]:
+def _service(config: EvaluationSettings) -> Iterator[EvaluationService]:
     """The cached judge service for this configuration, marked in use for the block."""
     with _SERVICES_LOCK:
         entry = _SERVICES.get(config)
@@ -460,7 +465,7 @@ async def aevaluate_rubric(
 async def _rubric(
     rubric: str,
     solution_str: str,
-    config: tuple[Any, ...],
+    config: EvaluationSettings,
     *,
     ground_truth: str | None,
     original_input: str | None,
@@ -473,7 +478,7 @@ async def _rubric(
     # every item), before the configuration was resolved.
     if not isinstance(solution_str, str):
         raise TypeError(f"solution_str must be a string, got {type(solution_str).__name__}")
-    provider, model = config[0], config[1]
+    provider, model = _provider_model(config)
     context = [f"Reference answer (ground truth): {ground_truth}"] if ground_truth else []
     if metadata:
         context.append(f"Metadata: {json.dumps(metadata, ensure_ascii=False, default=str)}")

@@ -143,9 +143,8 @@ async def test_async_composo_attribute_uses_its_judge(record: Record) -> None:
     assert attribution.methods == ["checks", "counterfactual"]
 
 
-def test_a_remote_client_attributes_with_checks_only(record: Record) -> None:
+def test_a_remote_client_attributes_with_checks_in_process(record: Record) -> None:
+    """Checks need no server (the judge methods go to it: tests/server/test_remote_attribute)."""
     trace = record(faults.bad_arguments(1))
     with Composo(base_url="http://127.0.0.1:9", api_key="k") as client:
         assert client.attribute(trace).top is not None
-        with pytest.raises(BadRequestError, match="remote server, which does not attribute yet"):
-            client.attribute(trace, ["all_at_once"])

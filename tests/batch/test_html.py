@@ -113,7 +113,20 @@ def test_the_report_lists_worst_first_and_opens_the_first_into_the_viewer(
         headings = tab.evaluate(
             f"Array.from(document.querySelectorAll('{first} h2'),h=>h.textContent)"
         )
-        assert headings == ["Verdict", "Agents", "Timeline", "Model calls"]
+        assert headings == ["Verdict", "Attribution", "Agents", "Timeline", "Model calls"]
+        # the deterministic attribution: the malformed hotel search (the researcher's first
+        # call) first, named in the list and marked on the open trace's timeline
+        assert "· cause: researcher, call 1" in summaries[0]
+        marked = tab.evaluate(
+            f"Array.from(document.querySelectorAll('{first} .tl-row.attributed .tl-label'),"
+            "l=>l.textContent)"
+        )
+        assert marked == ["◆1✕call 1", "◆1✕tool search_hotels [call_h1]"]
+        names_of_causes = tab.evaluate(
+            f"Array.from(document.querySelectorAll('{first} .causes>li>a:first-child'),"
+            "a=>a.textContent)"
+        )
+        assert names_of_causes == ["researcher", "writer"]
         assert tab.evaluate(f"document.querySelector('{first} .status').textContent") == (
             "FAILED: 2 failing findings in 2 agents"
         )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -117,3 +119,34 @@ async def test_the_cache_key_leaves_out_credentials_in_the_url(
     again = await make_judge(base_url=f"{url}?key=two", cache=path).judge(REQUEST)
     assert len(server.requests) == 1
     assert again.usage.cached_calls == 1
+
+
+async def test_a_cached_row_without_a_score_is_a_miss_not_not_applicable(
+    server: ScriptedLLMServer, make_judge, tmp_path: Path
+) -> None:
+    """Before: a row whose value has no `score` key (written by something else, or cut)
+    was served as a verdict with score None, "not applicable". Now it is a miss: the
+    model is asked, and its verdict replaces the row. A row that says score null (the
+    judge found the criterion not applicable) is still a hit."""
+    path = tmp_path / "judge-cache.sqlite"
+    server.add(graded(8), graded(4))
+    writer = make_judge(cache=path)
+    await writer.judge(REQUEST)
+    await writer.aclose()
+    with sqlite3.connect(path) as connection:
+        (value,) = connection.execute("SELECT value FROM judge_cache").fetchone()
+        entry = json.loads(value)
+        del entry["score"]
+        connection.execute("UPDATE judge_cache SET value = ?", (json.dumps(entry),))
+    reader = make_judge(cache=path)
+    verdict = await reader.judge(REQUEST)
+    assert len(server.requests) == 2
+    assert verdict.score == pytest.approx(3 / 9) and verdict.usage.cached_calls == 0
+    await reader.aclose()
+    with sqlite3.connect(path) as connection:
+        (value,) = connection.execute("SELECT value FROM judge_cache").fetchone()
+        entry = json.loads(value)
+        entry["score"] = None
+        connection.execute("UPDATE judge_cache SET value = ?", (json.dumps(entry),))
+    again = await make_judge(cache=path).judge(REQUEST)
+    assert len(server.requests) == 2 and again.score is None and again.usage.cached_calls == 1

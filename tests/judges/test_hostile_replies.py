@@ -84,6 +84,20 @@ async def test_a_deeply_nested_response_body_is_an_api_error(
         await make_judge().judge(REQUEST)
 
 
+async def test_a_body_that_is_not_json_is_kept_as_sent(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    """Before: a 200 whose body is not JSON (a proxy's HTML page) was an APIError with
+    `response_body == 'None'` (what the parser made of it). Now the body as sent."""
+    page = "<html><body>502 from the proxy, judge-provider-key</body></html>"
+    server.add(Reply.raw(200, page, headers={"Content-Type": "text/html"}))
+    with pytest.raises(APIError, match="without a chat completion") as raised:
+        await make_judge(api_key="judge-provider-key").judge(REQUEST)
+    assert raised.value.response_body is not None
+    assert raised.value.response_body.startswith("<html><body>502 from the proxy")
+    assert "judge-provider-key" not in raised.value.response_body  # redacted
+
+
 async def test_reading_a_huge_reply_does_not_stall_other_calls(
     server: ScriptedLLMServer, make_judge
 ) -> None:

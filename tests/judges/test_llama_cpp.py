@@ -19,7 +19,7 @@ import httpx
 import pytest
 
 from tests.evaluation.long_trace import long_trace
-from tracejudge.errors import MalformedError
+from tracejudge.errors import MalformedError, TimeoutError
 from tracejudge.evaluation import EvaluationService
 from tracejudge.judges import JudgeRequest, OpenAICompatibleJudge
 
@@ -146,8 +146,10 @@ async def test_a_budgeted_judgement_stays_under_the_model_context(llama_server: 
     service = EvaluationService(model)
     try:
         (response,) = await service.score_trace(trace, ["Reward agents that notice errors"])
-    except MalformedError:
-        response = None  # a 135M model may not produce a verdict: that is not plumbing
+    except (MalformedError, TimeoutError):
+        # a 135M model may not produce a verdict, and on a loaded CPU its exploring rounds
+        # may outlast the judge's timeout: neither is plumbing; the requests sent are
+        response = None
     finally:
         await model.aclose()
     # every request the server evaluated fitted the budget, so the context: none of them

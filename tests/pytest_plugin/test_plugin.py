@@ -132,6 +132,57 @@ def test_min_score_is_the_bar(tracejudge_trace, client):
     run_agents(client)
     verdict = assert_trace(tracejudge_trace, criteria=[writer_is_vague], min_score=0.25)
     assert [f.kind for f in verdict.findings] == ["not applicable", "passed"]
+    assert verdict.attribution is None  # nothing failed: nothing to attribute
+
+
+@pytest.fixture
+def relay_client():
+    """The writer calls the tool with a number for the city; the planner then answers
+    nothing."""
+    replies = [
+        Reply.text("Plan: ask the writer."),
+        Reply.tool_calls([ToolCall("get_weather", {"city": 42}, id="call_bad")]),
+        Reply.text("I could not get the weather."),
+        Reply.text(""),
+    ]
+    with ScriptedLLMServer(replies) as model:
+        with openai.OpenAI(base_url=model.base_url, api_key="k", max_retries=0) as oai:
+            yield oai
+
+
+def run_relay(client):
+    run_agents(client)
+    client.chat.completions.create(
+        model="m", messages=[{"role": "user", "content": "Now write the report"}]
+    )
+
+
+def test_the_planner_fails_for_the_writer_s_call(tracejudge_trace, relay_client):
+    run_relay(relay_client)
+    assert_trace(
+        tracejudge_trace, criteria=[checks.final_answer, checks.tool_arguments], min_score=0.8
+    )
+
+
+def test_the_verdict_holds_the_cause(tracejudge_trace, relay_client):
+    run_relay(relay_client)
+    with pytest.raises(TraceAssertionError) as caught:
+        assert_trace(
+            tracejudge_trace, criteria=[checks.final_answer, checks.tool_arguments], min_score=0.8
+        )
+    verdict = caught.value.verdict
+    worst = verdict.of("failed")[0]
+    assert (worst.agent, worst.criterion) == ("test_the_verdict_holds_the_cause", "final_answer")
+    cause = verdict.cause
+    assert (cause.agent_name, cause.step.interaction, cause.step.tool_call_id) == (
+        "writer",
+        0,
+        "call_bad",
+    )
+    assert [c.agent_name for c in verdict.attribution.causes] == [
+        "writer",
+        "test_the_verdict_holds_the_cause",
+    ]
 '''
 
 
@@ -161,7 +212,9 @@ def test_failures_list_agent_criterion_score_and_explanation_by_kind(
     result.stdout.fnmatch_lines(
         [
             "E * writer scored 0.30 on writer_is_vague (below 0.8); 1 failed, 1 errored, "
-            "1 unscored",
+            "1 unscored; cause: writer as a whole",
+            "E *most likely cause: writer (*) (the agent as a whole) — writer_is_vague, "
+            "confidence 0.70 (deterministic, no judge)",
             "E *failed (below min_score 0.8), worst first:",
             "E *writer (*): writer_is_vague = 0.30 — The answer gives no wind or humidity.",
             "E *errored (the evaluation itself failed):",
@@ -212,12 +265,35 @@ def test_one_failed_agent_among_ten_fails_the_test_and_is_named_first(
     result.assert_outcomes(failed=1)
     result.stdout.fnmatch_lines(
         [
-            "E * helper_6 scored 0.00 on final_answer (below 0.8); 1 failed",
+            "E * helper_6 scored 0.00 on final_answer (below 0.8); 1 failed; cause: helper_6 "
+            "at llm_interactions?0?",
+            "E *most likely cause: helper_6 (*) at llm_interactions?0?, tool call c6 "
+            "(get_weather) — final_answer, confidence 0.90 (deterministic, no judge)",
             "E *failed (below min_score 0.8), worst first:",
             "E *helper_6 (*): final_answer = 0.00 — *ended with a tool call it never saw the "
             "result of (tool call c6 (get_weather))*",
             "E *at llm_interactions?0?, tool call c6 (get_weather)",
             "FAILED test_agents.py::test_one_failed_agent_among_ten - helper_6 scored 0.00*",
+        ]
+    )
+
+
+def test_the_cause_of_the_worst_failure_is_named_where_it_lies(
+    user_tests: pytest.Pytester,
+) -> None:
+    """The planner's empty answer scores worst, but the writer's bad tool call came first:
+    the message names the writer's call as the cause."""
+    result = _run(user_tests, "-k", "fails_for_the_writer or holds_the_cause")
+    result.assert_outcomes(passed=1, failed=1)
+    result.stdout.fnmatch_lines(
+        [
+            "E * test_the_planner_fails_for_the_writer_s_call scored 0.00 on final_answer "
+            "(below 0.8); 2 failed; cause: writer at llm_interactions?0?",
+            "E *most likely cause: writer (*) at llm_interactions?0?, tool call call_bad "
+            "(get_weather) — tool_arguments, confidence 0.95 (deterministic, no judge)",
+            "E *and 1 more cause: verdict.attribution, or Composo().attribute(trace), ranks "
+            "them all",
+            "E *failed (below min_score 0.8), worst first:",
         ]
     )
 

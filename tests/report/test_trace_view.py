@@ -11,6 +11,7 @@ from pathlib import Path
 from tests.checks import faults
 from tracejudge import checks
 from tracejudge._sync import run
+from tracejudge.evaluation.attribution import from_answers
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.models import (
     AgentInstance,
@@ -22,6 +23,7 @@ from tracejudge.models import (
     TraceVerdict,
 )
 from tracejudge.report import result_lines, trace_entry
+from tracejudge.report.trace_view import MAX_CAUSES, MAX_TEXT
 
 
 def _scored(trace: MultiAgentTrace, criteria: list[object] | None = None) -> dict[str, object]:
@@ -184,3 +186,53 @@ def test_an_agent_that_rewrites_its_history_shows_every_message() -> None:
     entry = trace_entry("t", MultiAgentTrace.from_agent(agent), [])
     second = entry["agents"][0]["calls"][1]
     assert "skip" not in second and second["in"][0][2] == "summary of one"
+
+
+def test_a_failed_trace_carries_its_ranked_causes(demo_trace: Path) -> None:
+    trace = MultiAgentTrace.from_json(demo_trace.read_text())
+    responses = run(EvaluationService().score_trace(trace, list(checks.ALL)))
+    attribution = from_answers(trace, responses)
+    lines = result_lines("t", trace, responses)
+    entry = trace_entry("t", trace, lines, attribution=attribution)
+    shown = entry["attribution"]
+    assert shown["methods"] == ["checks"] and "usage" not in shown
+    researcher, writer = _agent(entry, "researcher"), _agent(entry, "writer")
+    # the malformed hotel search comes first, then the writer's invented number
+    causes = shown["causes"]
+    assert [(c["rank"], c["agent"], c["step"]) for c in causes] == [
+        (1, researcher, [researcher, 0, "call_h1", "search_hotels"]),
+        (2, writer, [writer, 0, None, None]),
+    ]
+    for cause, given in zip(causes, attribution.causes, strict=True):
+        assert cause["index"] == given.index and cause["method"] == "checks"
+        assert cause["criteria"] == given.criteria and cause["confidence"] == given.confidence
+        assert cause["evidence"] == given.evidence
+    assert causes[0]["criteria"] == ["tool_arguments"]
+    # the causes' steps are the verdict's findings' steps: one page, one way to point
+    assert [f["steps"][0] for f in entry["verdict"]["failures"]] == [c["step"] for c in causes]
+    said = attribution.model_copy(update={"outcome": "the hotel was over budget"})
+    assert trace_entry("t", trace, lines, attribution=said)["attribution"]["outcome"] == (
+        "the hotel was over budget"
+    )
+    assert "outcome" not in shown
+    # no attribution given, or nothing failed: no section
+    assert "attribution" not in trace_entry("t", trace, lines)
+    assert "attribution" not in trace_entry(
+        "t", trace, lines, attribution=attribution.model_copy(update={"failed": False})
+    )
+
+
+def test_an_attribution_of_many_causes_stays_bounded(demo_trace: Path) -> None:
+    trace = MultiAgentTrace.from_json(demo_trace.read_text())
+    responses = run(EvaluationService().score_trace(trace, list(checks.ALL)))
+    attribution = from_answers(trace, responses)
+    (first, *_) = attribution.causes
+    many = [first.model_copy(update={"rank": n + 1, "evidence": "x" * 10_000}) for n in range(50)]
+    lost = first.model_copy(update={"rank": 51, "agent_instance_id": "not-in-this-trace"})
+    big = attribution.model_copy(update={"causes": [*many, lost]})
+    shown = trace_entry("t", trace, result_lines("t", trace, responses), attribution=big)[
+        "attribution"
+    ]
+    assert len(shown["causes"]) == MAX_CAUSES and shown["left_out"] == 50 - MAX_CAUSES
+    assert all(len(c["evidence"]) < MAX_TEXT + 50 for c in shown["causes"])
+    assert [c["rank"] for c in shown["causes"]] == list(range(1, MAX_CAUSES + 1))

@@ -50,8 +50,11 @@ class ServerProcess:
         api_key: str | None = API_KEY,
         port: int | None = None,
         log: Path | None = None,
+        open_files: int | None = None,
     ) -> None:
         self.db = db
+        #: The process's open-file limit (soft and hard), None: inherited.
+        self.open_files = open_files
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.judge = judge
@@ -79,7 +82,13 @@ class ServerProcess:
         if self.judge is not None:
             env["OPENAI_API_KEY"] = "judge-provider-key"
         out = open(self.log, "ab") if self.log else subprocess.DEVNULL  # noqa: SIM115
-        self.process = subprocess.Popen(self.command(), env=env, stdout=subprocess.PIPE, stderr=out)
+        self.process = subprocess.Popen(
+            self.command(),
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=out,
+            preexec_fn=self._limit_files if self.open_files else None,
+        )
         assert self.process.stdout is not None
         self.first_line = self.process.stdout.readline().decode()
         deadline = time.monotonic() + timeout
@@ -93,6 +102,11 @@ class ServerProcess:
                 pass
             time.sleep(0.1)
         raise RuntimeError("the server did not start in time")
+
+    def _limit_files(self) -> None:
+        import resource
+
+        resource.setrlimit(resource.RLIMIT_NOFILE, (self.open_files, self.open_files))
 
     def kill(self) -> None:
         """SIGKILL: no shutdown, as a crash or an OOM kill."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -11,8 +12,8 @@ import pytest
 
 from tests.server.harness import API_KEY, ServerProcess, server_env
 from tracejudge.server.auth import KeyRing
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.config import ServerConfig
-from tracejudge.server.limits import TokenBuckets
 from tracejudge.server.main import check_bind, startup_line
 
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
@@ -137,3 +138,86 @@ def test_tracejudge_serve_command(tmp_path) -> None:
         timeout=60,
     )
     assert bad.returncode == 2 and "--workers" in bad.stderr
+
+
+def test_wrong_keys_are_rate_limited_per_address(guarded: ServerProcess) -> None:
+    """Before: 2,000 wrong keys at ~990/s were all answered 401, none 429. Now the 21st
+    wrong key in a burst is a 429 with Retry-After, and so is the right key from the same
+    address until the limit refills; a request with the right key first is not counted."""
+    from tracejudge.server.auth import FAILED_KEY_BURST
+
+    url = f"{guarded.url}/api/v1/traces"
+    with httpx.Client() as http:
+        assert http.get(url, headers={"API-Key": API_KEY}).status_code == 200
+        codes = [
+            http.get(url, headers={"API-Key": f"guess-{n}"}).status_code
+            for n in range(FAILED_KEY_BURST + 5)
+        ]
+        assert codes[:FAILED_KEY_BURST] == [401] * FAILED_KEY_BURST, codes
+        assert set(codes[FAILED_KEY_BURST:]) == {429}, codes
+        locked = http.get(url, headers={"API-Key": API_KEY})
+        assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
+        assert "wrong or missing API key" in locked.json()["detail"]
+        assert http.get(f"{guarded.url}/health").status_code == 200  # open paths are not
+
+
+def test_a_database_that_is_down_at_start_is_one_line_and_status_2() -> None:
+    """Before: PostgreSQL down at start-up gave uvicorn's 38-line traceback (and status
+    3 from `python -m tracejudge.server`). Now one line says where, why and what to check,
+    never the URL's password, and the status is 2."""
+    with socket.socket() as probe:  # a port nothing listens on
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "tracejudge.server",
+            "--port",
+            "0",
+            "--db",
+            f"postgresql://tracejudge:s3cret-pw@127.0.0.1:{port}/traces",
+        ],
+        env=server_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2, refused.stderr
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1, refused.stderr
+    assert lines[0].startswith("tracejudge serve: cannot open the store, PostgreSQL at")
+    assert f"127.0.0.1:{port}" in lines[0] and "Connection refused" in lines[0]
+    assert "s3cret-pw" not in refused.stderr + refused.stdout
+    assert "Traceback" not in refused.stderr
+
+
+@pytest.mark.parametrize("given", ["file", "environment"])
+def test_the_key_can_be_kept_off_the_process_list(tmp_path, given: str) -> None:
+    """`--api-key-file` or TRACEJUDGE_API_KEY: the key works and is not in the process's
+    command line, which every user of the machine can read (`ps`, /proc/<pid>/cmdline)."""
+    key = "kept-off-the-command-line-7f3a"
+    process = ServerProcess(str(tmp_path / "db"), api_key=None, log=tmp_path / "log")
+    if given == "file":
+        key_file = tmp_path / "keys"
+        key_file.write_text(f"# the team's key\n{key}\n")
+        process.args = ["--api-key-file", str(key_file)]
+        command = process.command()
+        started = process.start()
+    else:
+        command = process.command()
+        env = {**server_env(), "TRACEJUDGE_API_KEY": key}
+        started = process
+        process.process = subprocess.Popen(command, env=env, stdout=subprocess.PIPE)
+        assert process.process.stdout is not None
+        process.first_line = process.process.stdout.readline().decode()
+    try:
+        pid = started.process.pid  # type: ignore[union-attr]
+        cmdline = open(f"/proc/{pid}/cmdline", "rb").read().decode()  # noqa: SIM115
+        assert key not in cmdline and key not in " ".join(command)
+        assert "API key required" in started.first_line and key not in started.first_line
+        url = f"{started.url}/api/v1/traces"
+        assert httpx.get(url).status_code == 401
+        assert httpx.get(url, headers={"API-Key": key}).status_code == 200
+    finally:
+        process.stop()

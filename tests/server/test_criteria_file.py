@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from tracejudge.errors import ConfigurationError
-from tracejudge.server.app import read_criteria_file, server_criteria
+from tracejudge.evaluation import read_criteria_file
+from tracejudge.server.app import server_criteria
 from tracejudge.server.config import ServerConfig
 
 

@@ -141,6 +141,37 @@ def test_judge_failure_is_a_502_without_secrets(
     assert "credentials" in answer.json()["detail"]
 
 
+def test_an_unreachable_judge_is_a_502_that_names_no_address(tmp_path) -> None:
+    """Before: the 502 said `could not reach judge ... at http://127.0.0.1:9/v1`, where the
+    judge runs inside the operator's network; a background task's error said it too. Now
+    neither names an address, and the server's log does."""
+    with ScriptedLLMServer() as judge:
+        process = ServerProcess(
+            str(tmp_path / "db"),
+            judge=judge,
+            args=["--judge-base-url", "http://127.0.0.1:9/v1"],
+            log=tmp_path / "log",
+        ).start()
+        try:
+            body = {"messages": MESSAGES, "evaluation_criteria": "Reward x"}
+            with process.client() as http:
+                answer = http.post("/api/v1/evals/reward", json=body)
+                assert answer.status_code == 502, answer.text
+                assert "127.0.0.1:9" not in answer.text and "http://" not in answer.text
+                assert "could not reach judge" in answer.json()["detail"]
+                task_id = http.post("/api/v1/evals/reward/background", json=body).json()["task_id"]
+
+                def failed() -> dict | None:
+                    task = http.get(f"/api/v1/tasks/{task_id}").json()
+                    return task if task["status"] == "failed" else None
+
+                task = wait_for(failed, timeout=120)
+                assert "127.0.0.1:9" not in str(task) and "could not reach" in str(task)
+        finally:
+            process.stop()
+        assert "http://127.0.0.1:9/v1" in (tmp_path / "log").read_text()
+
+
 def test_without_a_judge_checks_still_run(db_url: str, tmp_path) -> None:
     process = ServerProcess(db_url, log=tmp_path / "log").start()
     try:

@@ -10,7 +10,9 @@ import uuid
 from tests.server.stored import agent_trace
 from tracejudge.server.store import (
     SCHEMA_VERSION,
+    AttributionRow,
     EvaluationRow,
+    LabelRow,
     SpanBatch,
     TaskRow,
     TraceFilter,
@@ -131,7 +133,7 @@ def _ingest_task(trace_id: str) -> TaskRow:
 
 def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) -> None:
     """PostgreSQL cannot hold NUL in text, neither store a lone surrogate: both keep U+FFFD
-    in their place in text columns (the list's agent keys too); JSON keeps them escaped."""
+    in their place, in the columns, the agents list and the list's agent keys."""
     store = open_store(db_url)
     row = TraceRow(
         trace_id="t-odd",
@@ -149,8 +151,8 @@ def test_nul_and_lone_surrogates_are_stored_alike_on_both_stores(db_url: str) ->
     stored = store.get_trace("t-odd")
     assert stored is not None
     assert stored.root_agent == "ro\ufffdot"
-    # the agents list is JSON read from the trace: escaped, so kept exactly
-    assert stored.agents == ["ro\x00ot", "wri\x00ter"]
+    # the agents list read from the trace follows the same rule
+    assert stored.agents == ["ro\ufffdot", "wri\ufffdter"]
     assert stored.tags == {"te\ufffdam": "\ufffda"}
     found = store.list_traces(TraceFilter(agent="wri\ufffdter"), 10, None).traces
     assert [t.trace_id for t in found] == ["t-odd"]
@@ -213,6 +215,20 @@ def test_retention_deletes_old_traces_with_their_rows(db_url: str) -> None:
         id="e-reward", kind="reward", criterion="c", response="{}", overall_score=1, created_at=old
     )
     store.save_evaluations([reward])
+    for trace_id, when in (("old", old), ("new", new)):
+        store.save_label(
+            LabelRow(
+                id=f"l-{trace_id}",
+                trace_id=trace_id,
+                agent="a",
+                agent_instance_id="a-1",
+                criterion="c",
+                stance="agree",
+                who="ann",
+                created_at=when,
+            )
+        )
+        store.save_attribution(AttributionRow(trace_id, ["checks"], "{}", when))
     deleted = store.delete_before(time.time() - 86400)
     assert deleted == {"traces": 1, "span_batches": 0, "evaluations": 2}
     assert store.delete_before(time.time() - 86400) == {
@@ -222,6 +238,8 @@ def test_retention_deletes_old_traces_with_their_rows(db_url: str) -> None:
     }
     assert store.get_trace("old") is None and store.get_trace("new") is not None
     assert [e.id for e in store.evaluations_of("new")] == ["e-new"]
+    assert [label.id for label in store.all_labels()] == ["l-new"]
+    assert store.latest_attribution("old") is None and store.latest_attribution("new")
     assert store.list_traces(TraceFilter(tags=(("k", "v"),)), 10, None).traces[0].trace_id == "new"
     # what the list kept of the old trace went with it (a search for its agent finds none)
     assert [t.trace_id for t in store.list_traces(TraceFilter(), 10, None).traces] == ["new"]

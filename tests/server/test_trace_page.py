@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
@@ -24,11 +25,11 @@ from tests.chromium import keep, needs_chromium
 from tracejudge import checks
 from tracejudge._sync import run
 from tracejudge.evaluation.service import EvaluationService
-from tracejudge.models import AgentInstance, MultiAgentTrace
+from tracejudge.models import AgentInstance, Attribution, MultiAgentTrace
 from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.store import EvaluationRow, TraceRow, open_store
-from tracejudge.server.ui import _read_trace
+from tracejudge.server.stored import read_trace
 from tracejudge.testing import ScriptedLLMServer
 
 
@@ -155,9 +156,10 @@ def test_the_timeline_shows_every_agent_and_model_call_with_its_duration(
     assert all(
         "scripted-model" in r["figs"] and "40 in / 10 out tokens" in r["figs"] for r in calls
     )
-    # the researcher's bad call and its tool run are marked failing
+    # the researcher's bad call and its tool run are marked failing, and as the most
+    # likely cause of the failure (◆1)
     failing = [r["label"] for r in rows if "failing" in r["kind"]]
-    assert failing == ["✕call 1", "✕tool get_weather [call_bad]"]
+    assert failing == ["◆1✕call 1", "◆1✕tool get_weather [call_bad]"]
     (tool,) = [r for r in rows if "tool-row" in r["kind"]]
     assert re.match(r"within \d+(\.\d+)? ms, between call 1 and call 2$", tool["figs"])
 
@@ -172,7 +174,7 @@ def test_a_finding_s_link_unfolds_its_step(site: Site, tmp_path: Path) -> None:
         step = "document.getElementById('step-1-0')"
         assert tab.evaluate(f"{step}.open") is True
         top = tab.evaluate(f"{step}.getBoundingClientRect().top")
-        assert 0 <= top < HEIGHT
+        assert -1 < top < HEIGHT  # scrolled to its start (to a fraction of a pixel)
         flagged = tab.evaluate(f"{step}.querySelector('.msg.flagged').textContent")
         assert flagged.startswith("assistant → tool call get_weather [call_bad]")
         # the tool call's result is one link away
@@ -213,7 +215,7 @@ def test_a_huge_trace_is_paged_and_any_step_is_one_link_away(site: Site, tmp_pat
         assert tab.evaluate(f"{step}.open") is True
         assert "62 earlier messages as in call 31" in tab.evaluate(f"{step}.textContent")
         top = tab.evaluate(f"{step}.getBoundingClientRect().top")
-        assert 0 <= top < HEIGHT
+        assert -1 < top < HEIGHT  # scrolled to its start (to a fraction of a pixel)
         assert tab.console == []
     assert seconds < 10  # not a benchmark (see benchmarks/trace_page.py): a sanity bound
 
@@ -226,10 +228,66 @@ def test_a_stored_trace_reads_back_the_same_with_its_repeated_inputs_shared(site
     rewritten = MultiAgentTrace.model_validate(data)
     for trace in (site.faulty_trace, wide, rewritten):
         text = trace.to_json()
-        read = _read_trace(text)
+        read = read_trace(text)
         assert read.to_json() == MultiAgentTrace.from_json(text).to_json()
     # the rewritten history was not shared: it differs from the call before it
-    calls = _read_trace(rewritten.to_json()).root.llm_interactions
+    calls = read_trace(rewritten.to_json()).root.llm_interactions
     assert calls[2].input_messages[0].content == "a summary of the start"
     assert calls[1].input_messages[0].content != "a summary of the start"
     assert calls[1].input_messages[0] is calls[0].input_messages[0]  # shared, not copied
+
+
+@needs_chromium
+def test_the_most_likely_cause_is_marked_on_the_timeline_at_its_step(
+    site: Site, tmp_path: Path
+) -> None:
+    """The page's causes are the API's deterministic attribution, and the mark sits on the
+    row of the top cause's agent and model call: the researcher's call with bad arguments."""
+    answer = httpx.get(f"{site.url}/api/v1/traces/{site.faulty}/attribution")
+    assert answer.status_code == 200
+    attribution = Attribution.model_validate(answer.json())
+    top = attribution.top
+    assert top is not None and top.step is not None
+    agents = list(site.faulty_trace.iter_agents())
+    at = next(k for k, a in enumerate(agents) if a.id == top.agent_instance_id)
+    assert (agents[at].name, top.step.interaction) == ("researcher", 0)  # the planted fault
+    with Browser(tmp_path / "profile") as tab:
+        tab.load(f"{site.url}/ui/traces/{site.faulty}")
+        assert tab.console == []
+        headings = tab.evaluate("Array.from(document.querySelectorAll('h2'),h=>h.textContent)")
+        assert headings[:2] == ["Verdict", "Attribution"]
+        # one row of the timeline is the attributed call: the top cause's agent and call
+        marked = tab.evaluate(
+            "Array.from(document.querySelectorAll('.tl-row.call-row.attributed'),"
+            "r=>[Number(r.dataset.agent),Number(r.dataset.call)])"
+        )
+        assert marked == [[at, top.step.interaction]]
+        # its tool run too, the tool call the cause names
+        tools = tab.evaluate(
+            "Array.from(document.querySelectorAll('.tl-row.tool-row.attributed'),"
+            "r=>r.querySelector('.tl-label').textContent)"
+        )
+        assert tools == [f"◆1✕tool {top.step.tool_name} [{top.step.tool_call_id}]"]
+        # the list of causes is the API's, in its order
+        causes = tab.evaluate(
+            "Array.from(document.querySelectorAll('.cause'),c=>[Number(c.dataset.rank),"
+            "c.querySelector('a').textContent])"
+        )
+        assert causes == [[c.rank, c.agent_name] for c in attribution.causes]
+        line = tab.evaluate("document.querySelector('.cause-line').textContent")
+        assert line == (
+            "most likely cause: researcher, call 1 · tool get_weather [call_bad] · checks, "
+            f"confidence {top.confidence:.2f}"
+        )
+        first = tab.evaluate("document.querySelector('.cause-line').getBoundingClientRect().bottom")
+        assert 0 < first <= HEIGHT  # on the first screen, with the verdict
+        # the cause's link unfolds its step
+        tab.click(".cause-line a")
+        assert tab.evaluate("location.hash") == f"#step-{at}-{top.step.interaction}"
+        step = f"document.getElementById('step-{at}-{top.step.interaction}')"
+        assert tab.evaluate(f"{step}.open") is True
+        assert "cause 1 (most likely)" in tab.evaluate(
+            f"{step}.querySelector('summary').textContent"
+        )
+        keep(tab.screenshot(tmp_path / "ui-trace-attribution.png", full_page=True))
+        assert tab.console == []

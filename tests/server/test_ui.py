@@ -129,7 +129,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Site]:
 def test_the_trace_page_is_the_viewer_under_its_policy(site: Site) -> None:
     answer = httpx.get(f"{site.url}/ui/traces/{site.ingested}")
     assert answer.status_code == 200
-    assert answer.headers["content-security-policy"] == content_security_policy()
+    assert answer.headers["content-security-policy"] == content_security_policy(connect_self=True)
     assert answer.headers["cache-control"] == "no-store"
     page = answer.text
     assert f"<title>tracejudge: trace {site.ingested}</title>" in page

@@ -113,7 +113,7 @@ async def acalibrate(
     `trace_id`). `samples` > 1 judges every item that many
     times (a judge built here from a spec then caches nothing) and reports repeatability."""
     from tracejudge.evaluation.service import EvaluationService
-    from tracejudge.judges import judge_from_spec
+    from tracejudge.evaluation.settings import EvaluationSettings, build_service
 
     if samples < 1:
         raise BadRequestError(f"samples must be at least 1, got {samples}")
@@ -126,14 +126,19 @@ async def acalibrate(
     if isinstance(judge, EvaluationService):
         service = judge
     else:
-        if isinstance(judge, str):
-            judge = owned = judge_from_spec(judge, **({"cache": False} if samples > 1 else {}))
-        elif samples > 1 and getattr(judge, "cache", None) is not None:
+        if samples > 1 and getattr(judge, "cache", None) is not None:
             notes.append(
                 "the judge caches its verdicts, so repeated samples may be copies of the first; "
                 "build it with cache=False to measure its noise"
             )
-        service = EvaluationService(judge, fail_under=fail_under)
+        settings = EvaluationSettings(
+            judge=judge, cache=False if samples > 1 else None, fail_under=fail_under
+        )
+        # A spec is built here (and closed here); None is no judge, not the environment's.
+        service = (
+            build_service(settings) if judge is not None else build_service(settings, judge=None)
+        )
+        owned = service if isinstance(judge, str) else None
     try:
         return await _calibrate(
             service,

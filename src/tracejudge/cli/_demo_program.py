@@ -12,8 +12,13 @@ discount that no tool returned. Against a real model the same program runs unscr
 
 from __future__ import annotations
 
+import gzip
 import json
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
+
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from tracejudge.errors import ComposoError, MissingDependencyError
 
@@ -145,23 +150,52 @@ def run_program(client: Any, model: str = MODEL) -> Any:
     return orchestrator
 
 
+class ServerExporter(SpanExporter):
+    """OTLP/HTTP (protobuf, gzip) to one tracejudge server, set up by its arguments alone.
+
+    Not the SDK's exporter: that one adds OTEL_EXPORTER_OTLP_HEADERS to the headers it is
+    given, so a token set for another backend would be sent to the demo's server.
+    """
+
+    def __init__(self, endpoint: str, key: str | None) -> None:
+        import httpx
+
+        self.endpoint = endpoint
+        self.error: str | None = None
+        headers = {"Content-Type": "application/x-protobuf", "Content-Encoding": "gzip"}
+        self._http = httpx.Client(headers={**headers, **({"API-Key": key} if key else {})})
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        import httpx
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+
+        body = gzip.compress(encode_spans(spans).SerializeToString())
+        try:
+            answer = self._http.post(self.endpoint, content=body, timeout=10)
+        except httpx.HTTPError as error:
+            self.error = type(error).__name__
+            return SpanExportResult.FAILURE
+        if answer.status_code != 200:
+            self.error = f"HTTP {answer.status_code}"
+            return SpanExportResult.FAILURE
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self._http.close()
+
+
 def export_traced_run(
-    *, model_url: str, model_key: str, model: str, server_url: str, server_key: str
+    *, model_url: str, model_key: str, model: str, server_url: str, server_key: str | None
 ) -> str:
     """Run the program against the model at `model_url`, traced, and export every span over
-    OTLP/HTTP to the tracejudge server at `server_url`; return the trace id (hex).
-
-    The exporter is given its endpoint, header and compression explicitly, so OTEL_*
-    variables set for another backend neither redirect these spans nor send that
-    backend's headers here. Tracing is shut down again before returning.
-    """
+    OTLP/HTTP to the tracejudge server at `server_url` (with `server_key` when given);
+    return the trace id (hex). Tracing is shut down again before returning."""
     try:
+        import opentelemetry.exporter.otlp.proto.common.trace_encoder  # noqa: F401
         from openai import OpenAI
-        from opentelemetry.exporter.otlp.proto.http import Compression
-        from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     except ImportError as error:  # pragma: no cover - depends on the install
         raise MissingDependencyError(
-            error.name or "openai", "demo", "the demo (the openai client, OTLP export)"
+            error.name or "openai", "demo", "the demo (the openai client, OTLP encoding)"
         ) from None
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
@@ -170,19 +204,15 @@ def export_traced_run(
     from tracejudge import ComposoTracer, Instruments
 
     provider = TracerProvider(resource=Resource.create({"service.name": "tracejudge-demo"}))
-    exporter = OTLPSpanExporter(
-        endpoint=f"{server_url}/v1/traces",
-        headers={"API-Key": server_key},
-        compression=Compression.Gzip,
-        timeout=10,
-    )
+    exporter = ServerExporter(f"{server_url}/v1/traces", server_key)
     provider.add_span_processor(BatchSpanProcessor(exporter))
     ComposoTracer.init(instruments=Instruments.OPENAI, tracer_provider=provider, otlp=False)
     try:
         with OpenAI(base_url=model_url, api_key=model_key, max_retries=0) as client:
             orchestrator = run_program(client, model)
-        if not provider.force_flush(15_000):
-            raise ComposoError(f"the spans could not be exported to {server_url}")
+        if not provider.force_flush(15_000) or exporter.error:
+            why = f" ({exporter.error})" if exporter.error else ""
+            raise ComposoError(f"the spans could not be exported to {server_url}{why}")
     finally:
         ComposoTracer.shutdown()
         provider.shutdown()

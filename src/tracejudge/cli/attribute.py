@@ -34,9 +34,10 @@ from tracejudge.cli.score import (
     _service,
     _spool_source,
     _traces,
-    read_criteria_file,
+    judge_settings,
 )
 from tracejudge.errors import ComposoError
+from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.models import ATTRIBUTION_METHODS
 
 __all__ = ["add_parser", "run"]
@@ -71,7 +72,7 @@ def _criteria(args: argparse.Namespace) -> list[Any] | None:
     criteria: list[Any] = [CHECKS_BY_NAME[name] for name in args.check or []]
     criteria.extend(args.criterion or [])
     if args.criteria_file:
-        criteria.extend(read_criteria_file(args.criteria_file))
+        criteria.extend(read_criteria_file(args.criteria_file, "--criteria-file"))
     return criteria
 
 
@@ -128,13 +129,7 @@ def run(args: argparse.Namespace) -> int:
             validate_criteria(list(criteria))
         except BadRequestError as error:
             raise UsageError(f"bad criterion: {error}") from None
-    service = _service(
-        args.judge,
-        args.concurrency,
-        prices=args.judge_prices,
-        max_cost=args.max_judge_cost,
-        max_tokens=args.max_judge_tokens,
-    )
+    service = _service(judge_settings(args))
     judged = [m for m in methods if m != "checks"]
     if judged and service.judge is None:
         raise UsageError(

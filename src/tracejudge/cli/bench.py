@@ -25,7 +25,7 @@ from typing import Any
 
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._progress import Progress
-from tracejudge.cli.score import _positive, _service
+from tracejudge.cli.score import _positive, _service, judge_settings
 from tracejudge.models import ATTRIBUTION_METHODS
 
 __all__ = ["add_parser", "run"]
@@ -45,13 +45,7 @@ def run(args: argparse.Namespace) -> int:
     from tracejudge.report import format_bench, render_bench_html
 
     methods = list(dict.fromkeys(args.method or ["checks"]))
-    service = _service(
-        args.judge,
-        args.concurrency,
-        prices=args.judge_prices,
-        max_cost=args.max_judge_cost,
-        max_tokens=args.max_judge_tokens,
-    )
+    service = _service(judge_settings(args))
     judged = [m for m in methods if m != "checks"]
     if judged and service.judge is None:
         raise UsageError(

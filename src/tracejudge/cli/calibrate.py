@@ -9,7 +9,9 @@ score` reads them; a trace is found by its OTLP trace id, its MultiAgentTrace
 (trace, agent, criterion) `--samples` times; the report gives Cohen's kappa and
 Krippendorff's alpha with bootstrap 95% intervals, the confusion matrix, precision and
 recall per label, Spearman for graded labels, the band and what it supports, and with
-`--samples k` the flip rate, variance and pass^k. `--json` prints the report
+`--samples k` the flip rate, variance and pass^k. `--server URL` reads the labels people
+recorded on a tracejudge server's trace pages (when LABELS is not given) and the stored
+traces they name (those `--traces` does not hold). `--json` prints the report
 (`tracejudge.models.CalibrationReport`, every label's row included), `--out` writes it.
 
 Exit status: 0 done; 1 the judge failed; 2 bad usage, labels or traces (one line naming
@@ -26,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._server_source import ServerSource
 from tracejudge.cli._sources import expand_inputs
 from tracejudge.cli._spool import Spool
 from tracejudge.cli.score import _fraction, _positive, _spool_source, _traces
@@ -59,34 +62,53 @@ def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring for what it does and its exit status."""
     from tracejudge.calibration import acalibrate, read_labels
     from tracejudge.errors import BadRequestError, ComposoError
-    from tracejudge.judges import default_judge, judge_from_spec
+    from tracejudge.evaluation import EvaluationSettings, build_service
     from tracejudge.report import format_calibration
 
+    if args.labels is None and args.server is None:
+        raise UsageError("give LABELS (a labels file) or --server URL (its people's labels)")
+    if not args.traces and args.server is None:
+        raise UsageError("give --traces INPUT... (the labelled traces) or --server URL")
+    server = ServerSource(args.server) if args.server is not None else None
     try:
-        labels = read_labels(args.labels)
-    except BadRequestError as error:
-        raise UsageError(str(error)) from None
-    wanted = {label.trace_id for label in labels}
-    traces = _load_traces(args.traces, wanted)
+        with tempfile.TemporaryDirectory(prefix="tracejudge-labels-") as directory:
+            path = Path(args.labels) if args.labels is not None else Path(directory, "labels")
+            if args.labels is None and server is not None:
+                server.write_labels(path)
+            try:
+                labels = read_labels(path)
+            except BadRequestError as error:
+                raise UsageError(str(error)) from None
+        wanted = {label.trace_id for label in labels}
+        traces = _load_traces(args.traces, wanted) if args.traces else {}
+        if server is not None:
+            traces.update(server.traces(wanted - set(traces)))
+    finally:
+        if server is not None:
+            server.close()
     missing = sorted(wanted - set(traces))
     if len(missing) == len(wanted):
+        where = "--traces holds" if server is None else "--traces and --server hold"
         raise UsageError(
-            f"--traces holds none of the {len(wanted)} traces the labels name (e.g. "
+            f"{where} none of the {len(wanted)} traces the labels name (e.g. "
             f"{missing[0]!r}); give the files that hold them"
         )
-    options = {"cache": False} if args.samples > 1 else {}
+    # Repeated samples must each ask the model.
+    settings = EvaluationSettings(
+        judge=args.judge or None,
+        cache=False if args.samples > 1 else None,
+        fail_under=args.fail_under,
+    )
     try:
-        judge = judge_from_spec(args.judge, **options) if args.judge else default_judge(**options)
-    except ComposoError as error:
-        if args.judge:
-            raise UsageError(f"--judge {args.judge}: {error}") from None
-        judge = None  # checks need none; a text criterion says how to configure one
+        service = build_service(settings)
+    except ComposoError as error:  # the judge --judge names cannot be built
+        raise UsageError(f"--judge {args.judge}: {error}") from None
     try:
         report = asyncio.run(
             acalibrate(
                 labels,
                 traces=traces,
-                judge=judge,
+                judge=service,
                 samples=args.samples,
                 fail_under=args.fail_under,
                 resamples=args.bootstrap,
@@ -98,8 +120,7 @@ def run(args: argparse.Namespace) -> int:
         print("tracejudge calibrate: interrupted", file=sys.stderr)
         return 130
     finally:
-        if judge is not None:
-            asyncio.run(judge.aclose())
+        asyncio.run(service.aclose())
     text = report.model_dump_json(indent=2)
     if args.out:
         try:
@@ -123,13 +144,24 @@ def add_parser(commands: Any) -> None:
         "rate, variance and pass^k. Exit status: 0 done, 1 the judge failed, 2 bad usage, "
         "labels or traces, 130 interrupted.",
     )
-    parser.add_argument("labels", metavar="LABELS", help="the labels file (JSON lines)")
+    parser.add_argument(
+        "labels",
+        metavar="LABELS",
+        nargs="?",
+        help="the labels file (JSON lines); default with --server: the server's labels",
+    )
     parser.add_argument(
         "--traces",
         nargs="+",
-        required=True,
         metavar="INPUT",
         help="files, directories or globs holding the labelled traces (OTLP or trace JSON)",
+    )
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="a tracejudge server: the labels people recorded on its trace pages (unless "
+        "LABELS is given) and the stored traces they name; its key in the URL "
+        "(http://KEY@host:port) or COMPOSO_API_KEY",
     )
     parser.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
     parser.add_argument(

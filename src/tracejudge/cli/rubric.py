@@ -88,13 +88,9 @@ def _model_info(args: argparse.Namespace) -> dict[str, Any]:
 
 def _rubric(args: argparse.Namespace) -> str:
     if args.rubric_file:
-        try:
-            text = Path(args.rubric_file).read_text(encoding="utf-8").strip()
-        except (OSError, UnicodeDecodeError) as error:
-            reason = getattr(error, "strerror", None) or error
-            raise UsageError(
-                f"--rubric-file {args.rubric_file}: cannot read it ({reason})"
-            ) from None
+        from tracejudge.evaluation.criteria_file import read_text_file
+
+        text = read_text_file(args.rubric_file, "--rubric-file").strip()
         if not text:
             raise UsageError(f"--rubric-file {args.rubric_file} is empty")
         return text

@@ -48,6 +48,7 @@ from tracejudge.cli._progress import Progress
 from tracejudge.cli._sources import Source, expand_inputs
 from tracejudge.cli._spool import Spool
 from tracejudge.errors import ComposoError
+from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.models import MultiAgentTrace
 from tracejudge.report import ScoreSummary, format_summary, result_lines, usd
 
@@ -140,6 +141,7 @@ async def _score_all(service: Any, run: _Run, todo: list[tuple[str, str]], worke
 
 
 async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
+    from tracejudge.evaluation.attribution import from_answers
     from tracejudge.report import trace_entry
 
     try:
@@ -161,44 +163,63 @@ async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
             run.summary.add(lines)
             run.scored += 1
             if run.html:
-                entry = trace_entry(trace_id, trace, lines)
+                # a failed trace's deterministic causes, the top one marked on its timeline
+                attribution = from_answers(trace, responses)
+                entry = trace_entry(trace_id, trace, lines, attribution=attribution)
                 run.spool.add_entry(trace_id, entry["worst"], entry)
     finally:
         run.progress.advance()
 
 
-def _service(
-    judge: str | None,
-    concurrency: int,
-    fail_under: float | None = None,
-    *,
-    prices: str | None = None,
-    max_cost: float | None = None,
-    max_tokens: int | None = None,
-    single_call: bool = False,
-    explore: bool = True,
-) -> Any:
-    """The evaluation service with the judge `--judge` names, or the environment's, its
-    verdicts priced by `--judge-prices` (else TRACEJUDGE_JUDGE_PRICES, else the shipped
-    table), the run capped by `--max-judge-cost` / `--max-judge-tokens`, in the
-    single-call mode with `--single-call` and without exploration with `--no-explore`."""
+def judge_settings(args: argparse.Namespace) -> Any:
+    """The `EvaluationSettings` of a command's judge flags: `--judge` (else the
+    environment's judge), `--concurrency` traces at once (four judge calls each, the
+    judge's requests in flight and the service's alike), `--judge-prices`,
+    `--max-judge-cost`, `--max-judge-tokens`, `--fail-under`, `--single-call` and
+    `--no-explore` (of the commands that have them)."""
+    from tracejudge._http import HTTPOptions
+    from tracejudge.evaluation import DEFAULT_EXPLORATION, EvaluationSettings
+
+    return EvaluationSettings(
+        judge=args.judge or None,
+        http=HTTPOptions(max_concurrency=args.concurrency * 4),
+        exploration=DEFAULT_EXPLORATION if getattr(args, "explore", True) else None,
+        single_call=getattr(args, "single_call", False),
+        prices=args.judge_prices,
+        max_judge_cost=args.max_judge_cost,
+        max_judge_tokens=args.max_judge_tokens,
+        fail_under=getattr(args, "fail_under", None),
+    )
+
+
+def _service(settings: Any) -> Any:
+    """The evaluation service of `settings` (see `judge_settings`); a named judge that
+    cannot be built, a bad price file and a cost cap that cannot be enforced are usage
+    errors naming the flag, before anything is read or judged."""
+    import dataclasses
+
     from tracejudge.errors import ConfigurationError
-    from tracejudge.evaluation import format_usd, judge_model, resolve_prices
-    from tracejudge.evaluation.service import EvaluationService
-    from tracejudge.judges import default_judge, judge_from_spec
+    from tracejudge.evaluation import (
+        build_judge,
+        build_service,
+        format_usd,
+        judge_model,
+        resolve_prices,
+    )
 
     problem: ComposoError | None = None
     built = None
     try:
-        built = judge_from_spec(judge) if judge else default_judge()
+        built = build_judge(settings)
     except ComposoError as error:
-        if judge:  # asked for by name: a usage problem now
-            raise UsageError(f"--judge {judge}: {error}") from None
+        if settings.judge:  # asked for by name: a usage problem now
+            raise UsageError(f"--judge {settings.judge}: {error}") from None
         problem = error  # from the environment: only a problem if a criterion needs it
     try:
-        table = resolve_prices(prices, option="--judge-prices")
+        table = resolve_prices(settings.prices, option="--judge-prices")
     except ConfigurationError as error:
         raise UsageError(str(error)) from None
+    max_cost, max_tokens = settings.max_judge_cost, settings.max_judge_tokens
     model = judge_model(built) if built is not None else None
     if max_cost is not None and built is not None and table.get(model) is None:
         unpriced = (
@@ -216,35 +237,12 @@ def _service(
             file=sys.stderr,
         )
         max_cost = None  # said once, here
-    from tracejudge.evaluation import DEFAULT_EXPLORATION
-
+    settings = dataclasses.replace(settings, prices=table, max_judge_cost=max_cost)
     try:
-        return EvaluationService(
-            built,
-            max_concurrency=concurrency * 4,
-            judge_problem=problem,
-            fail_under=fail_under,
-            prices=table,
-            max_judge_cost=max_cost,
-            max_judge_tokens=max_tokens,
-            single_call=single_call,
-            exploration=DEFAULT_EXPLORATION if explore else None,
-        )
-    except ConfigurationError as error:
-        raise UsageError(f"--single-call: {error}") from None
-
-
-def read_criteria_file(path: str) -> list[str]:
-    """One criterion per line; blank lines and lines starting with # are skipped."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as error:
-        reason = getattr(error, "strerror", None) or error
-        raise UsageError(f"--criteria-file {path}: cannot read it ({reason})") from None
-    found = [s for s in (line.strip() for line in text.splitlines()) if s and s[0] != "#"]
-    if not found:
-        raise UsageError(f"--criteria-file {path} holds no criterion (one per line)")
-    return found
+        return build_service(settings, judge=built, judge_problem=problem)
+    except ConfigurationError as error:  # a judge that cannot judge criteria together
+        where = "--single-call: " if settings.single_call else ""
+        raise UsageError(f"{where}{error}") from None
 
 
 def _criteria(args: argparse.Namespace) -> list[Any]:
@@ -254,7 +252,7 @@ def _criteria(args: argparse.Namespace) -> list[Any]:
         criteria.append(checks.budgets(max_tokens=args.max_tokens, max_seconds=args.max_seconds))
     criteria.extend(args.criterion or [])
     if args.criteria_file:
-        criteria.extend(read_criteria_file(args.criteria_file))
+        criteria.extend(read_criteria_file(args.criteria_file, "--criteria-file"))
     return criteria
 
 
@@ -271,16 +269,7 @@ def run(args: argparse.Namespace) -> int:
         validate_criteria(list(criteria))
     except BadRequestError as error:
         raise UsageError(f"bad criterion: {error}") from None
-    service = _service(
-        args.judge,
-        args.concurrency,
-        args.fail_under,
-        prices=args.judge_prices,
-        max_cost=args.max_judge_cost,
-        max_tokens=args.max_judge_tokens,
-        single_call=args.single_call,
-        explore=args.explore,
-    )
+    service = _service(judge_settings(args))
     service.require_judge(criteria)  # a missing judge fails now, not after reading
     sources = expand_inputs(args.inputs)
     if sum(s.path is None for s in sources) > 1:
@@ -390,12 +379,15 @@ def _names(sources: Sequence[Source]) -> str:
 def _write_html(path: str, summary: ScoreSummary, spool: Spool, resumed: set[str]) -> None:
     """The HTML report, worst traces first; traces resumed from --out are converted again
     (their spans are in the spool) and shown with their earlier lines."""
-    from tracejudge.report import trace_entry, write_report
+    from tracejudge.evaluation.attribution import from_answers
+    from tracejudge.report import responses_of_lines, trace_entry, write_report
 
     for trace_id in resumed:
         lines = spool.lines(trace_id)
+        responses = responses_of_lines(lines)
         for key, trace in _traces(spool, trace_id):
-            entry = trace_entry(key, trace, lines)
+            attribution = from_answers(trace, responses)
+            entry = trace_entry(key, trace, lines, attribution=attribution)
             spool.add_entry(key, entry["worst"], entry)
     try:
         with open(path, "w", encoding="utf-8") as out:

@@ -408,6 +408,12 @@ class Composo(_Client):
           False it did not.
         - `max_step_chars`: characters of one message the judge methods show.
 
+        A client of a remote tracejudge server (`base_url=`, no `judge=`) sends what needs
+        a judge (a judge method, a text criterion) to the server's `POST
+        /api/v1/attribution`, where its judge answers within the server's budget; the
+        built-in checks go by name (for a check of your own, pass `responses=`). The
+        checks alone never leave the client.
+
         Returns a `tracejudge.models.Attribution`: `failed`, `failures` (what failed),
         `causes` ranked (agent instance, `step` = its model call and tool call, `index` =
         the step's place in the trace, `method`, `evidence`, `confidence`,

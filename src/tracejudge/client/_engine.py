@@ -8,6 +8,7 @@ server). Where evaluation runs is `tracejudge._env.choose_backend`'s decision.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any
 
@@ -21,7 +22,7 @@ from tracejudge.client._inputs import (
     evaluate_latest_flag,
 )
 from tracejudge.client._remote import RemoteServer
-from tracejudge.errors import BadRequestError, ComposoError
+from tracejudge.errors import BadRequestError
 from tracejudge.evaluation import (
     DEFAULT_EXPLORATION,
     Criterion,
@@ -34,7 +35,8 @@ from tracejudge.evaluation import (
     validate_tags,
 )
 from tracejudge.evaluation.attribution import AttributionRequest
-from tracejudge.evaluation.service import ConversationRequest, EvaluationService, TraceRequest
+from tracejudge.evaluation.service import ConversationRequest, TraceRequest
+from tracejudge.evaluation.settings import EvaluationSettings, build_service
 from tracejudge.judges import CacheOption, ExplorationLimits, Judge
 from tracejudge.models import (
     Attribution,
@@ -109,8 +111,6 @@ class Engine:
         single_call: bool = False,
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
     ) -> None:
-        from tracejudge.judges import default_judge, judge_from_spec
-
         self.model_core = model_core
         self.emit_events = emit_events
         self.remote: RemoteServer | None = None
@@ -118,40 +118,31 @@ class Engine:
         self._tasks = TaskRegistry()
         self._closed = False
         self._released = False
-        judge_options = {**options.as_judge_options(), "cache": cache}
+        settings = EvaluationSettings(
+            judge=judge,
+            http=options,
+            cache=cache,
+            exploration=exploration,
+            single_call=single_call,
+            prices=prices,
+        )
         choice = _env.choose_backend(
             judge_given=judge is not None,
             base_url_given=not isinstance(base_url, _DefaultURL),
             api_key=api_key,
         )
-        built: Judge | None = None
-        problem: ComposoError | None = None
-        if choice.backend is _env.Backend.JUDGE:
-            built = judge_from_spec(judge, **judge_options)
-            self._owns_judge = built is not judge
-        elif choice.remote:
+        if choice.remote:
             self.remote = RemoteServer(
                 base_url, choice.api_key, options, default_url=str(DEFAULT_BASE_URL)
             )
-        elif choice.backend is not _env.Backend.NONE:
-            # A judge the environment names but that cannot be built is reported when a
-            # text criterion needs it, not here: checks need no judge.
-            try:
-                if choice.judge_spec is not None:
-                    built = judge_from_spec(choice.judge_spec, **judge_options)
-                else:
-                    built = default_judge(**judge_options)
-            except ComposoError as exc:
-                problem = exc
-            self._owns_judge = built is not None
-        self.service = EvaluationService(
-            built,
-            max_concurrency=options.max_concurrency,
-            judge_problem=problem,
-            prices=prices,
-            single_call=single_call,
-            exploration=exploration,
-        )
+        if choice.remote or choice.backend is _env.Backend.NONE:
+            self.service = build_service(settings, judge=None)
+        else:
+            # `judge=`, else the environment's judge (TRACEJUDGE_JUDGE, OPENAI_*): one the
+            # environment names but that cannot be built is reported when a text
+            # criterion needs it, not here: checks need no judge.
+            self.service = build_service(settings)
+        self._owns_judge = self.service.judge is not None and self.service.judge is not judge
 
     @property
     def judge(self) -> Judge | None:
@@ -314,9 +305,10 @@ class Engine:
         failed: bool | None,
         max_step_chars: int,
     ) -> Attribution:
-        """Forwarded to the evaluation service, in process: deterministic findings need no
-        judge; the judge methods use the in-process judge (a remote server does not
-        attribute yet)."""
+        """Forwarded to the evaluation service, in process, unless it needs a judge (a
+        judge method, a text criterion) that only the remote server has: then the server's
+        `POST /api/v1/attribution` attributes it, with its judge and within its budget.
+        Deterministic findings need no judge and are always made here."""
         self._check_open()
         multi = coerce_trace(trace)
         request = AttributionRequest(
@@ -329,12 +321,9 @@ class Engine:
             max_step_chars=max_step_chars,
         )
         judged = [m for m in request.checked_methods() if m != "checks"]
-        if judged and self.service.judge is None and self.remote is not None:
-            raise BadRequestError(
-                f"attribution methods {', '.join(judged)} need an in-process judge; this "
-                "client talks to a remote server, which does not attribute yet. Pass judge=... "
-                "(a spec such as 'openai:gpt-4.1-mini'), or use methods=['checks']"
-            )
+        texts = any(isinstance(c, str) for c in request.criteria or ())
+        if (judged or texts) and self.service.judge is None and self.remote is not None:
+            return await self.remote.attribute(_attribution_body(request))
         return await self.service.attribute(request)
 
     # ------------------------------------------------------------------ tasks, closing
@@ -359,3 +348,35 @@ class Engine:
             await self.remote.aclose()
         if self.judge is not None and self._owns_judge:
             await self.judge.aclose()
+
+
+def _attribution_body(request: AttributionRequest) -> dict[str, Any]:
+    """`request` as the body of a tracejudge server's `POST /api/v1/attribution`: text
+    criteria as they are, the built-in checks by name (the server knows no other)."""
+    from tracejudge.evaluation import ALL as BUILT_IN
+
+    body: dict[str, Any] = {
+        "trace": json.loads(request.trace.to_json()),
+        "methods": list(request.checked_methods()),
+        "max_step_chars": request.max_step_chars,
+    }
+    if request.criteria is not None:
+        known = {str(c.name) for c in BUILT_IN}
+        own = [str(c.name) for c in request.criteria if not isinstance(c, str)]
+        unknown = [name for name in own if name not in known]
+        if unknown:
+            raise BadRequestError(
+                f"criteria: the remote server knows the built-in checks by name only "
+                f"({', '.join(sorted(known))}), not {unknown[0]!r}; pass responses=... (the "
+                "answers of evaluate_trace, used as they are) instead of criteria, or "
+                "judge=... to attribute in process"
+            )
+        body["criteria"] = [c for c in request.criteria if isinstance(c, str)]
+        body["checks"] = own
+    if request.responses is not None:
+        body["responses"] = [r.model_dump(mode="json") for r in request.responses]
+    for field in ("outcome", "failed"):
+        value = getattr(request, field)
+        if value is not None:
+            body[field] = value
+    return body

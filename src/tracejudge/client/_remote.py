@@ -1,7 +1,8 @@
 """The remote backend: a Composo-compatible server (tracejudge's own or the hosted one).
 
 It sends the wire models (`RewardRequest`, `TraceRewardRequest`) it validated, with the
-same retry, backoff and deadline rules as the judges (`tracejudge._http`).
+same retry, backoff and deadline rules as the judges (`tracejudge._http`); and an
+attribution's request to a tracejudge server's `POST /api/v1/attribution`.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from tracejudge._http import (
 from tracejudge.errors import MalformedError
 from tracejudge.evaluation import summarize_trace_response
 from tracejudge.models import (
+    Attribution,
     EvaluationResponse,
     MultiAgentTraceResponse,
     RewardRequest,
@@ -31,8 +33,16 @@ from tracejudge.models import (
     TraceRewardRequest,
 )
 
-__all__ = ["REWARD_PATH", "TASK_PATH", "TRACE_PATH", "RemoteServer", "wire_body"]
+__all__ = [
+    "ATTRIBUTION_PATH",
+    "REWARD_PATH",
+    "TASK_PATH",
+    "TRACE_PATH",
+    "RemoteServer",
+    "wire_body",
+]
 
+ATTRIBUTION_PATH = "/api/v1/attribution"
 REWARD_PATH = "/api/v1/evals/reward"
 TRACE_PATH = "/api/v1/evals/trace"
 TASK_PATH = "/api/v1/tasks/{task_id}"
@@ -83,14 +93,25 @@ class RemoteServer:
             base_url=self.base_url,
             key_hint="check api_key= (or COMPOSO_API_KEY) and that base_url is the right server",
             secrets=tuple(k for k in (self.api_key,) if k),
-            not_found_hint=(
-                "the server does not know this task id: check it, and that the task was started on "
-                "this server (a tracejudge server keeps finished tasks for "
+            not_found_hint=self._not_found_hint(path),
+        )
+
+    def _not_found_hint(self, path: str) -> str:
+        if path.startswith(TASK_PATH.split("{", 1)[0]):
+            return (
+                "the server does not know this task id: check it, and that the task was "
+                "started on this server (a tracejudge server keeps finished tasks for "
                 "--task-retention-hours)"
-                if path.startswith(TASK_PATH.split("{", 1)[0])
-                else "check that base_url is the root of a tracejudge or Composo server (such "
-                f"as {self._default_url!r}), without the /api/v1 path"
-            ),
+            )
+        if path == ATTRIBUTION_PATH:
+            return (
+                "this server does not attribute (a tracejudge server does, from the version "
+                "with /api/v1/attribution): pass judge=... to attribute in process, or "
+                "methods=['checks']"
+            )
+        return (
+            "check that base_url is the root of a tracejudge or Composo server (such as "
+            f"{self._default_url!r}), without the /api/v1 path"
         )
 
     async def request(self, method: str, path: str, body: dict[str, Any] | None = None) -> Any:
@@ -151,6 +172,15 @@ class RemoteServer:
             return TaskResponse.model_validate(answer)
         except ValidationError as exc:
             raise MalformedError(f"the server's task status is not readable: {exc}") from exc
+
+    async def attribute(self, body: dict[str, Any]) -> Attribution:
+        """A tracejudge server's attribution of the trace in `body` (the fields of its
+        `POST /api/v1/attribution`)."""
+        answer = await self.request("POST", ATTRIBUTION_PATH, body)
+        try:
+            return Attribution.model_validate(answer)
+        except ValidationError as exc:
+            raise MalformedError(f"the server's attribution is not usable: {exc}") from exc
 
     async def aclose(self) -> None:
         """Close the connection pools, each on its own event loop."""

@@ -4,6 +4,9 @@
 - `render`: a conversation or an agent instance written out for the judge.
 - `Evaluator`: criteria x agent instances -> judge calls -> aggregated answers.
 - `JudgeSpend`: what each verdict cost, and the caps on what may be spent (`spend`).
+- `EvaluationSettings`, `build_judge`, `build_service`: the one way a judge and the
+  evaluation service are built from settings (`settings`).
+- `read_criteria_file`, `read_text_file`: the one reader of criteria and rubric files.
 - the deterministic checks (`TraceCheck`, the built-in checks, `ALL`, `@check`,
   `from_reward`, ...): private in `_checks`, public as `tracejudge.checks`.
 
@@ -66,6 +69,11 @@ _EXPORTS: dict[str, str] = {
     "EvaluationService": "tracejudge.evaluation.service",
     "ConversationRequest": "tracejudge.evaluation.service",
     "TraceRequest": "tracejudge.evaluation.service",
+    "EvaluationSettings": "tracejudge.evaluation.settings",
+    "build_judge": "tracejudge.evaluation.settings",
+    "build_service": "tracejudge.evaluation.settings",
+    "read_criteria_file": "tracejudge.evaluation.criteria_file",
+    "read_text_file": "tracejudge.evaluation.criteria_file",
     "JudgeSpend": "tracejudge.evaluation.spend",
     "SpendLimit": "tracejudge.evaluation.spend",
     "PricesOption": "tracejudge.evaluation.spend",
@@ -82,6 +90,7 @@ __all__ = [
     "ConversationRequest",
     "Criterion",
     "EvaluationService",
+    "EvaluationSettings",
     "Evaluator",
     "FinalAnswer",
     "FunctionCheck",
@@ -104,6 +113,8 @@ __all__ = [
     "as_check",
     "as_plain",
     "budgets",
+    "build_judge",
+    "build_service",
     "check",
     "conversation_agent",
     "final_answer",
@@ -116,6 +127,8 @@ __all__ = [
     "judge_model",
     "loops",
     "loops_with",
+    "read_criteria_file",
+    "read_text_file",
     "render_agent",
     "render_conversation",
     "require_llm_interactions",
@@ -178,6 +191,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         validate_explanation_cleaning,
         validate_tags,
     )
+    from tracejudge.evaluation.criteria_file import read_criteria_file, read_text_file
     from tracejudge.evaluation.evaluator import (
         DEFAULT_EXPLORATION,
         Evaluator,
@@ -197,6 +211,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         EvaluationService,
         TraceRequest,
     )
+    from tracejudge.evaluation.settings import EvaluationSettings, build_judge, build_service
     from tracejudge.evaluation.spend import (
         JudgeSpend,
         PricesOption,

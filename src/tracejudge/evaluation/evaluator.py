@@ -341,7 +341,12 @@ class Evaluator:
         the wait happens before a slot of the limit is taken."""
         assert self.judge is not None  # require_judge ran before any call
         spend = self.spend
-        turn = warmup.turn(prefix) if warmup is not None else contextlib.nullcontext()
+        judge = self.judge
+        turn = (
+            warmup.turn(prefix, in_sequence=lambda: getattr(judge, "prompt_cache_per_slot", False))
+            if warmup is not None
+            else contextlib.nullcontext()
+        )
         async with turn, self._limit():
             # The spend is asked as the judgement starts (not while it waits for a slot),
             # and told what it used as soon as it returns.

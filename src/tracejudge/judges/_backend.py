@@ -29,10 +29,11 @@ from tracejudge._http import (
     error_from_response,
     error_message,
     pooled_transport,
+    redact,
     send_with_retries,
     split_credentials,
 )
-from tracejudge.errors import BadRequestError, ConfigurationError
+from tracejudge.errors import APIError, BadRequestError, ConfigurationError
 from tracejudge.judges._ask import StructuredRequest, messages_for, structured_verdict
 from tracejudge.judges._batch import BatchJudging
 from tracejudge.judges._budget import TokenEstimator, default_max_input_tokens
@@ -314,6 +315,8 @@ class HTTPJudge(ReplyReading, BatchJudging):
         raw = hit.get("raw", {}) if isinstance(hit, dict) else None
         if not (
             isinstance(hit, dict)
+            # no `score` key is no verdict (null is one: not applicable)
+            and "score" in hit
             and (score is None or (isinstance(score, (int, float)) and 0.0 <= score <= 1.0))
             and not isinstance(score, bool)
             and isinstance(explanation, str)
@@ -534,7 +537,12 @@ class HTTPJudge(ReplyReading, BatchJudging):
                     data = await self._off_loop(
                         deadline, len(response.content), _decode_json, response.content
                     )
-                    answer = self._read(data)
+                    try:
+                        answer = self._read(data)
+                    except APIError as error:
+                        # the body as sent (not JSON: `data` is None), not what parsed
+                        error.response_body = redact(response.text[:2000], self._endpoint.secrets)
+                        raise
                     tally.add(answer)
                     self.estimator.learn(estimated, answer.input_tokens)
                     if span is not None:

@@ -96,7 +96,14 @@ class OpenAICompatibleJudge(HTTPJudge):
     `max_response_bytes` (4 MiB by default) bounds an answer's size: a longer one is an
     APIError, not read into memory.
     `transport` replaces httpx's network transport (for tests).
+
+    `prompt_cache_per_slot` turns True once the server answers with llama.cpp's `timings`:
+    its prompt cache lives in each of its slots, not server-wide, so the evaluator then
+    sends one agent's criteria one after another (each reaches the idle slot that holds
+    that agent's transcript) instead of all at once onto whichever slots free up.
     """
+
+    prompt_cache_per_slot: bool = False
 
     def __init__(
         self,
@@ -278,6 +285,8 @@ class OpenAICompatibleJudge(HTTPJudge):
                 200,
                 str(data)[:2000],
             )
+        if isinstance(data.get("timings"), dict):
+            self.prompt_cache_per_slot = True
         choice = choices[0]
         found = choice.get("message")
         message = found if isinstance(found, dict) else {}

@@ -104,13 +104,16 @@ from tracejudge.models._recorded import (
     RecordedEvaluation,
 )
 from tracejudge.models._requests import (
+    CRITERION_TEXT_SCHEMA,
     LIGHTNING_CORE_PREFIX,
     MAX_CRITERION_LENGTH,
     MAX_TAG_LENGTH,
+    PLAIN_TEXT_SCHEMA,
     RewardRequest,
     TraceRewardRequest,
     check_latest_only_core,
     validate_criterion_text,
+    validate_plain_text,
     validate_tags,
 )
 from tracejudge.models._trace import (
@@ -210,9 +213,12 @@ __all__ = [
     # wire requests and their limits
     "RewardRequest",
     "TraceRewardRequest",
+    "CRITERION_TEXT_SCHEMA",
     "MAX_CRITERION_LENGTH",
     "MAX_TAG_LENGTH",
+    "PLAIN_TEXT_SCHEMA",
     "validate_criterion_text",
+    "validate_plain_text",
     "validate_tags",
     # what the converter made of spans (`tracejudge inspect`)
     "Inspection",

@@ -285,6 +285,22 @@ def _split_server_tools(message: Mapping[str, Any]) -> list[Mapping[str, Any]]:
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 
 
+#: The JSON Schema of a message `_check_message` accepts: a role, and content (text, parts,
+#: or an object) unless it is an assistant message.
+CHAT_MESSAGE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "required": ["role"],
+    "properties": {
+        "role": {"enum": list(ROLES)},
+        "content": {"type": ["string", "array", "object", "null"]},
+        "name": {"type": ["string", "null"]},
+        "tool_call_id": {"type": ["string", "null"]},
+    },
+    "if": {"properties": {"role": {"const": "assistant"}}},
+    "else": {"required": ["role", "content"]},
+}
+
+
 def _check_message(index: int, message: Mapping[str, Any]) -> None:
     """Raise BadRequestError (a ValueError) naming `messages[index]` and the field when
     the message is not one a chat API would take."""

@@ -1,7 +1,7 @@
 """Wire requests: the bodies of the reward endpoints, and the one definition of their limits.
 
-`MAX_CRITERION_LENGTH`, `MAX_TAG_LENGTH`, `validate_criterion_text` and
-`validate_tags` are what every caller checks (the client before it sends, the
+`MAX_CRITERION_LENGTH`, `MAX_TAG_LENGTH`, `validate_criterion_text`, `validate_tags`
+and `validate_plain_text` are what every caller checks (the client before it sends, the
 server when it receives), so both report the same mistakes in the same words.
 The checks raise `BadRequestError`, a `ValueError`: inside a request model it
 becomes a pydantic validation error located at the field.
@@ -9,13 +9,22 @@ becomes a pydantic validation error located at the field.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
-from pydantic import AliasChoices, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    AliasChoices,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from tracejudge.errors import BadRequestError
 from tracejudge.models._base import WireModel
+from tracejudge.models._chat_session import CHAT_MESSAGE_SCHEMA
 from tracejudge.models._trace import MultiAgentTrace
 
 __all__ = [
@@ -23,9 +32,12 @@ __all__ = [
     "check_latest_only_core",
     "MAX_CRITERION_LENGTH",
     "MAX_TAG_LENGTH",
+    "CRITERION_TEXT_SCHEMA",
+    "PLAIN_TEXT_SCHEMA",
     "RewardRequest",
     "TraceRewardRequest",
     "validate_criterion_text",
+    "validate_plain_text",
     "validate_tags",
 ]
 
@@ -35,13 +47,38 @@ MAX_CRITERION_LENGTH = 4096
 MAX_TAG_LENGTH = 64
 
 
+#: What no database stores as text: NUL (PostgreSQL) and lone surrogates (neither).
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+#: The JSON Schema of what `validate_plain_text` accepts (no NUL; JSON text in UTF-8
+#: cannot carry a lone surrogate unescaped).
+PLAIN_TEXT_SCHEMA: dict[str, Any] = {"pattern": "^[^\\u0000]*$"}
+#: ... and of a criterion's text: not blank either.
+CRITERION_TEXT_SCHEMA: dict[str, Any] = {"pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"}
+
+
+def validate_plain_text(text: str, where: str) -> str:
+    """`text` as given, or `BadRequestError` naming `where` when it holds a NUL (U+0000) or
+    a lone surrogate (half of a UTF-16 pair), which names, ids, tags and criteria may not:
+    they are stored as text, and no database stores those."""
+    if "\x00" not in text and (text.isascii() or not _UNSTORABLE.search(text)):
+        return text
+    found = _UNSTORABLE.search(text)
+    assert found is not None
+    what = "a NUL (U+0000)" if found.group() == "\x00" else "a lone surrogate"
+    raise BadRequestError(
+        f"{where} holds {what} at character {found.start()}; send text without NUL "
+        "characters and with every surrogate in a pair (valid UTF-8 / UTF-16)"
+    )
+
+
 def _describe(criterion: str) -> str:
     return criterion if len(criterion) <= 60 else criterion[:57] + "..."
 
 
 def validate_criterion_text(text: str, where: str = "criterion") -> str:
     """The criterion text as given, or `BadRequestError` naming `where` when it is blank or
-    longer than `MAX_CRITERION_LENGTH` characters."""
+    longer than `MAX_CRITERION_LENGTH` characters, or holds a NUL or a lone surrogate."""
+    validate_plain_text(text, where)
     if not text.strip():
         raise BadRequestError(
             f"{where} is empty: write what to judge, for example "
@@ -75,6 +112,7 @@ def validate_tags(tags: Mapping[str, Any] | None) -> dict[str, str] | None:
             raise BadRequestError(
                 f"tag key {key!r} is a {type(key).__name__}; tag keys must be strings"
             )
+        validate_plain_text(key, f"tag key {key[:20]!r}")
         if len(key) > MAX_TAG_LENGTH:
             raise BadRequestError(
                 f"tag key {key[:20]!r}... is {len(key)} characters long; tag keys may have at "
@@ -97,23 +135,50 @@ def validate_tags(tags: Mapping[str, Any] | None) -> dict[str, str] | None:
                 f"tag {key!r} has a value {len(text)} characters long; tag values may have at "
                 f"most {MAX_TAG_LENGTH}"
             )
+        validate_plain_text(text, f"tag {key!r}")
         result[key] = text
     return result
 
 
 # The constraints below repeat the limits for the JSON schema; the validators run first
 # and give the messages.
-_Tag = Annotated[str, Field(max_length=MAX_TAG_LENGTH)]
+_Tag = Annotated[str, Field(max_length=MAX_TAG_LENGTH, json_schema_extra=PLAIN_TEXT_SCHEMA)]
 
 
 class _RequestBase(WireModel):
-    evaluation_criteria: str | None = Field(
-        default=None, min_length=1, max_length=MAX_CRITERION_LENGTH
+    model_config = ConfigDict(
+        json_schema_extra={
+            "oneOf": [
+                {
+                    "required": ["evaluation_criteria"],
+                    "properties": {
+                        "evaluation_criteria": {"type": "string"},
+                        "evaluator_name": {"type": "null"},
+                    },
+                },
+                {
+                    "required": ["evaluator_name"],
+                    "properties": {
+                        "evaluator_name": {"type": "string"},
+                        "evaluation_criteria": {"type": "null"},
+                    },
+                },
+            ]
+        }
     )
-    evaluator_name: str | None = Field(default=None, min_length=1, max_length=255)
-    model_core: str | None = None
+
+    evaluation_criteria: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_CRITERION_LENGTH,
+        json_schema_extra=CRITERION_TEXT_SCHEMA,
+    )
+    evaluator_name: str | None = Field(
+        default=None, min_length=1, max_length=255, json_schema_extra=PLAIN_TEXT_SCHEMA
+    )
+    model_core: str | None = Field(default=None, json_schema_extra=PLAIN_TEXT_SCHEMA)
     tags: dict[_Tag, _Tag] | None = None
-    trace_id: str | None = None
+    trace_id: str | None = Field(default=None, json_schema_extra=PLAIN_TEXT_SCHEMA)
     data_retention: Literal["standard", "none"] | None = None
 
     @field_validator("evaluation_criteria", mode="before")
@@ -127,6 +192,13 @@ class _RequestBase(WireModel):
     @classmethod
     def _valid_tags(cls, value: Any) -> Any:
         return validate_tags(value)
+
+    @field_validator("evaluator_name", "model_core", "trace_id", mode="before")
+    @classmethod
+    def _plain_text(cls, value: Any, info: ValidationInfo) -> Any:
+        if isinstance(value, str):
+            return validate_plain_text(value, str(info.field_name))
+        return value
 
     @model_validator(mode="after")
     def _one_of_criteria_or_evaluator(self) -> _RequestBase:
@@ -154,7 +226,13 @@ class RewardRequest(_RequestBase):
 
     model_config = ConfigDict(populate_by_name=True)
 
-    messages: list[dict[str, Any]] = Field(min_length=2)
+    messages: list[dict[str, Any]] = Field(
+        min_length=2,
+        json_schema_extra={
+            "items": CHAT_MESSAGE_SCHEMA,
+            "contains": {"required": ["role"], "properties": {"role": {"const": "assistant"}}},
+        },
+    )
     system: str | None = Field(
         default=None, validation_alias=AliasChoices("system", "system_message")
     )
@@ -183,6 +261,21 @@ class TraceRewardRequest(_RequestBase):
         if value:
             raise ValueError("evaluate_latest must be false for trace evaluations")
         return value
+
+    @field_validator("trace")
+    @classmethod
+    def _plain_names(cls, trace: MultiAgentTrace) -> MultiAgentTrace:
+        validate_plain_text(trace.root_agent_instance_id, "root_agent_instance_id")
+        if trace.trace_id is not None:
+            validate_plain_text(trace.trace_id, "trace.trace_id")
+        for key, agent in trace.agent_instance_by_id.items():
+            where = f"agent_instance_by_id[{key[:40]!r}]"
+            validate_plain_text(key, f"agent_instance_by_id key {key[:40]!r}")
+            validate_plain_text(agent.id, f"{where}.id")
+            validate_plain_text(agent.name, f"{where}.name")
+            if agent.handoff is not None:
+                validate_plain_text(agent.handoff, f"{where}.handoff")
+        return trace
 
     @field_validator("trace")
     @classmethod

@@ -14,6 +14,9 @@ from tracejudge.models._chat_session import interactions_from_messages
 from tracejudge.models._interaction import LLMInteraction
 from tracejudge.models._recorded import RecordedEvaluation
 
+#: No NUL (see `_requests.PLAIN_TEXT_SCHEMA`; that module imports this one).
+_PLAIN_TEXT: dict[str, Any] = {"pattern": "^[^\\u0000]*$"}
+
 __all__ = [
     "NO_LLM_INTERACTIONS_HINT",
     "AgentInstance",
@@ -89,11 +92,13 @@ class AgentInstance(WireModel):
     model_config = ConfigDict(extra="forbid")
     _extensions = frozenset({"output", "handoff", "span_id", "evaluations"})
 
-    id: str
-    name: str
+    # The patterns are the API's rule (`TraceRewardRequest`: no NUL in names and ids),
+    # for its schema only: a converted trace keeps what its spans said.
+    id: str = Field(json_schema_extra=_PLAIN_TEXT)
+    name: str = Field(json_schema_extra=_PLAIN_TEXT)
     interactions: list[Interaction] = Field(default_factory=list)
     output: str | None = None
-    handoff: str | None = None
+    handoff: str | None = Field(default=None, json_schema_extra=_PLAIN_TEXT)
     span_id: str | None = None
     evaluations: list[RecordedEvaluation] | None = None
 
@@ -195,10 +200,10 @@ class MultiAgentTrace(WireModel):
     model_config = ConfigDict(extra="forbid")
     _extensions = frozenset({"trace_id"})
 
-    root_agent_instance_id: str
-    agent_instance_by_id: dict[str, AgentInstance]
+    root_agent_instance_id: str = Field(json_schema_extra=_PLAIN_TEXT)
+    agent_instance_by_id: dict[Annotated[str, Field(json_schema_extra=_PLAIN_TEXT)], AgentInstance]
     warnings: list[str] = Field(default_factory=list, exclude=True, repr=False)
-    trace_id: str | None = None
+    trace_id: str | None = Field(default=None, json_schema_extra=_PLAIN_TEXT)
 
     @model_validator(mode="after")
     def _root_is_an_agent(self) -> MultiAgentTrace:

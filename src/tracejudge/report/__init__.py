@@ -24,9 +24,11 @@ CLI, the server and the examples can all print the same thing.
   benchmark (`tracejudge bench attribution`) as a table and a self-contained page.
 - `calibration`: `format_calibration(report)`: a judge against people's labels.
 - `trace_view`: `trace_entry(trace_id, trace, lines)`: one scored trace as the data the
-  trace viewer draws (verdict, agent tree, timeline, model calls), bounded in size.
+  trace viewer draws (verdict, the attribution's ranked causes, agent tree, timeline,
+  model calls), bounded in size; `responses_of_lines` the answers result lines hold.
 - `trace_page`: `render_trace_page(trace, responses)`: the page of one trace (the
-  server's /ui/traces/{id}, the demo's report).
+  server's /ui/traces/{id}, the demo's report); `labelling_data` what its labels
+  section needs on the server.
 - `html`: `write_report(out, summary, entries)`: the batch report (`score --html`): the
   overview, then every trace, each opening into the same viewer.
 - `page`: what the pages share: the viewer's style and script (`viewer.css`,
@@ -51,8 +53,8 @@ from tracejudge.report.results import (
     usd,
 )
 from tracejudge.report.text import format_agent_tree, format_results
-from tracejudge.report.trace_page import render_trace_page
-from tracejudge.report.trace_view import trace_entry
+from tracejudge.report.trace_page import labelling_data, render_trace_page
+from tracejudge.report.trace_view import responses_of_lines, trace_entry
 
 __all__ = [
     "Finding",
@@ -67,7 +69,9 @@ __all__ = [
     "format_results",
     "format_summary",
     "format_usage",
+    "labelling_data",
     "render_trace_page",
+    "responses_of_lines",
     "result_lines",
     "trace_entry",
     "usage_sentence",

@@ -33,13 +33,15 @@ def _source_hash(source: str) -> str:
     return f"'sha256-{base64.b64encode(digest).decode('ascii')}'"
 
 
-def content_security_policy() -> str:
+def content_security_policy(*, connect_self: bool = False) -> str:
     """A Content-Security-Policy header value for the pages of this room: their inline
     style and script (by hash) run, nothing else loads or runs (no other script, no
-    external URL, no form, no frame around the page)."""
+    external URL, no form, no frame around the page). `connect_self`: the script may
+    send requests to the page's own server (the server's trace page records labels)."""
+    connect = "connect-src 'self'; " if connect_self else ""
     return (
         f"default-src 'none'; style-src {_source_hash(CSS)}; "
-        f"script-src {_source_hash(SCRIPT)}; base-uri 'none'; "
+        f"script-src {_source_hash(SCRIPT)}; {connect}base-uri 'none'; "
         "form-action 'none'; frame-ancestors 'none'"
     )
 

@@ -7,14 +7,21 @@ one trace has no distribution to show.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse, PriceTable, TraceVerdict
+from tracejudge.models import (
+    Attribution,
+    MultiAgentTrace,
+    MultiAgentTraceResponse,
+    PriceTable,
+    TraceVerdict,
+)
 from tracejudge.report.page import DOCUMENT_TAIL, document_head, json_block
 from tracejudge.report.results import result_lines
 from tracejudge.report.trace_view import trace_entry
 
-__all__ = ["render_trace_page"]
+__all__ = ["labelling_data", "render_trace_page"]
 
 
 def render_trace_page(
@@ -25,14 +32,47 @@ def render_trace_page(
     title: str | None = None,
     home: str | None = None,
     prices: PriceTable | None = None,
+    labelling: Mapping[str, Any] | None = None,
+    attribution: Attribution | None = None,
 ) -> str:
     """A complete, self-contained HTML page for one scored trace (one response per
-    criterion). `home`: the address of a page to link back to (the server's list)."""
+    criterion). `home`: the address of a page to link back to (the server's list).
+    `labelling`: where and as whom a person records labels on the page (the server's
+    page; see `labelling_data`), None for a page without them. `attribution`: the
+    trace's ranked causes, listed and the most likely step marked on the timeline when
+    the trace failed."""
     lines = result_lines(trace_id, trace, responses)
-    entry = trace_entry(trace_id, trace, lines, verdict=TraceVerdict.of(responses), prices=prices)
+    entry = trace_entry(
+        trace_id,
+        trace,
+        lines,
+        verdict=TraceVerdict.of(responses),
+        prices=prices,
+        attribution=attribution,
+    )
     return (
         document_head(title or f"tracejudge: trace {trace_id}", home)
         + '<main id="tj-trace"></main>\n'
         + json_block("tj-data", [entry])
+        + (json_block("tj-labels", dict(labelling)) if labelling is not None else "")
         + DOCUMENT_TAIL
     )
+
+
+def labelling_data(
+    trace: MultiAgentTrace,
+    *,
+    post: str,
+    who: str | None,
+    labels: Sequence[Mapping[str, Any]] = (),
+) -> dict[str, Any]:
+    """What the viewer's labels section needs: `post`, the address it sends a label to;
+    `who`, the person's name when the server knows it (their API key's; None: the page
+    asks); `instances`, each agent's instance id in the viewer's order (tree order);
+    `labels`, those recorded so far (the API's form)."""
+    return {
+        "post": post,
+        "who": who,
+        "instances": [agent.id for agent in trace.iter_agents()],
+        "labels": [dict(label) for label in labels],
+    }

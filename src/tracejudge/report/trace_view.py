@@ -14,6 +14,12 @@ The entry, as plain JSON (the batch CLI spools it)::
      "verdict": {"failures": [...], "not_evaluated": [...], "scored", "not_applicable"},
      "results": [{"criterion", "overall", "bar", "explanation",
                   "agents": [{"agent": index, "score", "explanation", "not_evaluated"?}]}],
+     "attribution"?: {"methods", "notes", "outcome"?, "usage"?,   # a failed trace's causes
+                      "left_out"?,
+                      "causes": [{"rank", "agent": index, "step": finding step | null,
+                                  "index", "method", "criteria", "evidence",
+                                  "confidence", "consequence_of"?, "fix"?,
+                                  "outcome_changes"?}]},
      "agents": [agent, ...]}                                 # tree order, the root first
 
 An agent is `{"name", "parent", "depth", "t0", "t1", "n", "children", "steps", "calls"}`:
@@ -25,6 +31,12 @@ recorded. Findings point at steps as `[agent index, interaction index, tool call
 tool name]` (the last two None when the finding names no tool call). An entry says
 `"steps_left_out": n` when its timeline stops short, and `"left_out": true` when the
 batch report kept only its verdict and scores (`html.write_report`).
+
+`attribution` is the trace's `tracejudge.models.Attribution` (the caller makes it: the
+deterministic one from the answers, or one stored by the server), there only when the
+trace failed: its ranked causes, each an agent and, where known, its step in the
+findings' form; the viewer lists them and marks the first cause with a step on the
+timeline. At most `MAX_CAUSES` causes are kept (`"left_out"` says how many more).
 
 Bounds, so that a trace of any size makes a page of bounded size: every text is cut at
 `max_text` characters; a call whose input repeats the previous call's input keeps only
@@ -42,6 +54,7 @@ from typing import Any
 from tracejudge.models import (
     AgentInstance,
     AgentTraceResult,
+    Attribution,
     JudgeUsage,
     LLMInput,
     LLMInteraction,
@@ -56,7 +69,15 @@ from tracejudge.models import (
 )
 from tracejudge.report.results import line_bar, line_usage, usage_of
 
-__all__ = ["MAX_CALL_TEXT", "MAX_STEPS", "MAX_TEXT", "trace_entry"]
+__all__ = [
+    "MAX_CALL_TEXT",
+    "MAX_CAUSES",
+    "MAX_STEPS",
+    "MAX_TEXT",
+    "responses_of_lines",
+    "trace_entry",
+    "verdict_of_lines",
+]
 
 #: Characters of one message, tool argument, result or explanation kept.
 MAX_TEXT = 4000
@@ -64,6 +85,8 @@ MAX_TEXT = 4000
 MAX_STEPS = 20_000
 #: Characters of messages kept for one trace; later calls' messages are left out.
 MAX_CALL_TEXT = 3_000_000
+#: Causes of one trace's attribution kept (the most likely first).
+MAX_CAUSES = 20
 
 _PRICES: PriceTable | None = None
 
@@ -94,13 +117,15 @@ def trace_entry(
     prices: PriceTable | None = None,
     max_steps: int = MAX_STEPS,
     max_call_text: int = MAX_CALL_TEXT,
+    attribution: Attribution | None = None,
 ) -> dict[str, Any]:
     """One trace's data for the viewer (see the module docstring).
 
     `lines`: the trace's result lines. `verdict`: the trace's `TraceVerdict` when the
     caller holds its responses (else it is read back from `lines`, the same way).
     `prices`: what model calls cost (the shipped `PriceTable` by default).
-    `with_calls=False` leaves every call's messages out.
+    `with_calls=False` leaves every call's messages out. `attribution`: the trace's
+    causes, shown when it failed (see the module docstring).
     """
     tree = _Tree(trace)
     verdict = verdict if verdict is not None else verdict_of_lines(lines)
@@ -120,6 +145,8 @@ def trace_entry(
         "results": _results(lines, tree, max_text),
         "agents": agents,
     }
+    if attribution is not None and attribution.failed:
+        entry["attribution"] = _attribution(attribution, tree, max_text)
     judge_usage = _judge_usage(lines)
     if judge_usage is not None:
         entry["usage"] = judge_usage  # the judge's calls, tokens and dollars on this trace
@@ -134,7 +161,14 @@ def trace_entry(
 def verdict_of_lines(lines: Sequence[Mapping[str, Any]]) -> TraceVerdict:
     """The `TraceVerdict` of a trace's result lines (lines read back from a file count the
     same as fresh answers)."""
-    return TraceVerdict.of([_response_of_line(line) for line in lines])
+    return TraceVerdict.of(responses_of_lines(lines))
+
+
+def responses_of_lines(lines: Sequence[Mapping[str, Any]]) -> list[MultiAgentTraceResponse]:
+    """The answers a trace's result lines hold, as the evaluation gave them: each agent's
+    score, explanation, steps and reason for not being evaluated, and each criterion's
+    bar (what the verdict and the deterministic attribution read)."""
+    return [_response_of_line(line) for line in lines]
 
 
 def _response_of_line(line: Mapping[str, Any]) -> MultiAgentTraceResponse:
@@ -515,3 +549,46 @@ def _judge_usage(lines: Sequence[Mapping[str, Any]]) -> dict[str, Any] | None:
         if usage is not None:
             spent = usage if spent is None else spent + usage
     return line_usage(spent) if spent is not None else None
+
+
+def _attribution(attribution: Attribution, tree: _Tree, max_text: int) -> dict[str, Any]:
+    """The causes, most likely first, each with its agent's index and its step as a
+    finding's (`[agent index, interaction, tool call id, tool name]`, None for the agent
+    as a whole), what found it and how sure it is."""
+    causes: list[dict[str, Any]] = []
+    known = [c for c in attribution.causes if c.agent_instance_id in tree.index]
+    for cause in known[:MAX_CAUSES]:
+        k = tree.index[cause.agent_instance_id]
+        step = cause.step
+        item: dict[str, Any] = {
+            "rank": cause.rank,
+            "agent": k,
+            "step": (
+                [k, step.interaction, step.tool_call_id, step.tool_name]
+                if step is not None and step.interaction < len(tree.agents[k].llm_interactions)
+                else None
+            ),
+            "index": cause.index,
+            "method": cause.method,
+            "criteria": list(cause.criteria),
+            "evidence": cut(cause.evidence, max_text),
+            "confidence": cause.confidence,
+        }
+        if cause.consequence_of is not None:
+            item["consequence_of"] = cause.consequence_of
+        if cause.fix:
+            item["fix"] = cut(cause.fix, max_text)
+            item["outcome_changes"] = cause.outcome_changes
+        causes.append(item)
+    shown: dict[str, Any] = {
+        "methods": list(attribution.methods),
+        "notes": [cut(note, max_text) for note in attribution.notes[:10]],
+        "causes": causes,
+    }
+    if attribution.outcome:
+        shown["outcome"] = cut(attribution.outcome, max_text)  # what went wrong, in words
+    if len(known) > len(causes):
+        shown["left_out"] = len(known) - len(causes)
+    if attribution.usage.calls:
+        shown["usage"] = line_usage(attribution.usage)
+    return shown

@@ -92,6 +92,9 @@ function TraceView(t, prefix) {
   this.flagged = {};   // "k-i" -> criteria of the findings that point at model call i of agent k
   this.flaggedCalls = {};  // "k-i-callId" -> true: the tool calls findings point at
   this.calls = {};     // agent index -> {box, pager} of its model calls section
+  this.causes = {};    // "k-i" -> ranks of the causes at model call i of agent k
+  this.causeCalls = {};  // "k-i-callId" -> ranks of the causes at that tool call
+  this.top = null;     // the most likely cause with a step: marked on the timeline
   var self = this;
   t.verdict.failures.forEach(function (f) {
     f.steps.forEach(function (s) {
@@ -100,9 +103,17 @@ function TraceView(t, prefix) {
       if (s[2]) self.flaggedCalls[key + "-" + s[2]] = true;
     });
   });
+  (t.attribution ? t.attribution.causes : []).forEach(function (c) {
+    if (!c.step) return;
+    var key = c.step[0] + "-" + c.step[1];
+    (self.causes[key] = self.causes[key] || []).push(c.rank);
+    if (c.step[2]) (self.causeCalls[key + "-" + c.step[2]] = self.causeCalls[key + "-" + c.step[2]] || []).push(c.rank);
+    if (!self.top) self.top = c;
+  });
   this.root = el("div", "view");
   this.head(this.root);
   this.verdict(section(this.root, "Verdict"));
+  if (t.attribution) this.attribution(section(this.root, "Attribution"));
   this.tree(section(this.root, "Agents"));
   this.timeline(section(this.root, "Timeline"));
   this.steps(section(this.root, "Model calls"));
@@ -112,6 +123,13 @@ TraceView.prototype.anchor = function (kind, k, i) {
 };
 TraceView.prototype.callName = function (k, i) {
   return this.t.agents[k].name + ", call " + (i + 1);
+};
+// A finding's or cause's step `[agent, call, tool call id, tool name]` as a link to it
+// (`short`: without the agent's name, said next to it).
+TraceView.prototype.stepLink = function (s, short) {
+  var label = (short ? "call " + (s[1] + 1) : this.callName(s[0], s[1])) +
+    (s[3] ? " · tool " + s[3] : "") + (s[2] ? " [" + s[2] + "]" : "");
+  return jump(this.anchor("step", s[0], s[1]), label);
 };
 
 TraceView.prototype.head = function (box) {
@@ -135,6 +153,58 @@ TraceView.prototype.head = function (box) {
   if (known(t.start)) facts.push("started " + when(t.start));
   if (v.not_evaluated.length) facts.push(plural(v.not_evaluated.length, "result") + " not evaluated");
   add(box, el("div", "facts", facts.join(" · ")));
+  var first = t.attribution && t.attribution.causes[0];
+  if (first) {
+    var line = add(box, el("div", "cause-line", "most likely cause: "));
+    line.appendChild(first.step ? this.stepLink(first.step) : jump(this.anchor("agent", first.agent), t.agents[first.agent].name));
+    if (!first.step) txt(line, " (the agent as a whole)");
+    txt(line, " · " + first.method + ", confidence " + first.confidence.toFixed(2));
+  }
+};
+
+// The attribution: which agent and step most likely caused the failure, ranked, each
+// with what found it, how sure it is and what shows it.
+var METHODS = {checks: "the deterministic checks", all_at_once: "a judge, all at once",
+  step_by_step: "a judge, step by step", binary_search: "a judge, by binary search",
+  counterfactual: "a judge, by counterfactual"};
+TraceView.prototype.attribution = function (box) {
+  var t = this.t, at = t.attribution, self = this;
+  var how = at.methods.map(function (m) { return METHODS[m] || m; }).join(", ");
+  var intro = "The most likely causes of the failure, most likely first, found by " + how +
+    (at.methods.length === 1 && at.methods[0] === "checks" ? " (no judge)" : "");
+  if (at.usage) intro += "; the judge: " + plural(at.usage.calls, "call") +
+    (known(at.usage.cost_usd) ? ", " + dollars(at.usage.cost_usd) : "");
+  add(box, el("p", "facts", intro + "."));
+  if (at.outcome) add(box, el("p", "expl", "what went wrong: " + at.outcome));
+  else if (!t.verdict.failures.length) add(box, el("p", "expl", "no criterion failed: the run was reported failed"));
+  if (!at.causes.length) add(box, el("p", "na", "No cause found."));
+  var list = add(box, el("ol", "causes"));
+  at.causes.forEach(function (c) {
+    var li = add(list, el("li", "cause" + (c === self.top ? " top" : "")));
+    li.value = c.rank;
+    li.dataset.rank = c.rank;
+    li.appendChild(jump(self.anchor("agent", c.agent), t.agents[c.agent].name));
+    txt(li, " · ");
+    if (c.step) {
+      li.appendChild(self.stepLink(c.step, true));
+      if (known(c.index)) {
+        var place = add(li, el("span", "facts", " (trace step " + c.index + ")"));
+        place.title = "the step's place among all the trace's model calls, from 0, as tracejudge attribute numbers it";
+      }
+    } else txt(li, "the agent as a whole");
+    var facts = [c.method + (c.criteria.length ? " (" + c.criteria.join(", ") + ")" : ""),
+      "confidence " + c.confidence.toFixed(2)];
+    if (known(c.consequence_of)) facts.push("may follow from cause " + c.consequence_of);
+    add(li, el("div", "facts", facts.join(" · ")));
+    if (c.evidence) add(li, el("div", "expl", c.evidence));
+    if (c.fix) {
+      var changes = c.outcome_changes === true ? " (would avoid the failure)" :
+        c.outcome_changes === false ? " (would not avoid it)" : "";
+      add(li, el("div", "expl", "smallest fix: " + c.fix + changes));
+    }
+  });
+  if (at.left_out) add(box, el("p", "note", plural(at.left_out, "more cause") + " not shown"));
+  at.notes.forEach(function (n) { add(box, el("p", "note", n)); });
 };
 
 TraceView.prototype.verdict = function (box) {
@@ -156,9 +226,7 @@ TraceView.prototype.verdict = function (box) {
       f.steps.forEach(function (s) {
         var where = add(li, el("div", "where"));
         txt(where, "→ ");
-        var label = self.callName(s[0], s[1]) + (s[3] ? " · tool " + s[3] : "") +
-          (s[2] ? " [" + s[2] + "]" : "");
-        where.appendChild(jump(self.anchor("step", s[0], s[1]), label));
+        where.appendChild(self.stepLink(s));
       });
     });
   }
@@ -294,11 +362,14 @@ TraceView.prototype.timeline = function (box) {
       parts.push(plural(a.n, "model call"));
     } else if (r.kind === "call") {
       var s = a.steps[r.i], crit = self.flagged[r.k + "-" + r.i];
+      row.dataset.agent = r.k;
+      row.dataset.call = r.i;
       if (crit) {
         row.className += " failing";
         var mark = add(label, el("span", "mark", "✕"));
         mark.title = "failing: " + crit.join(", ");
       }
+      self.causeMark(row, label, self.causes[r.k + "-" + r.i], r.k, r.i, null);
       label.appendChild(jump(self.anchor("step", r.k, r.i), "call " + (r.i + 1)));
       bar(track, s.t0, s.t1);
       parts.push(known(s.t0) && known(s.t1) ? ms(s.t1 - s.t0) : "no timing recorded");
@@ -312,6 +383,7 @@ TraceView.prototype.timeline = function (box) {
         row.className += " failing";
         add(label, el("span", "mark", "✕"));
       }
+      self.causeMark(row, label, self.causeCalls[r.k + "-" + r.i + "-" + tool[1]], r.k, r.i, tool[1]);
       txt(label, "tool " + tool[0] + " [" + tool[1] + "]");
       bar(track, tool[3], tool[4]);
       if (known(tool[3])) parts.push("within " + ms(tool[4] - tool[3]) + ", between call " + (r.i + 1) + " and call " + (tool[2] + 1));
@@ -322,7 +394,14 @@ TraceView.prototype.timeline = function (box) {
     figs.textContent = parts.join(" · ");
     figs.title = figs.textContent;
   }
-  new Pager(grid, rows.length, PAGE_ROWS, draw, "rows").show(0);
+  // The timeline opens at the page that holds the most likely cause.
+  var opening = 0, top = this.top;
+  if (top) {
+    rows.forEach(function (r, n) {
+      if (!opening && r.kind === "call" && r.k === top.step[0] && r.i === top.step[1]) opening = n;
+    });
+  }
+  new Pager(grid, rows.length, PAGE_ROWS, draw, "rows").show(opening);
   if (t.left_out) {
     add(box, el("p", "note", "The model calls of this trace (" + t.totals.calls +
       ") were left out of the report to keep it small: its timeline shows its agents only."));
@@ -330,6 +409,18 @@ TraceView.prototype.timeline = function (box) {
   if (t.steps_left_out) {
     add(box, el("p", "note", plural(t.steps_left_out, "more model call") + " not drawn, to keep the page small"));
   }
+};
+
+// A timeline row's mark for the causes at its step (`ranks`; none: no mark); the most
+// likely cause's row is "attributed".
+TraceView.prototype.causeMark = function (row, label, ranks, k, i, callId) {
+  if (!ranks) return;
+  var top = this.top, isTop = top && top.step[0] === k && top.step[1] === i &&
+    (callId === null || top.step[2] === callId);
+  row.className += " has-cause" + (isTop ? " attributed" : "");
+  var mark = el("span", "cause-mark", "◆" + ranks[0]);
+  mark.title = (isTop ? "the most likely cause" : "cause " + ranks.join(", ")) + " of the failure";
+  label.insertBefore(mark, label.firstChild);
 };
 
 // Each agent's model calls, folded: an agent's list is built when opened, a call's
@@ -368,6 +459,11 @@ TraceView.prototype.step = function (k, i) {
   if (crit) {
     d.className += " failing";
     add(summary, el("span", "bad", " · failing: " + crit.join(", ")));
+  }
+  var ranks = this.causes[k + "-" + i];
+  if (ranks) {
+    var top = ranks.indexOf(this.top.rank) >= 0;
+    add(summary, el("span", "cause-mark", " · cause " + ranks.join(", ") + (top ? " (most likely)" : "")));
   }
   d.addEventListener("toggle", function () { if (d.open) self.fillStep(d, k, i); });
   return d;
@@ -444,6 +540,121 @@ TraceView.prototype.reveal = function (anchor) {
   return true;
 };
 
+// ---------------------------------------------------------------- labels (the server's page)
+// A person's verdict per agent and criterion: agree or disagree with the agent's verdict,
+// or their own score, with a note; sent as JSON to the page's own server (conf.post).
+var PAGE_LABELS = 50, WHO_KEY = "tracejudge.who";
+function labelText(l) {
+  var said = l.stance === "score" ? "own score " + scoreText(l.score) :
+    l.stance + "d (" + l.verdict + ")";
+  return l.who + ": " + said + (l.note ? " · " + l.note : "") + " · " + l.when;
+}
+function LabelBoard(box, t, conf) {
+  var self = this, items = [];
+  this.t = t; this.conf = conf; this.byItem = {};
+  conf.labels.forEach(function (l) { self.keep(l); });
+  t.results.forEach(function (r) {
+    r.agents.forEach(function (a) { items.push({r: r, a: a}); });
+  });
+  box.id = "labels";
+  add(box, el("p", "note", "Your verdict on each agent's result: agree or disagree with it, " +
+    "or give your own score (0 to 1), with a note. Labels are kept on this server; export " +
+    "them for tracejudge calibrate from /api/v1/labels/export."));
+  if (!known(conf.who)) {
+    var who = add(box, el("label", "who", "your name "));
+    this.name = add(who, el("input"));
+    this.name.id = "tj-who";
+    this.name.placeholder = "who is labelling";
+    try { this.name.value = localStorage.getItem(WHO_KEY) || ""; } catch (e) {}
+  } else {
+    add(box, el("p", "facts", "labelling as " + conf.who + " (your API key's name)"));
+  }
+  if (!items.length) { add(box, el("p", "na", "Nothing was scored: nothing to label.")); return; }
+  new Pager(add(box, el("div", "labels")), items.length, PAGE_LABELS, function (n, list) {
+    list.appendChild(self.row(items[n].r, items[n].a));
+  }, "results").show(0);
+}
+LabelBoard.prototype.key = function (instance, criterion) { return instance + "\n" + criterion; };
+LabelBoard.prototype.keep = function (l) {
+  var key = this.key(l.agent_instance_id, l.criterion), list = this.byItem[key] || [];
+  this.byItem[key] = list.filter(function (o) { return o.who !== l.who; }).concat([l]);
+};
+LabelBoard.prototype.row = function (r, a) {
+  var self = this, t = this.t, instance = this.conf.instances[a.agent];
+  var row = el("div", "label-row");
+  row.dataset.agent = instance;
+  row.dataset.criterion = r.criterion;
+  var what = add(row, el("div", "label-what"));
+  add(what, el("b", null, t.agents[a.agent].name));
+  txt(what, " · ");
+  var crit = add(what, el("span", null, r.criterion.length > 120 ? r.criterion.slice(0, 119) + "…" : r.criterion));
+  crit.title = r.criterion;
+  var judged = known(a.score) && !known(a.not_evaluated);
+  var verdict = !judged ? (known(a.not_evaluated) ? "not evaluated" : "not applicable") :
+    scoreText(a.score) + (a.score < r.bar ? " fail" : " pass");
+  txt(what, " · verdict ");
+  add(what, el("span", "score " + (judged ? scoreClass(a.score, r.bar) : "na"), verdict));
+  var controls = add(row, el("div", "label-controls"));
+  function button(cls, text) {
+    var b = add(controls, el("button", cls, text));
+    b.type = "button";
+    return b;
+  }
+  var agree = button("agree", "agree"), disagree = button("disagree", "disagree");
+  agree.disabled = disagree.disabled = !judged;
+  var own = add(controls, el("input", "own"));
+  own.type = "number"; own.min = "0"; own.max = "1"; own.step = "0.05";
+  own.placeholder = "your score";
+  var save = button("save-score", "save score");
+  var note = add(controls, el("input", "note-in"));
+  note.placeholder = "note (optional)";
+  var status = add(row, el("div", "label-status"));
+  var saved = add(row, el("div", "label-saved"));
+  function show() {
+    saved.textContent = "";
+    (self.byItem[self.key(instance, r.criterion)] || []).forEach(function (l) {
+      add(saved, el("div", null, labelText(l)));
+    });
+  }
+  function send(stance) {
+    var body = {agent_instance_id: instance, criterion: r.criterion, stance: stance};
+    if (stance === "score") {
+      if (own.value === "") { status.className = "label-status bad"; status.textContent = "give your score, 0 to 1"; return; }
+      body.score = Number(own.value);
+    }
+    if (note.value.trim()) body.note = note.value.trim();
+    if (self.name) {
+      body.who = self.name.value.trim();
+      if (!body.who) { status.className = "label-status bad"; status.textContent = "not saved: give your name above first"; return; }
+      try { localStorage.setItem(WHO_KEY, body.who); } catch (e) {}
+    }
+    status.className = "label-status note";
+    status.textContent = "saving…";
+    // From the origin: a page opened at a URL with credentials in it resolves relative
+    // addresses with them, which fetch refuses; the browser adds what it signed in with.
+    fetch(location.origin + self.conf.post, {
+      method: "POST", credentials: "same-origin",
+      headers: {"Content-Type": "application/json"}, body: JSON.stringify(body)
+    }).then(function (res) {
+      return res.json().then(function (answer) { return {ok: res.ok, answer: answer}; });
+    }).then(function (got) {
+      if (!got.ok) throw new Error(got.answer.detail || "not saved");
+      self.keep(got.answer);
+      status.className = "label-status good";
+      status.textContent = "saved";
+      show();
+    }).catch(function (error) {
+      status.className = "label-status bad";
+      status.textContent = "not saved: " + error.message;
+    });
+  }
+  agree.addEventListener("click", function () { send("agree"); });
+  disagree.addEventListener("click", function () { send("disagree"); });
+  save.addEventListener("click", function () { send("score"); });
+  show();
+  return row;
+};
+
 // ---------------------------------------------------------------- the pages
 function json(id) { var n = document.getElementById(id); return n ? JSON.parse(n.textContent) : null; }
 
@@ -457,7 +668,8 @@ function onJumps(go) {
 }
 
 function tracePage(box, t) {
-  var view = new TraceView(t, "");
+  var view = new TraceView(t, ""), conf = json("tj-labels");
+  if (conf) new LabelBoard(section(view.root, "Labels"), t, conf);
   box.appendChild(view.root);
   function go(anchor) { if (anchor) view.reveal(anchor); }
   onJumps(go);
@@ -491,6 +703,11 @@ function reportPage(list, data) {
       r.agents.forEach(function (a) { if (known(a.score) && (low === null || a.score < low)) low = a.score; });
       add(s, el("span", "score " + scoreClass(low, r.bar), r.criterion + " " + scoreText(low) + " "));
     });
+    var cause = t.attribution && t.attribution.causes[0];
+    if (cause) {
+      add(s, el("span", "cause-mark", "· cause: " + t.agents[cause.agent].name +
+        (cause.step ? ", call " + (cause.step[1] + 1) : "")));
+    }
     function fill() {
       if (views[t.id]) return views[t.id];
       var view = new TraceView(t, "trace-" + t.id + "/");

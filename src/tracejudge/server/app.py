@@ -2,39 +2,51 @@
 
 `create_app(config)` builds it; uvicorn serves it (`tracejudge serve`). Every error
 is a JSON `{"detail": ...}` answer: validation errors are 422 naming the field, and
-no answer ever carries a stack trace (unexpected errors are logged, and answered
-500 with a plain sentence).
+no answer ever carries a stack trace (unexpected errors are logged once, and answered
+500 with a plain sentence on a connection that stays open).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
 
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
-from starlette.requests import Request
+from starlette.requests import ClientDisconnect, Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tracejudge import checks, criteria
-from tracejudge.errors import BadRequestError, ConfigurationError
-from tracejudge.evaluation import TraceCheck, judge_model, resolve_prices, validate_criteria
-from tracejudge.evaluation.service import EvaluationService
-from tracejudge.judges import Judge, default_judge, judge_from_spec
+from tracejudge._http import HTTPOptions
+from tracejudge.errors import ConfigurationError
+from tracejudge.evaluation import DEFAULT_EXPLORATION, TraceCheck, judge_model, resolve_prices
+from tracejudge.evaluation.criteria_file import read_criteria_file
+from tracejudge.evaluation.settings import EvaluationSettings, build_judge, build_service
+from tracejudge.judges import Judge
 from tracejudge.models import PriceTable
-from tracejudge.server import evals, health, list_page, otlp, scoring, traces, ui
+from tracejudge.server import (
+    attribution,
+    evals,
+    health,
+    labels,
+    list_page,
+    otlp,
+    scoring,
+    traces,
+    ui,
+)
 from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
-from tracejudge.server.errors import ApiError, error_response
+from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
-from tracejudge.server.limits import LimitsMiddleware, TokenBuckets
+from tracejudge.server.limits import LimitsMiddleware
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.retention import Pruner
@@ -43,46 +55,28 @@ from tracejudge.server.supervise import Supervisor
 from tracejudge.server.tasks import TaskRunner
 from tracejudge.server.writeback import WriteBack
 
-__all__ = ["create_app", "build_judge", "server_criteria", "read_criteria_file"]
+__all__ = ["create_app", "judge_settings", "server_criteria"]
 
 logger = logging.getLogger("tracejudge.server")
 
 
-def build_judge(config: ServerConfig) -> Judge | None:
-    """The judge `--judge` names, else the environment's (TRACEJUDGE_JUDGE, OPENAI_API_KEY,
-    OPENAI_BASE_URL), else None: only deterministic checks run."""
-    options: dict[str, Any] = {}
-    if config.judge_base_url:
-        options["base_url"] = config.judge_base_url
-    if config.judge:
-        return judge_from_spec(config.judge, **options)
-    return default_judge(**options)
-
-
-def read_criteria_file(path: str) -> list[str]:
-    """One criterion per line; blank lines and lines starting with # are skipped."""
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigurationError(
-            f"--criteria-file {path!r} cannot be read ({exc.strerror}); give a text file "
-            "with one criterion per line"
-        ) from None
-    found: list[str] = []
-    for number, line in enumerate(text.splitlines(), 1):
-        line = line.strip()
-        if not line or line.startswith("#"):
-            continue
-        try:
-            validate_criteria(line)
-        except BadRequestError as exc:
-            raise ConfigurationError(
-                f"--criteria-file {path}, line {number}: {exc.message}"
-            ) from None
-        found.append(line)
-    if not found:
-        raise ConfigurationError(f"--criteria-file {path!r} holds no criterion")
-    return found
+def judge_settings(config: ServerConfig) -> EvaluationSettings:
+    """What the server's judge and evaluation service are built from: `--judge` (else the
+    environment's judge), `--judge-base-url`, `--max-concurrency` (the judge's requests in
+    flight and the service's judge calls alike), `--judge-timeout-seconds`,
+    `--judge-max-tokens`, `--judge-max-input-tokens`, `--single-call` and `--no-explore`.
+    The prices are `judge_pricing`'s; the budgets, `DailyBudget`'s."""
+    return EvaluationSettings(
+        judge=config.judge,
+        base_url=config.judge_base_url,
+        http=HTTPOptions(
+            timeout=config.judge_timeout_seconds, max_concurrency=config.max_concurrency
+        ),
+        max_tokens=config.judge_max_tokens,
+        max_input_tokens=config.judge_max_input_tokens,
+        exploration=None if config.no_explore else DEFAULT_EXPLORATION,
+        single_call=config.single_call,
+    )
 
 
 def server_criteria(config: ServerConfig, judged: bool) -> list[str | TraceCheck]:
@@ -90,7 +84,7 @@ def server_criteria(config: ServerConfig, judged: bool) -> list[str | TraceCheck
     the agent criteria) when a judge is configured."""
     texts: list[str] = []
     if config.criteria_file:
-        texts = read_criteria_file(config.criteria_file)
+        texts = read_criteria_file(config.criteria_file, "--criteria-file")
         if not judged:
             raise ConfigurationError(
                 "--criteria-file gives criteria for a judge, but no judge is configured: "
@@ -151,11 +145,17 @@ async def _http_error(request: Request, exc: Exception) -> Response:
     return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
 
 
-async def _unexpected(request: Request, exc: Exception) -> Response:
-    logger.error("tracejudge: %s %s failed", request.method, request.url.path, exc_info=exc)
-    return JSONResponse(
-        {"detail": "the server failed to answer this request (see its log)"}, status_code=500
+async def _client_gone(request: Request, exc: Exception) -> Response:
+    # The client hung up before its request was read: its choice, not a failure here.
+    # Nothing can be answered; one line at DEBUG, not a traceback per disconnect.
+    client = request.client
+    logger.debug(
+        "tracejudge: %s %s: the client (%s) hung up before its request was read",
+        request.method,
+        request.url.path,
+        f"{client.host}:{client.port}" if client else "unknown",
     )
+    return Response(status_code=400)
 
 
 def create_app(
@@ -169,7 +169,8 @@ def create_app(
     without any judge whatever the environment says. `criteria` (checks, and texts when
     there is a judge) replaces what ingested traces are scored against; re-scoring
     through the API still takes any criterion."""
-    chosen = judge if judge is not None else (None if checks_only else build_judge(config))
+    settings = judge_settings(config)
+    chosen = judge if judge is not None else (None if checks_only else build_judge(settings))
     scoring_criteria: Sequence[str | TraceCheck]
     if criteria is None:
         scoring_criteria = server_criteria(config, chosen is not None)
@@ -180,18 +181,22 @@ def create_app(
                 "give a judge, or pass checks only"
             )
         scoring_criteria = list(criteria)
+    if config.single_call and chosen is not None and getattr(chosen, "judge_batch", None) is None:
+        # Said now, in one line, rather than when the workers start.
+        raise ConfigurationError(
+            f"--single-call: the judge {getattr(chosen, 'name', chosen)!r} cannot judge "
+            "several criteria in one call; leave out --single-call"
+        )
     prices, priced, budget_note = judge_pricing(config, chosen)
+    settings = dataclasses.replace(settings, prices=prices)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store = await in_thread(open_store, config.db)
         # Every judgement is counted in the store (the daily budgets, shared by replicas).
         budget = DailyBudget.from_config(store, config, priced=priced)
-        service = EvaluationService(
-            chosen,
-            max_concurrency=config.max_concurrency,
-            prices=prices,
-            spend_limits=[budget] if chosen is not None else (),
+        service = build_service(
+            settings, judge=chosen, spend_limits=[budget] if chosen is not None else ()
         )
         supervisor = Supervisor(config.stall_seconds)
         runner = TaskRunner(
@@ -244,11 +249,14 @@ def create_app(
             Route("/openapi.json", _openapi, methods=["GET"]),
             *evals.routes,
             *traces.routes,
+            *attribution.routes,
+            *labels.routes,
             *otlp.routes,
             *list_page.routes,
             *ui.routes,
         ],
         middleware=[
+            Middleware(UnexpectedErrorMiddleware),
             Middleware(
                 WebGuardMiddleware,
                 policy=HostPolicy(config.host, config.allowed_hosts, keys=bool(config.api_keys)),
@@ -263,7 +271,7 @@ def create_app(
         exception_handlers={
             ApiError: _api_error,
             HTTPException: _http_error,
-            Exception: _unexpected,
+            ClientDisconnect: _client_gone,
         },
         lifespan=lifespan,
     )

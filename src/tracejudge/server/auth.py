@@ -7,9 +7,18 @@ password, any user name: a browser asks for it itself, keeps it in memory for th
 session, and sends it in a header; a key in the URL (logs, history, Referer) or in a
 cookie (sent by cross-site requests to the API) is never accepted.
 
+A key may be given a name, written before it with a space (`ana tj_4f...`): the labels a
+person records on the trace pages carry the name of the key they signed in with (an
+unnamed key is `key-1`, `key-2`, ... in the order configured). Names are not secrets.
+
 A key is compared with every configured key in constant time (their SHA-256
 digests through `hmac.compare_digest`, all of them every time), so the answer time
 says nothing about how much of a key was right. Keys are never logged or echoed.
+
+Wrong keys are rate limited per client address (`FAILED_KEY_BURST` at once, then
+`FAILED_KEY_RATE` a second): past that, every request from the address that needs a key
+gets 429 with `Retry-After` until the limit refills, the right key included, so guessing
+keys costs time whatever the guesses are.
 """
 
 from __future__ import annotations
@@ -18,10 +27,12 @@ import base64
 import binascii
 import hashlib
 import hmac
+import math
 from collections.abc import Iterable, Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.errors import ApiError, error_response
 
 __all__ = [
@@ -32,7 +43,13 @@ __all__ = [
     "KeyRing",
     "AuthMiddleware",
     "OPEN_PATHS",
+    "FAILED_KEY_BURST",
+    "FAILED_KEY_RATE",
 ]
+
+#: Wrong or missing keys a client address may send at once, and a second after that.
+FAILED_KEY_BURST = 20
+FAILED_KEY_RATE = 1.0
 
 #: The header Composo's clients send the key in (HTTP header names are case-insensitive).
 API_KEY_HEADER = "API-Key"
@@ -54,11 +71,21 @@ def _digest(key: str) -> bytes:
     return hashlib.sha256(key.encode("utf-8", "surrogateescape")).digest()
 
 
+def split_named_key(entry: str) -> tuple[str | None, str]:
+    """(name, key) of a configured key: `NAME KEY` names it; one word is a key alone."""
+    words = entry.split()
+    if len(words) == 2:
+        return words[0], words[1]
+    return None, entry.strip()
+
+
 class KeyRing:
-    """The configured keys, kept only as digests."""
+    """The configured keys, kept only as digests, with their names."""
 
     def __init__(self, keys: Sequence[str]) -> None:
-        self._digests = [_digest(k) for k in keys]
+        pairs = [split_named_key(k) for k in keys]
+        self._digests = [_digest(key) for _, key in pairs]
+        self.names = [name or f"key-{n}" for n, (name, _) in enumerate(pairs, 1)]
 
     def __bool__(self) -> bool:
         return bool(self._digests)
@@ -77,10 +104,18 @@ class KeyRing:
 
 def is_ui_read(scope: Scope) -> bool:
     """A GET (or HEAD) of a web page."""
-    path = scope["path"]
-    return scope.get("method") in ("GET", "HEAD") and (
-        path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
-    )
+    return scope.get("method") in ("GET", "HEAD") and _is_ui(scope["path"])
+
+
+def _is_ui(path: str) -> bool:
+    return path == UI_PREFIX or path.startswith(UI_PREFIX + "/")
+
+
+def is_ui_form(scope: Scope) -> bool:
+    """A page's own POST (a label recorded on the trace page): the browser sends the
+    credentials it signed in with. Such a route must refuse anything but JSON from the
+    page's own origin (`ui.same_origin_json`), as a page of another site cannot send."""
+    return scope.get("method") == "POST" and _is_ui(scope["path"])
 
 
 def _basic_password(token: str) -> str | None:
@@ -104,18 +139,24 @@ def presented_key(scope: Scope) -> str | None:
             scheme, _, token = value.decode("latin-1").partition(" ")
             if scheme.lower() == BEARER.lower() and token.strip():
                 bearer = token.strip()
-            elif scheme.lower() == _BASIC.lower() and token.strip() and is_ui_read(scope):
+            elif (
+                scheme.lower() == _BASIC.lower()
+                and token.strip()
+                and (is_ui_read(scope) or is_ui_form(scope))
+            ):
                 bearer = _basic_password(token.strip())
     return bearer
 
 
 class AuthMiddleware:
     """401 for requests without a valid key (when keys are configured); puts the caller's
-    identity (`key:<n>`, or `host:<address>` without keys) in `scope["state"]["caller"]`."""
+    identity (`key:<n>`, or `host:<address>` without keys) in `scope["state"]["caller"]`
+    and, with keys, the key's name in `scope["state"]["key_name"]`."""
 
     def __init__(self, app: ASGIApp, keys: KeyRing) -> None:
         self.app = app
         self.keys = keys
+        self.failures = TokenBuckets(FAILED_KEY_RATE, FAILED_KEY_BURST)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -127,8 +168,22 @@ class AuthMiddleware:
             state["caller"] = f"host:{client[0]}"
             await self.app(scope, receive, send)
             return
+        address = str((scope.get("client") or ("unknown", 0))[0])
+        wait = self.failures.waiting(address)
+        if wait > 0:
+            retry = str(max(1, math.ceil(wait)))
+            error = ApiError(
+                429,
+                f"too many requests with a wrong or missing API key from this address; retry "
+                f"in {retry} s with the right key (the server allows {FAILED_KEY_BURST} at "
+                f"once, then {FAILED_KEY_RATE:g} a second)",
+                headers={"Retry-After": retry},
+            )
+            await error_response(error)(scope, receive, send)
+            return
         index = self.keys.identify(presented_key(scope))
         if index is None:
+            self.failures.take(address)
             if is_ui_read(scope):  # a browser answers a Basic challenge with a sign-in prompt
                 how = "give it as the password of the browser's sign-in prompt (any user name)"
                 challenge = f'{_BASIC} realm="tracejudge", charset="UTF-8"'
@@ -143,4 +198,5 @@ class AuthMiddleware:
             await error_response(error)(scope, receive, send)
             return
         state["caller"] = f"key:{index}"
+        state["key_name"] = self.keys.names[index]
         await self.app(scope, receive, send)

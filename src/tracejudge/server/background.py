@@ -25,6 +25,7 @@ from tracejudge.judges import Judge
 from tracejudge.server._listen import listen
 from tracejudge.server.app import create_app
 from tracejudge.server.config import ServerConfig, is_loopback
+from tracejudge.server.connections import connection_limits, uvicorn_config
 
 __all__ = ["BackgroundServer"]
 
@@ -76,15 +77,14 @@ class BackgroundServer:
         sock = listen(self.config.host, self.config.port)
         self._socket = sock
         self.port = sock.getsockname()[1]
+        limits = connection_limits(self.config)
         server = uvicorn.Server(
-            uvicorn.Config(
+            uvicorn_config(
                 self.app,
+                self.config,
+                limits,
                 log_config=None,  # leave the process's logging as the caller set it up
-                log_level=self.config.log_level,
-                access_log=False,
-                server_header=False,
                 lifespan="on",
-                timeout_graceful_shutdown=5,
             )
         )
         self._server = server

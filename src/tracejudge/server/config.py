@@ -53,6 +53,11 @@ class ServerConfig:
     allow_no_auth: bool = False
     workers: int = 4
     max_concurrency: int = 16
+    judge_timeout_seconds: float = 60.0
+    judge_max_tokens: int | None = None
+    judge_max_input_tokens: int | None = None
+    single_call: bool = False
+    no_explore: bool = False
     trace_quiet_seconds: float = 5.0
     trace_timeout_seconds: float = 300.0
     max_body_bytes: int = 16 * 1024 * 1024
@@ -84,6 +89,17 @@ class ServerConfig:
             ("port", 0 <= self.port <= 65535, "a TCP port, 0..65535"),
             ("workers", self.workers >= 1, "at least 1"),
             ("max_concurrency", self.max_concurrency >= 1, "at least 1"),
+            ("judge_timeout_seconds", self.judge_timeout_seconds > 0, "more than 0"),
+            (
+                "judge_max_tokens",
+                self.judge_max_tokens is None or self.judge_max_tokens >= 1,
+                "at least 1",
+            ),
+            (
+                "judge_max_input_tokens",
+                self.judge_max_input_tokens is None or self.judge_max_input_tokens >= 256,
+                "at least 256",
+            ),
             ("trace_quiet_seconds", self.trace_quiet_seconds >= 0, "0 or more"),
             ("trace_timeout_seconds", self.trace_timeout_seconds > 0, "more than 0"),
             ("max_body_bytes", self.max_body_bytes >= 1024, "at least 1024"),
@@ -255,6 +271,46 @@ SETTINGS: tuple[Setting, ...] = (
         "judge calls in flight at once",
     ),
     Setting(
+        "judge_timeout_seconds",
+        "--judge-timeout-seconds",
+        "TRACEJUDGE_JUDGE_TIMEOUT_SECONDS",
+        float,
+        "seconds one judgement may take, retries included (default 60)",
+    ),
+    Setting(
+        "judge_max_tokens",
+        "--judge-max-tokens",
+        "TRACEJUDGE_JUDGE_MAX_TOKENS",
+        int,
+        "the most tokens of one judge reply (default: 2048, more for reasoning models)",
+    ),
+    Setting(
+        "judge_max_input_tokens",
+        "--judge-max-input-tokens",
+        "TRACEJUDGE_JUDGE_MAX_INPUT_TOKENS",
+        int,
+        "the most tokens one judge request may hold; a longer judgement is explored "
+        "(default: the model's context window less --judge-max-tokens)",
+    ),
+    Setting(
+        "single_call",
+        "--single-call",
+        "TRACEJUDGE_SINGLE_CALL",
+        _bool,
+        "judge all the criteria of one agent in one judge call (cheaper, at the price of "
+        "some independence between the criteria)",
+        switch=True,
+    ),
+    Setting(
+        "no_explore",
+        "--no-explore",
+        "TRACEJUDGE_NO_EXPLORE",
+        _bool,
+        "do not explore a judgement too long for the judge's input budget: mark it not "
+        "evaluated instead",
+        switch=True,
+    ),
+    Setting(
         "trace_quiet_seconds",
         "--trace-quiet-seconds",
         "TRACEJUDGE_TRACE_QUIET_SECONDS",
@@ -311,7 +367,13 @@ SETTINGS: tuple[Setting, ...] = (
         float,
         "how often idle workers look for queued tasks and complete traces",
     ),
-    Setting("log_level", "--log-level", "TRACEJUDGE_LOG_LEVEL", str, "uvicorn's log level"),
+    Setting(
+        "log_level",
+        "--log-level",
+        "TRACEJUDGE_LOG_LEVEL",
+        str,
+        "the log's level (the server's messages and uvicorn's): debug, info, warning, error",
+    ),
     Setting(
         "evaluation_events_endpoint",
         "--evaluation-events-endpoint",

@@ -10,7 +10,9 @@ import anyio.to_thread
 from starlette.requests import Request
 
 from tracejudge.evaluation import TraceCheck
+from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.models import (
+    Attribution,
     EvaluationResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
@@ -36,6 +38,8 @@ class Service(Protocol):
     async def score_trace(
         self, trace: MultiAgentTrace, criteria: Sequence[str | TraceCheck]
     ) -> list[MultiAgentTraceResponse]: ...
+
+    async def attribute(self, request: AttributionRequest) -> Attribution: ...
 
     async def aclose(self) -> None: ...
 

@@ -7,13 +7,27 @@ that read either shape find the message.
 
 from __future__ import annotations
 
+import logging
+import re
 from collections.abc import Mapping
 from typing import Any
 
 from pydantic import ValidationError
 from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["ApiError", "BodyTooLargeError", "error_response", "validation_error"]
+from tracejudge.errors import ComposoError
+
+__all__ = [
+    "ApiError",
+    "BodyTooLargeError",
+    "UnexpectedErrorMiddleware",
+    "error_response",
+    "judge_said",
+    "validation_error",
+]
+
+logger = logging.getLogger("tracejudge.server")
 
 
 class ApiError(Exception):
@@ -72,3 +86,52 @@ def validation_error(exc: ValidationError, *, prefix: tuple[str | int, ...] = ()
     shown = "; ".join(f"{_location(tuple(i['loc']))}: {i['msg']}" for i in items[:5])
     more = f" (and {len(items) - 5} more)" if len(items) > 5 else ""
     return ApiError(422, f"invalid request: {shown}{more}", errors=items)
+
+
+class UnexpectedErrorMiddleware:
+    """A 500 for an error no route expected: logged once with its traceback, answered with
+    a plain sentence, the connection kept open. (Starlette's own error middleware answers
+    too, then raises to uvicorn, which logs the error a second time and drops the
+    connection.) An error after the answer started cannot be answered: it is raised."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def watched(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, watched)
+        except Exception as exc:
+            if started:
+                raise
+            logger.error(
+                "tracejudge: %s %s failed", scope.get("method"), scope.get("path"), exc_info=exc
+            )
+            answer = JSONResponse(
+                {"detail": "the server failed to answer this request (see its log)"},
+                status_code=500,
+            )
+            await answer(scope, receive, send)
+
+
+#: An address in an error message (a judge's base URL, a proxy's).
+_URL = re.compile(r"\b[a-z][a-z0-9+.-]*://[^\s'\"<>]+", re.IGNORECASE)
+
+
+def judge_said(error: ComposoError) -> str:
+    """An evaluation error's message for the caller, every address in it left out: where
+    the judge runs is the operator's business (the full message goes to the log)."""
+    message = str(error.message)
+    if _URL.search(message) is None:
+        return message
+    logger.warning("tracejudge: %s: %s", type(error).__name__, message)
+    return _URL.sub("(the judge's address)", message)

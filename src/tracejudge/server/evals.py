@@ -39,8 +39,9 @@ from tracejudge.models import (
     TaskResponse,
     TraceRewardRequest,
 )
+from tracejudge.server import jsonbody
 from tracejudge.server.context import ServerContext, context_of, in_thread
-from tracejudge.server.errors import ApiError, validation_error
+from tracejudge.server.errors import ApiError, judge_said, validation_error
 from tracejudge.server.store import EvaluationRow, TraceRow
 from tracejudge.server.tasks import Handler, Outcome
 
@@ -81,7 +82,13 @@ async def read_json(request: Request) -> Any:
         )
     body = await request.body()
     try:
-        return json.loads(body)
+        return jsonbody.loads(body)
+    except jsonbody.TooDeepError as exc:
+        raise ApiError(
+            422,
+            f"the request body is not accepted: {exc}",
+            errors=[{"loc": ["body"], "msg": str(exc), "type": "json_too_deep"}],
+        ) from None
     except (ValueError, UnicodeDecodeError) as exc:
         raise ApiError(
             422,
@@ -106,7 +113,8 @@ def parse(model: type[M], data: Any) -> M:
 
 
 def service_error(error: Exception) -> ApiError:
-    """The answer for an evaluation that could not be made."""
+    """The answer for an evaluation that could not be made. Messages from the judge name
+    no address (`judge_said`)."""
     if isinstance(error, ConfigurationError):
         return ApiError(400, f"{error.message} (this server's operator configures its judge)")
     if isinstance(error, (BadRequestError, NoLLMInteractionsError)):
@@ -119,12 +127,14 @@ def service_error(error: Exception) -> ApiError:
         )
     if isinstance(error, RateLimitError):
         return ApiError(
-            503, f"the judge model is rate-limiting: {error.message}", headers={"Retry-After": "5"}
+            503,
+            f"the judge model is rate-limiting: {judge_said(error)}",
+            headers={"Retry-After": "5"},
         )
     if isinstance(error, TimeoutError):
-        return ApiError(504, f"the judge model did not answer in time: {error.message}")
+        return ApiError(504, f"the judge model did not answer in time: {judge_said(error)}")
     if isinstance(error, (APIError, ComposoError)):
-        return ApiError(502, f"the judge model failed: {error.message}")
+        return ApiError(502, f"the judge model failed: {judge_said(error)}")
     if isinstance(error, ValueError):
         return ApiError(422, f"invalid request: {error}")
     logger.exception("tracejudge: evaluation failed", exc_info=error)

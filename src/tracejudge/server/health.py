@@ -12,18 +12,31 @@ from __future__ import annotations
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from typing_extensions import TypedDict
 
 from tracejudge.server.context import context_of
 from tracejudge.server.store import SCHEMA_VERSION
 
-__all__ = ["routes"]
+__all__ = ["Health", "routes"]
+
+
+class Health(TypedDict):
+    """GET /health."""
+
+    status: str
+    schema_version: int
+    #: The judge's name, None when only checks run.
+    judge: str | None
 
 
 async def health(request: Request) -> JSONResponse:
     context = context_of(request)
-    return JSONResponse(
-        {"status": "ok", "schema_version": SCHEMA_VERSION, "judge": context.judge_label}
-    )
+    answer: Health = {
+        "status": "ok",
+        "schema_version": SCHEMA_VERSION,
+        "judge": context.judge_label,
+    }
+    return JSONResponse(answer)
 
 
 async def ready(request: Request) -> JSONResponse:

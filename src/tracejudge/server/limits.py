@@ -1,7 +1,7 @@
 """Limits per request and per caller: body size (413) and request rate (429).
 
-The rate limit is a token bucket per caller (per API key; per client address when
-the server has no keys): `rate` requests a second on average, `burst` at once. A
+The rate limit is a token bucket (`buckets.TokenBuckets`) per caller (per API key; per
+client address when the server has no keys): `rate` requests a second on average, `burst` at once. A
 refused request gets 429 with `Retry-After`, the whole seconds until a token is back,
 which the OTLP exporters and the Composo clients honour.
 """
@@ -9,44 +9,14 @@ which the OTLP exporters and the Composo clients honour.
 from __future__ import annotations
 
 import math
-import time
-from collections import OrderedDict
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from tracejudge.server.auth import OPEN_PATHS
+from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
 
-__all__ = ["TokenBuckets", "LimitsMiddleware"]
-
-#: Callers remembered at most (the least recently seen are forgotten first).
-_MAX_CALLERS = 10_000
-
-
-class TokenBuckets:
-    """One token bucket per caller."""
-
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate = rate
-        self.burst = burst
-        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
-
-    def take(self, caller: str, now: float | None = None) -> float:
-        """0 when the request may go; else the seconds until it could."""
-        if self.rate <= 0:
-            return 0.0
-        now = time.monotonic() if now is None else now
-        tokens, last = self._buckets.pop(caller, (float(self.burst), now))
-        tokens = min(float(self.burst), tokens + (now - last) * self.rate)
-        wait = 0.0
-        if tokens >= 1.0:
-            tokens -= 1.0
-        else:
-            wait = (1.0 - tokens) / self.rate
-        self._buckets[caller] = (tokens, now)
-        if len(self._buckets) > _MAX_CALLERS:
-            self._buckets.popitem(last=False)
-        return wait
+__all__ = ["LimitsMiddleware"]
 
 
 class LimitsMiddleware:

@@ -32,6 +32,7 @@ __all__ = [
     "FILTERS",
     "ListQuery",
     "list_query",
+    "page_limit",
     "query_error",
     "parse_tag",
     "format_tag",
@@ -232,20 +233,26 @@ def _filter(values: Mapping[str, list[str]]) -> TraceFilter:
     return where
 
 
+def page_limit(text: str | None) -> int:
+    """A page's `limit` parameter (DEFAULT_LIMIT when not given), validated (ApiError 422)."""
+    text = text or str(DEFAULT_LIMIT)
+    if not text.isdigit() or not 1 <= int(text) <= MAX_LIMIT:
+        raise query_error("limit", f"{text!r} is not a whole number from 1 to {MAX_LIMIT}")
+    return int(text)
+
+
 def list_query(query: QueryParams) -> ListQuery:
     """The request's list parameters, validated (ApiError 422 naming the parameter)."""
     values = _values(query)
     one = {name: given[0] for name, given in values.items()}
     sort = _choice("sort", one.get("sort", "start_time"), SORT_KEYS)
     order = _choice("order", one.get("order", "desc"), ("asc", "desc"))
-    limit_text = one.get("limit", str(DEFAULT_LIMIT))
-    if not limit_text.isdigit() or not 1 <= int(limit_text) <= MAX_LIMIT:
-        raise query_error("limit", f"{limit_text!r} is not a whole number from 1 to {MAX_LIMIT}")
+    limit = page_limit(one.get("limit"))
     given = tuple((name, value) for name, vs in values.items() for value in vs)
     return ListQuery(
         where=_filter(values),
         order=TraceOrder(sort, order == "desc"),
-        limit=int(limit_text),
+        limit=limit,
         cursor=one.get("cursor"),
         given=given,
     )

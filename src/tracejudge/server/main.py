@@ -67,6 +67,8 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
         import uvicorn
 
         from tracejudge.server.app import create_app
+        from tracejudge.server.connections import connection_limits, uvicorn_config
+        from tracejudge.server.store import open_store
     except ImportError as exc:
         print(
             f"tracejudge serve needs the server extra ({exc.name} is missing): "
@@ -76,6 +78,9 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
         return 2
     try:
         check_bind(config)
+        # The store is opened (and migrated) once before the app starts: a database that
+        # is down is one line and status 2, not a traceback from the app's start-up.
+        open_store(config.db).close()
         app = create_app(config)
     except ConfigurationError as exc:
         print(f"tracejudge serve: {exc}", file=sys.stderr)
@@ -92,18 +97,13 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
         )
         return 2
     config = dataclasses.replace(config, port=listening.getsockname()[1])
+    limits = connection_limits(config)
     line = startup_line(config, app.state.judge_label, app.state.text_criteria)
     print(line, file=out, flush=True)
     if app.state.budget_note:
         print(f"tracejudge serve: {app.state.budget_note}", file=sys.stderr, flush=True)
-    server = uvicorn.Server(
-        uvicorn.Config(
-            app,
-            log_level=config.log_level,
-            access_log=False,
-            server_header=False,
-            timeout_graceful_shutdown=5,
-        )
-    )
+    if limits.note:
+        print(f"tracejudge serve: {limits.note}", file=sys.stderr, flush=True)
+    server = uvicorn.Server(uvicorn_config(app, config, limits))
     server.run(sockets=[listening])
     return 0

@@ -38,6 +38,7 @@ from starlette.routing import Route
 
 from tracejudge import semconv
 from tracejudge._protowire import length_delimited, varint
+from tracejudge.server import jsonbody
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import BodyTooLargeError
 from tracejudge.server.store import SpanBatch
@@ -442,7 +443,7 @@ async def traces(request: Request) -> Response:
             split = split_protobuf(body)
         else:
             try:
-                document = json.loads(body)
+                document = jsonbody.loads(body)
             except (ValueError, UnicodeDecodeError) as exc:
                 raise OTLPError(400, f"the body is not JSON ({exc})") from None
             split = split_json(document)

@@ -13,17 +13,37 @@ import time
 from typing import Any
 
 import anyio.to_thread
+from typing_extensions import TypedDict
 
 from tracejudge.server.store import Store
 from tracejudge.server.supervise import Supervisor
 
-__all__ = ["Readiness"]
+__all__ = ["QueueReport", "Readiness", "ReadyReport"]
 
 logger = logging.getLogger("tracejudge.server")
 
 #: Seconds /ready waits for the store before saying it does not answer.
 _STORE_WAIT = 2.0
 _REUSE = 0.5
+
+
+class QueueReport(TypedDict):
+    #: Tasks queued (None: the store did not answer).
+    depth: int | None
+    oldest_queued_seconds: float | None
+
+
+class ReadyReport(TypedDict):
+    """GET /ready."""
+
+    ready: bool
+    #: "ok", or why the store is not.
+    store: str
+    #: The background loops that made no progress for --stall-seconds.
+    stalled: list[str]
+    queue: QueueReport
+    #: Each loop's state and restarts.
+    loops: list[dict[str, Any]]
 
 
 class Readiness:
@@ -43,9 +63,9 @@ class Readiness:
         # shield: a probe that gives up must not cancel the query others wait on
         return await asyncio.wait_for(asyncio.shield(self._query), _STORE_WAIT)
 
-    async def report(self) -> dict[str, Any]:
+    async def report(self) -> ReadyReport:
         stalled = self.supervisor.stalled()
-        queue: dict[str, Any] = {"depth": None, "oldest_queued_seconds": None}
+        queue: QueueReport = {"depth": None, "oldest_queued_seconds": None}
         store = "ok"
         try:
             depth, oldest = await self._queue()

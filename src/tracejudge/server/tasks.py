@@ -25,6 +25,7 @@ import anyio.to_thread
 from pydantic import ValidationError
 
 from tracejudge.errors import ComposoError
+from tracejudge.server.errors import judge_said
 from tracejudge.server.store import EvaluationRow, Store, TaskRow, TraceRow
 from tracejudge.server.supervise import Beat, Supervisor, retry
 
@@ -52,7 +53,7 @@ def describe_error(error: BaseException) -> str:
     """The message a caller may see: ours in full, anything else by its type only (the
     details, which could hold anything, go to the server's log)."""
     if isinstance(error, ComposoError):
-        return f"{type(error).__name__}: {error.message}"
+        return f"{type(error).__name__}: {judge_said(error)}"
     if isinstance(error, (ValidationError, ValueError)):
         return f"invalid input: {error}"
     return f"{type(error).__name__}: the server failed to run this task (see its log)"

@@ -12,19 +12,23 @@
 - `GET /api/v1/traces/{trace_id}/evaluations`: only the evaluations.
 - `POST /api/v1/traces/{trace_id}/score` `{"criteria": [...], "checks": [...]}`: score
   it again (in the background; answers a task id).
+- `GET /api/v1/traces/{trace_id}/attribution`: its failure's ranked causes (see
+  `tracejudge.server.attribution`).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
+from typing_extensions import TypedDict
 
 from tracejudge.errors import BadRequestError
+from tracejudge.models import CRITERION_TEXT_SCHEMA, MAX_CRITERION_LENGTH
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import parse, read_json
@@ -40,35 +44,163 @@ from tracejudge.server.store import (
 
 __all__ = [
     "routes",
+    "EvaluationList",
+    "OverviewAnswer",
     "RescoreRequest",
+    "StoredEvaluation",
+    "StoredTrace",
+    "TraceList",
+    "TraceSummary",
     "summary",
     "evaluation",
     "read_page",
     "read_overview",
     "OVERVIEW_TRACES",
+    "stored_trace",
 ]
 
 #: The overview covers at most this many traces (the latest the filters keep).
 OVERVIEW_TRACES = 1_000
 
 
+TraceStatus = Literal["open", "queued", "scored", "unscorable", "failed"]
+Verdict = Literal["failed", "passed", "unscored", "pending"]
+
+
 class RescoreRequest(BaseModel):
-    """Body of POST /api/v1/traces/{trace_id}/score."""
+    """Body of POST /api/v1/traces/{trace_id}/score: at least one criterion or check."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={
+            "anyOf": [
+                {"required": ["criteria"], "properties": {"criteria": {"minItems": 1}}},
+                {"required": ["checks"], "properties": {"checks": {"minItems": 1}}},
+            ]
+        },
+    )
 
-    criteria: list[str] = Field(default_factory=list, max_length=64)
+    criteria: list[
+        Annotated[
+            str,
+            Field(
+                min_length=1,
+                max_length=MAX_CRITERION_LENGTH,
+                json_schema_extra=CRITERION_TEXT_SCHEMA,
+            ),
+        ]
+    ] = Field(default_factory=list, max_length=64)
     checks: list[str] = Field(default_factory=list, max_length=64)
 
 
-def summary(row: TraceRow) -> dict[str, Any]:
+# The answers of the read API, typed: `openapi.py` describes them from these types.
+
+
+class TraceSummary(TypedDict):
+    """A stored trace in a listing."""
+
+    trace_id: str
+    source: str
+    status: TraceStatus
+    verdict: Verdict
+    first_seen: float
+    start_time: float | None
+    end_time: float | None
+    duration: float | None
+    root_agent: str | None
+    agents: list[str]
+    agent_count: int
+    span_count: int
+    model_calls: int
+    input_tokens: int
+    output_tokens: int
+    tokens: int
+    cost: float | None
+    models: list[str]
+    worst_score: float | None
+    worst_agent: str | None
+    worst_criterion: str | None
+    failing_agents: int
+    failing_pairs: int
+    service: str | None
+    tags: dict[str, str]
+    tag_list: list[str]
+    resource: dict[str, str]
+    #: criterion -> the overall score of its latest evaluation (None: not applicable)
+    scores: dict[str, float | None]
+    judge_cost_usd: float | None
+    error: str | None
+
+
+class TraceList(TypedDict):
+    """GET /api/v1/traces."""
+
+    traces: list[TraceSummary]
+    #: How many traces the filters keep, and how many of them come before this page.
+    total: int
+    offset: int
+    limit: int
+    sort: str
+    order: Literal["asc", "desc"]
+    next_cursor: str | None
+    previous_cursor: str | None
+
+
+class OverviewRowAnswer(TypedDict):
+    agent_name: str
+    criterion: str
+    scored: int
+    failing: int
+    mean: float | None
+    median: float | None
+    min: float | None
+    max: float | None
+
+
+class OverviewAnswer(TypedDict):
+    """GET /api/v1/overview."""
+
+    #: How many traces the overview covers.
+    traces: int
+    rows: list[OverviewRowAnswer]
+
+
+class StoredEvaluation(TypedDict):
+    """One stored answer: a ScoreResponse (`kind` reward) or a MultiAgentTraceResponse."""
+
+    id: str
+    kind: str
+    source: str
+    criterion: str
+    overall_score: float | None
+    created_at: float
+    tags: dict[str, str]
+    judge_cost_usd: float | None
+    response: dict[str, Any]
+
+
+class StoredTrace(TraceSummary):
+    """GET /api/v1/traces/{trace_id}: the summary, the MultiAgentTrace (None until the
+    spans are converted) and the evaluations."""
+
+    trace: dict[str, Any] | None
+    evaluations: list[StoredEvaluation]
+
+
+class EvaluationList(TypedDict):
+    """GET /api/v1/traces/{trace_id}/evaluations."""
+
+    evaluations: list[StoredEvaluation]
+
+
+def summary(row: TraceRow) -> TraceSummary:
     """What the list says of a trace. `first_seen` is when the server received it;
     `start_time` when it started (its earliest span or model call)."""
     return {
         "trace_id": row.trace_id,
         "source": row.source,
-        "status": row.status,
-        "verdict": row.verdict,
+        "status": row.status,  # type: ignore[typeddict-item]  # one of TRACE_STATUSES
+        "verdict": row.verdict,  # type: ignore[typeddict-item]  # one of VERDICTS
         "first_seen": row.first_seen,
         "start_time": row.start_time,
         "end_time": row.end_time,
@@ -98,7 +230,7 @@ def summary(row: TraceRow) -> dict[str, Any]:
     }
 
 
-def evaluation(row: EvaluationRow) -> dict[str, Any]:
+def evaluation(row: EvaluationRow) -> StoredEvaluation:
     return {
         "id": row.id,
         "kind": row.kind,
@@ -136,44 +268,43 @@ async def read_overview(request: Request, query: ListQuery, total: int | None = 
 async def list_traces(request: Request) -> JSONResponse:
     query = list_query(request.query_params)
     page = await read_page(request, query)
-    return JSONResponse(
-        {
-            "traces": [summary(t) for t in page.traces],
-            "total": page.total,
-            "offset": page.offset,
-            "limit": query.limit,
-            "sort": query.order.sort,
-            "order": "desc" if query.order.descending else "asc",
-            "next_cursor": page.cursor,
-            "previous_cursor": page.previous,
-        }
-    )
+    answer: TraceList = {
+        "traces": [summary(t) for t in page.traces],
+        "total": page.total,
+        "offset": page.offset,
+        "limit": query.limit,
+        "sort": query.order.sort,
+        "order": "desc" if query.order.descending else "asc",
+        "next_cursor": page.cursor,
+        "previous_cursor": page.previous,
+    }
+    return JSONResponse(answer)
 
 
 async def overview(request: Request) -> JSONResponse:
     query = list_query(request.query_params)
     found = await read_overview(request, query)
-    return JSONResponse(
-        {
-            "traces": found.traces,
-            "rows": [
-                {
-                    "agent_name": r.agent_name,
-                    "criterion": r.criterion,
-                    "scored": r.scored,
-                    "failing": r.failing,
-                    "mean": r.mean,
-                    "median": r.median,
-                    "min": r.min,
-                    "max": r.max,
-                }
-                for r in found.rows
-            ],
-        }
-    )
+    answer: OverviewAnswer = {
+        "traces": found.traces,
+        "rows": [
+            {
+                "agent_name": r.agent_name,
+                "criterion": r.criterion,
+                "scored": r.scored,
+                "failing": r.failing,
+                "mean": r.mean,
+                "median": r.median,
+                "min": r.min,
+                "max": r.max,
+            }
+            for r in found.rows
+        ],
+    }
+    return JSONResponse(answer)
 
 
-async def _stored(request: Request) -> TraceRow:
+async def stored_trace(request: Request) -> TraceRow:
+    """The stored trace the path's `trace_id` names; 404 when there is none."""
     trace_id = request.path_params["trace_id"]
     row = await in_thread(context_of(request).store.get_trace, trace_id)
     if row is None:
@@ -182,34 +313,37 @@ async def _stored(request: Request) -> TraceRow:
 
 
 async def get_trace(request: Request) -> JSONResponse:
-    row = await _stored(request)
+    row = await stored_trace(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
-    body = summary(row)
-    body["trace"] = json.loads(row.trace_json) if row.trace_json else None
-    body["evaluations"] = [evaluation(e) for e in evaluations]
+    body: StoredTrace = {
+        **summary(row),
+        "trace": json.loads(row.trace_json) if row.trace_json else None,
+        "evaluations": [evaluation(e) for e in evaluations],
+    }
     return JSONResponse(body)
 
 
 async def get_evaluations(request: Request) -> JSONResponse:
-    row = await _stored(request)
+    row = await stored_trace(request)
     evaluations = await in_thread(context_of(request).store.evaluations_of, row.trace_id)
-    return JSONResponse({"evaluations": [evaluation(e) for e in evaluations]})
+    answer: EvaluationList = {"evaluations": [evaluation(e) for e in evaluations]}
+    return JSONResponse(answer)
 
 
 async def rescore(request: Request) -> JSONResponse:
     context = context_of(request)
     body = parse(RescoreRequest, await read_json(request))
-    row = await _stored(request)
+    try:
+        criteria = resolve_criteria(body.criteria, body.checks)
+    except BadRequestError as exc:
+        raise ApiError(422, exc.message) from None
+    row = await stored_trace(request)
     if row.trace_json is None:
         raise ApiError(
             409,
             f"trace {row.trace_id!r} has not been converted yet (status {row.status}); "
             "score it once it is complete",
         )
-    try:
-        criteria = resolve_criteria(body.criteria, body.checks)
-    except BadRequestError as exc:
-        raise ApiError(422, exc.message) from None
     if context.judge_label is None and any(isinstance(c, str) for c in criteria):
         raise ApiError(
             400,

@@ -5,7 +5,14 @@ step, no external URL.
 - `GET /ui/traces/{trace_id}`: the trace viewer on that trace with its latest answer per
   criterion: the verdict first, the agent tree with scores, the timeline, the model calls
   (`tracejudge.report.render_trace_page`, the viewer every trace of `tracejudge score
-  --html` opens into).
+  --html` opens into), and a labels section where a person agrees or disagrees with each
+  agent's verdict on each criterion, or gives their own score, with a note. A failed
+  trace shows its ranked causes and marks the most likely step on the timeline: the
+  attribution stored with a judge while newer than the answers, else the deterministic
+  one (`attribution.page_attribution`).
+- `POST /ui/traces/{trace_id}/labels`: what that section sends (`labels.record`): JSON
+  from the page's own origin only, so no other site's page can record a label with the
+  credentials the browser holds.
 
 Access is the API's (see `auth`): open when the server has no API key (loopback only,
 unless the operator passed --allow-no-auth), else a key in a header; a browser signs in
@@ -17,23 +24,29 @@ Content-Security-Policy that runs only its own inline style and script.
 from __future__ import annotations
 
 import base64
-import contextlib
-import gc
 import hashlib
 import html
 import json
-from collections.abc import Iterator, Sequence
-from typing import Any
-from urllib.parse import quote
+from collections.abc import Sequence
+from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
-from starlette.responses import HTMLResponse
+from starlette.responses import HTMLResponse, Response
 from starlette.routing import Route
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
-from tracejudge.report import content_security_policy, render_trace_page
+from tracejudge.report import content_security_policy, labelling_data, render_trace_page
+from tracejudge.server import labels
+from tracejudge.server.attribution import page_attribution
 from tracejudge.server.context import context_of, in_thread
-from tracejudge.server.store import EvaluationRow, TraceRow
+from tracejudge.server.errors import ApiError
+from tracejudge.server.evals import parse, read_json
+from tracejudge.server.store import (
+    AttributionRow,
+    EvaluationRow,
+    LabelRow,
+    TraceRow,
+)
+from tracejudge.server.stored import collection_paused, latest_answers, read_trace
 
 __all__ = ["routes", "LIST_PATH", "trace_path"]
 
@@ -83,92 +96,30 @@ def _document(title: str, body: str) -> str:
     )
 
 
-def _latest_by_criterion(rows: Sequence[EvaluationRow]) -> list[MultiAgentTraceResponse]:
-    """The trace's newest answer per criterion, in the order criteria were first scored."""
-    latest: dict[str, MultiAgentTraceResponse] = {}
-    for row in rows:  # oldest first
-        if row.kind == "trace":
-            latest[row.criterion] = MultiAgentTraceResponse.model_validate_json(row.response)
-    return list(latest.values())
-
-
-def _read_trace(text: str) -> MultiAgentTrace:
-    """A stored trace, validated in time linear in what its calls add to the conversation.
-
-    A chat agent resends its whole conversation on every call, so a stored trace holds
-    each message about as many times as the agent made calls after it (an agent of 32
-    calls: 500 copies of 60 messages), and validating every copy took seconds on a
-    5,000-span trace. Where a call's input starts with the previous call's input (exactly:
-    the same JSON), only its new messages are validated, and the previous call's
-    validated messages are shared in front of them. The trace is the one `from_json`
-    gives.
-    """
-    data = json.loads(text)
-    repeated: dict[int, int] = {}  # id of a trimmed interaction -> messages trimmed
-    for interactions in _raw_interactions(data):
-        previous: list[Any] = []
-        for item in interactions:
-            inputs = item.get("input_messages") if isinstance(item, dict) else None
-            if not isinstance(inputs, list):
-                continue
-            n = len(previous)
-            if 0 < n <= len(inputs) and inputs[:n] == previous:
-                item["input_messages"] = inputs[n:]
-                repeated[id(item)] = n
-            previous = inputs
-    trace = MultiAgentTrace.model_validate(data)
-    if repeated:
-        _share_repeated_inputs(trace, repeated, data)
-    return trace
-
-
-def _raw_interactions(data: Any) -> list[list[Any]]:
-    """Each agent's `interactions` list in a trace's parsed JSON (none when it is not a
-    trace: validation then says what is wrong)."""
-    agents = data.get("agent_instance_by_id") if isinstance(data, dict) else None
-    if not isinstance(agents, dict):
-        return []
-    found = [a.get("interactions") for a in agents.values() if isinstance(a, dict)]
-    return [i for i in found if isinstance(i, list)]
-
-
-def _share_repeated_inputs(
-    trace: MultiAgentTrace, repeated: dict[int, int], data: dict[str, Any]
-) -> None:
-    """Put back, in front of each trimmed call's input, the previous call's messages."""
-    for agent_id, agent in trace.agent_instance_by_id.items():
-        raw = data["agent_instance_by_id"][agent_id]["interactions"]
-        previous: list[Any] = []
-        for item, model in zip(raw, agent.interactions, strict=True):
-            if isinstance(model, str):
-                continue
-            n = repeated.get(id(item))
-            if n is not None:
-                model.input_messages = previous[:n] + model.input_messages
-            previous = model.input_messages
-
-
-@contextlib.contextmanager
-def _collection_paused() -> Iterator[None]:
-    """Python's cycle collector paused while a stored trace is read and drawn: the
-    millions of containers that JSON parsing makes hold no cycles, yet each full
-    collection walks them all (half the time of a 5,000-span trace's page). Concurrent
-    readers never leave it off: the reader that found it on turns it back on when done."""
-    was_on = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_on:
-            gc.enable()
-
-
-def _render(row: TraceRow, rows: Sequence[EvaluationRow]) -> str:
+def _render(
+    row: TraceRow,
+    rows: Sequence[EvaluationRow],
+    recorded: Sequence[LabelRow],
+    who: str | None,
+    stored: AttributionRow | None,
+) -> str:
     assert row.trace_json is not None
-    with _collection_paused():
-        trace = _read_trace(row.trace_json)
+    with collection_paused():
+        trace = read_trace(row.trace_json)
+        answers = latest_answers(rows)
+        labelling = labelling_data(
+            trace,
+            post=trace_path(row.trace_id) + "/labels",
+            who=who,
+            labels=[labels.label_json(r) for r in recorded],
+        )
         return render_trace_page(
-            trace, _latest_by_criterion(rows), trace_id=row.trace_id, home=LIST_PATH
+            trace,
+            answers,
+            trace_id=row.trace_id,
+            home=LIST_PATH,
+            labelling=labelling,
+            attribution=page_attribution(trace, answers, rows, stored),
         )
 
 
@@ -194,10 +145,46 @@ async def trace_page(request: Request) -> HTMLResponse:
         )
         return HTMLResponse(page, headers=_headers(_page_policy()))
     evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
-    page = await in_thread(_render, row, evaluations)
-    return HTMLResponse(page, headers=_headers(content_security_policy()))
+    recorded = await in_thread(context.store.all_labels, row.trace_id)
+    who = request.scope.get("state", {}).get("key_name")
+    stored = await in_thread(context.store.latest_attribution, row.trace_id)
+    page = await in_thread(_render, row, evaluations, recorded, who, stored)
+    return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
+
+
+def same_origin_json(request: Request) -> None:
+    """403 unless the request comes from a page of this server (its `Origin` is the
+    request's own host), 415 unless it is JSON: what a page of another site cannot send
+    (a form or a plain fetch can carry neither), whatever credentials the browser holds."""
+    origin = request.headers.get("origin")
+    host = request.headers.get("host")
+    fetched = request.headers.get("sec-fetch-site")
+    if (
+        origin is None
+        or host is None
+        or urlsplit(origin).netloc.lower() != host.strip().lower()
+        or (fetched is not None and fetched != "same-origin")
+    ):
+        raise ApiError(
+            403,
+            "this address takes labels from the trace page only (a request with the page's "
+            f"own Origin); programs send them to POST {labels.LABELS_PATH}",
+        )
+    media = (request.headers.get("content-type") or "").split(";", 1)[0].strip().lower()
+    if media != "application/json":
+        raise ApiError(415, "send the label as JSON (Content-Type: application/json)")
+
+
+async def post_page_label(request: Request) -> Response:
+    same_origin_json(request)
+    body = parse(labels.LabelRequest, await read_json(request))
+    trace_id = request.path_params["trace_id"]
+    if body.trace_id is not None and body.trace_id != trace_id:
+        raise ApiError(422, f"trace_id: the page is trace {trace_id!r}; leave trace_id out")
+    return await labels.record(request, body, trace_id)
 
 
 routes = [
     Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
+    Route(LIST_PATH + "/traces/{trace_id}/labels", post_page_label, methods=["POST"]),
 ]

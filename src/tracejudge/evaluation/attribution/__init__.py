@@ -9,6 +9,8 @@
 
 `EvaluationService.attribute(request)` is the way in (the clients' `attribute` and
 `tracejudge attribute` call it); it answers a `tracejudge.models.Attribution`.
+`from_answers(trace, responses)`: the deterministic attribution of the answers a trace
+already has, no judge (the trace viewer, the batch report, the pytest plugin).
 
 Modules, one idea each: `_steps` (the step order), `_transcript` (the steps written for a
 judge), `_findings` (what failed, and the checks' candidates), `_judging` (the one way
@@ -18,7 +20,7 @@ a judge is asked), `_methods` (the judge methods: prompts, reply schemas, walks)
 
 from __future__ import annotations
 
-from tracejudge.evaluation.attribution._attribute import AttributionRequest, run
+from tracejudge.evaluation.attribution._attribute import AttributionRequest, from_answers, run
 from tracejudge.evaluation.attribution._judging import JudgeCall
 from tracejudge.evaluation.attribution._methods import JUDGE_METHODS
 from tracejudge.evaluation.attribution._steps import StepRef, TraceSteps, trace_steps
@@ -42,6 +44,7 @@ __all__ = [
     "agent_label",
     "agent_lines",
     "cut",
+    "from_answers",
     "render_steps",
     "run",
     "trace_steps",

@@ -2,7 +2,9 @@
 
 `EvaluationService.attribute` calls `run`, handing it the service's two ways to reach a
 judge: `score` (criteria over a trace, the evaluation path) and `judge_call` (one
-structured ask). Nothing here calls a judge any other way.
+structured ask). Nothing here calls a judge any other way. `from_answers` is the
+deterministic attribution of answers a trace already has, with no judge and no awaiting
+(the trace viewer's and the pytest plugin's).
 """
 
 from __future__ import annotations
@@ -13,11 +15,11 @@ from dataclasses import dataclass
 
 from tracejudge.errors import BadRequestError, ConfigurationError
 from tracejudge.evaluation._validate import Criterion, validate_criteria
-from tracejudge.evaluation.attribution._findings import Findings, findings
+from tracejudge.evaluation.attribution._findings import PRECEDENCE, Findings, findings
 from tracejudge.evaluation.attribution._judging import Asker, JudgeCall
 from tracejudge.evaluation.attribution._methods import JUDGE_METHODS, MethodContext
 from tracejudge.evaluation.attribution._rank import Candidate, rank
-from tracejudge.evaluation.attribution._steps import trace_steps
+from tracejudge.evaluation.attribution._steps import TraceSteps, trace_steps
 from tracejudge.evaluation.attribution._transcript import DEFAULT_MAX_CHARS
 from tracejudge.models import (
     ATTRIBUTION_METHODS,
@@ -27,7 +29,7 @@ from tracejudge.models import (
     MultiAgentTraceResponse,
 )
 
-__all__ = ["AttributionRequest", "run"]
+__all__ = ["AttributionRequest", "from_answers", "run"]
 
 ScoreTrace = Callable[
     [MultiAgentTrace, Sequence[Criterion]], Awaitable[list[MultiAgentTraceResponse]]
@@ -102,6 +104,108 @@ def _failure_text(found: Findings, request: AttributionRequest) -> list[str]:
     return lines
 
 
+def _check_names(
+    criteria: Sequence[Criterion], responses: Sequence[MultiAgentTraceResponse]
+) -> set[str]:
+    """The criteria that are deterministic checks: the check objects among `criteria`,
+    and the answers given of a built-in check (by its base name: `budgets(max_tokens=60)`
+    is a check even when `criteria` holds only the default ones)."""
+    names = {str(c.name) for c in criteria if not isinstance(c, str)}
+    names.update(r.criterion for r in responses if r.criterion.split("(", 1)[0] in PRECEDENCE)
+    return names
+
+
+@dataclass
+class _Examined:
+    """What the answers say: the attribution so far, its findings and failure lines."""
+
+    attribution: Attribution
+    found: Findings
+    failures: list[str]
+    steps: TraceSteps
+
+
+def _examine(
+    request: AttributionRequest,
+    methods: list[AttributionMethod],
+    criteria: Sequence[Criterion],
+    responses: Sequence[MultiAgentTraceResponse],
+) -> _Examined:
+    trace = request.trace
+    steps = trace_steps(trace)
+    found = findings(
+        responses, steps, _check_names(criteria, responses), fail_under=request.fail_under
+    )
+    failures = _failure_text(found, request)
+    failed = request.failed if request.failed is not None else bool(failures)
+    attribution = Attribution(
+        trace_id=trace.trace_id,
+        failed=failed,
+        failures=failures,
+        outcome=request.outcome,
+        methods=methods,
+        steps=len(steps),
+    )
+    if not failed:
+        attribution.notes.append(
+            "nothing failed: no check or criterion failed and no outcome was given; pass "
+            "outcome=... or failed=True to look for a cause anyway"
+            if request.failed is None
+            else "the caller says this run did not fail: nothing to attribute"
+        )
+    return _Examined(attribution, found, failures, steps)
+
+
+def _ranked(
+    examined: _Examined,
+    methods: list[AttributionMethod],
+    judged_groups: list[list[Candidate]],
+    judged: bool,
+) -> Attribution:
+    """The causes of every group, in order: the checks' findings with steps, without,
+    the judge methods', then agents that failed a judged criterion."""
+    attribution, found = examined.attribution, examined.found
+    groups: list[list[Candidate]] = []
+    if "checks" in methods:
+        groups += [found.with_steps, found.agents]
+    groups += judged_groups
+    if "checks" in methods:
+        groups.append(found.judged)
+    attribution.causes = rank(examined.steps.trace, groups)
+    if not attribution.causes:
+        attribution.notes.append(
+            "no cause found"
+            + ("" if judged else ": no check points to a step; try a judge method (--method)")
+        )
+    return attribution
+
+
+def from_answers(
+    trace: MultiAgentTrace,
+    responses: Sequence[MultiAgentTraceResponse],
+    *,
+    criteria: Sequence[Criterion] | None = None,
+    fail_under: float | None = None,
+) -> Attribution:
+    """The deterministic attribution of `trace` from the answers it already has (method
+    "checks": the checks' findings with their steps, then agents that failed a
+    criterion): no judge, nothing evaluated again. What the trace viewer and the pytest
+    plugin show; a trace without a model call or a failure gets no causes.
+
+    `criteria`: what the answers were given for, when it holds checks of your own (their
+    findings then point to their steps; the built-in checks are known by name);
+    `fail_under`: the bar, instead of each answer's own."""
+    started = time.perf_counter()
+    request = AttributionRequest(trace=trace, responses=responses, fail_under=fail_under)
+    methods: list[AttributionMethod] = ["checks"]
+    given = _default_criteria() if criteria is None else list(criteria)
+    examined = _examine(request, methods, given, responses)
+    if examined.attribution.failed:
+        _ranked(examined, methods, [], judged=False)
+    examined.attribution.seconds = time.perf_counter() - started
+    return examined.attribution
+
+
 async def run(
     request: AttributionRequest,
     *,
@@ -121,56 +225,30 @@ async def run(
         )
     trace = request.trace
     trace.require_llm_interactions()
-    steps = trace_steps(trace)
     criteria = list(request.criteria) if request.criteria is not None else _default_criteria()
     checked, _ = validate_criteria(criteria)
-    check_names = {str(c.name) for c in checked if not isinstance(c, str)}
     responses = list(request.responses or [])
     evaluate = request.responses is None and (
         "checks" in methods or (request.failed is None and not request.outcome)
     )
     if evaluate and request.failed is not False:
         responses = await score(trace, checked)
-    found = findings(responses, steps, check_names, fail_under=request.fail_under)
-    failures = _failure_text(found, request)
-    failed = request.failed if request.failed is not None else bool(failures)
-    attribution = Attribution(
-        trace_id=trace.trace_id,
-        failed=failed,
-        failures=failures,
-        outcome=request.outcome,
-        methods=methods,
-        steps=len(steps),
-    )
-    if not failed:
-        attribution.notes.append(
-            "nothing failed: no check or criterion failed and no outcome was given; pass "
-            "outcome=... or failed=True to look for a cause anyway"
-            if request.failed is None
-            else "the caller says this run did not fail: nothing to attribute"
-        )
+    examined = _examine(request, methods, checked, responses)
+    attribution = examined.attribution
+    if not attribution.failed:
         attribution.seconds = time.perf_counter() - started
         return attribution
-    groups: list[list[Candidate]] = []
-    if "checks" in methods:
-        groups += [found.with_steps, found.agents]
+    judged_groups: list[list[Candidate]] = []
     asker = Asker(judge_call, name=judge_name) if judge_call is not None else None
     if judged and asker is not None:
-        failure = "What went wrong:\n" + "\n".join(f"- {line}" for line in failures)
+        failure = "What went wrong:\n" + "\n".join(f"- {line}" for line in examined.failures)
         context = MethodContext(
-            steps, asker, failure, request.max_step_chars, request.counterfactual_rounds
+            examined.steps, asker, failure, request.max_step_chars, request.counterfactual_rounds
         )
         for method in judged:
-            groups.append(await JUDGE_METHODS[method](context))
+            judged_groups.append(await JUDGE_METHODS[method](context))
         attribution.notes.extend(asker.notes)
         attribution.usage = asker.usage
-    if "checks" in methods:
-        groups.append(found.judged)
-    attribution.causes = rank(trace, groups)
-    if not attribution.causes:
-        attribution.notes.append(
-            "no cause found"
-            + ("" if judged else ": no check points to a step; try a judge method (--method)")
-        )
+    _ranked(examined, methods, judged_groups, judged=bool(judged))
     attribution.seconds = time.perf_counter() - started
     return attribution

@@ -1,4 +1,5 @@
-"""Where the server keeps tasks, spans, traces and evaluations.
+"""Where the server keeps tasks, spans, traces, evaluations, people's labels and
+attributions.
 
 `open_store(url)` picks the implementation from the URL: a file path or
 `sqlite:///path` (SQLite, the default), or `postgresql://...` (PostgreSQL, for
@@ -9,15 +10,20 @@ from __future__ import annotations
 
 import logging
 
+from tracejudge.errors import ConfigurationError
 from tracejudge.models import PriceTable
+from tracejudge.server.store._labels import LabelCursorError
 from tracejudge.server.store._search import SearchQuery, SearchQueryError
 from tracejudge.server.store._sql import InvalidCursorError
 from tracejudge.server.store.base import (
     SORT_KEYS,
     TRACE_STATUSES,
     VERDICTS,
+    AttributionRow,
     EvaluationRow,
     JudgeSpendRow,
+    LabelPage,
+    LabelRow,
     Overview,
     OverviewRow,
     SpanBatch,
@@ -31,11 +37,15 @@ from tracejudge.server.store.base import (
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 
 __all__ = [
+    "AttributionRow",
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",
     "Overview",
     "OverviewRow",
+    "LabelCursorError",
+    "LabelPage",
+    "LabelRow",
     "SCHEMA_VERSION",
     "SORT_KEYS",
     "SearchQuery",
@@ -51,26 +61,51 @@ __all__ = [
     "VERDICTS",
     "open_store",
     "describe_store",
+    "StoreUnavailableError",
 ]
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
 logger = logging.getLogger("tracejudge.server")
 
 
+class StoreUnavailableError(ConfigurationError):
+    """The database cannot be reached or opened (the message is one line: where, why,
+    what to check)."""
+
+
+def _unavailable(url: str, error: Exception) -> StoreUnavailableError:
+    why = " ".join(str(error).split()) or type(error).__name__
+    return StoreUnavailableError(
+        f"cannot open the store, {describe_store(url)}: {why}; check --db (or "
+        "TRACEJUDGE_DB) and that the database is running and reachable"
+    )
+
+
 def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     """The store at `url`, migrated to the current schema, every stored trace digested
     (the list's columns of traces stored by an earlier version are computed now, once).
-    `prices` prices the agents' model calls (the shipped table by default)."""
+    `prices` prices the agents' model calls (the shipped table by default).
+    `StoreUnavailableError` when the database cannot be connected to or opened."""
     store: Store
     if url.startswith(_POSTGRES_SCHEMES):
         from tracejudge.server.store.postgres import PostgresStore
 
-        store = PostgresStore(url)
+        try:
+            store = PostgresStore(url)
+        except Exception as error:
+            if type(error).__name__ != "OperationalError":  # psycopg's, not a bug here
+                raise
+            raise _unavailable(url, error) from error
     else:
+        import sqlite3
+
         from tracejudge.server.store.sqlite import SQLiteStore
 
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
-        store = SQLiteStore(path)
+        try:
+            store = SQLiteStore(path)
+        except sqlite3.OperationalError as error:
+            raise _unavailable(url, error) from error
     store.prices = prices
     store.migrate()
     done = store.digest_pending()

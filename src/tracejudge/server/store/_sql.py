@@ -36,6 +36,7 @@ from typing import Any
 from tracejudge import semconv
 from tracejudge.models import PriceTable
 from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest
+from tracejudge.server.store._labels import LabelsSQL
 from tracejudge.server.store._query import SORT_COLUMNS as _SORT_COLUMNS
 from tracejudge.server.store._query import (
     Conditions,
@@ -75,6 +76,8 @@ _TRACE_SIDE_TABLES = (
     "agent_scores",
     "trace_agent_keys",
     "trace_criteria",
+    "attributions",
+    "human_labels",
 )
 #: Rows deleted per statement by the retention sweep.
 _DELETE_BATCH = 500
@@ -221,7 +224,7 @@ def _overview_row(name: str, criterion: str, values: list[tuple[float, int, int]
     )
 
 
-class SQLStore:
+class SQLStore(LabelsSQL):
     """The store over a DB-API connection; subclasses give `_transaction` and spellings."""
 
     #: Row lock for claims (PostgreSQL: " FOR UPDATE SKIP LOCKED").
@@ -291,7 +294,7 @@ class SQLStore:
                         "VALUES (?, ?, ?)",
                         [migration.version, migration.description, time.time()],
                     )
-            version = migration.version
+            version = max(version, migration.version)
         return version
 
     def _lock_schema(self, cursor: Any) -> None:
@@ -760,7 +763,7 @@ class SQLStore:
                 found.failing_pairs,
                 found.verdict,
                 DIGEST_VERSION,
-                json.dumps(found.agents) if found.agents else None,
+                json.dumps([storable(a) for a in found.agents]) if found.agents else None,
                 trace_id,
             ],
         )

@@ -15,7 +15,10 @@ from typing import Any, Literal, Protocol
 from tracejudge.models import TaskStatus
 
 __all__ = [
+    "AttributionRow",
     "JudgeSpendRow",
+    "LabelPage",
+    "LabelRow",
     "TaskRow",
     "SpanBatch",
     "TraceRow",
@@ -246,6 +249,50 @@ class Overview:
     traces: int
 
 
+@dataclass
+class LabelRow:
+    """One person's label on one agent instance of a stored trace against one criterion.
+
+    `stance`: "agree" or "disagree" with the judge's (or check's) verdict, or "score" (the
+    person's own score). `verdict` / `score`: what the person says (pass/fail from a
+    stance, `score` in 0..1 for their own score). `judge_score` and `bar`: the judge's
+    score and the bar it was held to when the label was recorded. `id` names the
+    (trace, agent instance, criterion, who): recording it again replaces it."""
+
+    id: str
+    trace_id: str
+    agent: str
+    agent_instance_id: str
+    criterion: str
+    stance: str
+    who: str
+    created_at: float
+    verdict: str | None = None
+    score: float | None = None
+    judge_score: float | None = None
+    bar: float | None = None
+    note: str | None = None
+
+
+@dataclass
+class LabelPage:
+    """One page of labels, newest first; `cursor` reads the next page (None: last page)."""
+
+    labels: list[LabelRow]
+    cursor: str | None
+
+
+@dataclass
+class AttributionRow:
+    """A trace's latest attribution made with a judge method (`body`: the
+    `tracejudge.models.Attribution` as JSON text)."""
+
+    trace_id: str
+    methods: list[str]
+    body: str
+    created_at: float
+
+
 class Store(Protocol):
     """What the server needs from a database. Each call is one transaction."""
 
@@ -380,3 +427,23 @@ class Store(Protocol):
     def judge_spend(self, day: str, criterion: str) -> tuple[JudgeSpendRow, JudgeSpendRow]:
         """What the judge spent on `day`: in all, and on `criterion`."""
         ...
+
+    # people's labels and stored attributions
+    def save_label(self, label: LabelRow) -> None:
+        """Insert `label`, or replace the one with its id (same trace, agent instance,
+        criterion and person)."""
+        ...
+
+    def list_labels(self, trace_id: str | None, limit: int, cursor: str | None) -> LabelPage:
+        """Labels newest first (of one trace when `trace_id` is given), a page at a time."""
+        ...
+
+    def all_labels(self, trace_id: str | None = None) -> list[LabelRow]:
+        """Every label (of one trace when `trace_id` is given), oldest first."""
+        ...
+
+    def save_attribution(self, row: AttributionRow) -> None:
+        """Keep `row` as its trace's latest attribution."""
+        ...
+
+    def latest_attribution(self, trace_id: str) -> AttributionRow | None: ...

@@ -273,7 +273,42 @@ MIGRATIONS: tuple[Migration, ...] = (
             "FROM trace_agent_keys",
         ),
     ),
+    # People's labels and stored attributions (#23). It creates its own tables and reads
+    # none another migration makes, so it applies in any order (the runner applies each
+    # version not yet recorded, gaps allowed).
+    Migration(
+        5,
+        "people's labels (a verdict per trace, agent and criterion, who and when) and each "
+        "trace's latest attribution",
+        (
+            # id: a digest of (trace, agent instance, criterion, who): recording the same
+            # label again replaces it (a criterion may be longer than an index entry may be)
+            """CREATE TABLE human_labels (
+                id TEXT PRIMARY KEY,
+                trace_id TEXT NOT NULL,
+                agent TEXT NOT NULL,
+                agent_instance_id TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                stance TEXT NOT NULL,
+                verdict TEXT,
+                score DOUBLE PRECISION,
+                judge_score DOUBLE PRECISION,
+                bar DOUBLE PRECISION,
+                note TEXT,
+                who TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX human_labels_by_trace ON human_labels (trace_id, created_at, id)",
+            "CREATE INDEX human_labels_by_time ON human_labels (created_at, id)",
+            """CREATE TABLE attributions (
+                trace_id TEXT PRIMARY KEY,
+                methods TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+        ),
+    ),
 )
 
-#: The schema version this code expects.
-SCHEMA_VERSION = MIGRATIONS[-1].version
+#: The schema version this code expects (the highest: versions may land out of order).
+SCHEMA_VERSION = max(m.version for m in MIGRATIONS)

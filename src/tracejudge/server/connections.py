@@ -1,0 +1,207 @@
+"""Connection hygiene: how long a connection may take to ask, and how many may be open.
+
+uvicorn closes an idle keep-alive connection after `--keep-alive-seconds`, but only once
+it has answered a request on it: a connection that sends nothing, or a request head a
+byte at a time (slow-loris), stays open for ever, and enough of them exhaust the
+process's file descriptors, after which `/health` itself cannot connect. Here uvicorn's
+h11 protocol gets two rules:
+
+- **A header timeout**: a connection that has not sent a whole request head within
+  `--header-timeout-seconds` of opening, or of its previous answer, is closed.
+- **A cap on open connections** (`--max-connections`, fitted under the process's file
+  limit, which is raised to fit when it can be): a connection past the cap closes the
+  one that has been waiting longest for a request head (nothing is running on it); when
+  every connection has a request running, the new one is closed instead. So held
+  half-open connections never lock out a real client.
+
+A client that hangs up while its request is read is logged once, at DEBUG (see
+`app.py`): it is the client's choice, not the server's failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import h11
+import uvicorn
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from tracejudge.server.config import ServerConfig
+
+__all__ = ["ConnectionLimits", "GuardedH11Protocol", "connection_limits", "uvicorn_config"]
+
+logger = logging.getLogger("tracejudge.server")
+
+#: File descriptors kept for what is not a client connection: the listening socket, the
+#: store, the judge's connections (added: --max-concurrency), logs, the interpreter's own.
+_RESERVED_FILES = 64
+#: Connections the kernel queues before they are accepted. asyncio also accepts up to this
+#: many in one turn of the loop, before any of them can be refused, so they must fit in
+#: the file limit beside the open ones.
+_BACKLOG = 511
+
+
+@dataclass(frozen=True)
+class ConnectionLimits:
+    header_timeout: float
+    max_connections: int
+    backlog: int = _BACKLOG
+    #: Why `max_connections` is lower than configured ("" when it is not).
+    note: str = ""
+
+
+def connection_limits(config: ServerConfig) -> ConnectionLimits:
+    """The limits for `config`, raising this process's soft file limit to fit
+    `--max-connections` when the hard limit allows it, and lowering the cap (and the
+    accept backlog) to fit the file limit when it does not (`note` then says so)."""
+    wanted, timeout = config.max_connections, config.header_timeout_seconds
+    reserve = _RESERVED_FILES + config.max_concurrency
+    try:
+        import resource
+    except ImportError:  # not POSIX: no file limit to fit
+        return ConnectionLimits(timeout, wanted)
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    need = wanted + reserve + _BACKLOG
+    if soft != resource.RLIM_INFINITY and soft < need:
+        target = need if hard == resource.RLIM_INFINITY else min(need, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft == resource.RLIM_INFINITY or soft >= need:
+        return ConnectionLimits(timeout, wanted)
+    backlog = max(16, min(_BACKLOG, (soft - reserve) // 4))
+    fitted = max(1, min(wanted, soft - reserve - backlog))
+    note = (
+        f"--max-connections {wanted} does not fit this process's file limit ({soft} open "
+        f"files; raise it with `ulimit -n`): at most {fitted} connections are kept open"
+    )
+    return ConnectionLimits(timeout, fitted, backlog, note)
+
+
+class GuardedH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol with a header timeout and a cap on open connections; the
+    limits are class attributes, set by `uvicorn_config` on a subclass."""
+
+    header_timeout: float = 10.0
+    max_connections: int = 1000
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._head_timer: asyncio.TimerHandle | None = None
+        #: Since when this connection waits for a request head (None: a request runs).
+        self.waiting_since: float | None = None
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        self.waiting_since = time.monotonic()
+        if len(self.connections) > self.max_connections:
+            self._make_room()
+        if not transport.is_closing():
+            self._watch_head()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._stop_watch()
+        super().connection_lost(exc)
+
+    def handle_events(self) -> None:
+        super().handle_events()
+        self._watch_head()
+
+    def on_response_complete(self) -> None:
+        super().on_response_complete()
+        self._watch_head()
+
+    def _waiting_for_head(self) -> bool:
+        return self.conn.our_state is h11.IDLE and self.conn.their_state is h11.IDLE
+
+    def _watch_head(self) -> None:
+        """Time the wait for a request head while there is one; stop once it came."""
+        if self.transport.is_closing() or not self._waiting_for_head():
+            self._stop_watch()
+            self.waiting_since = None
+            return
+        if self._head_timer is None:
+            self.waiting_since = time.monotonic()
+            self._head_timer = self.loop.call_later(self.header_timeout, self._head_timed_out)
+
+    def _stop_watch(self) -> None:
+        if self._head_timer is not None:
+            self._head_timer.cancel()
+            self._head_timer = None
+
+    def _head_timed_out(self) -> None:
+        self._head_timer = None
+        if not self.transport.is_closing() and self._waiting_for_head():
+            logger.debug(
+                "tracejudge: closed a connection from %s that sent no request head in %g s",
+                _peer(self.client),
+                self.header_timeout,
+            )
+            self.transport.close()
+
+    def _make_room(self) -> None:
+        """Past the cap: close the connection waiting longest for a head, else this one."""
+        oldest: GuardedH11Protocol | None = None
+        for other in self.connections:
+            if other is self or not isinstance(other, GuardedH11Protocol):
+                continue
+            since = other.waiting_since
+            if since is not None and (oldest is None or since < (oldest.waiting_since or 0.0)):
+                oldest = other
+        victim = oldest if oldest is not None else self
+        logger.debug(
+            "tracejudge: %d connections open (--max-connections %d): closed one from %s",
+            len(self.connections),
+            self.max_connections,
+            _peer(victim.client),
+        )
+        victim.connections.discard(victim)
+        victim.transport.close()
+
+
+def _peer(client: tuple[str, int] | None) -> str:
+    return f"{client[0]}:{client[1]}" if client else "an unknown address"
+
+
+def _log_config(level: str) -> dict[str, Any]:
+    """uvicorn's logging, with the server's own messages (`tracejudge.*`) at `level` too
+    (uvicorn sets only its own loggers' level)."""
+    from uvicorn.config import LOGGING_CONFIG
+
+    settings = copy.deepcopy(LOGGING_CONFIG)
+    settings["loggers"]["tracejudge"] = {
+        "handlers": ["default"],
+        "level": level.upper(),
+        "propagate": False,
+    }
+    return settings
+
+
+def uvicorn_config(app: Any, config: ServerConfig, limits: ConnectionLimits, **options: Any) -> Any:
+    """uvicorn's settings for the app: the guarded h11 protocol with `limits`, the
+    keep-alive timeout, no access log, no Server header, the server's log at
+    `--log-level`. `options` add to them (`log_config=None`: the caller's logging)."""
+    options.setdefault("log_config", _log_config(config.log_level))
+    protocol = type(
+        "TraceJudgeH11Protocol",
+        (GuardedH11Protocol,),
+        {"header_timeout": limits.header_timeout, "max_connections": limits.max_connections},
+    )
+    return uvicorn.Config(
+        app,
+        http=protocol,
+        backlog=limits.backlog,
+        timeout_keep_alive=config.keep_alive_seconds,  # type: ignore[arg-type]  # call_later: float
+        log_level=config.log_level,
+        access_log=False,
+        server_header=False,
+        timeout_graceful_shutdown=5,
+        **options,
+    )

@@ -1,0 +1,164 @@
+"""Connection hygiene against a real server process, over raw sockets: a connection that
+does not send a whole request head in time is closed (slow-loris), held half-open
+connections never lock out `/health` (even past the process's file limit), a request
+that is running is never the one closed to make room, and a client that hangs up is one
+DEBUG line, not an ERROR with a traceback."""
+
+from __future__ import annotations
+
+import select
+import socket
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import httpx
+
+from tests.server.harness import ServerProcess
+
+HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+
+
+def is_closed(sock: socket.socket) -> bool:
+    """Whether the server closed `sock` (EOF or reset), without waiting; what it sent
+    before is read and dropped."""
+    while select.select([sock], [], [], 0)[0]:
+        try:
+            if sock.recv(65536) == b"":
+                return True
+        except OSError:
+            return True
+    return False
+
+
+@contextmanager
+def held(port: int, count: int, first: bytes = HEAD) -> Iterator[list[socket.socket]]:
+    """`count` connections that sent `first` (a request head without its end) and wait."""
+    socks: list[socket.socket] = []
+    try:
+        for _ in range(count):
+            sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            if first:
+                sock.sendall(first)
+            socks.append(sock)
+        yield socks
+    finally:
+        for sock in socks:
+            sock.close()
+
+
+def health_answers(url: str) -> bool:
+    try:
+        return httpx.get(f"{url}/health", timeout=3).status_code == 200
+    except httpx.TransportError:
+        return False
+
+
+def test_slow_loris_connections_are_closed_within_the_header_timeout(tmp_path) -> None:
+    """Before: 200 slow-loris connections, 0 closed in 12 s (no header timeout). After:
+    all closed within the 1 s header timeout (plus scheduling slack), none before it."""
+    args = ["--header-timeout-seconds", "1", "--keep-alive-seconds", "30"]
+    server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args).start()
+    try:
+        with held(server.port, 40, first=b"") as silent, held(server.port, 40) as dribbling:
+            opened = time.monotonic()
+            # An answered keep-alive connection then sending half a head: timed from its answer.
+            answered = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            answered.sendall(HEAD + b"\r\n")
+            assert answered.recv(65536).startswith(b"HTTP/1.1 200")
+            time.sleep(0.1)
+            is_closed(answered)  # read the rest of the answer
+            answered.sendall(HEAD)
+            everything = [*silent, *dribbling, answered]
+            time.sleep(0.5)
+            assert not any(is_closed(s) for s in everything), "closed before the timeout"
+            deadline = opened + 3.0
+            while time.monotonic() < deadline and not all(is_closed(s) for s in everything):
+                for sock in dribbling:  # slow-loris: a byte of header now and then
+                    if not is_closed(sock):
+                        try:
+                            sock.sendall(b"X")
+                        except OSError:
+                            pass
+                time.sleep(0.2)
+            still_open = sum(not is_closed(s) for s in everything)
+            answered.close()
+            assert still_open == 0, f"{still_open} of {len(everything)} still open after 3 s"
+        assert health_answers(server.url)
+    finally:
+        server.stop()
+
+
+def test_health_answers_while_half_open_connections_fill_the_file_limit(tmp_path) -> None:
+    """Before: 400 half-open connections against a 256-file limit and /health could not
+    connect (accept() out of descriptors). After: the cap is fitted under the limit (a
+    note says so), the longest-waiting connection makes room, /health answers."""
+    log = tmp_path / "log"
+    args = ["--header-timeout-seconds", "60"]
+    server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args, log=log, open_files=256)
+    server.start()
+    try:
+        with held(server.port, 400) as socks:
+            time.sleep(0.5)
+            answers = [health_answers(server.url) for _ in range(5)]
+            assert answers == [True] * 5, answers
+            open_now = sum(not is_closed(s) for s in socks)
+            assert open_now < 256, f"{open_now} half-open connections kept"
+        text = log.read_text()
+        assert "does not fit this process's file limit" in text
+        assert "out of system resource" not in text and "Traceback" not in text
+    finally:
+        server.stop()
+
+
+def test_a_running_request_is_never_closed_to_make_room(tmp_path) -> None:
+    """Past --max-connections, connections waiting for a head are closed, oldest first;
+    one whose request runs (its body still coming) is kept and answered."""
+    args = ["--max-connections", "20", "--header-timeout-seconds", "60"]
+    server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args).start()
+    try:
+        running = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        body = b'{"messages": [], "evaluator_name": "final_answer"}'
+        running.sendall(
+            b"POST /api/v1/evals/reward HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body) + body[:10]
+        )
+        time.sleep(0.3)
+        with held(server.port, 100) as socks:
+            time.sleep(0.5)
+            open_now = sum(not is_closed(s) for s in socks)
+            assert open_now <= 20, f"{open_now} connections open past --max-connections 20"
+            assert not is_closed(socks[-1])  # the newest are kept: the oldest made room
+            assert health_answers(server.url)
+            assert not is_closed(running)
+            running.sendall(body[10:])
+            answer = running.recv(65536)
+            assert answer.startswith(b"HTTP/1.1 422"), answer[:200]
+        running.close()
+    finally:
+        server.stop()
+
+
+def test_a_client_hang_up_is_one_debug_line_not_an_error(tmp_path) -> None:
+    """Before: each hang-up mid-body logged an ERROR with a traceback (5 hang-ups: 507
+    log lines). After: one DEBUG line each, no ERROR, no traceback."""
+    log = tmp_path / "log"
+    server = ServerProcess(
+        str(tmp_path / "db"), api_key=None, args=["--log-level", "debug"], log=log
+    ).start()
+    try:
+        for _ in range(20):
+            sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+            sock.sendall(
+                b"POST /api/v1/evals/reward HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                b'Content-Type: application/json\r\nContent-Length: 1000\r\n\r\n{"mess'
+            )
+            time.sleep(0.05)
+            sock.close()
+        time.sleep(0.5)
+        assert health_answers(server.url)
+    finally:
+        server.stop()
+    text = log.read_text()
+    assert "Traceback" not in text and "ERROR" not in text, text[-2000:]
+    assert text.count("hung up before its request was read") == 20
