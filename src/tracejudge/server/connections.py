@@ -98,7 +98,7 @@ class GuardedH11Protocol(H11Protocol):
         #: Since when this connection waits for a request head (None: a request runs).
         self.waiting_since: float | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # asyncio.Transport, not BaseTransport
         super().connection_made(transport)
         self.waiting_since = time.monotonic()
         if len(self.connections) > self.max_connections:
