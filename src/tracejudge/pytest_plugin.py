@@ -36,9 +36,9 @@ on final_answer (below 0.8); 1 failed; cause: researcher at llm_interactions[0]`
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
@@ -60,6 +60,9 @@ from tracejudge.models import (
 from tracejudge.models import TraceVerdict as AgentVerdict
 from tracejudge.report import usage_sentence
 from tracejudge.tracing import AgentTracer, ComposoTracer
+
+if TYPE_CHECKING:
+    import pluggy
 
 __all__ = ["Finding", "TraceAssertionError", "TraceVerdict", "assert_trace", "tracejudge_trace"]
 
@@ -194,10 +197,10 @@ class TraceVerdict:
         cause = self.cause
         if cause is not None and self.attribution is not None:
             at = f" at {where_of(cause.step)}" if cause.step else " (the agent as a whole)"
-            found = f" — {', '.join(cause.criteria)}" if cause.criteria else ""
+            criteria = f" — {', '.join(cause.criteria)}" if cause.criteria else ""
             lines.append(
                 f"most likely cause: {cause.agent_name} ({cause.agent_instance_id}){at}"
-                f"{found}, confidence {cause.confidence:.2f} (deterministic, no judge)"
+                f"{criteria}, confidence {cause.confidence:.2f} (deterministic, no judge)"
             )
             more = len(self.attribution.causes) - 1
             if more:
@@ -205,13 +208,13 @@ class TraceVerdict:
                     f"  and {more} more cause{'s' if more > 1 else ''}: verdict.attribution, "
                     "or Composo().attribute(trace), ranks them all"
                 )
-        headings = {
+        headings: dict[Kind, str] = {
             "failed": f"failed (below min_score {self.min_score:g}), worst first:",
             "errored": "errored (the evaluation itself failed):",
             "unscored": "unscored (no judge for these criteria):",
         }
         for kind, heading in headings.items():
-            found = self.of(kind)  # type: ignore[arg-type]
+            found = self.of(kind)
             if found:
                 lines.append(heading)
                 lines.extend(f.line() for f in found)
@@ -368,7 +371,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Iterator[None]:
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pluggy.Result[pytest.TestReport], None]:
     """The short summary line of a test that `assert_trace` failed: the verdict's headline
     (the worst agent, its criterion and score), which the class name would push off a
     terminal's line."""

@@ -39,7 +39,7 @@ import typing
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Union
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar, Union, cast
 
 from tracejudge import _env, _sync
 from tracejudge.errors import (
@@ -199,10 +199,9 @@ def _scoring_function(func: F, decorator: str) -> F:
 
         return from_reward(wrapper).evaluate(trace)
 
-    wrapper.__osmosis_reward__ = True  # type: ignore[attr-defined]
-    wrapper.name = func.__name__  # type: ignore[attr-defined]
-    wrapper.evaluate = evaluate  # type: ignore[attr-defined]
-    return wrapper  # type: ignore[return-value]
+    # The marks the criteria and the osmosis API read, as the function's own attributes.
+    wrapper.__dict__.update(__osmosis_reward__=True, name=func.__name__, evaluate=evaluate)
+    return cast(F, wrapper)  # func's signature, by functools.wraps
 
 
 def osmosis_reward(func: F) -> F:

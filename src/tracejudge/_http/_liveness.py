@@ -32,10 +32,12 @@ def with_cheap_liveness(transport: httpx.AsyncHTTPTransport) -> httpx.AsyncHTTPT
     them out differently, the transport is returned unchanged (slower, never broken)."""
     pool = getattr(transport, "_pool", None)
     backend = getattr(pool, "_network_backend", None)
-    if isinstance(backend, httpcore.AsyncNetworkBackend) and not isinstance(
-        backend, LivenessBackend
+    if (
+        pool is not None
+        and isinstance(backend, httpcore.AsyncNetworkBackend)
+        and not isinstance(backend, LivenessBackend)
     ):
-        pool._network_backend = LivenessBackend(backend)  # type: ignore[union-attr]
+        pool._network_backend = LivenessBackend(backend)
     return transport
 
 

@@ -27,7 +27,7 @@ def split_credentials(url: str) -> tuple[str, str | None]:
     it: the password, else the user name, else the first such query parameter)."""
     parsed = httpx.URL(url)
     key: str | None = parsed.password or parsed.username or None
-    kept = []
+    kept: list[tuple[str, str]] = []
     for name, value in parsed.params.multi_items():
         if name.lower() in SECRET_QUERY_NAMES:
             key = key or value or None
@@ -35,7 +35,7 @@ def split_credentials(url: str) -> tuple[str, str | None]:
             kept.append((name, value))
     if key is None and not parsed.userinfo:
         return url, None
-    clean = parsed.copy_with(userinfo=b"", params=httpx.QueryParams(kept) if kept else None)
+    clean = parsed.copy_with(userinfo=b"", params=httpx.QueryParams(tuple(kept)) if kept else None)
     if not kept:
         clean = clean.copy_with(query=None)
     return str(clean), key

@@ -60,12 +60,12 @@ class _Counted(httpx.AsyncByteStream):
         self._open = True
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
-        async for chunk in self._stream:  # type: ignore[attr-defined]
+        async for chunk in self._stream:  # type: ignore[attr-defined]  # an async body
             yield chunk
 
     async def aclose(self) -> None:
         try:
-            await self._stream.aclose()  # type: ignore[attr-defined]
+            await self._stream.aclose()  # type: ignore[attr-defined]  # an async body
         finally:
             # Counted off only once its connection is back in the pool: closing yields to
             # the event loop, and a request sent to this pool meanwhile would queue there

@@ -12,7 +12,7 @@ when the data hold a single value) the answer is None, not NaN.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from typing import Literal
 
 __all__ = [
@@ -77,7 +77,9 @@ def precision_recall(
     return found
 
 
-def _distance(level: Level, values: list[float], counts: dict[float, float]):  # type: ignore[no-untyped-def]
+def _distance(
+    level: Level, values: list[float], counts: dict[float, float]
+) -> Callable[[float, float], float]:
     """The squared difference function of a level of measurement."""
     if level == "nominal":
         return lambda c, k: 0.0 if c == k else 1.0
@@ -111,14 +113,14 @@ def krippendorff_alpha(
         raise ValueError("every rater's row must have one value per item")
     coincidence: dict[tuple[float, float], float] = {}
     for column in range(items):
-        present = [row[column] for row in data if row[column] is not None]
+        present = [value for row in data if (value := row[column]) is not None]
         m = len(present)
         if m < 2:
             continue
         for i, c in enumerate(present):
             for j, k in enumerate(present):
                 if i != j:
-                    key = (float(c), float(k))  # type: ignore[arg-type]
+                    key = (float(c), float(k))
                     coincidence[key] = coincidence.get(key, 0.0) + 1.0 / (m - 1)
     totals: dict[float, float] = {}
     for (c, _), weight in coincidence.items():

@@ -37,6 +37,7 @@ from tracejudge.models import (
     HumanLabel,
     JudgeUsage,
     LabelStats,
+    LabelVerdict,
     MultiAgentTrace,
     Repeatability,
     default_bar,
@@ -44,7 +45,7 @@ from tracejudge.models import (
 
 __all__ = ["acalibrate", "calibrate"]
 
-LABELS = ("pass", "fail")
+LABELS: tuple[LabelVerdict, ...] = ("pass", "fail")
 _VALUE = {"pass": 1.0, "fail": 0.0}
 
 
@@ -250,11 +251,11 @@ def _report(
 ) -> CalibrationReport:
     used = [r for r in rows if r.skipped is None and r.judge is not None]
     human = [r.human for r in used]
-    judge = [r.judge for r in used]
+    judge = [r.judge for r in used if r.judge is not None]  # (all of them: `used`)
     n = len(used)
 
-    def pick(sample: Sequence[int]) -> tuple[list[str], list[str]]:
-        return [human[i] for i in sample], [judge[i] for i in sample]  # type: ignore[misc]
+    def pick(sample: Sequence[int]) -> tuple[list[LabelVerdict], list[LabelVerdict]]:
+        return [human[i] for i in sample], [judge[i] for i in sample]
 
     def alpha_of(h: Sequence[str], j: Sequence[str]) -> float | None:
         return krippendorff_alpha([[_VALUE[x] for x in h], [_VALUE[x] for x in j]], "nominal")
@@ -269,11 +270,12 @@ def _report(
     graded = [r for r in used if r.human_score is not None and r.judge_scores[0] is not None]
     spearman = alpha_interval = None
     if graded:
-        hs = [r.human_score for r in graded]
-        js = [r.judge_scores[0] for r in graded]
+        # (each of them a score: `graded`)
+        hs = [h for r in graded if (h := r.human_score) is not None]
+        js = [j for r in graded if (j := r.judge_scores[0]) is not None]
 
         def rho(sample: Sequence[int]) -> float | None:
-            return _stats.spearman([hs[i] for i in sample], [js[i] for i in sample])  # type: ignore[misc]
+            return _stats.spearman([hs[i] for i in sample], [js[i] for i in sample])
 
         def interval_alpha(sample: Sequence[int]) -> float | None:
             return krippendorff_alpha(
@@ -297,7 +299,7 @@ def _report(
         human_alpha=_human_alpha(rows, resamples, seed),
         confusion=Confusion(matrix=confusion_matrix(human, judge, LABELS)),
         per_label=[
-            LabelStats(label=label, precision=p, recall=r, f1=f, support=s)  # type: ignore[arg-type]
+            LabelStats(label=label, precision=p, recall=r, f1=f, support=s)
             for label, (p, r, f, s) in zip(
                 LABELS, precision_recall(human, judge, LABELS), strict=True
             )
@@ -360,10 +362,10 @@ def _repeatability(
     seen: dict[tuple[str, str, str], list[float]] = {}
     bars: dict[tuple[str, str, str], float] = {}
     for row in rows:
-        scores = row.judge_scores
-        if len(scores) == samples and all(s is not None for s in scores):
+        scores = [s for s in row.judge_scores if s is not None]
+        if len(row.judge_scores) == samples and len(scores) == samples:
             key = (row.trace_id, row.agent_instance_id, row.criterion)
-            seen[key] = [float(s) for s in scores]  # type: ignore[arg-type]
+            seen[key] = [float(s) for s in scores]
             check = not isinstance(criteria[row.criterion], str)
             bars[key] = fail_under if fail_under is not None else default_bar(check)
     if not seen:

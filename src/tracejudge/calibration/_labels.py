@@ -5,6 +5,7 @@ exported. Blank lines and lines starting with `#` are skipped; a bad line raises
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -30,7 +31,7 @@ def _problem(error: ValidationError) -> str:
     return f"field '{field}': {message}" if field else message
 
 
-def read_labels(path: str | Path) -> list[HumanLabel]:
+def read_labels(path: str | os.PathLike[str]) -> list[HumanLabel]:
     """The labels of a labels file, in order."""
     file = Path(path)
     try:

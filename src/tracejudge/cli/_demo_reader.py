@@ -74,7 +74,7 @@ class ServerReader:
         while True:
             answer = self.http.get(path)
             if answer.status_code == 200 and done(body := answer.json()):
-                return body  # type: ignore[no-any-return]
+                return body  # type: ignore[no-any-return]  # JSON object
             if answer.status_code not in (200, 404):
                 raise ComposoError(
                     f"the server at {self.url} answered {answer.status_code} to {path}"

@@ -45,12 +45,12 @@ def _load_traces(inputs: list[str], wanted: set[str]) -> dict[str, Any]:
             warnings: list[str] = []
             for source in expand_inputs(inputs):
                 _spool_source(source, spool, warnings)
-            for key, source in spool.keys():
-                is_document = key.startswith(f"{source}:")
+            for key, origin in spool.keys():
+                is_document = key.startswith(f"{origin}:")
                 if not is_document and key not in wanted:
                     continue
                 for trace_id, trace in _traces(spool, key):
-                    for name in (trace_id, trace.trace_id, Path(source).stem):
+                    for name in (trace_id, trace.trace_id, Path(origin).stem):
                         if name and name in wanted:
                             found.setdefault(name, trace)
         finally:

@@ -63,7 +63,7 @@ def read_dataset(path: str) -> list[tuple[int, Any]]:
     return items
 
 
-class _Unreadable(dict):  # type: ignore[type-arg]
+class _Unreadable(dict[str, Any]):
     """A dataset line that failed to parse: an item without `solution_str` whose error
     says why (the batch records it like any malformed item)."""
 

@@ -22,7 +22,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from typing import Any, Literal
+from collections.abc import Coroutine
+from typing import Any, Literal, TypeVar
 
 from tracejudge import _sync
 from tracejudge._http import HTTPOptions
@@ -39,6 +40,8 @@ from tracejudge.models import Attribution, MultiAgentTraceResponse, TaskResponse
 __all__ = ["AsyncComposo", "Composo"]
 
 logger = logging.getLogger("tracejudge")
+
+T = TypeVar("T")
 
 TraceLike = Any  # MultiAgentTrace | AgentTracer-like | dict | JSON text
 Criteria = str | TraceCheck | list[str | TraceCheck]
@@ -439,7 +442,7 @@ class Composo(_Client):
         """
         return self._run(self._engine.get_task(task_id))
 
-    def _run(self, work: Any) -> Any:
+    def _run(self, work: Coroutine[Any, Any, T]) -> T:
         return _sync.run(work, group=self._calls)
 
     def close(self) -> None:

@@ -9,7 +9,7 @@ server). Where evaluation runs is `tracejudge._env.choose_backend`'s decision.
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Coroutine, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
@@ -63,6 +63,8 @@ DEFAULT_MODEL_CORE = "align-20251111"
 
 EvaluateResult = EvaluationResponse | list[EvaluationResponse] | dict[str, Any] | list[Any]
 TraceResult = MultiAgentTraceResponse | list[MultiAgentTraceResponse] | dict[str, Any] | list[Any]
+# A criterion a remote server judges, as sent to it.
+_WireRequest = RewardRequest | TraceRewardRequest
 
 
 def _wire(model: type[BaseModel], **fields: Any) -> Any:
@@ -74,8 +76,8 @@ def _wire(model: type[BaseModel], **fields: Any) -> Any:
 
 
 def _in_order(
-    count: int, remote: dict[int, BaseModel], local: Sequence[Awaitable[Any]]
-) -> list[Awaitable[Any] | BaseModel]:
+    count: int, remote: dict[int, _WireRequest], local: Sequence[Coroutine[Any, Any, Any]]
+) -> list[Coroutine[Any, Any, Any] | _WireRequest]:
     """The remote requests at their criteria's places, the local work in the others."""
     rest = iter(local)
     return [remote[index] if index in remote else next(rest) for index in range(count)]
@@ -161,26 +163,28 @@ class Engine:
         """Checks always run here; text criteria here unless a remote server judges them."""
         return isinstance(criterion, TraceCheck) or self.remote is None
 
-    async def _finish(self, work: Sequence[Awaitable[Any] | BaseModel], block: bool) -> list[Any]:
+    async def _finish(
+        self, work: Sequence[Coroutine[Any, Any, Any] | _WireRequest], block: bool
+    ) -> list[Any]:
         """Await local work and send remote requests (`block`), or start them all as tasks."""
         remote = self.remote
 
-        def one(item: Awaitable[Any] | BaseModel) -> Awaitable[Any]:
+        def one(item: Coroutine[Any, Any, Any] | _WireRequest) -> Awaitable[Any]:
             if isinstance(item, BaseModel):
                 assert remote is not None
                 if not block:
-                    return remote.submit(item)  # type: ignore[arg-type]
+                    return remote.submit(item)
                 if isinstance(item, RewardRequest):
                     return remote.evaluate(item)
-                return remote.evaluate_trace(item)  # type: ignore[arg-type]
+                return remote.evaluate_trace(item)
             if block:
                 return item
             return self._submit(item)
 
         return await gather_all(one(item) for item in work)
 
-    async def _submit(self, work: Awaitable[Any]) -> dict[str, Any]:
-        return {"task_id": self._tasks.submit(work)}  # type: ignore[arg-type]
+    async def _submit(self, work: Coroutine[Any, Any, Any]) -> dict[str, Any]:
+        return {"task_id": self._tasks.submit(work)}
 
     # ------------------------------------------------------------------ evaluate
 

@@ -252,10 +252,10 @@ def _otlp_records(
 ) -> tuple[list[SpanRecord], list[str]]:
     """(span records with their log events attached, warnings) of OTLP data."""
     warnings: list[str] = []
-    limit = {"max_inflated_bytes": max_inflated_bytes}
-    records, events = _decoded(source, "", functools.partial(_traces, **limit), warnings)
+    read_traces = functools.partial(_traces, max_inflated_bytes=max_inflated_bytes)
+    records, events = _decoded(source, "", read_traces, warnings)
     if logs is not None:
-        read_logs = functools.partial(_logs_only, **limit)
+        read_logs = functools.partial(_logs_only, max_inflated_bytes=max_inflated_bytes)
         _, log_events = _decoded(logs, "logs: ", read_logs, warnings)
         events = events + log_events
     unplaced = attach_events(records, events)

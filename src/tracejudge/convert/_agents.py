@@ -227,9 +227,10 @@ def _adopt_covered_siblings(
 
 
 def _covers(outer: SpanRecord, inner: SpanRecord) -> bool:
-    if None in (outer.start_ns, outer.end_ns, inner.start_ns, inner.end_ns):
+    start, end, inner_start, inner_end = outer.start_ns, outer.end_ns, inner.start_ns, inner.end_ns
+    if start is None or end is None or inner_start is None or inner_end is None:
         return False
-    return outer.start_ns <= inner.start_ns and inner.end_ns <= outer.end_ns  # type: ignore[operator]
+    return start <= inner_start and inner_end <= end
 
 
 def _fold_twins(

@@ -405,7 +405,8 @@ def hashable(value: Any) -> Hashable:
         hash(value)
     except TypeError:
         return None
-    return value
+    key: Hashable = value
+    return key
 
 
 def message_inputs(

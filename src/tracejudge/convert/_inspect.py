@@ -104,10 +104,10 @@ def _sort_spans(
     agent_of_span: dict[str, str] = {}
     primaries: set[str] = set()
     if trace is not None:
-        for agent in trace.agent_instance_by_id.values():
-            if agent.span_id is not None:
-                agent_of_span[agent.span_id] = agent.id
-            primaries.update(i.span_id for i in agent.llm_interactions if i.span_id)
+        for instance in trace.agent_instance_by_id.values():
+            if instance.span_id is not None:
+                agent_of_span[instance.span_id] = instance.id
+            primaries.update(i.span_id for i in instance.llm_interactions if i.span_id)
     unreadable = _unreadable(inspected.warnings)
     nodes = {
         span_id
@@ -182,7 +182,7 @@ def _read(
 
 
 def _ignore(inspected: InspectedTrace, entry: InspectedSpan, reason: str, detail: str) -> None:
-    entry.reason, entry.detail = reason, detail  # type: ignore[assignment]
+    entry.reason, entry.detail = reason, detail  # type: ignore[assignment]  # an IgnoredReason
     inspected.ignored.append(entry)
 
 

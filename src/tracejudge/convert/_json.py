@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 __all__ = ["ACCELERATED", "is_mapping", "loads"]
 
@@ -47,7 +47,7 @@ def loads(data: str | bytes | bytearray) -> Any:
 _PLAIN = frozenset({str, int, float, bool, type(None), list, tuple})
 
 
-def is_mapping(value: Any) -> bool:
+def is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
     """`isinstance(value, Mapping)` in a fraction of its time for the values of parsed JSON
     (the ABC check costs several times a type lookup)."""
     kind = type(value)

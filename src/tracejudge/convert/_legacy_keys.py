@@ -40,8 +40,8 @@ _STARTS = (
 # _IRREGULAR for one that only the generic reading gets right; else
 # (group, index, field, tool call index or -1, tool call field).
 _Shape = tuple[int, int, str, int, str]
-_IRREGULAR: Any = ("irregular",)
-_UNSEEN: Any = ("unseen",)
+_IRREGULAR: _Shape = (-1, -1, "irregular", -1, "")  # (sentinels: compared by identity)
+_UNSEEN: _Shape = (-1, -1, "unseen", -1, "")
 # The memo's `legacy_plain` and `legacy_keys`: the keys known to be no legacy key, and the
 # ones known to be one, as sets: a span's whole key view is compared with them at C speed
 # (`has_indexed_keys`).
@@ -68,7 +68,7 @@ def _shape_of(key: str) -> _Shape | None:
 
 
 def _shape(key: str, memo: ConversionMemo) -> _Shape | None:
-    shapes = memo.legacy_shapes
+    shapes: dict[str, _Shape | None] = memo.legacy_shapes
     try:
         return shapes[key]
     except KeyError:

@@ -47,8 +47,12 @@ _MESSAGE_FIELDS = frozenset(
 )
 _CALLS = "tool_calls"
 _PARTS = "contents"
-_CALL_PATHS = {("id",): "id", ("function", "name"): "name", ("function", "arguments"): "arguments"}
-_PART_PATHS = {("type",): "type", ("text",): "text"}
+_CALL_PATHS: dict[tuple[str, ...], str] = {
+    ("id",): "id",
+    ("function", "name"): "name",
+    ("function", "arguments"): "arguments",
+}
+_PART_PATHS: dict[tuple[str, ...], str] = {("type",): "type", ("text",): "text"}
 
 Record = dict[str, Any]
 
@@ -141,13 +145,14 @@ def _shape(section: int, path: list[str]) -> _Shape | None:
     if len(rest) == 2:
         return (section, index, None, 0, rest[1]) if rest[1] in _MESSAGE_FIELDS else None
     group, position = rest[1], list_index(rest[2])
+    leaf: str | None
     if group == _CALLS and rest[3:4] == (semconv.OI_TOOL_CALL,):
-        field = _CALL_PATHS.get(rest[4:])
+        leaf = _CALL_PATHS.get(rest[4:])
     elif group == _PARTS and rest[3:4] == (semconv.OI_MESSAGE_CONTENT,):
-        field = _PART_PATHS.get(rest[4:])
+        leaf = _PART_PATHS.get(rest[4:])
     else:
         return None
-    return (section, index, group, position, field) if field and position is not None else None
+    return (section, index, group, position, leaf) if leaf and position is not None else None
 
 
 # ------------------------------------------------------------------ the generic nested form

@@ -37,7 +37,7 @@ from tracejudge.convert._source import Opener, OTLPDecodeError, inflating
 try:  # the `speed` extra: OTLP/JSON lines of the usual shape decoded into Structs
     from tracejudge.convert import _otlp_structs as _structs
 except ImportError:  # pragma: no cover - without msgspec, every line is read as plain JSON
-    _structs = None  # type: ignore[assignment]
+    _structs = None  # type: ignore[assignment]  # the module, else None
 
 __all__ = [
     "MAX_INFLATED_BYTES",

@@ -27,8 +27,8 @@ _FIRST_PIECE = 512
 _NOT_ZERO = re.compile(rb"[^\x00]")
 _GZIP_MAGIC = b"\x1f\x8b"
 
-#: Opens the input (again) from its start.
-Opener = Callable[[], BinaryIO]
+#: Opens the input (again) from its start: a file opened "rb", or the bytes given.
+Opener = Callable[[], "io.BufferedReader | io.BytesIO"]
 
 
 class OTLPDecodeError(ValueError):
@@ -88,10 +88,14 @@ def _file_opener(file: Path) -> Opener:
     return lambda: open(file, "rb")  # noqa: SIM115
 
 
-def inflating(raw: BinaryIO, limit: int, warnings: list[str]) -> io.BufferedReader:
+def inflating(
+    raw: io.BufferedReader | io.BytesIO, limit: int, warnings: list[str]
+) -> io.BufferedReader:
     """`raw` as a buffered stream; inflated when it starts as gzip (to at most `limit`
     bytes, with a warning beyond)."""
-    stream = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, CHUNK)  # type: ignore[arg-type]
+    stream: io.BufferedReader = (
+        raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(raw, CHUNK)
+    )
     if stream.peek(2)[:2] != _GZIP_MAGIC:
         return stream
     return io.BufferedReader(_Gunzip(stream, limit, warnings), CHUNK)
@@ -113,7 +117,9 @@ class _Gunzip(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+    def readinto(  # type: ignore[override]  # BufferedReader passes a memoryview
+        self, buffer: bytearray | memoryview
+    ) -> int:
         while not self._view:
             piece = next(self._pieces, None)
             if piece is None:

@@ -84,9 +84,10 @@ def _result_text(text: str) -> str:
         return text
     for wrapper in ("kwargs", "data"):
         inner = value.get(wrapper)
-        if isinstance(inner, Mapping) and isinstance(inner.get("content"), str):
+        content = inner.get("content") if isinstance(inner, Mapping) else None
+        if isinstance(content, str):
             if value.get("type") == "tool" or "ToolMessage" in str(value.get("id")):
-                return inner["content"]
+                return content
     return text
 
 

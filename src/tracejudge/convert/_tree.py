@@ -193,18 +193,18 @@ def build_traces(
         records.clear()
 
     def first_start(index: int) -> tuple[bool, int, int]:
-        start = groups[index][0].start_ns  # type: ignore[index]
+        start = groups[index][0].start_ns  # type: ignore[index]  # none is released (None) yet
         return (start is None, start or 0, index)
 
     traces: list[MultiAgentTrace] = []
     memo = memo if memo is not None else ConversionMemo()
     for index in sorted(range(len(groups)), key=first_start):
-        spans = groups[index]
-        assert spans is not None
+        group = groups[index]
+        assert group is not None
         if release:
             groups[index] = None
         try:
-            trace = _build_trace(spans, list(warnings), memo)
+            trace = _build_trace(group, list(warnings), memo)
         except Exception:  # a safety net: one broken trace must not lose the others
             logger.exception("tracejudge.convert: could not convert a trace; skipped")
             continue
@@ -248,7 +248,7 @@ def _in_start_order(spans: list[SpanRecord]) -> list[SpanRecord]:
     """The spans by start time, those without one last, ties in input order (the sort is
     stable): the order `_sort_key` gives with each span's input position as `seq`."""
     try:  # the usual case, every start known: a plain sort (checking first cost as much)
-        return sorted(spans, key=_start_ns)
+        return sorted(spans, key=_start_ns)  # type: ignore[arg-type]  # a None start: TypeError
     except TypeError:  # a None was compared (with two spans or more, every key is compared)
         return sorted(spans, key=lambda span: _sort_key(span, 0))
 
@@ -728,7 +728,9 @@ def _record_handoffs(trace: _TraceBuild, instances: dict[str, AgentInstance]) ->
                 and a.span.start_ns >= found.start_ns
             ]
             if later:
-                target = min(later, key=lambda a: a.span.start_ns or 0).name
+                target = min(
+                    later, key=lambda a: (a.span.start_ns or 0) if a.span is not None else 0
+                ).name
         if owner.id in instances:
             instances[owner.id].handoff = target or ""
 
@@ -769,7 +771,7 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
                 _pair_results(inputs, tools, carried, aliases)
             carried = [c for m in item.output_messages if not isinstance(c := m.content, str)]
             if tools or carried:
-                joined.append((tools, carried))  # type: ignore[arg-type]
+                joined.append((tools, carried))
     names: dict[str, str] = {}
     for tools, calls in joined:
         for content in (*tools, *calls):

@@ -85,7 +85,7 @@ _EVENT_META_KEYS = frozenset(
 )
 
 
-def has_content(span: SpanRecord) -> bool:
+def has_content(span: SpanRecord | SpanView) -> bool:
     """Whether the span carries GenAI semconv messages (attributes or events)."""
     if not span.attributes.keys().isdisjoint(_MESSAGE_KEYS):  # (no generator: asked of every span)
         return True
@@ -113,7 +113,7 @@ def _holds_messages(attrs: Mapping[str, Any]) -> bool:
     return False
 
 
-def _merged(span: SpanRecord) -> Mapping[str, Any]:
+def _merged(span: SpanView) -> Mapping[str, Any]:
     """The span's attributes, with those of its inference details events (and log
     records) under them: the first source that has a key gives its value."""
     if not span.events:
@@ -132,11 +132,11 @@ def _merged(span: SpanRecord) -> Mapping[str, Any]:
     return merged
 
 
-def _describe(span: SpanRecord) -> str:
+def _describe(span: SpanRecord | SpanView) -> str:
     return f"span {span.name!r} ({span.span_id})"
 
 
-def _parsed(value: Any, span: SpanRecord, key: str, warnings: list[str]) -> Any:
+def _parsed(value: Any, span: SpanView, key: str, warnings: list[str]) -> Any:
     """`load_json` of an attribute value, naming the span (only made when it warns)."""
     if type(value) is str:
         try:
@@ -146,7 +146,7 @@ def _parsed(value: Any, span: SpanRecord, key: str, warnings: list[str]) -> Any:
     return load_json(value, f"{_describe(span)} {key}", warnings)
 
 
-def _message_list(value: Any, span: SpanRecord, key: str, extraction: Extraction) -> list[Any]:
+def _message_list(value: Any, span: SpanView, key: str, extraction: Extraction) -> list[Any]:
     parsed = _parsed(value, span, key, extraction.warnings)
     if parsed is None:
         return []
@@ -171,7 +171,7 @@ def _system_text(value: Any, what: str, extraction: Extraction) -> str:
     return text_value(parsed) if parsed is not None else ""
 
 
-def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: SpanRecord) -> None:
+def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: SpanView) -> None:
     for key in _MESSAGE_KEYS:
         if attrs.get(key) is not None:
             extraction.has_content = True
@@ -245,7 +245,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
         extraction.tools = remembered_tools(remembered, read, extraction.warnings, span.memo)
 
 
-def _one_answer(attrs: Mapping[str, Any], span: SpanRecord, messages: int) -> bool:
+def _one_answer(attrs: Mapping[str, Any], span: SpanView, messages: int) -> bool:
     """Whether several output messages are parts of one answer rather than `n` > 1 choices.
 
     The conventions write one output message per choice, but producers also write each
@@ -322,7 +322,7 @@ def _body(event: EventRecord, what: str, extraction: Extraction) -> Any:
     return body
 
 
-def _from_message_events(span: SpanRecord, extraction: Extraction) -> None:
+def _from_message_events(span: SpanView, extraction: Extraction) -> None:
     what = _describe(span)
     events = span.events
     choices: list[tuple[int, int, list[Any]]] = []

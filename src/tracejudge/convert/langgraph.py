@@ -24,13 +24,14 @@ from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView
 
 __all__ = ["node_name", "is_graph"]
 
 _LANGGRAPH_INTEGRATION = "langgraph"
 
 
-def _metadata(span: SpanRecord) -> Mapping[str, Any] | None:
+def _metadata(span: SpanRecord | SpanView) -> Mapping[str, Any] | None:
     raw = span.attributes.get(semconv.OPENINFERENCE_METADATA)
     if raw is None:  # most spans (and `isinstance` against an ABC is slow to say no)
         return None
@@ -45,7 +46,7 @@ def _metadata(span: SpanRecord) -> Mapping[str, Any] | None:
     return parsed if isinstance(parsed, Mapping) else None
 
 
-def node_name(span: SpanRecord) -> str | None:
+def node_name(span: SpanRecord | SpanView) -> str | None:
     """The LangGraph node this span is the run of (not merely a span inside it), or None."""
     attrs = span.attributes
     if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_EXECUTE_TASK:
@@ -59,7 +60,7 @@ def node_name(span: SpanRecord) -> str | None:
     return node if node is not None and node == span.name else None
 
 
-def is_graph(span: SpanRecord) -> bool:
+def is_graph(span: SpanRecord | SpanView) -> bool:
     """Whether the span is an OpenInference run of a whole graph: LangGraph metadata
     without a node (OpenLLMetry records the graph as an `invoke_agent` span already)."""
     if span.attributes.get(semconv.OPENINFERENCE_SPAN_KIND) is None:

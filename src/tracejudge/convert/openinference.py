@@ -76,7 +76,7 @@ def agent_name(span: SpanRecord) -> str:
     return as_str(span.attributes.get(semconv.AGENT_NAME)) or span.name or "agent"
 
 
-def has_messages(span: SpanRecord) -> bool:
+def has_messages(span: SpanRecord | SpanView) -> bool:
     attrs = span.attributes
     if _FIRST_INPUT in attrs:  # the usual case, without a look at every key
         return True

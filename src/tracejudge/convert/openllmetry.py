@@ -15,7 +15,7 @@ attributes `gen_ai.prompt.{i}.role|content|tool_call_id|tool_calls.{j}.*`,
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from tracejudge import semconv
 from tracejudge.convert import _json, _legacy_keys
@@ -131,10 +131,12 @@ def _message(entry: Any, role: str | None = None) -> Any:
     them: multi-part content parsed, the default role set; a bare value is the content."""
     if not is_mapping(entry):
         return {"role": role or "user", "content": entry}
-    if role and not entry.get("role"):
-        entry["role"] = role
-    entry["content"] = _content(entry.get("content"))
-    return entry
+    # A dict of its own: `_legacy_keys.read` and `_from_tree` make one per message.
+    message = cast("dict[str, Any]", entry)
+    if role and not message.get("role"):
+        message["role"] = role
+    message["content"] = _content(message.get("content"))
+    return message
 
 
 def _input_items(message: dict[str, Any]) -> list[LLMInput]:
@@ -174,7 +176,7 @@ def _content(value: Any) -> Any:
     return value
 
 
-def unrecorded_server_tools(span: SpanRecord, extraction: Extraction) -> None:
+def unrecorded_server_tools(span: SpanRecord | SpanView, extraction: Extraction) -> None:
     """A built-in tool (web search ...) ran in this Responses API call, unrecorded.
 
     OpenLLMetry writes no output item of a built-in tool, only the finish reason

@@ -27,7 +27,7 @@ import re
 import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any
+from typing import IO, Any, Protocol
 
 from tracejudge._protowire import length_delimited
 from tracejudge.convert import _json
@@ -100,7 +100,9 @@ class _Raw(io.RawIOBase):
     """Any binary stream (stdin's buffer, a BytesIO, a GzipFile) as the raw stream a
     BufferedReader takes; with `problems`, a read error ends the stream and is noted."""
 
-    def __init__(self, stream: IO[bytes], problems: list[str] | None = None) -> None:
+    def __init__(
+        self, stream: IO[bytes] | gzip.GzipFile, problems: list[str] | None = None
+    ) -> None:
         self._stream = stream
         self._problems = problems
 
@@ -267,10 +269,16 @@ def _pb_batch(request: bytes) -> OTLPBatch:
     return OTLPBatch(spans=spans, events=events, warnings=warnings)
 
 
+class _Reads(Protocol):
+    """A binary stream as the protobuf walk reads it (a BufferedReader, or `_Limited`)."""
+
+    def read(self, size: int, /) -> bytes: ...
+
+
 class _Limited:
     """The next `size` bytes of a stream, as a stream."""
 
-    def __init__(self, stream: Any, size: int) -> None:
+    def __init__(self, stream: _Reads, size: int) -> None:
         self._stream = stream
         self._left = size
 
@@ -280,7 +288,7 @@ class _Limited:
         return data
 
 
-def _read_varint(stream: Any) -> int | None:
+def _read_varint(stream: _Reads) -> int | None:
     result = shift = 0
     while shift < 64:
         byte = stream.read(1)
@@ -293,7 +301,7 @@ def _read_varint(stream: Any) -> int | None:
     return None
 
 
-def _field_headers(stream: Any) -> Iterator[tuple[int, int]]:
+def _field_headers(stream: _Reads) -> Iterator[tuple[int, int]]:
     """(field number, payload size) of each length-delimited field; other wire types are
     skipped. Stops at the end, or at a key that cannot be read (the rest is not OTLP)."""
     while True:
@@ -315,7 +323,7 @@ def _field_headers(stream: Any) -> Iterator[tuple[int, int]]:
             return
 
 
-def _skip(stream: Any, size: int) -> None:
+def _skip(stream: _Reads, size: int) -> None:
     while size > 0:
         chunk = stream.read(min(size, 1 << 20))
         if not chunk:

@@ -378,8 +378,8 @@ def adapt_result(result: Any) -> AdaptedResult:
     if isinstance(choices, list):
         if not choices or not isinstance(choices[0], Mapping):
             raise BadRequestError("result is a chat completion with no choices to evaluate")
-        message = choices[0].get("message") or {}
-        return AdaptedResult(messages=[_message_dict(message, choices[0].get("finish_reason"))])
+        chosen = choices[0].get("message") or {}
+        return AdaptedResult(messages=[_message_dict(chosen, choices[0].get("finish_reason"))])
     if data.get("object") == "response" or (
         isinstance(data.get("output"), list) and "role" not in data
     ):

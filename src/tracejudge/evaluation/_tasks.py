@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from tracejudge.errors import BadRequestError
-from tracejudge.models import TaskResponse
+from tracejudge.models import TaskResponse, TaskStatus
 
 __all__ = ["TaskRegistry", "MAX_FINISHED_TASKS", "FINISHED_TASK_TTL_SECONDS"]
 
@@ -135,7 +135,7 @@ class TaskRegistry:
                 )
             future = entry.future
             if not future.done():
-                status = "running" if entry.started else "queued"
+                status: TaskStatus = "running" if entry.started else "queued"
                 return TaskResponse(task_id=task_id, status=status)
             del self._tasks[task_id]
             self._finished.pop(task_id, None)

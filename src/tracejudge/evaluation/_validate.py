@@ -9,7 +9,7 @@ the wire model's (`tracejudge.models`), re-exported here.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, cast
 
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation._checks.base import TraceCheck
@@ -56,7 +56,8 @@ def validate_criteria(
         isinstance(criteria, Iterable)
         and not isinstance(criteria, (str, bytes, Mapping, TraceCheck))
     )
-    items: list[Any] = list(criteria) if as_list else [criteria]  # type: ignore[call-overload]
+    # (`as_list`: an iterable, though no check object, which mypy cannot narrow to)
+    items: list[Any] = list(cast("Iterable[Any]", criteria)) if as_list else [criteria]
     if not items:
         raise BadRequestError(
             "criteria is an empty list: give at least one criterion, for example "

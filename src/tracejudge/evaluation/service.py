@@ -19,7 +19,7 @@ criteria and agents, aggregates). Two kinds of request come in:
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Awaitable, Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -217,7 +217,7 @@ class EvaluationService:
 
     def conversation_work(
         self, request: ConversationRequest
-    ) -> list[Awaitable[EvaluationResponse]]:
+    ) -> list[Coroutine[Any, Any, EvaluationResponse]]:
         """One awaitable per criterion, in order, each scoring the conversation.
 
         Everything about the request is checked before anything is awaited: the criteria,
@@ -260,7 +260,9 @@ class EvaluationService:
 
     # ------------------------------------------------------------------ traces
 
-    def trace_work(self, request: TraceRequest) -> list[Awaitable[MultiAgentTraceResponse]]:
+    def trace_work(
+        self, request: TraceRequest
+    ) -> list[Coroutine[Any, Any, MultiAgentTraceResponse]]:
         """One awaitable per criterion, in order, each scoring every agent of the trace.
 
         Raises `NoLLMInteractionsError` when the trace holds no model call, and the

@@ -215,7 +215,7 @@ def _messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     for message in messages:
         role = message["role"]
         if role == "tool":
-            block = {
+            block: dict[str, Any] = {
                 "type": "tool_result",
                 "tool_use_id": message["tool_call_id"],
                 "content": message_text(message),
@@ -250,7 +250,7 @@ def _messages(messages: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         elif isinstance(content, list):
             blocks = []
             for part in content:
-                block: dict[str, Any] = {"type": "text", "text": str(part.get("text", ""))}
+                block = {"type": "text", "text": str(part.get("text", ""))}
                 if part.get("cache"):
                     block["cache_control"] = _CACHE
                 blocks.append(block)

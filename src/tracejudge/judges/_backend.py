@@ -313,7 +313,7 @@ class HTTPJudge(ReplyReading, BatchJudging):
         explanation = hit.get("explanation") if isinstance(hit, dict) else None
         cleaned = hit.get("cleaned_explanation") if isinstance(hit, dict) else None
         raw = hit.get("raw", {}) if isinstance(hit, dict) else None
-        usable = (
+        if not (
             isinstance(hit, dict)
             # no `score` key is no verdict (null is one: not applicable)
             and "score" in hit
@@ -322,8 +322,7 @@ class HTTPJudge(ReplyReading, BatchJudging):
             and isinstance(explanation, str)
             and (cleaned is None or isinstance(cleaned, str))
             and isinstance(raw, dict)
-        )
-        if not usable:
+        ):
             self._cache_notice(f"an entry is not a verdict: {str(hit)[:80]}")
             return None
         return Verdict(

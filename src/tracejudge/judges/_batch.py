@@ -5,11 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
 
+import httpx
+
+from tracejudge._http import LoopClients
 from tracejudge.errors import BadRequestError
-from tracejudge.judges._cache import cache_key
+from tracejudge.judges._cache import JudgeCache, cache_key
 from tracejudge.judges._exchange import Answer, Ask, Tally
 from tracejudge.judges._parse import Judgement, ReplyError, extract_object, validate_reply
 from tracejudge.judges._prompt import (
@@ -25,10 +28,61 @@ from tracejudge.models import JudgeUsage
 __all__ = ["BatchJudging", "share_usage"]
 
 
+class _BatchHost(Protocol):
+    """What `judge_batch` uses of the judge (`HTTPJudge`)."""
+
+    name: str
+    model: str
+    timeout: float
+    max_input_tokens: int
+    cache: JudgeCache | None
+    _clients: LoopClients
+
+    async def judge(self, request: JudgeRequest) -> Verdict: ...
+
+    def estimate(self, messages: Sequence[dict[str, Any]], ask: Ask) -> int: ...
+
+    def _cache_parameters(self, request: JudgeRequest) -> dict[str, Any]: ...
+
+    async def _cache_call(self, limit: float, function: Any, *args: Any) -> Any: ...
+
+    def _cached_verdict(self, hit: Any, started: float) -> Verdict | None: ...
+
+    def _judgement_span(self, request: JudgeRequest) -> Any: ...
+
+    async def _readable(
+        self,
+        messages: list[dict[str, Any]],
+        ask: Ask,
+        client: httpx.AsyncClient,
+        deadline: float,
+        tally: Tally,
+        interpret: Callable[[Answer], Any],
+        reask: Callable[[str], str],
+    ) -> tuple[Answer, Any, bool]: ...
+
+    @staticmethod
+    def _interpret_batch(
+        answer: Answer, requests: Sequence[JudgeRequest]
+    ) -> list[tuple[Judgement, dict[str, Any]]]: ...
+
+    def _verdict(
+        self,
+        request: JudgeRequest,
+        judgement: Judgement,
+        value: dict[str, Any],
+        weighted: float | None,
+        answer: Answer,
+        logprobs_asked: bool,
+        usage: JudgeUsage,
+        **raw: Any,
+    ) -> Verdict: ...
+
+
 class BatchJudging:
     """`judge_batch()`, over `HTTPJudge`'s machinery."""
 
-    async def judge_batch(self, requests: Sequence[JudgeRequest]) -> list[Verdict]:
+    async def judge_batch(self: _BatchHost, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         """Judge several criteria of one material in ONE call: one reply object per
         criterion (see README "The judge reply contract"). Cheaper than a call each (the
         material is read once), at the price of some independence between the criteria.
@@ -72,8 +126,9 @@ class BatchJudging:
             entries = hit.get("verdicts") if isinstance(hit, dict) else None
             if isinstance(entries, list) and len(entries) == len(listed):
                 cached = [self._cached_verdict(entry, started) for entry in entries]
-                if all(v is not None for v in cached):
-                    return cached  # type: ignore[return-value]
+                hits = [v for v in cached if v is not None]
+                if len(hits) == len(cached):
+                    return hits
         state = self._clients.get()
         loop = asyncio.get_running_loop()
         async with state.semaphore:

@@ -69,7 +69,8 @@ class MemoryCache:
                 return None
             self._entries.move_to_end(key)
         # Stored as JSON so a caller mutating a verdict's `raw` cannot change the cache.
-        return json.loads(value)
+        entry: dict[str, Any] = json.loads(value)
+        return entry
 
     def set(self, key: str, value: dict[str, Any]) -> None:
         encoded = json.dumps(value)

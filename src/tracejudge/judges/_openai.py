@@ -288,7 +288,8 @@ class OpenAICompatibleJudge(HTTPJudge):
         if isinstance(data.get("timings"), dict):
             self.prompt_cache_per_slot = True
         choice = choices[0]
-        message = choice.get("message") if isinstance(choice.get("message"), dict) else {}
+        found = choice.get("message")
+        message = found if isinstance(found, dict) else {}
         content = message.get("content")
         if isinstance(content, list):
             # Some servers answer with content parts even for plain text.
@@ -297,7 +298,8 @@ class OpenAICompatibleJudge(HTTPJudge):
             content = message.get("refusal") if isinstance(message.get("refusal"), str) else ""
         logprobs_field = choice.get("logprobs")
         logprobs = logprobs_field.get("content") if isinstance(logprobs_field, dict) else None
-        usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+        given = data.get("usage")
+        usage = given if isinstance(given, dict) else {}
         finish = choice.get("finish_reason")
         return Answer(
             text=content or "",
@@ -315,7 +317,8 @@ def cached_tokens(data: dict[str, Any]) -> int:
     """The prompt tokens an answer says were read from the server's prompt cache: OpenAI's
     (and vLLM's, with --enable-prompt-tokens-details) `usage.prompt_tokens_details.
     cached_tokens`, else llama.cpp's `timings.cache_n`."""
-    usage = data.get("usage") if isinstance(data.get("usage"), dict) else {}
+    given = data.get("usage")
+    usage = given if isinstance(given, dict) else {}
     details = usage.get("prompt_tokens_details")
     if isinstance(details, dict) and token_count(details.get("cached_tokens")):
         return token_count(details.get("cached_tokens"))

@@ -382,10 +382,11 @@ def weighted_score(logprobs: list[dict[str, Any]], score: int) -> float | None:
     the explanation never counts). None when the token cannot be found, when the value is
     split across tokens ("1", "0" for 10), or when no alternative is a grade.
     """
-    tokens = [entry.get("token") if isinstance(entry, dict) else None for entry in logprobs]
-    if not tokens or not all(isinstance(token, str) for token in tokens):
+    found = [entry.get("token") if isinstance(entry, dict) else None for entry in logprobs]
+    tokens = [token for token in found if isinstance(token, str)]
+    if not tokens or len(tokens) != len(found):
         return None
-    text = "".join(tokens)  # type: ignore[arg-type]
+    text = "".join(tokens)
     try:
         span = extract_object(text, keys=("score",))
     except ReplyError:
@@ -402,10 +403,10 @@ def weighted_score(logprobs: list[dict[str, Any]], score: int) -> float | None:
     offset = 0
     index = None
     for i, token in enumerate(tokens):
-        if offset <= digit_at < offset + len(token):  # type: ignore[arg-type]
+        if offset <= digit_at < offset + len(token):
             index = i
             break
-        offset += len(token)  # type: ignore[arg-type]
+        offset += len(token)
     if index is None or _number(tokens[index]) != score:
         # The value is split over several tokens (a tokeniser with one token per digit
         # writing 10): the alternatives at the first digit do not say 1..10.

@@ -28,11 +28,15 @@ __all__ = [
 AgreementBand = Literal["exploration", "monitoring", "gating"]
 
 
+def _both_verdicts() -> list[LabelVerdict]:
+    return ["pass", "fail"]
+
+
 class Confusion(WireModel):
     """Counts of (person's verdict, judge's verdict): `matrix[i][j]` is how many items
     people labelled `labels[i]` and the judge `labels[j]`."""
 
-    labels: list[LabelVerdict] = Field(default_factory=lambda: ["pass", "fail"])
+    labels: list[LabelVerdict] = Field(default_factory=_both_verdicts)
     matrix: list[list[int]] = Field(default_factory=lambda: [[0, 0], [0, 0]])
 
 

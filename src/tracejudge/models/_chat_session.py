@@ -62,7 +62,8 @@ def tool_definitions(tools: Sequence[Mapping[str, Any]] | None) -> list[LLMToolD
     for tool in tools:
         if not isinstance(tool, Mapping):
             continue
-        spec = tool.get("function") if isinstance(tool.get("function"), Mapping) else tool
+        function = tool.get("function")
+        spec = function if isinstance(function, Mapping) else tool
         name = spec.get("name") or tool.get("type") or "tool"
         # `inputSchema`: MCP tools, and the Vercel AI SDK's (AI SDK 5+, also in
         # `gen_ai.tool.definitions` from @ai-sdk/otel)

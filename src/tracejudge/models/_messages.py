@@ -33,7 +33,10 @@ def _c_encoder() -> Callable[[Any, int], Sequence[str]] | None:
     if make is None:
         return None
     try:
-        return make(None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True)
+        encoder: Callable[[Any, int], Sequence[str]] = make(
+            None, str, json.encoder.encode_basestring, None, ": ", ", ", False, False, True
+        )
+        return encoder
     except TypeError:  # another Python's signature: the standard path only
         return None
 

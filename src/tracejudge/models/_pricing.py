@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -188,7 +189,7 @@ class PriceTable:
         return isinstance(model, str) and self.get(model) is not None
 
 
-def load_prices(path: str | Path, base: PriceTable | None = None) -> PriceTable:
+def load_prices(path: str | os.PathLike[str], base: PriceTable | None = None) -> PriceTable:
     """`base` (the shipped table by default) with the prices of a JSON file on top.
     ValueError names the file, the model and the field when the file is not a table of
     prices."""

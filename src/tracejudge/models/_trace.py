@@ -260,7 +260,7 @@ class MultiAgentTrace(WireModel):
                 seen.add(agent_id)
                 yield agent
 
-    def __iter__(self) -> Iterator[AgentInstance]:  # type: ignore[override]
+    def __iter__(self) -> Iterator[AgentInstance]:  # type: ignore[override]  # agents, not fields
         return self.iter_agents()
 
     def parent_of(self, agent_id: str) -> AgentInstance | None:

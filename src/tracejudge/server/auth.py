@@ -28,7 +28,7 @@ import binascii
 import hashlib
 import hmac
 import math
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 from starlette.types import ASGIApp, Receive, Scope, Send
 
@@ -131,7 +131,8 @@ def presented_key(scope: Scope) -> str | None:
     """The key a request carries: `API-Key`, else `Authorization: Bearer`, else (a web
     page only) the password of `Authorization: Basic`."""
     bearer = None
-    for name, value in scope.get("headers", ()):
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers", ())
+    for name, value in headers:
         if name == _API_KEY:
             return value.decode("latin-1").strip()
         if name == _AUTHORIZATION:

@@ -70,7 +70,8 @@ class BackgroundServer:
     @property
     def judge_label(self) -> str | None:
         """The judge's name, None when only checks run."""
-        return self.app.state.judge_label  # type: ignore[no-any-return]
+        label: str | None = self.app.state.judge_label
+        return label
 
     def start(self) -> BackgroundServer:
         sock = listen(self.config.host, self.config.port)

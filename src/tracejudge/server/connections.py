@@ -98,7 +98,7 @@ class GuardedH11Protocol(H11Protocol):
         #: Since when this connection waits for a request head (None: a request runs).
         self.waiting_since: float | None = None
 
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # asyncio.Transport, not BaseTransport
         super().connection_made(transport)
         self.waiting_since = time.monotonic()
         if len(self.connections) > self.max_connections:
@@ -198,7 +198,7 @@ def uvicorn_config(app: Any, config: ServerConfig, limits: ConnectionLimits, **o
         app,
         http=protocol,
         backlog=limits.backlog,
-        timeout_keep_alive=config.keep_alive_seconds,
+        timeout_keep_alive=config.keep_alive_seconds,  # type: ignore[arg-type]  # call_later: float
         log_level=config.log_level,
         access_log=False,
         server_header=False,

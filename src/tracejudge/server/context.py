@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import anyio.to_thread
 from starlette.requests import Request
@@ -66,9 +66,13 @@ class ServerContext:
 
 
 def context_of(request: Request) -> ServerContext:
-    return request.app.state.context  # type: ignore[no-any-return]
+    context: ServerContext = request.app.state.context
+    return context
 
 
-async def in_thread(function: Any, *args: Any) -> Any:
+T = TypeVar("T")
+
+
+async def in_thread(function: Callable[..., T], *args: Any) -> T:
     """Run a blocking store call off the event loop (CPU work goes to `context.offload`)."""
     return await anyio.to_thread.run_sync(function, *args)

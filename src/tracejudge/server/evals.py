@@ -276,7 +276,9 @@ async def _store(context: ServerContext, outcome: Outcome) -> None:
 
 async def _evaluate(request: Request, kind: str) -> JSONResponse:
     context = context_of(request)
-    model = RewardRequest if kind == "reward" else TraceRewardRequest
+    model: type[RewardRequest] | type[TraceRewardRequest] = (
+        RewardRequest if kind == "reward" else TraceRewardRequest
+    )
     parsed = await read_model(request, model)
     try:
         if isinstance(parsed, RewardRequest):
@@ -291,7 +293,9 @@ async def _evaluate(request: Request, kind: str) -> JSONResponse:
 
 async def _background(request: Request, kind: str) -> JSONResponse:
     context = context_of(request)
-    model = RewardRequest if kind == "reward" else TraceRewardRequest
+    model: type[RewardRequest] | type[TraceRewardRequest] = (
+        RewardRequest if kind == "reward" else TraceRewardRequest
+    )
     parsed = await read_model(request, model)
     payload = await context.offload.run(functools.partial(parsed.model_dump, mode="json"))
     task_id = await context.runner.submit(kind, payload)
@@ -332,7 +336,7 @@ def _task_answer(row: TaskRow) -> JSONResponse:
     the answer for a trace of thousands of agents)."""
     answer = TaskResponse(
         task_id=row.id,
-        status=row.status,  # type: ignore[arg-type]
+        status=row.status,
         result=json.loads(row.result) if row.result is not None else None,
         error=row.error,
     )

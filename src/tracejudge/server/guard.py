@@ -83,7 +83,8 @@ class HostPolicy:
 
 
 def _header(scope: Scope, wanted: bytes) -> str | None:
-    for name, value in scope.get("headers", ()):
+    headers: Iterable[tuple[bytes, bytes]] = scope.get("headers", ())
+    for name, value in headers:
         if name == wanted:
             return value.decode("latin-1")
     return None

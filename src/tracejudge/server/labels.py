@@ -99,7 +99,7 @@ def human_label(row: LabelRow) -> HumanLabel:
         agent=row.agent,
         agent_instance_id=row.agent_instance_id,
         criterion=row.criterion,
-        verdict=row.verdict,  # type: ignore[arg-type]
+        verdict=row.verdict,  # type: ignore[arg-type]  # a stored Verdict
         score=row.score,
         note=row.note,
         who=row.who,

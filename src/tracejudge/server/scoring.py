@@ -182,11 +182,11 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
                     trace=summary,
                 )
             batches, spans = await in_thread(context.store.span_batches, trace_id)
-            trace, summary = await context.offload.run(_read_stored, row, batches, spans)
+            trace, read = await context.offload.run(_read_stored, row, batches, spans)
+            summary = read
             if trace is None:
                 return Outcome(
-                    {"trace_id": trace_id, "evaluations": [], "error": summary.error},
-                    trace=summary,
+                    {"trace_id": trace_id, "evaluations": [], "error": read.error}, trace=read
                 )
         elif row.trace_json is not None:
             trace = await context.offload.run(MultiAgentTrace.from_json, row.trace_json)

@@ -247,7 +247,7 @@ def evaluation(row: EvaluationRow) -> StoredEvaluation:
 async def read_page(request: Request, query: ListQuery) -> TracePage:
     """The page `query` asks for (422 naming `cursor` for a cursor of another order)."""
     try:
-        return await in_thread(  # type: ignore[no-any-return]
+        return await in_thread(
             context_of(request).store.list_traces,
             query.where,
             query.limit,
@@ -262,7 +262,7 @@ async def read_overview(request: Request, query: ListQuery, total: int | None = 
     """The overview of the traces `query` keeps (`total`: how many, when counted)."""
     store = context_of(request).store
     found = await in_thread(store.overview, query.where, OVERVIEW_TRACES, total)
-    return found  # type: ignore[no-any-return]
+    return found
 
 
 async def list_traces(request: Request) -> JSONResponse:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from typing import Protocol
 
 from tracejudge.evaluation.events import EvaluationEventEmitter
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
@@ -27,6 +28,14 @@ SIGNALS = ("spans", "logs")
 _SERVICE_NAME = "tracejudge-server"
 
 
+class _Provider(Protocol):
+    """What is asked of the SDK provider the events go through (logs or traces)."""
+
+    def force_flush(self, timeout_millis: int = ...) -> bool: ...
+
+    def shutdown(self) -> None: ...
+
+
 class WriteBack:
     """Sends the evaluation events of scored traces to one OTLP/HTTP endpoint."""
 
@@ -36,6 +45,7 @@ class WriteBack:
         base = endpoint.rstrip("/")
         resource = Resource.create({"service.name": _SERVICE_NAME})
         self.signal = signal
+        self._provider: _Provider
         if signal == "logs":
             from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
             from opentelemetry.sdk._logs import LoggerProvider

@@ -97,7 +97,7 @@ class MessagesRenderer(Renderer):
         def emit(kind: str, **fields: Any) -> None:
             events.append(sse({"type": kind, **fields}, kind))
 
-        message = {
+        message: dict[str, Any] = {
             "id": self.next_id("msg_"),
             "type": "message",
             "role": "assistant",

@@ -176,7 +176,7 @@ def _exchange(item: dict[str, Any]) -> RecordedExchange:
     elif "deflate" in encoding:
         body = zlib.decompress(body)
     status = response.get("status")
-    code = status.get("code") if isinstance(status, dict) else status
+    code: Any = status.get("code") if isinstance(status, dict) else status  # as recorded
     return RecordedExchange(
         method=str(request.get("method") or "POST").upper(),
         url=str(request["uri"]),
@@ -189,7 +189,7 @@ def _exchange(item: dict[str, Any]) -> RecordedExchange:
 
 def _same_json(first: bytes, second: bytes) -> bool:
     try:
-        return json.loads(first) == json.loads(second)
+        return bool(json.loads(first) == json.loads(second))
     except ValueError:
         return first == second
 
@@ -206,7 +206,7 @@ class _Pending:
             if not self.used[i] and exchange.method == method and exchange.path == path
         ]
         same = [i for i in candidates if _same_json(self.exchanges[i].request_body, body)]
-        chosen = (same or candidates or [None])[0]
+        chosen = same[0] if same else candidates[0] if candidates else None
         if chosen is None:
             return None
         self.used[chosen] = True
@@ -308,7 +308,7 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _body(self) -> bytes:
         if "chunked" in (self.headers.get("Transfer-Encoding") or "").lower():
-            chunks = []
+            chunks: list[bytes] = []
             while True:
                 size = int(self.rfile.readline().split(b";", 1)[0].strip() or b"0", 16)
                 if size == 0:

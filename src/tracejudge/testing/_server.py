@@ -172,7 +172,7 @@ class ScriptedLLMServer:
                 f"expected a Reply, a string (a text reply) or a callable returning a Reply, "
                 f"got {type(reply).__name__}"
             )
-        return reply  # type: ignore[return-value]
+        return reply
 
     def add(self, *replies: ReplySource | str) -> None:
         """Append replies (a string is a text reply) or callables to the end of the queue.

@@ -7,7 +7,7 @@ import inspect
 import uuid
 from collections.abc import Callable
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, TypeVar, cast, overload
 
 import wrapt
 from opentelemetry import context as otel_context
@@ -74,7 +74,7 @@ class AgentTracer:
         self.name: str = name or f"agent_{uuid.uuid4().hex[:8]}"
         self.agent_id: str = agent_id or str(uuid.uuid4())
         self.span: Span = INVALID_SPAN
-        self._token: object | None = None
+        self._token: contextvars.Token[otel_context.Context] | None = None
         self._active_token: contextvars.Token[AgentTracer | None] | None = None
         self._entered = False
         self._capture: SpanCapture | None = None
@@ -175,7 +175,7 @@ class AgentTracer:
         """This agent's span and every captured span beneath it, in start order. Spans still
         running appear with ``end_time`` None."""
         if self._capture is not None:
-            return self._capture.subtree(self.span)  # type: ignore[arg-type]
+            return self._capture.subtree(self.span)  # type: ignore[arg-type]  # an SDK span
         if isinstance(self.span, ReadableSpan):
             return [self.span]
         return []
@@ -211,7 +211,8 @@ class AgentTracer:
     def _dropped_warning(self, capture: SpanCapture) -> str:
         kept = capture.kept()
         whose = "this agent"
-        if kept and kept[0] is not self.span:
+        first: object = kept[0] if kept else None  # (the SDK's spans are both span types)
+        if kept and first is not self.span:
             root_name = (kept[0].attributes or {}).get(semconv.GEN_AI_AGENT_NAME)
             whose = f"its root agent {root_name!r}"
         return (
@@ -282,7 +283,7 @@ def agent_tracer(
     # Bare use (`@agent_tracer`): the function itself arrives as `name`. A classmethod
     # object is not callable before Python 3.13, so test for it as well.
     if callable(name) or isinstance(name, (classmethod, staticmethod)):
-        return _decorate(name, None, agent_id)  # type: ignore[arg-type]
+        return _decorate(name, None, agent_id)
     if name is not None and not isinstance(name, str):
         raise TypeError(f"agent_tracer name must be a string, got {type(name).__name__}")
 
@@ -305,18 +306,21 @@ def _decorate(func: F, name: str | None, agent_id: str | None) -> F:
 
         @wrapt.decorator
         async def traced_async(
-            wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict
+            wrapped: Callable[..., Any],
+            instance: Any,
+            args: tuple[Any, ...],
+            kwargs: dict[str, Any],
         ) -> Any:
             async with AgentTracer(name=agent_name, agent_id=agent_id):
                 return await wrapped(*args, **kwargs)
 
-        return traced_async(func)
+        return cast(F, traced_async(func))  # a FunctionWrapper: a proxy with func's signature
 
     @wrapt.decorator
     def traced(
-        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict
+        wrapped: Callable[..., Any], instance: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
     ) -> Any:
         with AgentTracer(name=agent_name, agent_id=agent_id):
             return wrapped(*args, **kwargs)
 
-    return traced(func)
+    return cast(F, traced(func))  # a FunctionWrapper: a proxy with func's signature

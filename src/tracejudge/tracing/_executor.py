@@ -25,7 +25,11 @@ class ContextPropagatingExecutor(ThreadPoolExecutor):
 
     def submit(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> Future[T]:
         context = contextvars.copy_context()
-        return super().submit(context.run, fn, *args, **kwargs)
+
+        def in_context() -> T:
+            return context.run(fn, *args, **kwargs)
+
+        return super().submit(in_context)
 
 
 def context_propagating_executor(

@@ -78,7 +78,9 @@ def install(tracer_provider: otel_trace.TracerProvider) -> bool:
     return True
 
 
-def _chat_body(args: tuple[Any, ...], kwargs: Mapping[str, Any], scope: str) -> dict | None:
+def _chat_body(
+    args: tuple[Any, ...], kwargs: Mapping[str, Any], scope: str
+) -> dict[str, Any] | None:
     """The request body of a low-level chat ``post`` nobody records yet, else None."""
     path = args[0] if args else kwargs.get("path")
     if path != _CHAT_PATH:
@@ -102,7 +104,7 @@ def _resource(client: Any) -> Any:
         return None
 
 
-class _Parsed(wrapt.ObjectProxy):  # type: ignore[misc]
+class _Parsed(wrapt.ObjectProxy):  # type: ignore[type-arg]  # wrapt 1.x: no ObjectProxy[...]
     """A raw response whose ``parse()`` (to its own type) gives `parsed`: OpenLLMetry's
     stream proxy instead of the bare stream. Still an instance of the raw response's class
     (LiteLLM asserts it is a ``LegacyAPIResponse``)."""

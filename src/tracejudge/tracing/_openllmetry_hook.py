@@ -44,7 +44,8 @@ def install() -> bool:
         default_uploader = parameter["upload_base64_image"].default
     except (KeyError, TypeError, ValueError):
         return False
-    chat_wrappers.run_async = _loop_free_runner(original, Config, default_uploader)
+    runner = _loop_free_runner(original, Config, default_uploader)
+    chat_wrappers.run_async = runner  # type: ignore[attr-defined]  # imported there from utils
     return True
 
 

@@ -126,7 +126,7 @@ class _FollowingTracer(otel_trace.Tracer):
     def start_span(self, *args: Any, **kwargs: Any) -> otel_trace.Span:
         return self._tracer().start_span(*args, **kwargs)
 
-    def start_as_current_span(  # type: ignore[override]
+    def start_as_current_span(  # type: ignore[override]  # forwards whatever the target takes
         self, *args: Any, **kwargs: Any
     ) -> AbstractContextManager[otel_trace.Span]:
         return self._tracer().start_as_current_span(*args, **kwargs)
@@ -206,7 +206,8 @@ def _instrumentor_class(instrument: Instruments) -> type:
         raise MissingDependencyError(
             spec.package, spec.extra, f"Instruments.{instrument.name}", core=spec.extra is None
         ) from error
-    return getattr(module, spec.class_name)
+    instrumentor: type = getattr(module, spec.class_name)
+    return instrumentor
 
 
 def _instrument(instrument: Instruments, cls: type) -> None:

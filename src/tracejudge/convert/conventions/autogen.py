@@ -16,7 +16,7 @@ AutoGen's own spans (its runtime's messaging spans, autogen-core's GenAI `invoke
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _json, openinference
@@ -33,7 +33,7 @@ __all__ = ["OPENINFERENCE_AUTOGEN"]
 class OpenInferenceAutoGen(OpenInference):
     name = "openinference-autogen"
     # Only this instrumentation's spans (its scope): no attribute key marks them.
-    marker_keys: ClassVar[frozenset[str] | None] = frozenset()
+    marker_keys = frozenset[str]()
     marker_scopes = frozenset({semconv.OPENINFERENCE_AUTOGEN_SCOPE})
 
     def kind(self, span: SpanView) -> str | None:

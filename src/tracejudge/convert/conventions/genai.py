@@ -88,7 +88,7 @@ class GenAISemconv(Convention):
             if genai_semconv.has_content(span) or not openllmetry.is_legacy(span):
                 return Kind.MODEL_CALL
             return None
-        return _KINDS.get(operation, Kind.STEP)  # type: ignore[arg-type]
+        return _KINDS.get(operation, Kind.STEP) if operation is not None else Kind.STEP
 
     def agent(self, span: SpanView) -> Identity:
         attrs = span.attributes

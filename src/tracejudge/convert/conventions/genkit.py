@@ -66,7 +66,8 @@ class Genkit(Convention):
         if genkit_type is None:
             return None
         if genkit_type == semconv.GENKIT_TYPE_ACTION:
-            return _ACTION_KINDS.get(attrs.get(semconv.GENKIT_SUBTYPE), Kind.STEP)  # type: ignore[arg-type]
+            subtype = attrs.get(semconv.GENKIT_SUBTYPE)
+            return _ACTION_KINDS.get(subtype, Kind.STEP) if subtype is not None else Kind.STEP
         if genkit_type == semconv.GENKIT_TYPE_PROMPT:
             return Kind.AGENT
         return Kind.STEP

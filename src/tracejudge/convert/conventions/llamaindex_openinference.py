@@ -17,8 +17,6 @@ LlamaIndex's instrumentation dispatcher, one per decorated method.
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 from tracejudge import semconv
 from tracejudge.convert import _handoffs, _json, openinference
 from tracejudge.convert._common import as_str
@@ -34,7 +32,7 @@ _NAMED = f"{semconv.LLAMAINDEX_CURRENT_AGENT}='"
 class OpenInferenceLlamaIndex(OpenInference):
     name = "openinference-llama-index"
     # Only this instrumentation's spans (its scope): no attribute key marks them.
-    marker_keys: ClassVar[frozenset[str] | None] = frozenset()
+    marker_keys = frozenset[str]()
     marker_scopes = frozenset({semconv.OPENINFERENCE_LLAMAINDEX_SCOPE})
     agent_setting = (
         "the workflow's events (`output.value` of init_run / setup_agent) name the agents "

@@ -18,7 +18,7 @@ import math
 import typing
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping
-from typing import Any, Literal, Protocol, overload, runtime_checkable
+from typing import Any, Literal, Protocol, TypeGuard, overload, runtime_checkable
 
 from tracejudge.models import AgentInstance, MultiAgentTrace, ScoreResponse
 
@@ -172,9 +172,10 @@ class FunctionCheck:
         if not callable(fn):
             raise TypeError(f"@check needs a function, got {type(fn).__name__}")
         # First, so that attributes copied from the function cannot replace ours.
-        functools.update_wrapper(self, fn)  # type: ignore[arg-type]
+        functools.update_wrapper(self, fn)
         self.fn = fn
-        self.name: str = name or getattr(fn, "__name__", type(fn).__name__)
+        named: str = getattr(fn, "__name__", type(fn).__name__)
+        self.name: str = name or named
         self.scope: Scope = scope or _infer_scope(fn)
         self._pass_trace = self.scope == "agent" and _wants_trace(fn)
 
@@ -266,6 +267,6 @@ def check(
     return decorate
 
 
-def is_check(obj: object) -> bool:
+def is_check(obj: object) -> TypeGuard[TraceCheck]:
     """Whether `obj` is scored as a check (rather than sent to a judge) in `criteria`."""
     return not isinstance(obj, str) and isinstance(obj, TraceCheck)

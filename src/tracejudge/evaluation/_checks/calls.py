@@ -187,4 +187,5 @@ def call_outcomes(run: Run) -> list[CallOutcome]:
     key = ("calls.outcomes", id(run.agent))
     if key not in run.memo:
         run.memo[key] = _find_outcomes(run)
-    return run.memo[key]
+    outcomes: list[CallOutcome] = run.memo[key]
+    return outcomes

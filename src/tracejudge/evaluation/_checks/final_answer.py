@@ -128,6 +128,7 @@ class FinalAnswer(BuiltinCheck):
         if ending is not None:
             return ending
         answer_call = next((c for c in last.tool_calls if c.name in ANSWER_TOOLS), None)
+        answer: str | None
         if answer_call is not None:
             answer = _answer_of(answer_call)
         elif last.tool_calls:

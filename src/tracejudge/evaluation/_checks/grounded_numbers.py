@@ -148,7 +148,8 @@ class GroundedNumbers(BuiltinCheck):
                     yield child.final_output or ""
 
             run.memo[key] = _facts(texts())
-        return run.memo[key]
+        facts: Facts = run.memo[key]
+        return facts
 
 
 grounded_numbers: GroundedNumbers = GroundedNumbers()

@@ -197,9 +197,9 @@ class Facts:
         """Take in what one more source text says."""
         for _, _, mention in _dates(text) + _times(text):
             if mention.kind == "date":
-                self.dates.update(mention.values)  # type: ignore[arg-type]
+                self.dates.update(mention.values)  # type: ignore[arg-type]  # DateValues
             else:
-                self.times.update(mention.values)  # type: ignore[arg-type]
+                self.times.update(mention.values)  # type: ignore[arg-type]  # TimeValues
         # Every digit run counts, those inside dates and words included: lenient on purpose.
         for match in _SOURCE_NUMBER.finditer(text):
             value = _decimal(match.group("num"))
@@ -216,7 +216,10 @@ class Facts:
     def grounds(self, mention: Mention) -> bool:
         """Whether the sources state the mention's value (see the module docstring)."""
         if mention.kind == "date":
-            return any(_date_matches(d, self.dates) for d in mention.values)  # type: ignore[arg-type]
+            return any(
+                _date_matches(d, self.dates)  # type: ignore[arg-type]  # a date's: DateValues
+                for d in mention.values
+            )
         if mention.kind == "time":
             return bool(self.times & mention.values)
         if self._sorted is None:

@@ -36,7 +36,8 @@ class RewardCheck:
         self.fn = fn
         self.ground_truth = ground_truth
         self.scope = scope
-        self.name: str = name or getattr(fn, "__name__", "reward")
+        named: str = getattr(fn, "__name__", "reward")
+        self.name: str = name or named
 
     def evaluate(self, trace: MultiAgentTrace) -> dict[str, ScoreResponse | None]:
         """Score keyed by agent instance id: the reward of each agent's final output."""
@@ -107,9 +108,9 @@ def from_reward(
 def as_check(obj: object) -> TraceCheck:
     """`obj` as a TraceCheck: checks and `@osmosis_reward` functions; TypeError otherwise."""
     if getattr(obj, "__osmosis_reward__", False) and callable(obj):
-        return from_reward(obj)  # type: ignore[arg-type]
+        return from_reward(obj)
     if is_check(obj):
-        return obj  # type: ignore[return-value]
+        return obj
     if callable(obj):
         raise TypeError(
             f"{getattr(obj, '__name__', obj)!r} is a plain function, not a check: decorate it "

@@ -60,7 +60,7 @@ def _is_type(value: Any, expected: str) -> bool:
     return True  # an unknown type name: be lenient
 
 
-def _json_equal(a: Any, b: Any) -> bool:
+def _json_equal(a: object, b: object) -> bool:
     # enum/const compare JSON values: True is not 1, 1 equals 1.0.
     if isinstance(a, bool) or isinstance(b, bool):
         return isinstance(a, bool) and isinstance(b, bool) and a == b

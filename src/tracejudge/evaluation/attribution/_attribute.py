@@ -79,7 +79,7 @@ class AttributionRequest:
                     f"{', '.join(ATTRIBUTION_METHODS)}"
                 )
             if method not in picked:
-                picked.append(method)  # type: ignore[arg-type]
+                picked.append(method)
         if not picked:
             raise BadRequestError(
                 f"no attribution method given; use {', '.join(ATTRIBUTION_METHODS)}"

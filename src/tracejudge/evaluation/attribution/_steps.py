@@ -39,7 +39,7 @@ class TraceSteps(Sequence[StepRef]):
     def __len__(self) -> int:
         return len(self._steps)
 
-    def __getitem__(self, index: int) -> StepRef:  # type: ignore[override]
+    def __getitem__(self, index: int) -> StepRef:  # type: ignore[override]  # no slices
         return self._steps[index]
 
     def __iter__(self) -> Iterator[StepRef]:

@@ -166,12 +166,9 @@ class StepTexts:
     def tool_results(self, step: StepRef) -> list[LLMToolResponse]:
         """The tool results the step shows: those new in its input, then those its tool
         spans recorded."""
-        shown = [m.content for m in self.new.get(step.index, ()) if _is_result(m)]
-        return [*shown, *(step.call.tool_results or [])]  # type: ignore[list-item]
-
-
-def _is_result(message: LLMInput) -> bool:
-    return isinstance(message.content, LLMToolResponse)
+        new = self.new.get(step.index, ())
+        shown = [c for m in new if isinstance(c := m.content, LLMToolResponse)]
+        return [*shown, *(step.call.tool_results or [])]
 
 
 def render_steps(

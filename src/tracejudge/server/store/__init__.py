@@ -9,7 +9,6 @@ several replicas). Both sit behind the `Store` interface.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from tracejudge.errors import ConfigurationError
 from tracejudge.models import PriceTable
@@ -91,7 +90,7 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     (the list's columns of traces stored by an earlier version are computed now, once).
     `prices` prices the agents' model calls (the shipped table by default).
     `StoreUnavailableError` when the database cannot be connected to or opened."""
-    store: Any
+    store: Store
     if url.startswith(_POSTGRES_SCHEMES):
         from tracejudge.server.store.postgres import PostgresStore
 
@@ -116,7 +115,7 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     done = store.digest_pending()
     if done:
         logger.info("tracejudge: computed the list's columns of %d stored traces", done)
-    return store  # type: ignore[no-any-return]
+    return store
 
 
 def describe_store(url: str) -> str:

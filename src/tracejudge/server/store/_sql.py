@@ -815,7 +815,7 @@ class SQLStore(LabelsSQL):
         if not new:
             self._run(cursor, "DELETE FROM agent_scores WHERE trace_id = ?", [trace_id])
             self._run(cursor, "DELETE FROM trace_criteria WHERE trace_id = ?", [trace_id])
-        by_criterion: dict[str, list[float | None]] = {}
+        by_criterion: dict[str, list[float]] = {}
         failing: dict[str, int] = {}
         for score in found.scores:
             by_criterion.setdefault(score.criterion, [])

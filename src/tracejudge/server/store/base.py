@@ -12,6 +12,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol
 
+from tracejudge.models import TaskStatus
+
 __all__ = [
     "AttributionRow",
     "JudgeSpendRow",
@@ -49,7 +51,7 @@ class TaskRow:
     id: str
     kind: str
     payload: str
-    status: str = "queued"
+    status: TaskStatus = "queued"
     result: str | None = None
     error: str | None = None
     attempts: int = 0
