@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import gc
 import sys
 from collections.abc import Sequence
 from typing import TextIO
@@ -105,5 +106,11 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     if limits.note:
         print(f"tracejudge serve: {limits.note}", file=sys.stderr, flush=True)
     server = uvicorn.Server(uvicorn_config(app, config, limits))
+    # A full collection holds the interpreter while it walks every tracked object: with
+    # the start-up heap (modules, the app) frozen out of it, it walks only what requests
+    # made (benchmarks/RESULTS.md section 11: the pass during a 10 MiB reward held
+    # /health 120 ms). This process is the server's own, so nothing else's heap is frozen.
+    gc.collect()
+    gc.freeze()
     server.run(sockets=[listening])
     return 0
