@@ -15,7 +15,7 @@ from tracejudge import checks
 from tracejudge._sync import run
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import OpenAICompatibleJudge
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.server.store import EvaluationRow, TraceRow, open_store
 from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
 
@@ -44,6 +44,14 @@ def store_scored(db: str, trace: MultiAgentTrace, criteria: Sequence[object]) ->
             responses = run(EvaluationService(judge).score_trace(trace, list(criteria)))
         finally:
             run(judge.aclose())
+    return save_scored(db, trace, responses)
+
+
+def save_scored(
+    db: str, trace: MultiAgentTrace, responses: Sequence[MultiAgentTraceResponse]
+) -> str:
+    """Save `trace` with its `responses` under a new id, as the server saves a posted
+    trace; returns the id."""
     trace_id, now = uuid.uuid4().hex, time.time()
     trace = trace.model_copy(update={"trace_id": trace_id})
     store = open_store(db)

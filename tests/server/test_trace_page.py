@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,51 +20,20 @@ from opentelemetry.sdk.trace import TracerProvider
 from tests.cdp import HEIGHT, Browser
 from tests.checks import faults
 from tests.chromium import keep, needs_chromium
+from tests.server.labelled import save_scored
 from tracejudge import checks
 from tracejudge._sync import run
 from tracejudge.evaluation.service import EvaluationService
 from tracejudge.models import AgentInstance, Attribution, MultiAgentTrace
 from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import ServerConfig
-from tracejudge.server.store import EvaluationRow, TraceRow, open_store
 from tracejudge.server.stored import read_trace
 from tracejudge.testing import ScriptedLLMServer
 
 
 def _store(db: str, trace: MultiAgentTrace, criteria: list[object]) -> str:
     """Save `trace` with its scores on `criteria`, as the server does for a posted trace."""
-    responses = run(EvaluationService().score_trace(trace, criteria))
-    trace_id, now = uuid.uuid4().hex, time.time()
-    store = open_store(db)
-    try:
-        store.save_trace(
-            TraceRow(
-                trace_id=trace_id,
-                source="api",
-                status="scored",
-                first_seen=now,
-                last_span_at=now,
-                root_agent=trace.root.name,
-                agents=[a.name for a in trace.iter_agents()],
-                trace_json=trace.to_json(),
-            ),
-            [
-                EvaluationRow(
-                    id=str(uuid.uuid4()),
-                    kind="trace",
-                    criterion=r.criterion,
-                    response=r.model_dump_json(),
-                    overall_score=r.overall_score,
-                    created_at=now,
-                    trace_id=trace_id,
-                    source="api",
-                )
-                for r in responses
-            ],
-        )
-    finally:
-        store.close()
-    return trace_id
+    return save_scored(db, trace, run(EvaluationService().score_trace(trace, criteria)))
 
 
 def _wide_trace(agents: int, rounds: int) -> MultiAgentTrace:

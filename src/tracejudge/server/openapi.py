@@ -477,9 +477,26 @@ def _answers_as_serialized(node: Any, schemas: dict[str, Any]) -> None:
             _answers_as_serialized(value, schemas)
 
 
+_MALFORMED = "A malformed HTTP request (the HTTP parser's plain-text answer)"
+
+
+def _malformed_requests_answered(paths: dict[str, Any]) -> None:
+    """Every operation can be answered 400 in plain text by the HTTP server itself, before
+    any route runs (a `Content-Length` that is not a number, a header name with a space)."""
+    plain = {"text/plain": {"schema": {"type": "string"}}}
+    for operations in paths.values():
+        for operation in operations.values():
+            responses = operation["responses"]
+            bad = responses.setdefault("400", {"description": _MALFORMED, "content": {}})
+            if bad["description"] != _MALFORMED:
+                bad["description"] += f"; or {_MALFORMED[0].lower()}{_MALFORMED[1:]}"
+            bad["content"] = {**bad.get("content", {}), **plain}
+
+
 def openapi_document() -> dict[str, Any]:
     paths, schemas = _paths(), _schemas()
     _answers_as_serialized(paths, schemas)
+    _malformed_requests_answered(paths)
     return {
         "openapi": "3.1.0",
         "info": {
