@@ -251,6 +251,8 @@ def test_a_trace_past_the_span_limit_is_kept_too_large_and_not_scored(start) -> 
         (kept,) = _traces(server, status="too_large")
         assert kept["trace_id"] == large.hex() and kept["span_count"] == 60
         assert "more than 40 spans" in kept["error"] and "--max-trace-spans" in kept["error"]
+        document = http.get("/openapi.json").json()["components"]["schemas"]
+        assert kept["status"] in document["TraceSummary"]["properties"]["status"]["enum"]
         stored = http.get(f"/api/v1/traces/{large.hex()}").json()
         assert stored["trace"] is None and stored["evaluations"] == []
         page = http.get(f"/ui/traces/{large.hex()}")

@@ -76,7 +76,8 @@ PARAMETERS: tuple[tuple[str, dict[str, Any], str], ...] = (
         "status",
         {"type": "string", "enum": list(TRACE_STATUSES)},
         "where the trace is in the pipeline: open (spans arriving), queued, scored, "
-        "unscorable (no model call), failed (scoring failed)",
+        "unscorable (no model call), too_large (over --max-trace-spans), failed (scoring "
+        "failed)",
     ),
     ("since", _TIME, "started at or after (ISO 8601, UTC unless it says; or Unix seconds)"),
     ("until", _TIME, "started before (ISO 8601 or Unix seconds)"),

@@ -63,7 +63,7 @@ __all__ = [
 OVERVIEW_TRACES = 1_000
 
 
-TraceStatus = Literal["open", "queued", "scored", "unscorable", "failed"]
+TraceStatus = Literal["open", "queued", "scored", "unscorable", "failed", "too_large"]
 Verdict = Literal["failed", "passed", "unscored", "pending"]
 
 
