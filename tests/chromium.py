@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -12,8 +13,11 @@ CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 needs_chromium = pytest.mark.skipif(
     CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
 )
-#: Screenshots are copied here when the folder exists (mkdir .pytest-artifacts to look).
-ARTIFACTS = Path(__file__).resolve().parent.parent / ".pytest-artifacts"
+#: Every screenshot a test takes is kept here (TRACEJUDGE_TEST_ARTIFACTS moves it).
+ARTIFACTS = Path(
+    os.environ.get("TRACEJUDGE_TEST_ARTIFACTS")
+    or Path(__file__).resolve().parent.parent / ".pytest-artifacts"
+)
 
 
 def chromium(url: str, profile: Path, *extra: str) -> tuple[str, str]:
@@ -41,6 +45,6 @@ def chromium(url: str, profile: Path, *extra: str) -> tuple[str, str]:
 
 
 def keep(shot: Path) -> None:
-    """Copy a screenshot to .pytest-artifacts/ when that folder exists."""
-    if ARTIFACTS.is_dir():
-        shutil.copy(shot, ARTIFACTS / shot.name)
+    """Copy a screenshot to the test artifacts folder (.pytest-artifacts/ by default)."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    shutil.copy(shot, ARTIFACTS / shot.name)

@@ -143,7 +143,7 @@ def test_the_report_lists_worst_first_and_opens_the_first_into_the_viewer(
         assert tab.wait_until(opened) is True
         shot = tab.screenshot(tmp_path / "report.png", full_page=True)
     assert shot.stat().st_size > 20_000  # a page with content, not a blank one
-    keep(shot)  # look at it: mkdir .pytest-artifacts before the run
+    keep(shot)
 
 
 @needs_chromium

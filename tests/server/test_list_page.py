@@ -19,7 +19,7 @@ from urllib.parse import unquote
 import httpx
 import pytest
 
-from tests.chromium import chromium, keep, needs_chromium
+from tests.chromium import ARTIFACTS, chromium, keep, needs_chromium
 from tests.server.fault_traffic import FAULTS, UNIQUE_PHRASE
 from tests.server.harness import ServerProcess, server_env, wait_for
 from tests.server.postgres import Cluster
@@ -414,3 +414,4 @@ def test_the_list_in_chromium_finds_a_phrase_of_one_tool_result(
         chromium(url, tmp_path / "profile", f"--screenshot={shot}")
         assert shot.stat().st_size > 20_000  # a page with content, not a blank one
         keep(shot)
+        assert (ARTIFACTS / name).stat().st_size == shot.stat().st_size

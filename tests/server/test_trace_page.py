@@ -19,7 +19,7 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tests.cdp import HEIGHT, Browser
 from tests.checks import faults
-from tests.chromium import keep, needs_chromium
+from tests.chromium import ARTIFACTS, keep, needs_chromium
 from tests.server.labelled import save_scored
 from tracejudge import checks
 from tracejudge._sync import run
@@ -101,9 +101,10 @@ def test_the_verdict_and_the_first_finding_are_on_the_first_screen(
         assert finding.startswith("0.00tool_arguments · agent researcher · below its bar 1.00")
         assert "researcher, call 1 · tool get_weather [call_bad]" in finding
         shot = tab.screenshot(tmp_path / "ui-trace-viewer.png")
-        keep(shot)  # look at it: mkdir .pytest-artifacts before the run
+        keep(shot)
         keep(tab.screenshot(tmp_path / "ui-trace-viewer-full.png", full_page=True))
     assert shot.stat().st_size > 20_000
+    assert (ARTIFACTS / shot.name).stat().st_size == shot.stat().st_size
 
 
 @needs_chromium
