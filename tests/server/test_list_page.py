@@ -146,6 +146,32 @@ def test_every_trace_with_a_failing_agent_shows_as_failing(planted: Planted) -> 
     assert '<td class="n bad" title="1 pair">1 of 3</td>' in row
 
 
+def test_a_trace_s_api_answer_carries_its_verdict_in_full(planted: Planted) -> None:
+    for run in planted.runs:
+        stored = httpx.get(
+            f"{planted.server.url}/api/v1/traces/{run['trace_id']}", headers=planted.server.headers
+        ).json()
+        verdict = TraceVerdict.of(_latest_answers(planted, run["trace_id"]))
+        assert stored["failures"] == [f.model_dump(mode="json") for f in verdict.failures]
+        assert stored["worst"] == (verdict.worst.model_dump(mode="json") if verdict.worst else None)
+        assert len(stored["failures"]) == stored["failing_pairs"]
+    # the cut-off writer: one failing pair naming the instance, its score and the step
+    cut = planted.ids("writer_cutoff").pop()
+    stored = httpx.get(
+        f"{planted.server.url}/api/v1/traces/{cut}", headers=planted.server.headers
+    ).json()
+    agents = stored["trace"]["agent_instance_by_id"]
+    (writer,) = [key for key, agent in agents.items() if agent["name"] == "writer"]
+    (failure,) = stored["failures"]
+    assert (failure["agent_name"], failure["criterion"], failure["score"]) == (
+        "writer",
+        "final_answer",
+        0.0,
+    )
+    assert failure["agent_instance_id"] == stored["worst"]["agent_instance_id"] == writer
+    assert "cut off" in failure["explanation"] and failure["steps"] == [{"interaction": 0}]
+
+
 def test_agent_and_score_below_return_exactly_the_traces_whose_writer_scored_below(
     planted: Planted,
 ) -> None:

@@ -8,7 +8,9 @@
 - `GET /api/v1/overview`: the batch overview of the traces the same filters keep (the
   latest 1,000 of them): per agent name and criterion, how many were scored and failed,
   the mean, median, min and max score.
-- `GET /api/v1/traces/{trace_id}`: the trace as a MultiAgentTrace with its evaluations.
+- `GET /api/v1/traces/{trace_id}`: the trace as a MultiAgentTrace with its evaluations,
+  and its verdict in full: the worst agent instance (`worst`) and the failing (agent,
+  criterion) pairs worst first (`failures`), as `TraceVerdict` reads the latest answers.
 - `GET /api/v1/traces/{trace_id}/evaluations`: only the evaluations.
 - `POST /api/v1/traces/{trace_id}/score` `{"criteria": [...], "checks": [...]}`: score
   it again (in the background; answers a task id).
@@ -22,13 +24,20 @@ import json
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
+from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 from typing_extensions import TypedDict
 
 from tracejudge.errors import BadRequestError
-from tracejudge.models import CRITERION_TEXT_SCHEMA, MAX_CRITERION_LENGTH
+from tracejudge.models import (
+    CRITERION_TEXT_SCHEMA,
+    MAX_CRITERION_LENGTH,
+    Failure,
+    ScoredAgent,
+    TraceVerdict,
+)
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
@@ -41,6 +50,7 @@ from tracejudge.server.store import (
     TracePage,
     TraceRow,
 )
+from tracejudge.server.stored import latest_answers
 
 __all__ = [
     "routes",
@@ -180,9 +190,13 @@ class StoredEvaluation(TypedDict):
 
 
 class StoredTrace(TraceSummary):
-    """GET /api/v1/traces/{trace_id}: the summary, the MultiAgentTrace (None until the
-    spans are converted) and the evaluations."""
+    """GET /api/v1/traces/{trace_id}: the summary, the verdict in full, the
+    MultiAgentTrace (None until the spans are converted) and the evaluations."""
 
+    #: The worst agent instance over every criterion (name, instance id, score).
+    worst: ScoredAgent | None
+    #: The failing (agent instance, criterion) pairs, worst first, with explanations.
+    failures: list[Failure]
     trace: dict[str, Any] | None
     evaluations: list[StoredEvaluation]
 
@@ -313,12 +327,20 @@ async def stored_trace(request: Request) -> TraceRow:
 
 
 def _trace_answer(row: TraceRow, evaluations: list[EvaluationRow]) -> JSONResponse:
+    verdict = TraceVerdict.of(latest_answers(evaluations))
     body: StoredTrace = {
         **summary(row),
+        "worst": verdict.worst,
+        "failures": verdict.failures,
         "trace": json.loads(row.trace_json) if row.trace_json else None,
         "evaluations": [evaluation(e) for e in evaluations],
     }
-    return JSONResponse(body)
+    # the verdict's models as JSON, the trace as parsed (walking it again costs)
+    verdict_json = {
+        "worst": to_jsonable_python(verdict.worst),
+        "failures": to_jsonable_python(verdict.failures),
+    }
+    return JSONResponse({**body, **verdict_json})
 
 
 def _evaluations_answer(evaluations: list[EvaluationRow]) -> JSONResponse:
