@@ -17,6 +17,7 @@ import pytest
 from tracejudge import _stats
 from tracejudge.bench import history_trace, read_items
 from tracejudge.cli import main
+from tracejudge.errors import BadRequestError
 from tracejudge.evaluation.attribution import trace_steps
 from tracejudge.models import BenchReport
 from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
@@ -331,3 +332,23 @@ def test_an_item_the_judge_could_not_judge_is_counted_and_says_why(
     assert report.rows[0].errors == 1
     assert any("not evaluated" in w for w in report.warnings)
     assert "(1 errors)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("written", [3, "3", " 3 ", 3.0])
+def test_mistake_step_reads_as_the_same_whole_number_however_written(
+    tmp_path: Path, written: object
+) -> None:
+    record = {"history": _history(6, "S"), "mistake_agent": _speaker(3), "mistake_step": written}
+    (tmp_path / "s.json").write_text(json.dumps(record))
+    (item,) = read_items([tmp_path / "s.json"])
+    assert item.steps == (3,)
+
+
+@pytest.mark.parametrize("written", ["3.5", 3.5, "-1", "", None, True, "ten"])
+def test_a_mistake_step_that_is_no_index_is_refused_naming_the_field(
+    tmp_path: Path, written: object
+) -> None:
+    record = {"history": _history(6, "S"), "mistake_agent": _speaker(3), "mistake_step": written}
+    (tmp_path / "s.json").write_text(json.dumps(record))
+    with pytest.raises(BadRequestError, match="mistake_step"):
+        read_items([tmp_path / "s.json"])
