@@ -17,6 +17,7 @@ import pytest
 from tracejudge import _stats
 from tracejudge.bench import history_trace, read_items
 from tracejudge.cli import main
+from tracejudge.errors import BadRequestError
 from tracejudge.evaluation.attribution import trace_steps
 from tracejudge.models import BenchReport
 from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
@@ -272,3 +273,82 @@ def test_the_html_page_is_self_contained_and_escapes_every_text(
     text = page.read_text()
     assert "<script" not in text and "&lt;script&gt;alert(1)&lt;/script&gt;" in text
     assert "http://" not in text and "https://" not in text and "src=" not in text
+
+
+def test_the_task_a_person_states_is_never_blamed_by_the_checks(tmp_path: Path) -> None:
+    """Who&When's hand-crafted logs open with the person's task (role "human"): its numbers
+    are given, not invented, so grounded_numbers must not rank the person first."""
+    history = [
+        {"role": "human", "content": "Which store opens at 9 pm on 12 March 2023, 17 km away?"},
+        {"role": "Orchestrator (thought)", "content": "Plan: ask WebSurfer to search."},
+        {"role": "WebSurfer", "content": "The store opens at 9 pm."},
+    ]
+    record = {
+        "history": history,
+        "question": "Which store?",
+        "ground_truth": "Acme",
+        "mistake_agent": "WebSurfer",
+        "mistake_step": "2",
+    }
+    (tmp_path / "Hand-Crafted").mkdir()
+    (tmp_path / "Hand-Crafted" / "1.json").write_text(json.dumps(record))
+    out = tmp_path / "r.json"
+    assert main(["bench", "attribution", str(tmp_path), "--out", str(out)]) == 0
+    (result,) = BenchReport.model_validate_json(out.read_text()).items
+    assert result.predicted_agent != "human"
+    assert 0 not in result.ranked_steps
+
+
+def test_an_item_the_judge_could_not_judge_is_counted_and_says_why(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A judgement over the judge's input budget is not evaluated: the item is unanswered
+    with the reason kept (in the row's errors and the warnings), not silently wrong."""
+    (tmp_path / "Hand-Crafted").mkdir()
+    history = _history(6, "Z")
+    for entry in history[1:]:
+        entry["content"] += " and more" * 5_000  # 45,000 characters a step
+    record = {
+        "history": history,
+        "question": "Task Z",
+        "ground_truth": "42",
+        "mistake_agent": _speaker(2),
+        "mistake_step": 2,
+    }
+    (tmp_path / "Hand-Crafted" / "z.json").write_text(json.dumps(record))
+    out = tmp_path / "r.json"
+    with ScriptedLLMServer() as server:
+        server.default = _judge_answer
+        monkeypatch.setenv("OPENAI_BASE_URL", server.base_url)
+        command = ["bench", "attribution", str(tmp_path), "--method", "all_at_once"]
+        # Every step read whole: about 56,000 tokens, past the default budget.
+        command += ["--max-step-chars", "50000", "--judge", "openai:judge", "--out", str(out)]
+        assert main(command) == 0
+        assert not server.requests
+    report = BenchReport.model_validate_json(out.read_text())
+    (result,) = report.items
+    assert result.predicted_step is None and result.step_correct is False
+    assert result.error is not None and "not evaluated" in result.error
+    assert report.rows[0].errors == 1
+    assert any("not evaluated" in w for w in report.warnings)
+    assert "(1 errors)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("written", [3, "3", " 3 ", 3.0])
+def test_mistake_step_reads_as_the_same_whole_number_however_written(
+    tmp_path: Path, written: object
+) -> None:
+    record = {"history": _history(6, "S"), "mistake_agent": _speaker(3), "mistake_step": written}
+    (tmp_path / "s.json").write_text(json.dumps(record))
+    (item,) = read_items([tmp_path / "s.json"])
+    assert item.steps == (3,)
+
+
+@pytest.mark.parametrize("written", ["3.5", 3.5, "-1", "", None, True, "ten"])
+def test_a_mistake_step_that_is_no_index_is_refused_naming_the_field(
+    tmp_path: Path, written: object
+) -> None:
+    record = {"history": _history(6, "S"), "mistake_agent": _speaker(3), "mistake_step": written}
+    (tmp_path / "s.json").write_text(json.dumps(record))
+    with pytest.raises(BadRequestError, match="mistake_step"):
+        read_items([tmp_path / "s.json"])

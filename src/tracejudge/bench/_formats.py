@@ -33,6 +33,8 @@ def _step(value: Any) -> int | None:
         return None
     if isinstance(value, int):
         return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)  # 3.0: a JSON writer's integer
     if isinstance(value, str) and value.strip().isdigit():
         return int(value.strip())
     return None

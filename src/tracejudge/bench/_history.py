@@ -6,7 +6,10 @@ Who&When's "Orchestrator (-> WebSurfer)" is the Orchestrator), under a root
 model call of its speaker: its output is the entry's text; its inputs are the entries
 said since that speaker's previous turn (all earlier ones for its first), as user
 messages. Each call's start and end time is i (seconds from 0: the records have no
-times), so the trace's step order is the history's and step i is entry i.
+times), so the trace's step order is the history's and step i is entry i. A person's
+turn (role "human" or "user" and no `name`: Who&When's task statement) is given, not
+generated: its call's inputs include its own text, so no check takes what the person said
+(the task's numbers) for something the agents invented.
 """
 
 from __future__ import annotations
@@ -40,6 +43,13 @@ def speaker(entry: Mapping[str, Any]) -> str:
     return _PARENTHESIS.sub("", role) or role or "unknown"
 
 
+def _is_person(entry: Mapping[str, Any]) -> bool:
+    name = entry.get("name")
+    role = entry.get("role")
+    unnamed = not (isinstance(name, str) and name.strip())
+    return unnamed and isinstance(role, str) and role.strip().casefold() in ("human", "user")
+
+
 def _text(value: Any) -> str:
     return value if isinstance(value, str) else "" if value is None else str(value)
 
@@ -64,9 +74,10 @@ def history_trace(
             root.interactions.append(name)
         since = last_turn.get(name, -1) + 1
         last_turn[name] = index
+        said = texts[since : index + 1] if _is_person(entry) else texts[since:index]
         agent.interactions.append(
             LLMInteraction(
-                input_messages=[LLMInput(role="user", content=t) for t in texts[since:index]],
+                input_messages=[LLMInput(role="user", content=t) for t in said],
                 output_messages=[LLMOutput(type="text", content=texts[index])],
                 start_time=float(index),
                 end_time=float(index),

@@ -2,12 +2,13 @@
 
 Each (item, method) is one `EvaluationService.attribute` call with the item's outcome and
 `failed=True` (every item failed), only that method, timed; a judge error leaves the item
-unanswered (wrong) with the error kept. Rows are per split and method (and "all" over
-the splits when there are several): agent accuracy, step accuracy (exact), within ±k,
-nDCG@k, each the mean over the items that carry that label with a percentile bootstrap
-95% interval (`resamples`, `seed`: the same seed gives the same intervals), and per trace
-the seconds, judge tokens and dollars (None when no verdict had a price: an unpriced
-model, or no judge call).
+unanswered (wrong) with the error kept, and so does a judgement not evaluated (over the
+judge's input budget, past the cost cap), with the reason. Rows are per split and method
+(and "all" over the splits when there are several): agent accuracy, step accuracy
+(exact), within ±k, nDCG@k, each the mean over the items that carry that label with a
+percentile bootstrap 95% interval (`resamples`, `seed`: the same seed gives the same
+intervals), and per trace the seconds, judge tokens and dollars (None when no verdict had
+a price: an unpriced model, or no judge call).
 """
 
 from __future__ import annotations
@@ -114,7 +115,10 @@ async def run_bench(
             )
             try:
                 attribution = await service.attribute(request)
-                error = None
+                # A judgement the judge could not make (over its input budget, past the
+                # run's cost cap) is an unanswered item like a judge error, said why.
+                skipped = [n for n in attribution.notes if ": not evaluated (" in n]
+                error = "; ".join(skipped) or None
             except ComposoError as problem:
                 attribution, error = None, f"{type(problem).__name__}: {problem}"
             seconds = time.perf_counter() - started
