@@ -280,7 +280,7 @@ def create_app(
         },
         lifespan=lifespan,
     )
-    app.state.openapi = openapi_document()
+    app.state.openapi = openapi_document(app.routes)
     app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
     app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
     app.state.budget_note = budget_note

@@ -29,7 +29,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation.attribution import AttributionRequest, from_answers
@@ -43,6 +42,14 @@ from tracejudge.models import (
 from tracejudge.server.context import ServerContext, context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model, service_error
+from tracejudge.server.operation import (
+    JUDGED_ERRORS,
+    ApiRoute,
+    Operation,
+    answer,
+    query,
+    text_query,
+)
 from tracejudge.server.scoring import resolve_criteria
 from tracejudge.server.store import AttributionRow, EvaluationRow
 from tracejudge.server.stored import latest_answers, read_trace
@@ -243,7 +250,45 @@ async def post_attribution(request: Request) -> JSONResponse:
     return await context.offload.run(_answer, attribution)
 
 
+_CAUSES = answer("The failure's causes, most likely first", "Attribution")
+
 routes = [
-    Route("/api/v1/traces/{trace_id}/attribution", get_attribution, methods=["GET"]),
-    Route(ATTRIBUTION_PATH, post_attribution, methods=["POST"]),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}/attribution",
+        get_attribution,
+        methods=["GET"],
+        operation=Operation(
+            "Which agent and step caused a stored trace's failure: deterministic by "
+            "default; judge methods within the server's judge budget",
+            {"200": _CAUSES},
+            errors=(400, 404, 409, 422, 502, 503),
+            parameters=[
+                query(
+                    "method",
+                    {"type": "string", "enum": list(ATTRIBUTION_METHODS)},
+                    "repeated or comma-separated; default checks (no judge)",
+                ),
+                text_query("outcome", "what went wrong"),
+                query("failed", {"type": "boolean"}, "the caller's word: it failed"),
+                query(
+                    "max_step_chars",
+                    {"type": "integer", "minimum": 100, "maximum": 100000},
+                    "characters of one message a judge method shows",
+                ),
+                query("fresh", {"type": "boolean"}, "judge again, not the stored one"),
+            ],
+        ),
+    ),
+    ApiRoute(
+        ATTRIBUTION_PATH,
+        post_attribution,
+        methods=["POST"],
+        operation=Operation(
+            "Which agent and step caused the failure of a trace sent in the body",
+            {"200": _CAUSES},
+            errors=JUDGED_ERRORS,
+            body="AttributionBody",
+            changes=True,
+        ),
+    ),
 ]

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 from typing_extensions import TypedDict
 
 from tracejudge.server.context import context_of
+from tracejudge.server.operation import ApiRoute, Operation, answer
 from tracejudge.server.store import SCHEMA_VERSION
 
 __all__ = ["Health", "routes"]
@@ -47,6 +47,23 @@ async def ready(request: Request) -> JSONResponse:
 
 
 routes = [
-    Route("/health", health, methods=["GET"]),
-    Route("/ready", ready, methods=["GET"]),
+    ApiRoute(
+        "/health",
+        health,
+        methods=["GET"],
+        operation=Operation("Liveness", {"200": answer("The server answers", "Health")}, open=True),
+    ),
+    ApiRoute(
+        "/ready",
+        ready,
+        methods=["GET"],
+        operation=Operation(
+            "Readiness: stalled background loops, the queue, the store",
+            {
+                "200": answer("Ready", "ReadyReport"),
+                "503": answer("Not ready: what is wrong", "ReadyReport"),
+            },
+            open=True,
+        ),
+    ),
 ]

@@ -27,13 +27,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from tracejudge.models import HumanLabel, MultiAgentTraceResponse
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.list_query import page_limit
+from tracejudge.server.operation import OBJECT, ApiRoute, Operation, query, text_query
 from tracejudge.server.store import LabelCursorError, LabelRow
 
 __all__ = ["LABELS_PATH", "LabelRequest", "label_json", "record", "routes"]
@@ -255,8 +255,51 @@ async def export_labels(request: Request) -> Response:
     )
 
 
+_THIS_TRACE = text_query("trace_id", "this trace's only")
+
 routes = [
-    Route(LABELS_PATH, post_label, methods=["POST"]),
-    Route(LABELS_PATH, list_labels, methods=["GET"]),
-    Route(LABELS_PATH + "/export", export_labels, methods=["GET"]),
+    ApiRoute(
+        LABELS_PATH,
+        post_label,
+        methods=["POST"],
+        operation=Operation(
+            "Record a person's label on one agent of a stored trace against one criterion: "
+            "agree or disagree with its verdict, or their own score",
+            {"201": {"description": "The label", "content": OBJECT}},
+            errors=(404, 409, 415, 422),
+            body="LabelRequest",
+            changes=True,
+        ),
+    ),
+    ApiRoute(
+        LABELS_PATH,
+        list_labels,
+        methods=["GET"],
+        operation=Operation(
+            "People's labels, newest first",
+            {"200": {"description": "A page of labels", "content": OBJECT}},
+            errors=(422,),
+            parameters=[
+                _THIS_TRACE,
+                query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
+                text_query("cursor", "the previous page's next_cursor"),
+            ],
+        ),
+    ),
+    ApiRoute(
+        LABELS_PATH + "/export",
+        export_labels,
+        methods=["GET"],
+        operation=Operation(
+            "Every label as the labels file `tracejudge calibrate` reads (JSON lines)",
+            {
+                "200": {
+                    "description": "JSON lines of HumanLabel",
+                    "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                }
+            },
+            errors=(422,),
+            parameters=[_THIS_TRACE],
+        ),
+    ),
 ]

@@ -36,7 +36,6 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import ASGIApp, Scope
 
 from tracejudge._protowire import length_delimited, varint
@@ -45,6 +44,7 @@ from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, TracePart, sp
 from tracejudge.server import jsonbody
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
+from tracejudge.server.operation import ERROR_TEXT, ApiRoute, Operation, ref
 from tracejudge.server.store import SpanBatch
 
 __all__ = ["routes", "PATH", "error_answer", "batches"]
@@ -196,4 +196,32 @@ async def traces(request: Request) -> Response:
     return _success(split, protobuf)
 
 
-routes = [Route(PATH, traces, methods=["POST"])]
+_BINARY = {PROTOBUF: {"schema": {"type": "string", "format": "binary"}}}
+_OTLP_ERROR = {
+    "application/json": {"schema": {"anyOf": [ref("OTLPStatus"), ref("ErrorAnswer")]}},
+    **_BINARY,
+}
+
+routes = [
+    ApiRoute(
+        PATH,
+        traces,
+        methods=["POST"],
+        operation=Operation(
+            "OTLP/HTTP trace intake (protobuf or JSON, gzip accepted)",
+            {
+                "200": {
+                    "description": "Stored (partialSuccess names rejected spans)",
+                    "content": {"application/json": {"schema": ref("OTLPExportAnswer")}, **_BINARY},
+                },
+                # OTLP's own error answers (google.rpc.Status), in the body's encoding
+                **{
+                    str(code): {"description": ERROR_TEXT[code], "content": _OTLP_ERROR}
+                    for code in (400, 413, 415)
+                },
+            },
+            body={**_BINARY, "application/json": {"schema": {"type": "object"}}},
+            changes=True,
+        ),
+    )
+]

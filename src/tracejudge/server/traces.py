@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 from typing_extensions import TypedDict
 
 from tracejudge.errors import BadRequestError
@@ -41,7 +40,14 @@ from tracejudge.models import (
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
-from tracejudge.server.list_query import ListQuery, format_tag, list_query, query_error
+from tracejudge.server.list_query import (
+    FILTERS,
+    ListQuery,
+    format_tag,
+    list_query,
+    query_error,
+)
+from tracejudge.server.operation import ApiRoute, Operation, answer, list_parameters
 from tracejudge.server.scoring import RESCORE, resolve_criteria
 from tracejudge.server.store import (
     EvaluationRow,
@@ -396,9 +402,65 @@ async def rescore(request: Request) -> JSONResponse:
 
 
 routes = [
-    Route("/api/v1/traces", list_traces, methods=["GET"]),
-    Route("/api/v1/overview", overview, methods=["GET"]),
-    Route("/api/v1/traces/{trace_id}", get_trace, methods=["GET"]),
-    Route("/api/v1/traces/{trace_id}/evaluations", get_evaluations, methods=["GET"]),
-    Route("/api/v1/traces/{trace_id}/score", rescore, methods=["POST"]),
+    ApiRoute(
+        "/api/v1/traces",
+        list_traces,
+        methods=["GET"],
+        operation=Operation(
+            "Stored traces: a page in the order asked for, with the total",
+            {"200": answer("A page of traces", "TraceList")},
+            errors=(422,),
+            parameters=list_parameters,
+            description="Each trace with its start time, duration, agents, model calls, "
+            "tokens, cost, verdict (the worst agent score, never a mean; failing agents and "
+            "pairs), service and tags. `total` counts every trace the filters keep; "
+            "`next_cursor` / `previous_cursor` read the pages beside this one.",
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/overview",
+        overview,
+        methods=["GET"],
+        operation=Operation(
+            "The batch overview of the traces the same filters keep",
+            {"200": answer("The overview", "OverviewAnswer")},
+            errors=(422,),
+            parameters=lambda: list_parameters(FILTERS),
+            description="Per agent name and criterion, over the latest 1,000 traces the "
+            "filters keep: how many instances were scored and failed, the mean, median, min "
+            "and max score.",
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}",
+        get_trace,
+        methods=["GET"],
+        operation=Operation(
+            "One trace as a MultiAgentTrace, with its evaluations",
+            {"200": answer("The trace", "StoredTrace")},
+            errors=(404,),
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}/evaluations",
+        get_evaluations,
+        methods=["GET"],
+        operation=Operation(
+            "A trace's evaluations",
+            {"200": answer("The evaluations", "EvaluationList")},
+            errors=(404,),
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}/score",
+        rescore,
+        methods=["POST"],
+        operation=Operation(
+            "Score a stored trace again, with other criteria or checks",
+            {"202": answer("The task was stored", "TaskAccepted")},
+            errors=(400, 404, 409, 415, 422),
+            body="RescoreRequest",
+            changes=True,
+        ),
+    ),
 ]

@@ -40,6 +40,7 @@ from tracejudge.server.attribution import page_attribution
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
+from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
 from tracejudge.server.store import (
     AttributionRow,
     EvaluationRow,
@@ -186,6 +187,17 @@ async def post_page_label(request: Request) -> Response:
 
 
 routes = [
-    Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
+    ApiRoute(
+        LIST_PATH + "/traces/{trace_id}",
+        trace_page,
+        methods=["GET"],
+        operation=Operation(
+            "Web page: one trace's viewer with its latest scores",
+            {
+                "200": {"description": "The page", "content": HTML},
+                "404": {"description": ERROR_TEXT[404], "content": HTML},
+            },
+        ),
+    ),
     Route(LIST_PATH + "/traces/{trace_id}/labels", post_page_label, methods=["POST"]),
 ]
