@@ -201,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     from tracejudge.evaluation import validate_criteria
 
     try:
-        validate_criteria(list(criteria))
+        criteria = validate_criteria(list(criteria))[0]  # checked once, for every trace
     except BadRequestError as error:
         raise UsageError(f"bad criterion: {error}") from None
     service = judged_service(args)
