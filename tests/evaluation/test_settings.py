@@ -17,13 +17,8 @@ from tracejudge._http import HTTPOptions
 from tracejudge.cli import build_parser
 from tracejudge.cli._settings import judged_service
 from tracejudge.errors import ComposoError, ConfigurationError
-from tracejudge.evaluation import (
-    ConversationRequest,
-    EvaluationService,
-    EvaluationSettings,
-    build_judge,
-    build_service,
-)
+from tracejudge.evaluation import EvaluationSettings, build_judge, build_service
+from tracejudge.evaluation.service import ConversationRequest, EvaluationService
 from tracejudge.judges import ExplorationLimits, OpenAICompatibleJudge
 from tracejudge.models import AgentInstance, LLMInput, LLMInteraction, LLMOutput, MultiAgentTrace
 from tracejudge.testing import Reply, ScriptedLLMServer
