@@ -282,3 +282,25 @@ def test_score_waits_for_the_slow_judge_within_the_default_timeout(
     assert main(_score(slow_model, one_trace)) == 0
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])["summary"]
     assert (summary["scored"], summary["failed"]) == (1, 0)
+
+
+def test_rubric_gives_up_on_a_slow_judge_after_the_judge_timeout(
+    slow_model: ScriptedLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tracejudge import rewards
+
+    dataset = tmp_path / "data.jsonl"
+    dataset.write_text(json.dumps({"solution_str": "4"}) + "\n")
+    argv = ["rubric", str(dataset), "--rubric", "Reward correct answers"]
+    argv += ["--model", "openai/slow-judge", "--base-url", slow_model.base_url, "--json"]
+    try:
+        assert main([*argv, "--judge-timeout-seconds", "0.3"]) == 1  # no item scored
+        first = json.loads(capsys.readouterr().out.splitlines()[0])
+        assert "0.3s timeout" in first["error"]
+        assert main(argv) == 0  # within the default timeout, the slow answer is taken
+        assert json.loads(capsys.readouterr().out.splitlines()[0])["score"] is not None
+    finally:
+        with rewards._SERVICES_LOCK:
+            entries = list(rewards._SERVICES.values())
+            rewards._SERVICES.clear()
+        rewards._close_quietly([entry.service for entry in entries])
