@@ -59,7 +59,9 @@ class Readiness:
         stale = time.monotonic() - self._asked > _REUSE
         if self._query is None or (self._query.done() and stale):
             self._asked = time.monotonic()
-            self._query = asyncio.ensure_future(anyio.to_thread.run_sync(self.store.queue_stats))
+            self._query = asyncio.ensure_future(
+                anyio.to_thread.run_sync(self.store.tasks.queue_stats)
+            )
         # shield: a probe that gives up must not cancel the query others wait on
         return await asyncio.wait_for(asyncio.shield(self._query), _STORE_WAIT)
 

@@ -98,7 +98,7 @@ class TaskRunner:
 
     async def start(self) -> None:
         if self.store.single_process:
-            taken = await anyio.to_thread.run_sync(self.store.release_orphans, self.attempts)
+            taken = await anyio.to_thread.run_sync(self.store.tasks.release_orphans, self.attempts)
             if taken:
                 logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
         for number in range(1, self.workers + 1):
@@ -115,7 +115,7 @@ class TaskRunner:
         # Encoded in a worker thread, as it is decoded: a payload may be megabytes.
         text = await anyio.to_thread.run_sync(json.dumps, payload)
         task = TaskRow(id=str(uuid.uuid4()), kind=kind, payload=text)
-        await anyio.to_thread.run_sync(self.store.enqueue, task)
+        await anyio.to_thread.run_sync(self.store.tasks.enqueue, task)
         self.wake()
         return task.id
 
@@ -133,7 +133,7 @@ class TaskRunner:
             claimed = await retry(
                 beat,
                 "claim tasks",
-                self._store_call(self.store.claim_tasks, self.worker_id, 1, self.lease_seconds),
+                self._store_call(self.store.tasks.claim, self.worker_id, 1, self.lease_seconds),
             )
             if not claimed:
                 self._wake.clear()
@@ -190,7 +190,7 @@ class TaskRunner:
             )
 
     def _finish(self, task: TaskRow, outcome: Outcome) -> bool:
-        return self.store.finish_task(
+        return self.store.tasks.finish(
             task.id,
             self.worker_id,
             status="failed" if outcome.failed else "done",
@@ -229,6 +229,6 @@ class TaskRunner:
                 beat,
                 "renew task leases",
                 self._store_call(
-                    self.store.extend_leases, self.worker_id, running, self.lease_seconds
+                    self.store.tasks.extend_leases, self.worker_id, running, self.lease_seconds
                 ),
             )

@@ -1,4 +1,4 @@
-"""The PostgreSQL store: several server replicas share one database and one queue.
+"""The PostgreSQL dialect core: several server replicas share one database and one queue.
 
 Claims lock the rows they take with `FOR UPDATE SKIP LOCKED`, so replicas split
 the pending tasks and the completed traces between them without a coordinator and
@@ -14,17 +14,17 @@ from contextlib import contextmanager
 from typing import Any
 
 from tracejudge.errors import MissingDependencyError
+from tracejudge.server.store._core import SQLCore
 from tracejudge.server.store._query import Side
 from tracejudge.server.store._search import SearchQuery
-from tracejudge.server.store._sql import SQLStore
 
-__all__ = ["PostgresStore"]
+__all__ = ["PostgresCore"]
 
 #: An arbitrary constant: the advisory lock that serialises migrations across replicas.
 _MIGRATION_LOCK = 7_263_849_101
 
 
-class PostgresStore(SQLStore):
+class PostgresCore(SQLCore):
     """A PostgreSQL database at `dsn` (`postgresql://user@host:port/db`), through a
     small pool of `pool_size` connections."""
 
@@ -62,11 +62,11 @@ class PostgresStore(SQLStore):
         connection.commit()
         return connection
 
-    def _sql(self, statement: str) -> str:
+    def sql(self, statement: str) -> str:
         return statement.replace("?", "%s")
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Any]:
         try:
             connection = self._pool.get_nowait()
         except queue.Empty:
@@ -90,31 +90,31 @@ class PostgresStore(SQLStore):
         shutdown: psycopg's OperationalError and its subclasses."""
         return isinstance(error, self._psycopg.OperationalError)
 
-    def _pipelined(self, cursor: Any) -> Any:
+    def pipelined(self, cursor: Any) -> Any:
         return cursor.connection.pipeline()
 
-    def _index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
+    def index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
         if not words:
-            self._run(cursor, "DELETE FROM trace_docs WHERE trace_id = ?", [trace_id])
+            self.run(cursor, "DELETE FROM trace_docs WHERE trace_id = ?", [trace_id])
             return
-        self._run(
+        self.run(
             cursor,
             "INSERT INTO trace_docs (trace_id, document) VALUES (?, to_tsvector('simple', ?)) "
             "ON CONFLICT (trace_id) DO UPDATE SET document = excluded.document",
             [trace_id, words],
         )
 
-    def _searching(self, cursor: Any) -> None:
+    def searching(self, cursor: Any) -> None:
         # A search reads the GIN index. With words every trace holds ("booking reference
         # ZX050000", where only the number is rare) the planner prices the index's long
         # lists above a sequential scan of every document (40 ms, against 3 ms).
         cursor.execute("SET LOCAL enable_seqscan = off")
 
-    def _search(self, query: SearchQuery) -> Side:
+    def search(self, query: SearchQuery) -> Side:
         condition, params = query.tsquery()
         return Side("trace_docs", f"document @@ {condition}", tuple(params), unique=True)
 
-    def _lock_schema(self, cursor: Any) -> None:
+    def lock_schema(self, cursor: Any) -> None:
         cursor.execute("SELECT pg_advisory_xact_lock(%s)", (_MIGRATION_LOCK,))
 
     def close(self) -> None:
@@ -126,4 +126,4 @@ class PostgresStore(SQLStore):
                 return
 
     def __repr__(self) -> str:
-        return "PostgresStore(<dsn>)"  # the DSN may hold a password
+        return "PostgresCore(<dsn>)"  # the DSN may hold a password

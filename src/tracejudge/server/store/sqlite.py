@@ -1,4 +1,4 @@
-"""The SQLite store: one file in WAL mode, for one server process (the default)."""
+"""The SQLite dialect core: one file in WAL mode, for one server process (the default)."""
 
 from __future__ import annotations
 
@@ -9,14 +9,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from tracejudge.server.store._core import SQLCore
 from tracejudge.server.store._query import Side
 from tracejudge.server.store._search import SearchQuery
-from tracejudge.server.store._sql import SQLStore
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteCore"]
 
 
-class SQLiteStore(SQLStore):
+class SQLiteCore(SQLCore):
     """A SQLite database file (`":memory:"` for a throwaway one).
 
     One connection, used by one thread at a time. WAL mode lets readers run beside
@@ -44,7 +44,7 @@ class SQLiteStore(SQLStore):
         self._connection.execute("PRAGMA foreign_keys=ON")
 
     @contextmanager
-    def _transaction(self) -> Iterator[Any]:
+    def transaction(self) -> Iterator[Any]:
         with self._lock:
             cursor = self._connection.cursor()
             cursor.execute("BEGIN IMMEDIATE")
@@ -70,36 +70,36 @@ class SQLiteStore(SQLStore):
         with self._lock:
             self._connection.close()
 
-    def _index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
+    def index(self, cursor: Any, trace_id: str, words: str, *, new: bool = False) -> None:
         # An external-content FTS5 table over trace_docs: a document is taken out of the
         # index with the words it was put in with.
         row = None
         if not new:
-            row = self._run(
+            row = self.run(
                 cursor, "SELECT id, body FROM trace_docs WHERE trace_id = ?", [trace_id]
             ).fetchone()
         if row is not None:
             doc_id, body = row
             if body == words:
                 return
-            self._run(
+            self.run(
                 cursor,
                 "INSERT INTO trace_search (trace_search, rowid, body) VALUES ('delete', ?, ?)",
                 [doc_id, body],
             )
             if not words:
-                self._run(cursor, "DELETE FROM trace_docs WHERE id = ?", [doc_id])
+                self.run(cursor, "DELETE FROM trace_docs WHERE id = ?", [doc_id])
                 return
-            self._run(cursor, "UPDATE trace_docs SET body = ? WHERE id = ?", [words, doc_id])
+            self.run(cursor, "UPDATE trace_docs SET body = ? WHERE id = ?", [words, doc_id])
         elif not words:
             return
         else:
-            doc_id = self._run(
+            doc_id = self.run(
                 cursor, "INSERT INTO trace_docs (trace_id, body) VALUES (?, ?)", [trace_id, words]
             ).lastrowid
-        self._run(cursor, "INSERT INTO trace_search (rowid, body) VALUES (?, ?)", [doc_id, words])
+        self.run(cursor, "INSERT INTO trace_search (rowid, body) VALUES (?, ?)", [doc_id, words])
 
-    def _search(self, query: SearchQuery) -> Side:
+    def search(self, query: SearchQuery) -> Side:
         # A probe matches the trace's document (it seeks in every word's list: 70 us a
         # trace). One of many traces (a count, the overview's 1,000) looks the document
         # up and tests it against the matching documents' numbers, found once for the
@@ -119,4 +119,4 @@ class SQLiteStore(SQLStore):
         )
 
     def __repr__(self) -> str:
-        return f"SQLiteStore({self.path!r})"
+        return f"SQLiteCore({self.path!r})"
