@@ -160,7 +160,10 @@ _ERROR_TEXT = {
     422: "The request is invalid: `detail` names the field",
     429: "Too many requests (or failed keys): retry after Retry-After seconds",
     502: "The judge model failed",
-    503: "The judge model is rate-limiting: retry after Retry-After seconds",
+    503: (
+        "The judge model is rate-limiting, or the store is unavailable or out of space "
+        "(nothing was stored): retry after Retry-After seconds"
+    ),
     504: "The judge model did not answer in time",
 }
 
@@ -441,7 +444,12 @@ def _paths() -> dict[str, Any]:
                 "summary": "Liveness",
                 "security": [],
                 "responses": {
-                    "200": _answer("The server answers", "Health"),
+                    "200": _answer("The server can get on by itself", "Health"),
+                    "503": _answer(
+                        "The store failed, or a loop made no progress, for longer than "
+                        "--liveness-seconds: restart the server",
+                        "Health",
+                    ),
                     **_errors(open_route=True),
                 },
             }

@@ -32,6 +32,7 @@ from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.store import (
     EvaluationRow,
     SpanEncoding,
+    StoreOutageError,
     TaskRow,
     TraceRow,
     too_large_reason,
@@ -203,8 +204,8 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            if summary is None:
-                raise
+            if summary is None or isinstance(error, StoreOutageError):
+                raise  # a store outage: the task is queued again, its trace not failed
             # The trace was converted: keep it, readable and re-scorable, and say why it
             # has no scores, rather than leave it queued with nothing to show.
             failed = describe_error(error)

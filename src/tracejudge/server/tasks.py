@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from tracejudge.errors import ComposoError
 from tracejudge.server.errors import judge_said
-from tracejudge.server.store import EvaluationRow, Store, TaskRow, TraceRow
+from tracejudge.server.store import EvaluationRow, Store, StoreOutageError, TaskRow, TraceRow
 from tracejudge.server.supervise import Beat, Supervisor, retry
 
 __all__ = ["Outcome", "Handler", "TaskRunner", "describe_error"]
@@ -98,7 +98,17 @@ class TaskRunner:
 
     async def start(self) -> None:
         if self.store.single_process:
-            taken = await anyio.to_thread.run_sync(self.store.tasks.release_orphans, self.attempts)
+            try:
+                taken = await anyio.to_thread.run_sync(
+                    self.store.tasks.release_orphans, self.attempts
+                )
+            except StoreOutageError as error:  # a full disk: start anyway
+                logger.warning(
+                    "tracejudge: the tasks left running at the last stop could not be taken "
+                    "back now (%s); they run again when their leases end",
+                    error.reason,
+                )
+                taken = 0
             if taken:
                 logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
         for number in range(1, self.workers + 1):
@@ -147,9 +157,29 @@ class TaskRunner:
         try:
             with beat.busy():
                 outcome = await self._outcome(task)
-            await self._record(task, outcome, beat)
+            if isinstance(outcome, StoreOutageError):
+                await self._give_back(task, outcome, beat)
+            else:
+                await self._record(task, outcome, beat)
         finally:
             self._running.tasks.discard(task.id)
+
+    async def _give_back(self, task: TaskRow, outage: StoreOutageError, beat: Beat) -> None:
+        """Queue a task again whose handler met a store outage (the store unreachable, or
+        its disk full), its attempt not counted: it runs again once the store works, and
+        its trace is never failed for the store's trouble."""
+        logger.info(
+            "tracejudge: task %s (%s) is queued again: the store failed under it (%s)",
+            task.id,
+            task.kind,
+            outage.reason,
+        )
+        await retry(
+            beat,
+            f"queue task {task.id} again",
+            self._store_call(self.store.tasks.give_back, task.id, self.worker_id),
+            transient=self.store.is_transient,
+        )
 
     async def _record(self, task: TaskRow, outcome: Outcome, beat: Beat) -> None:
         """Write the outcome; a result the store refuses becomes a failure saying why."""
@@ -201,7 +231,7 @@ class TaskRunner:
             replace_source=outcome.replace_source,
         )
 
-    async def _outcome(self, task: TaskRow) -> Outcome:
+    async def _outcome(self, task: TaskRow) -> Outcome | StoreOutageError:
         if task.attempts > self.attempts:
             return Outcome(
                 None,
@@ -215,6 +245,8 @@ class TaskRunner:
             return await handler(await anyio.to_thread.run_sync(json.loads, task.payload))
         except asyncio.CancelledError:
             raise
+        except StoreOutageError as error:
+            return error  # not the task's fault: it runs again once the store works
         except Exception as error:
             if not isinstance(error, (ComposoError, ValidationError, ValueError)):
                 logger.exception("tracejudge: task %s (%s) failed", task.id, task.kind)

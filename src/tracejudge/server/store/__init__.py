@@ -14,7 +14,7 @@ import logging
 
 from tracejudge.errors import ConfigurationError
 from tracejudge.models import PriceTable
-from tracejudge.server.store._core import SQLCore
+from tracejudge.server.store._core import Outage, SQLCore, StoreFullError, StoreOutageError
 from tracejudge.server.store._query import InvalidCursorError
 from tracejudge.server.store._search import SearchQuery, SearchQueryError
 from tracejudge.server.store._store import Store
@@ -43,6 +43,10 @@ from tracejudge.server.store.migrations import SCHEMA_VERSION
 
 __all__ = [
     "AttributionRow",
+    "Outage",
+    "SQLCore",
+    "StoreFullError",
+    "StoreOutageError",
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",
@@ -115,8 +119,20 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
             raise _unavailable(url, error) from error
     store = Store(core)
     store.prices = prices
-    store.migrate()
-    done = store.traces.digest_pending()
+    try:
+        store.migrate()
+    except StoreOutageError as error:
+        store.close()
+        raise _unavailable(url, error) from error
+    try:
+        done = store.traces.digest_pending()
+    except StoreOutageError as error:  # a full disk: the server starts, and says so
+        logger.warning(
+            "tracejudge: the list's columns of some stored traces could not be computed "
+            "now (%s); they are when the traces are scored, or at the next start",
+            error.reason,
+        )
+        done = 0
     if done:
         logger.info("tracejudge: computed the list's columns of %d stored traces", done)
     return store

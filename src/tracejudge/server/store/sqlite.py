@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sqlite3
 import threading
@@ -9,11 +10,16 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from tracejudge.server.store._core import SQLCore
+from tracejudge.server.store._core import SQLCore, StoreFullError, StoreOutageError
 from tracejudge.server.store._query import Side
 from tracejudge.server.store._search import SearchQuery
 
 __all__ = ["SQLiteCore"]
+
+#: How the C library says ENOSPC, where SQLite passes it on (a disk I/O error on the WAL).
+_NO_SPACE = "no space left"
+#: Bytes freed on a full disk after which writes are taken to work again.
+_ROOM = 1 << 20
 
 
 class SQLiteCore(SQLCore):
@@ -31,7 +37,9 @@ class SQLiteCore(SQLCore):
     busy_timeout = 5.0
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
+        super().__init__()
         self.path = os.fspath(path)
+        self._free_when_full = 0
         if self.path != ":memory:":
             parent = os.path.dirname(os.path.abspath(self.path))
             os.makedirs(parent, exist_ok=True)
@@ -44,27 +52,62 @@ class SQLiteCore(SQLCore):
         self._connection.execute("PRAGMA foreign_keys=ON")
 
     @contextmanager
-    def transaction(self) -> Iterator[Any]:
+    def _transaction(self) -> Iterator[Any]:
         with self._lock:
             cursor = self._connection.cursor()
-            cursor.execute("BEGIN IMMEDIATE")
             try:
+                cursor.execute("BEGIN IMMEDIATE")
                 yield cursor
-            except BaseException:
-                cursor.execute("ROLLBACK")
-                raise
-            else:
                 cursor.execute("COMMIT")
+            except BaseException:
+                # A failed COMMIT (a full disk) leaves the transaction open: end it, or
+                # every later BEGIN fails. SQLite may have rolled back already.
+                if self._connection.in_transaction:
+                    with contextlib.suppress(sqlite3.Error):
+                        cursor.execute("ROLLBACK")
+                raise
             finally:
                 cursor.close()
 
-    def is_transient(self, error: BaseException) -> bool:
-        """Another connection holds the lock (SQLITE_BUSY, SQLITE_LOCKED)."""
+    def _free_bytes(self) -> int:
+        try:
+            found = os.statvfs(os.path.dirname(os.path.abspath(self.path)))
+        except OSError:
+            return 0
+        return found.f_bavail * found.f_frsize
+
+    def _failed(self, error: StoreOutageError) -> None:
+        if isinstance(error, StoreFullError):
+            self._free_when_full = self._free_bytes()
+        super()._failed(error)
+
+    def _room_again(self) -> bool:
+        # A write that fits in the WAL's old space works on a disk still full: room is
+        # there again only once space was freed on the file's device.
+        return self._free_bytes() > self._free_when_full + _ROOM
+
+    def _outage_of(self, error: BaseException) -> StoreOutageError | None:
+        """Locked past the busy timeout (SQLITE_BUSY, SQLITE_LOCKED), out of space
+        (SQLITE_FULL), or the file cannot be written or read (SQLITE_IOERR,
+        SQLITE_CANTOPEN, SQLITE_READONLY)."""
         if not isinstance(error, sqlite3.OperationalError):
-            return False
+            return None
         name = getattr(error, "sqlite_errorname", "") or ""
         text = str(error).lower()
-        return name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text
+        where = f"the SQLite file {self.path}"
+        if name.startswith("SQLITE_FULL") or "disk is full" in text or _NO_SPACE in text:
+            return StoreFullError(
+                f"no space left on the device of {where}: free space there (the server "
+                "takes writes again by itself once there is)"
+            )
+        if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
+            return StoreOutageError(
+                f"{where} is locked by another process past the busy timeout "
+                f"({self.busy_timeout:g} s)"
+            )
+        if name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")):
+            return StoreOutageError(f"{where} cannot be written or read now ({text})")
+        return None
 
     def close(self) -> None:
         with self._lock:

@@ -133,6 +133,19 @@ class Tasks:
                 self._fail_waiting_trace(cursor, kind, payload, error or "its scoring failed")
         return True
 
+    def give_back(self, task_id: str, worker: str) -> bool:
+        """Queue a task `worker` still owns again, its attempt not counted: its handler
+        met a store outage, not a fault of the task's own. False when not owned."""
+        with self.core.transaction() as cursor:
+            given = self.core.run(
+                cursor,
+                "UPDATE tasks SET status = 'queued', worker = NULL, lease_until = NULL, "
+                "attempts = attempts - 1, updated_at = ? WHERE id = ? AND worker = ? "
+                "AND status = 'running'",
+                [time.time(), task_id, worker],
+            ).rowcount
+        return int(given) == 1
+
     def _write_outcome(
         self,
         cursor: Any,
