@@ -8,14 +8,16 @@ trace every 50 ms throughout, and a poller asking `/ready` and `/health` every 5
 1. `postgres`: PostgreSQL stopped (`pg_ctl stop -m fast`) for `--outage-seconds`, then
    started (the issue's probe: uploads 500, then every request hung for good);
 2. `sqlite-lock`: another process holds the SQLite file's write lock (`BEGIN
-   EXCLUSIVE`) for `--outage-seconds`;
+   EXCLUSIVE`) for `--outage-seconds` past the server's busy timeout (5 s);
 3. `sqlite-full`: the SQLite file on a 20 MB tmpfs, filled up; the server restarted
    while full; then the filler deleted (needs root for `mount`);
 4. `postgres-full`: PostgreSQL's data directory on a 120 MB tmpfs, filled up, then
    freed.
 
-Printed per scenario: the answers to uploads while the store was away (by status, and
-whether each 503 carried `Retry-After`), `/ready` and `/health` then, and the seconds
+Printed per scenario: the answers to uploads sent while the store was away (from the
+first refused, by status, and whether each 503 carried `Retry-After`; 0: no connection,
+the server restarting), `/ready` (from a second in: it reuses its query for half a
+second) and `/health` then, and the seconds
 from the store's return (the cluster started, the lock released, the filler deleted)
 until the first upload taken, `/ready` 200, and the backlog scored (every trace taken
 before, during and after the outage); and how many traces ended `failed`. The baseline
@@ -67,7 +69,8 @@ class Traffic:
 
     url: str
     headers: dict[str, str]
-    uploads: list[tuple[float, int, str, bool, str]] = field(default_factory=list)
+    #: (sent, answered, status, trace id, Retry-After given, body)
+    uploads: list[tuple[float, float, int, str, bool, str]] = field(default_factory=list)
     probes: list[tuple[float, int, int]] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -88,13 +91,14 @@ class Traffic:
         with httpx.Client(base_url=self.url, headers=self.headers, timeout=60) as http:
             while not self._stop.is_set():
                 trace_id, body = otlp_trace()
+                sent = time.monotonic()
                 try:
                     answer = http.post("/v1/traces", content=body, headers=OTLP_JSON)
                     status, text = answer.status_code, answer.text
                     retry = "Retry-After" in answer.headers
                 except httpx.HTTPError as error:
                     status, text, retry = 0, type(error).__name__, False
-                self.uploads.append((time.monotonic(), status, trace_id, retry, text))
+                self.uploads.append((sent, time.monotonic(), status, trace_id, retry, text))
                 self._stop.wait(0.05)
 
     def _probe(self) -> None:
@@ -109,17 +113,26 @@ class Traffic:
                 self._stop.wait(0.05)
 
     def taken(self) -> list[str]:
-        return [trace_id for _, status, trace_id, _, _ in self.uploads if status == 200]
+        return [trace_id for _, _, status, trace_id, _, _ in self.uploads if status == 200]
 
     def first_upload_taken(self, after: float) -> float | None:
-        return next((t - after for t, s, *_ in self.uploads if t >= after and s == 200), None)
+        """Seconds from `after` until an upload was answered 200."""
+        answered = (end for _, end, status, *_ in self.uploads if end >= after and status == 200)
+        return next((end - after for end in answered), None)
 
     def first_ready(self, after: float) -> float | None:
         return next((t - after for t, ready, _ in self.probes if t >= after and ready == 200), None)
 
+    def first_refusal(self, after: float) -> float:
+        """When the first upload sent after `after` was refused (the outage as clients
+        meet it: the database takes a moment to go)."""
+        refused = (sent for sent, _, status, *_ in self.uploads if sent >= after and status != 200)
+        return next(refused, after)
+
     def during(self, start: float, end: float) -> tuple[Counter[str], Counter[str], Counter[str]]:
+        """The uploads sent, and the probes answered, between `start` and `end`."""
         answers: Counter[str] = Counter()
-        for t, status, _, retry, text in self.uploads:
+        for t, _, status, _, retry, text in self.uploads:
             if start <= t <= end:
                 label = str(status) + (" Retry-After" if retry else "")
                 label += ' "no space"' if "no space" in text else ""
@@ -161,7 +174,19 @@ def _report(
     baseline: float,
     notes: str = "",
 ) -> None:
-    answers, ready, health = traffic.during(away, back)
+    refused = traffic.first_refusal(away)
+    answers, _, health = traffic.during(refused, back)
+    slowest = max(
+        (end - sent for sent, end, *_ in traffic.uploads if refused <= sent <= back), default=0.0
+    )
+    # /ready reuses its store query for half a second: counted from a second in
+    _, ready, _ = traffic.during(refused + 1.0, back)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and None in (
+        traffic.first_upload_taken(back),
+        traffic.first_ready(back),
+    ):
+        time.sleep(0.05)
     upload = traffic.first_upload_taken(back)
     first_ready = traffic.first_ready(back)
     traffic.stop()
@@ -176,8 +201,11 @@ def _report(
         and max(within) <= TARGET_RECOVERY_SECONDS
         and failed == 0
     )
-    print(f"{name}: away {back - away:.1f} s {notes}")
-    print(f"  uploads while away: {dict(answers)}; /ready {dict(ready)}; /health {dict(health)}")
+    print(f"{name}: away {back - away:.1f} s {notes}".rstrip())
+    print(
+        f"  uploads while away: {dict(answers)} (slowest answer {slowest:.1f} s); "
+        f"/ready {dict(ready)}; /health {dict(health)}"
+    )
     print(
         f"  after the store returned: the database answers in {baseline:.2f} s; first upload "
         f"taken {_s(upload)}, /ready 200 {_s(first_ready)}, backlog of {len(taken)} traces "
@@ -237,7 +265,7 @@ def sqlite_lock(judge: JudgeProcess, outage: float) -> None:
             other = sqlite3.connect(db, isolation_level=None, timeout=30)
             away = time.monotonic()
             other.execute("BEGIN EXCLUSIVE")
-            time.sleep(outage)
+            time.sleep(outage + 5.0)  # past the server's busy timeout (5 s)
             other.execute("ROLLBACK")
             back = time.monotonic()
 

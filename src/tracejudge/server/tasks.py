@@ -94,6 +94,8 @@ class TaskRunner:
         #: Who holds a lease: unique per process, readable in the database.
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._running = _Running()
+        #: The tasks left running at the last stop are still to be taken back.
+        self._orphans_waiting = False
         self._wake = asyncio.Event()
 
     async def start(self) -> None:
@@ -105,9 +107,10 @@ class TaskRunner:
             except StoreOutageError as error:  # a full disk: start anyway
                 logger.warning(
                     "tracejudge: the tasks left running at the last stop could not be taken "
-                    "back now (%s); they run again when their leases end",
+                    "back now (%s); the lease keeper takes them back once the store works",
                     error.reason,
                 )
+                self._orphans_waiting = True
                 taken = 0
             if taken:
                 logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
@@ -253,7 +256,18 @@ class TaskRunner:
             return Outcome(None, failed=describe_error(error))
 
     async def _renew(self, beat: Beat) -> None:
-        """Renew the leases of the running tasks, every third of a lease."""
+        """Renew the leases of the running tasks, every third of a lease (first, take back
+        the tasks left running at the last stop, if the store could not at start)."""
+        if self._orphans_waiting:
+            taken = await retry(
+                beat,
+                "take back the tasks left running at the last stop",
+                self._store_call(self.store.tasks.release_orphans, self.attempts),
+                transient=self.store.is_transient,
+            )
+            self._orphans_waiting = False
+            logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
+            self.wake()
         while True:
             await beat.wait(self.lease_seconds / 3)
             running = sorted(self._running.tasks)

@@ -43,7 +43,7 @@ __all__ = [
 logger = logging.getLogger("tracejudge.server")
 
 #: Seconds without a failed write, after space ran out, before writes count as working.
-_FULL_QUIET = 5.0
+_FULL_QUIET = 3.0
 #: The statements that write (a transaction that ran one and committed shows that writes
 #: work again after the disk was full).
 _WRITES = ("INSERT", "UPDATE", "DELETE", "CREATE", "ALTER", "DROP")

@@ -6,6 +6,7 @@ import contextlib
 import os
 import sqlite3
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
@@ -47,13 +48,20 @@ class SQLiteCore(SQLCore):
             self.path, isolation_level=None, check_same_thread=False, timeout=self.busy_timeout
         )
         self._lock = threading.Lock()
+        self._busy_ms = int(self.busy_timeout * 1000)
         self._connection.execute("PRAGMA journal_mode=WAL")
         self._connection.execute("PRAGMA synchronous=FULL")
         self._connection.execute("PRAGMA foreign_keys=ON")
 
     @contextmanager
     def _transaction(self) -> Iterator[Any]:
-        with self._lock:
+        # One wait for both locks (this connection's, then the file's), so that a call
+        # behind others waiting on a locked file fails after the busy timeout too.
+        deadline = time.monotonic() + self.busy_timeout
+        if not self._lock.acquire(timeout=self.busy_timeout):
+            raise self._locked()
+        try:
+            self._wait_until(deadline)
             cursor = self._connection.cursor()
             try:
                 cursor.execute("BEGIN IMMEDIATE")
@@ -68,6 +76,24 @@ class SQLiteCore(SQLCore):
                 raise
             finally:
                 cursor.close()
+        finally:
+            self._lock.release()
+
+    def _wait_until(self, deadline: float) -> None:
+        """Let SQLite wait for the file's lock until `deadline` at most (the full busy
+        timeout when this connection's lock came at once: no statement then)."""
+        full = int(self.busy_timeout * 1000)
+        left = int((deadline - time.monotonic()) * 1000)
+        wait = full if left > full - 50 else max(1, left)
+        if wait != self._busy_ms:
+            self._connection.execute(f"PRAGMA busy_timeout = {wait}")
+            self._busy_ms = wait
+
+    def _locked(self) -> StoreOutageError:
+        return StoreOutageError(
+            f"the SQLite file {self.path} stayed locked (by another process, or a long "
+            f"write of this one) past the busy timeout ({self.busy_timeout:g} s)"
+        )
 
     def _free_bytes(self) -> int:
         try:
@@ -101,10 +127,7 @@ class SQLiteCore(SQLCore):
                 "takes writes again by itself once there is)"
             )
         if name.startswith(("SQLITE_BUSY", "SQLITE_LOCKED")) or "locked" in text:
-            return StoreOutageError(
-                f"{where} is locked by another process past the busy timeout "
-                f"({self.busy_timeout:g} s)"
-            )
+            return self._locked()
         if name.startswith(("SQLITE_IOERR", "SQLITE_CANTOPEN", "SQLITE_READONLY")):
             return StoreOutageError(f"{where} cannot be written or read now ({text})")
         return None
