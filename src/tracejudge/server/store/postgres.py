@@ -67,9 +67,8 @@ class PostgresCore(SQLCore):
         self._generation = 0
         self._closed = False
         # Connect once now, so that a wrong DSN fails at start rather than on first use.
-        with self._guard:
-            self._opened += 1
-        self._pool.put((self._generation, self._connect()))
+        self._opened = 1
+        self._pool.put(self._open_counted())
 
     def _connect(self) -> Any:
         """A new connection, counted in `_opened` by the caller, which takes it back if
@@ -114,6 +113,8 @@ class PostgresCore(SQLCore):
             self._discard(connection)  # opened before the database went away
 
     def _open_counted(self) -> tuple[int, Any]:
+        """A new connection already counted in `_opened`: the count is taken back when
+        connecting fails (it once was not: after 8 failures every call waited for ever)."""
         generation = self._generation
         try:
             return generation, self._connect()
