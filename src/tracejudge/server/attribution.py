@@ -200,11 +200,11 @@ async def get_attribution(request: Request) -> JSONResponse:
             f"trace {row.trace_id!r} has not been converted yet (status {row.status}); "
             "attribute it once it is complete",
         )
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     judged = methods != ["checks"]
     plain = outcome is None and failed is None and max_step_chars is None
     if judged and plain and not fresh:
-        stored = await in_thread(context.store.latest_attribution, row.trace_id)
+        stored = await in_thread(context.store.attributions.latest, row.trace_id)
         if stored is not None and stored.methods == methods and _fresh(stored, evaluations):
             return await context.offload.run(_stored_answer, stored.body)
     trace = await context.offload.run(read_trace, row.trace_json)
@@ -223,7 +223,7 @@ async def get_attribution(request: Request) -> JSONResponse:
     if judged:
         text = await context.offload.run(attribution.model_dump_json)
         kept = AttributionRow(row.trace_id, methods, text, time.time())
-        await in_thread(context.store.save_attribution, kept)
+        await in_thread(context.store.attributions.save, kept)
     return await context.offload.run(_answer, attribution)
 
 

@@ -269,9 +269,9 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
 
 async def _store(context: ServerContext, outcome: Outcome) -> None:
     if outcome.trace is not None:
-        await in_thread(context.store.save_trace, outcome.trace, outcome.evaluations)
+        await in_thread(context.store.traces.save, outcome.trace, outcome.evaluations)
     elif outcome.evaluations:
-        await in_thread(context.store.save_evaluations, outcome.evaluations)
+        await in_thread(context.store.evaluations.save, outcome.evaluations)
 
 
 async def _evaluate(request: Request, kind: str) -> JSONResponse:
@@ -321,7 +321,7 @@ async def trace_background(request: Request) -> JSONResponse:
 async def get_task(request: Request) -> JSONResponse:
     context = context_of(request)
     task_id = request.path_params["task_id"]
-    row = await in_thread(context.store.get_task, task_id)
+    row = await in_thread(context.store.tasks.get, task_id)
     if row is None:
         raise ApiError(
             404,

@@ -175,7 +175,7 @@ async def record(request: Request, body: LabelRequest, trace_id: str) -> JSONRes
     """Check and store one label (see the module's docstring)."""
     context = context_of(request)
     who = _who(request, body.who)
-    row = await in_thread(context.store.get_trace, trace_id)
+    row = await in_thread(context.store.traces.get, trace_id)
     if row is None:
         raise ApiError(404, f"no trace {trace_id!r} is stored here")
     if row.trace_json is None:
@@ -187,7 +187,7 @@ async def record(request: Request, body: LabelRequest, trace_id: str) -> JSONRes
             "agent_instance_id",
             f"trace {trace_id!r} has no agent instance {body.agent_instance_id!r}",
         )
-    evaluations = await in_thread(context.store.evaluations_of, trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, trace_id)
     judge_score, bar = await context.offload.run(
         _judged, evaluations, body.criterion, body.agent_instance_id
     )
@@ -207,7 +207,7 @@ async def record(request: Request, body: LabelRequest, trace_id: str) -> JSONRes
         bar=bar,
         note=(body.note or "").strip() or None,
     )
-    await in_thread(context.store.save_label, label)
+    await in_thread(context.store.labels.save, label)
     return JSONResponse(label_json(label), status_code=201)
 
 
@@ -226,7 +226,7 @@ async def list_labels(request: Request) -> JSONResponse:
     limit = page_limit(request.query_params.get("limit"))
     try:
         page = await in_thread(
-            context_of(request).store.list_labels,
+            context_of(request).store.labels.page,
             _trace_id_query(request),
             limit,
             request.query_params.get("cursor") or None,
@@ -243,7 +243,7 @@ async def list_labels(request: Request) -> JSONResponse:
 
 
 async def export_labels(request: Request) -> Response:
-    rows = await in_thread(context_of(request).store.all_labels, _trace_id_query(request))
+    rows = await in_thread(context_of(request).store.labels.all, _trace_id_query(request))
     text = "".join(human_label(r).model_dump_json() + "\n" for r in rows)
     return Response(
         text,

@@ -55,7 +55,10 @@ ERROR_TEXT = {
     422: "The request is invalid: `detail` names the field",
     429: "Too many requests (or failed keys): retry after Retry-After seconds",
     502: "The judge model failed",
-    503: "The judge model is rate-limiting: retry after Retry-After seconds",
+    503: (
+        "The judge model is rate-limiting, or the store is unavailable or out of space "
+        "(nothing was stored): retry after Retry-After seconds"
+    ),
     504: "The judge model did not answer in time",
 }
 

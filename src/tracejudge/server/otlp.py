@@ -14,7 +14,7 @@ specification has them, a `google.rpc.Status` (400 for data that cannot be decod
 for a body, or an inflated body, over `--max-body-bytes`, 429 past the rate limit, 415
 for another content type or encoding). Ingest never waits on the judge: scoring happens
 once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
-too_large, without its spans (see `Store.add_spans`).
+too_large, without its spans (see `store.traces.add_spans`).
 
 A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
 `process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
@@ -192,7 +192,9 @@ async def traces(request: Request) -> Response:
     except OTLPDecodeError as error:
         return _error(400, str(error), protobuf)
     if split.parts:
-        await in_thread(context.store.add_spans, batches(split), context.config.max_trace_spans)
+        await in_thread(
+            context.store.traces.add_spans, batches(split), context.config.max_trace_spans
+        )
     return _success(split, protobuf)
 
 

@@ -268,7 +268,7 @@ async def read_page(request: Request, query: ListQuery) -> TracePage:
     """The page `query` asks for (422 naming `cursor` for a cursor of another order)."""
     try:
         return await in_thread(
-            context_of(request).store.list_traces,
+            context_of(request).store.lists.page,
             query.where,
             query.limit,
             query.cursor,
@@ -281,7 +281,7 @@ async def read_page(request: Request, query: ListQuery) -> TracePage:
 async def read_overview(request: Request, query: ListQuery, total: int | None = None) -> Overview:
     """The overview of the traces `query` keeps (`total`: how many, when counted)."""
     store = context_of(request).store
-    found = await in_thread(store.overview, query.where, OVERVIEW_TRACES, total)
+    found = await in_thread(store.lists.overview, query.where, OVERVIEW_TRACES, total)
     return found
 
 
@@ -326,7 +326,7 @@ async def overview(request: Request) -> JSONResponse:
 async def stored_trace(request: Request) -> TraceRow:
     """The stored trace the path's `trace_id` names; 404 when there is none."""
     trace_id = request.path_params["trace_id"]
-    row = await in_thread(context_of(request).store.get_trace, trace_id)
+    row = await in_thread(context_of(request).store.traces.get, trace_id)
     if row is None:
         raise ApiError(404, f"no trace {trace_id!r} is stored here")
     return row
@@ -357,7 +357,7 @@ def _evaluations_answer(evaluations: list[EvaluationRow]) -> JSONResponse:
 async def get_trace(request: Request) -> JSONResponse:
     context = context_of(request)
     row = await stored_trace(request)
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     # A stored trace may be tens of megabytes of JSON: decoded and encoded off the loop.
     return await context.offload.run(_trace_answer, row, evaluations)
 
@@ -365,7 +365,7 @@ async def get_trace(request: Request) -> JSONResponse:
 async def get_evaluations(request: Request) -> JSONResponse:
     context = context_of(request)
     row = await stored_trace(request)
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     return await context.offload.run(_evaluations_answer, evaluations)
 
 

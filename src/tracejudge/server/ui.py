@@ -127,7 +127,7 @@ def _render(
 async def trace_page(request: Request) -> HTMLResponse:
     context = context_of(request)
     trace_id = request.path_params["trace_id"]
-    row = await in_thread(context.store.get_trace, trace_id)
+    row = await in_thread(context.store.traces.get, trace_id)
     e = html.escape
     back = f'<p><a href="{LIST_PATH}">&larr; all traces</a></p>'
     if row is None:
@@ -146,10 +146,10 @@ async def trace_page(request: Request) -> HTMLResponse:
             f"{spans}; {state}{e(why)}.</p>",
         )
         return HTMLResponse(page, headers=_headers(_page_policy()))
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
-    recorded = await in_thread(context.store.all_labels, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
+    recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
-    stored = await in_thread(context.store.latest_attribution, row.trace_id)
+    stored = await in_thread(context.store.attributions.latest, row.trace_id)
     page = await context.offload.run(_render, row, evaluations, recorded, who, stored)
     return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
 

@@ -1,5 +1,5 @@
-"""The SQL of people's labels and stored attributions (migration 5's tables), mixed into
-`SQLStore`: it runs on both stores through the store's own `_transaction` and `_run`.
+"""The labels repository: people's labels on agent instances of stored traces, and the
+latest attribution stored per trace (migration 5's tables).
 
 Labels page newest first by (created_at, id), the cursor naming the last one shown.
 """
@@ -12,9 +12,10 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from tracejudge.server.store._core import SQLCore, where_clause
 from tracejudge.server.store.base import AttributionRow, LabelPage, LabelRow
 
-__all__ = ["LabelCursorError", "LabelsSQL"]
+__all__ = ["Attributions", "LabelCursorError", "Labels"]
 
 _LABEL_COLUMNS = (
     "id, trace_id, agent, agent_instance_id, criterion, stance, who, created_at, verdict, "
@@ -44,16 +45,15 @@ def _label(row: Sequence[Any]) -> LabelRow:
     return LabelRow(*row)
 
 
-class LabelsSQL:
-    """Labels and attributions over the store's `_transaction` / `_run`."""
+class Labels:
+    """People's labels through `core`."""
 
-    def _transaction(self) -> Any:  # pragma: no cover - the store's
-        raise NotImplementedError
+    def __init__(self, core: SQLCore) -> None:
+        self.core = core
 
-    def _run(self, cursor: Any, statement: str, params: Sequence[Any] = ()) -> Any:
-        raise NotImplementedError  # pragma: no cover - the store's
-
-    def save_label(self, label: LabelRow) -> None:
+    def save(self, label: LabelRow) -> None:
+        """Insert `label`, or replace the one with its id (same trace, agent instance,
+        criterion and person)."""
         values = [
             label.id,
             label.trace_id,
@@ -70,8 +70,8 @@ class LabelsSQL:
             label.note,
         ]
         updated = [c.strip() for c in _LABEL_COLUMNS.split(",")][1:]
-        with self._transaction() as cursor:
-            self._run(
+        with self.core.transaction() as cursor:
+            self.core.run(
                 cursor,
                 f"INSERT INTO human_labels ({_LABEL_COLUMNS}) VALUES "
                 f"({', '.join('?' for _ in values)}) ON CONFLICT (id) DO UPDATE SET "
@@ -79,7 +79,8 @@ class LabelsSQL:
                 values,
             )
 
-    def list_labels(self, trace_id: str | None, limit: int, cursor: str | None) -> LabelPage:
+    def page(self, trace_id: str | None, limit: int, cursor: str | None) -> LabelPage:
+        """Labels newest first (of one trace when `trace_id` is given), a page at a time."""
         conditions: list[str] = []
         params: list[Any] = []
         if trace_id is not None:
@@ -89,11 +90,10 @@ class LabelsSQL:
             created_at, label_id = _decode(cursor)
             conditions.append("(created_at < ? OR (created_at = ? AND id < ?))")
             params.extend([created_at, created_at, label_id])
-        clause = f" WHERE {' AND '.join(conditions)}" if conditions else ""
-        with self._transaction() as db:
-            rows = self._run(
+        with self.core.transaction() as db:
+            rows = self.core.run(
                 db,
-                f"SELECT {_LABEL_COLUMNS} FROM human_labels{clause} "
+                f"SELECT {_LABEL_COLUMNS} FROM human_labels{where_clause(conditions)} "
                 "ORDER BY created_at DESC, id DESC LIMIT ?",
                 [*params, limit + 1],
             ).fetchall()
@@ -104,19 +104,28 @@ class LabelsSQL:
             cursor=_encode(labels[-1].created_at, labels[-1].id) if more else None,
         )
 
-    def all_labels(self, trace_id: str | None = None) -> list[LabelRow]:
+    def all(self, trace_id: str | None = None) -> list[LabelRow]:
+        """Every label (of one trace when `trace_id` is given), oldest first."""
         clause, params = ("WHERE trace_id = ? ", [trace_id]) if trace_id is not None else ("", [])
-        with self._transaction() as db:
-            rows = self._run(
+        with self.core.transaction() as db:
+            rows = self.core.run(
                 db,
                 f"SELECT {_LABEL_COLUMNS} FROM human_labels {clause}ORDER BY created_at, id",
                 params,
             ).fetchall()
         return [_label(r) for r in rows]
 
-    def save_attribution(self, row: AttributionRow) -> None:
-        with self._transaction() as cursor:
-            self._run(
+
+class Attributions:
+    """The latest attribution made with a judge method, per trace, through `core`."""
+
+    def __init__(self, core: SQLCore) -> None:
+        self.core = core
+
+    def save(self, row: AttributionRow) -> None:
+        """Keep `row` as its trace's latest attribution."""
+        with self.core.transaction() as cursor:
+            self.core.run(
                 cursor,
                 "INSERT INTO attributions (trace_id, methods, body, created_at) VALUES "
                 "(?, ?, ?, ?) ON CONFLICT (trace_id) DO UPDATE SET methods = excluded.methods, "
@@ -124,9 +133,9 @@ class LabelsSQL:
                 [row.trace_id, json.dumps(row.methods), row.body, row.created_at],
             )
 
-    def latest_attribution(self, trace_id: str) -> AttributionRow | None:
-        with self._transaction() as cursor:
-            found = self._run(
+    def latest(self, trace_id: str) -> AttributionRow | None:
+        with self.core.transaction() as cursor:
+            found = self.core.run(
                 cursor,
                 "SELECT trace_id, methods, body, created_at FROM attributions WHERE trace_id = ?",
                 [trace_id],
