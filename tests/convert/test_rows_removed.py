@@ -1,0 +1,53 @@
+"""Converting with a row taken out of the conventions table (`conventions.rows_removed`),
+as the leave-one-out benchmark does, and the per-fact reading of a recording it counts."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from tests.fixtures.frameworks import expectations
+from tracejudge.convert import conventions
+
+
+def test_every_fact_of_every_recording_holds_with_the_whole_table() -> None:
+    for name in expectations.recordings():
+        facts = expectations.facts(name, expectations.convert(name))
+        assert facts and all(holds for _, holds in facts), (name, facts)
+
+
+def test_a_row_removed_is_not_asked_inside_the_block_only() -> None:
+    name = "vercel_v7_otel_agent"  # read through the GenAI row
+    whole = expectations.facts(name, expectations.convert(name))
+    with conventions.rows_removed(conventions.GENAI):
+        without = expectations.facts(name, expectations.convert(name))
+        # Another thread converts with the whole table meanwhile.
+        other: list[list[expectations.Fact]] = []
+        worker = threading.Thread(
+            target=lambda: other.append(expectations.facts(name, expectations.convert(name)))
+        )
+        worker.start()
+        worker.join()
+    assert [text for text, _ in without] == [text for text, _ in whole]
+    assert not all(holds for _, holds in without)  # the agents were read through that row
+    assert other == [whole]
+    assert expectations.facts(name, expectations.convert(name)) == whole
+
+
+def test_the_facts_of_a_misread_trace_fail_one_by_one() -> None:
+    name = "genkit"
+    with conventions.rows_removed(conventions.GENKIT):
+        facts = expectations.facts(name, expectations.convert(name))
+    lost = [text for text, holds in facts if not holds]
+    assert lost and len(lost) < len(facts)
+    assert "answer of lead" in lost
+
+
+def test_only_rows_of_the_table_can_be_removed() -> None:
+    class Stranger(conventions.Convention):
+        name = "stranger"
+
+    with pytest.raises(ValueError, match="not rows of the conventions table"):
+        with conventions.rows_removed(Stranger()):
+            pass
