@@ -169,13 +169,21 @@ def as_int(value: Any) -> int | None:
 
 
 def text_value(value: Any) -> str:
-    """Message content as text: strings kept, part lists joined (see `models.text_of`)."""
+    """Message content as text: strings kept, part lists joined (see `models.text_of`), and
+    a JSON object that is not a part (a structured answer: Genkit's `output: {schema}`, a
+    producer writing the model's JSON answer parsed) as its JSON text, not as no text."""
     if isinstance(value, str):
         return value
+    if is_mapping(value) and value and not _PART_KEYS.intersection(value):
+        return to_json_string(value)
     try:
         return text_of(value)
     except Exception:  # arbitrary attribute data: never let a shape error escape
         return to_json_string(value)
+
+
+#: The keys of a content part (`{"type": "text", "text": ...}`), which an answer object is not.
+_PART_KEYS = frozenset({"type", "text", "content"})
 
 
 _FINISH_ALIASES = {
