@@ -51,3 +51,22 @@ def test_only_rows_of_the_table_can_be_removed() -> None:
     with pytest.raises(ValueError, match="not rows of the conventions table"):
         with conventions.rows_removed(Stranger()):
             pass
+
+
+def test_tool_arguments_encoded_twice_are_read_once_with_no_row() -> None:
+    """OpenInference's processor for the AI SDK writes each tool call's arguments as a JSON
+    string of the arguments' JSON text; read through OpenInference alone (no AI SDK row),
+    they are the arguments object, as the program passed them."""
+    import json
+
+    from tracejudge import checks
+
+    name = "vercel_v6_openinference_generate"
+    with conventions.rows_removed(conventions.VERCEL_AI):
+        (trace,) = [t for t in expectations.convert(name) if t.has_llm_interactions]
+    calls = [c for a in trace.iter_agents() for i in a.llm_interactions for c in i.tool_calls]
+    assert [(c.name, json.loads(c.parameters)) for c in calls] == [
+        ("get_weather", {"city": "Paris"})
+    ]
+    for result in checks.tool_arguments.evaluate(trace).values():
+        assert result is None or result.score in (None, 1.0), result

@@ -340,9 +340,24 @@ def tool_call(call_id: Any, name: Any, arguments: Any) -> LLMToolCall:
         {
             "id": as_str(call_id) or "",
             "name": as_str(name) or "unknown",
-            "parameters": to_json_string(arguments if arguments is not None else {}),
+            "parameters": to_json_string(_encoded_once(arguments) if arguments is not None else {}),
         },
     )
+
+
+def _encoded_once(arguments: Any) -> Any:
+    """Tool arguments JSON-encoded twice (a JSON string holding an object's JSON text, as
+    OpenInference's processor writes the AI SDK's) as the object's JSON text; any other
+    value as it is."""
+    if type(arguments) is not str or arguments[:1] != '"':
+        return arguments
+    try:
+        inner = _json.loads(arguments)
+        if type(inner) is str and inner.lstrip()[:1] == "{" and is_mapping(_json.loads(inner)):
+            return inner
+    except (ValueError, RecursionError):
+        pass
+    return arguments
 
 
 def tool_response(call_id: Any, response: Any, name: Any = None) -> LLMToolResponse:
