@@ -70,3 +70,13 @@ def test_tool_arguments_encoded_twice_are_read_once_with_no_row() -> None:
     ]
     for result in checks.tool_arguments.evaluate(trace).values():
         assert result is None or result.score in (None, 1.0), result
+
+
+def test_a_function_span_holding_only_its_return_value_is_not_a_model_call() -> None:
+    """OpenLIT's `@openlit.trace` writes a function's return value in
+    `gen_ai.output.messages`, with no operation, model, input or usage: without OpenLIT's
+    row it is not read as a model call swallowing the four calls made inside it."""
+    name = "openlit"
+    with conventions.rows_removed(conventions.OPENLIT):
+        facts = dict(expectations.facts(name, expectations.convert(name)))
+    assert facts["4 model calls"]

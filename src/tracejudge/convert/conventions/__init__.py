@@ -58,6 +58,7 @@ __all__ = [
     "LEGACY_OPENLLMETRY",
     "LOGFIRE",
     "OPENINFERENCE",
+    "OPENLIT",
     "STRANDS",
     "TABLE",
     "VERCEL_AI",
