@@ -80,3 +80,17 @@ def test_a_function_span_holding_only_its_return_value_is_not_a_model_call() -> 
     with conventions.rows_removed(conventions.OPENLIT):
         facts = dict(expectations.facts(name, expectations.convert(name)))
     assert facts["4 model calls"]
+
+
+def test_a_plain_text_output_value_is_the_answer_of_a_call_with_no_output_message() -> None:
+    """OpenInference's processor for the AI SDK writes a text answer only in `output.value`
+    (`text/plain`), no output message: read through OpenInference alone, it is the answer."""
+    from tracejudge import checks
+
+    name = "vercel_v6_openinference_generate"
+    with conventions.rows_removed(conventions.VERCEL_AI):
+        (trace,) = [t for t in expectations.convert(name) if t.has_llm_interactions]
+    (agent,) = [a for a in trace.iter_agents() if a.llm_interactions]
+    assert agent.llm_interactions[-1].output_text == "It is sunny and 22 C in Paris."
+    score = checks.final_answer.evaluate(trace)[agent.id]
+    assert score is not None and score.score == 1.0, score
