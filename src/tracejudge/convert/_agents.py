@@ -25,7 +25,9 @@ An agent run by another agent's tool is that agent's child, even where the instr
 records its span beside the caller's instead of under the tool run (OpenLLMetry's Agents
 SDK instrumentation puts `translator.agent`, run by the manager's `Agent.as_tool` tool, under
 the workflow): an agent span that lies, in time, within a tool run of a sibling agent is
-re-parented under that tool run.
+re-parented under that tool run. (Time alone decides: a sibling agent run concurrently,
+not by the tool, that starts and ends within another's tool run would be taken as run by
+it; the frameworks recorded here run an agent's siblings one after the other.)
 
 Both fold only a direct child: an agent run inside a tool run or a model call of its
 ancestor is an agent of its own, whatever its name (pydantic-ai calls every unnamed agent
