@@ -88,6 +88,9 @@ LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"
 INPUT_VALUE = "input.value"
 INPUT_MIME_TYPE = "input.mime_type"
 OUTPUT_VALUE = "output.value"
+OUTPUT_MIME_TYPE = "output.mime_type"
+OPENINFERENCE_MIME_TEXT = "text/plain"
+OPENINFERENCE_REDACTED = "__REDACTED__"  # OPENINFERENCE_HIDE_OUTPUTS' stand-in
 AGENT_NAME = "agent.name"
 # path segments inside the flattened OpenInference keys
 OI_MESSAGE = "message"

@@ -79,6 +79,22 @@ def _first_problem(error: ValidationError) -> str:
     return f"{where}: {first['msg']}{more}"
 
 
+def _warn_shared(shared: list[tuple[str, list[str]]]) -> None:
+    """Say which inputs share trace ids: their spans are scored together, as one trace
+    each, under the first input's name (so there are fewer traces than inputs)."""
+    if not shared:
+        return
+    files = list(dict.fromkeys(source for _, sources in shared for source in sources))
+    named = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    print(
+        f"tracejudge score: {len(shared)} trace id{'s' if len(shared) != 1 else ''} "
+        f"appear in more than one input ({named}); each is scored once, as one trace "
+        "with the spans of every input that holds it, under the first input's name. If "
+        "these are different runs, give each its own trace id or score the inputs apart.",
+        file=sys.stderr,
+    )
+
+
 def _spool_source(source: Source, spool: Spool, warnings: list[str]) -> None:
     """Read one input into the spool. Raises `UsageError` naming the file and problem."""
     from tracejudge.convert import OTLPDecodeError, read_otlp_batches
@@ -251,6 +267,7 @@ def _run(
     keys = spool.keys()
     if not keys:
         raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
+    _warn_shared(spool.shared())
     todo = [(key, source) for key, source in keys if key not in done]
     out = OutFile(args.out, append=bool(args.resume)) if args.out else None
     progress = Progress(len(todo), "trace", enabled=len(todo) > 1)

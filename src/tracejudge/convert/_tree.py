@@ -688,8 +688,19 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
         _missing.no_content_warning(span, extraction, warnings)
-    if span.running:
-        warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
+    answered = (
+        extraction.outputs
+        or extraction.refusal
+        or extraction.alternatives
+        or extraction.server_tools
+    )
+    if span.running and not answered:
+        # No end and no answer: still running (an SDK span read live), or its producer
+        # never records an end. A span with its answer and no end time is simply that.
+        warnings.append(
+            f"{_describe(span)}: no end time and no answer recorded: the call is still "
+            "running, or its producer records no end"
+        )
     elif (
         extraction.has_content
         and FINISH_TOOL_CALLS in extraction.finish_reasons
@@ -697,7 +708,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         and not extraction.server_tools
     ):
         warnings.append(f"{_describe(span)}: {_NO_TOOL_CALL}")
-    elif error is None and _missing.output_missing(extraction):
+    elif error is None and not span.running and _missing.output_missing(extraction):
         warnings.append(_missing.no_output_warning(span))
     return interaction
 

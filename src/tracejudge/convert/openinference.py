@@ -113,6 +113,8 @@ def extract(span: SpanRecord | SpanView) -> Extraction:
             same_choice=responses_api,
         )
     _legacy_completion(prompts, choices, extraction)
+    if not outputs and not choices:
+        _plain_answer(attrs, extraction)
     extraction.refusal = _refusal(raw)
     for reason in reasons:
         if reason not in extraction.finish_reasons:
@@ -139,6 +141,19 @@ def extract(span: SpanRecord | SpanView) -> Extraction:
 
 
 _TOOL_ROLES = ("tool", "function")
+
+
+def _plain_answer(attrs: Mapping[str, Any], extraction: Extraction) -> None:
+    """A call with no output message whose `output.value` is plain text (OpenInference's
+    processor for the AI SDK writes a text answer only there): that text is the answer."""
+    text = attrs.get(semconv.OUTPUT_VALUE)
+    if (
+        type(text) is str
+        and text.strip()
+        and text != semconv.OPENINFERENCE_REDACTED
+        and attrs.get(semconv.OUTPUT_MIME_TYPE) == semconv.OPENINFERENCE_MIME_TEXT
+    ):
+        extraction.add_choice([text], [])
 
 
 def _message(
