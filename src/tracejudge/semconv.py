@@ -87,6 +87,8 @@ LLM_TOKEN_COUNT_COMPLETION = "llm.token_count.completion"
 LLM_TOKEN_COUNT_TOTAL = "llm.token_count.total"
 INPUT_VALUE = "input.value"
 INPUT_MIME_TYPE = "input.mime_type"
+OUTPUT_MIME_TYPE = "output.mime_type"
+MIME_JSON = "application/json"
 OUTPUT_VALUE = "output.value"
 AGENT_NAME = "agent.name"
 # path segments inside the flattened OpenInference keys
@@ -102,6 +104,7 @@ LLM_FINISH_REASON = "llm.finish_reason"
 OPENINFERENCE_KIND_TOOL = "TOOL"
 OPENINFERENCE_METADATA = "metadata"  # JSON: LangChain run metadata (langgraph_node ...)
 TOOL_NAME = "tool.name"
+TOOL_PARAMETERS = "tool.parameters"  # JSON: the tool's parameters by name, in order
 OPERATION_EXECUTE_TASK = "execute_task"
 OPERATION_HANDOFF = "handoff"
 GEN_AI_TASK_NAME = "gen_ai.task.name"

@@ -62,6 +62,12 @@ NO_AGENT_NAMES = {
 }
 
 
+#: Recordings whose agents have no agent span and are told apart only by their own prompts
+#: and conversations (issue #30's pattern 1, built on branch h-infer): until it is merged,
+#: their agent rows (and the per-agent tool calls and answers) do not hold. Their tool
+#: calls written as text are asserted on their own in test_text_tool_calls.py.
+NEEDS_AGENT_INFERENCE = {"dspy_openinference", "dspy_openinference_composed"}
+
 #: The instrumentation scope of OpenLLMetry's openai client spans.
 OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"
 
@@ -222,8 +228,16 @@ def test_every_framework_and_instrumentation_is_recorded() -> None:
         assert info["replies_left"] == 0, name  # the program made every scripted call
 
 
-def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAgentTrace]) -> None:
+def _needs_agent_inference(name: str, request: pytest.FixtureRequest) -> None:
+    if name in NEEDS_AGENT_INFERENCE:
+        request.applymarker(pytest.mark.xfail(reason="needs pattern 1 from h-infer"))
+
+
+def test_agents_parents_and_calls(
+    recording: tuple[str, dict[str, Any], MultiAgentTrace], request: pytest.FixtureRequest
+) -> None:
     name, info, trace = recording
+    _needs_agent_inference(name, request)
     expected = PROGRAMS[info["program"]].expected
     interactions = sum(len(a.llm_interactions) for a in trace.iter_agents())
     assert interactions == info["model_calls"], name  # each call once, composed or not
@@ -235,9 +249,10 @@ def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAge
 
 
 def test_tool_calls_results_and_answers(
-    recording: tuple[str, dict[str, Any], MultiAgentTrace],
+    recording: tuple[str, dict[str, Any], MultiAgentTrace], request: pytest.FixtureRequest
 ) -> None:
     name, info, trace = recording
+    _needs_agent_inference(name, request)
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS or name in NO_CONTENT:
         pytest.skip("the instrumentation records no outputs (see the warning test)")

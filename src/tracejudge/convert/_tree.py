@@ -22,6 +22,7 @@ from tracejudge.convert import (
     _answers,
     _evaluations,
     _handoffs,
+    _infer_tool_calls,
     _merge,
     _missing,
     _tools,
@@ -483,16 +484,20 @@ class _TraceBuild:
 
     def _supply_tool_results(self) -> None:
         """Complete each agent's tool results from its tool spans (see `_tools`)."""
-        runs: dict[int, list[_tools.ToolRun]] = {}
+        runs: dict[int, list[tuple[SpanRecord, _tools.ToolRun]]] = {}
         for span, run in self.tool_runs:
-            runs.setdefault(id(self.owner(span)), []).append(run)
+            runs.setdefault(id(self.owner(span)), []).append((span, run))
         if not runs:
             return
         for owner in self.all_agents():
             owned = runs.get(id(owner))
             if owned:  # (`supply_results` does nothing without runs)
                 interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
-                _tools.supply_results(interactions, owned)
+                _tools.supply_results(interactions, [run for _, run in owned])
+                # (runs no recorded call claimed: calls written in the model's text)
+                _infer_tool_calls.join_text_calls(
+                    interactions, [(span.span_id, span.start_ns, run) for span, run in owned]
+                )
                 _drop_answered_warnings(interactions, self.warnings)
 
     # ----------------------------------------------------------------- 5. attach
@@ -503,6 +508,7 @@ class _TraceBuild:
         instances = self._instances()
         _record_handoffs(self, instances)
         _answers.fill_answers(instances, self.root.id, self._recorded_answers(instances))
+        _infer_tool_calls.join_agent_calls(instances)  # (managed agents run from code)
         _place_evaluations(self, instances)
         # Built without validation: the converter guarantees what `MultiAgentTrace` checks
         # (the root is an instance, each key is its instance's id, every child id is an
