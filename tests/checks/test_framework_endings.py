@@ -17,6 +17,10 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*.meta.json"))
 #: The instrumentation recorded no outputs (the converter warns; see test_frameworks).
 INCOMPLETE = {"openai_agents_openllmetry_chat"}
+#: DSPy's two ReAct agents have no agent span: read as one agent (until they are told apart
+#: by their prompts, issue #30's pattern 1 on branch h-infer), its two `finish` calls look
+#: like one agent repeating itself (`loops`).
+NEEDS_AGENT_INFERENCE = {"dspy_openinference", "dspy_openinference_composed"}
 
 
 def trace_of(name: str) -> MultiAgentTrace:
@@ -32,7 +36,16 @@ def final_answer_scores(trace: MultiAgentTrace) -> dict[str, list[float | None]]
     return scores
 
 
-@pytest.mark.parametrize("name", [n for n in RECORDINGS if n not in INCOMPLETE])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(n, marks=pytest.mark.xfail(reason="needs pattern 1 from h-infer"))
+        if n in NEEDS_AGENT_INFERENCE
+        else n
+        for n in RECORDINGS
+        if n not in INCOMPLETE
+    ],
+)
 def test_no_check_fails_a_program_that_did_nothing_wrong(name: str) -> None:
     trace = trace_of(name)
     for check in checks.ALL:

@@ -42,8 +42,9 @@ __all__ = ["TEXT_CALL_PREFIX", "join_text_calls", "join_agent_calls"]
 
 #: The id prefix of a call made in text that no later input names.
 TEXT_CALL_PREFIX = "text-"
-#: Code in a model's text: `<code>...</code>` (smolagents), or a fenced Python block.
-_CODE_BLOCKS = re.compile(r"<code>(.*?)</code>|```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
+#: Code in a model's text: `<code>...</code>` (smolagents; the closing tag may be cut off by
+#: a stop sequence), or a fenced Python block.
+_CODE_BLOCKS = re.compile(r"<code>(.*?)(?:</code>|\Z)|```(?:python|py)?[ \t]*\n(.*?)```", re.DOTALL)
 _MAX_CODE_CHARS = 100_000
 
 
