@@ -177,3 +177,28 @@ def test_a_child_agent_not_called_in_the_code_is_no_call() -> None:
     )
     (manager,) = [a for a in changed.iter_agents() if a.name == "manager"]
     assert manager.llm_interactions[0].tool_calls == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["smolagents_code_one_step_openinference", "smolagents_code_one_step_openinference_composed"],
+)
+def test_one_code_block_that_runs_a_managed_agent_and_a_tool_makes_both_calls_in_order(
+    name: str,
+) -> None:
+    """`report = web_agent(task=...)` then `final_answer(report)` in one block: the tool run
+    is joined first (with the tool spans), the managed agent after (with the answers), and
+    the calls read in the order the code makes them."""
+    trace = converted(name)
+    (manager,) = [a for a in trace.iter_agents() if a.name == "manager"]
+    (only,) = manager.llm_interactions
+    assert [(c.name, json.loads(c.parameters)) for c in only.tool_calls] == [
+        ("web_agent", {"task": programs_smolagents.TASK}),
+        ("final_answer", {"answer": programs_smolagents.REPORT}),
+    ]
+    results = {r.id: r.response for r in only.tool_results or []}
+    assert [results[c.id] for c in only.tool_calls] == [
+        programs_smolagents.NOTE,
+        programs_smolagents.REPORT,
+    ]
+    assert trace.final_output == programs_smolagents.REPORT

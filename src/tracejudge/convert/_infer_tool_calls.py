@@ -77,7 +77,6 @@ def join_agent_calls(instances: Mapping[str, AgentInstance]) -> None:
             continue
         interactions = agent.llm_interactions
         writer: LLMInteraction | None = None
-        made: set[int] = set()
         for item in agent.interactions:
             if isinstance(item, LLMInteraction):
                 writer = item
@@ -87,14 +86,27 @@ def join_agent_calls(instances: Mapping[str, AgentInstance]) -> None:
                 continue
             if any(call.name == child.name for call in writer.tool_calls):
                 continue  # a call on the wire (or a tool span) already names it
-            if id(writer) not in made and writer.tool_calls:
+            if any(not _written(call, interactions) for call in writer.tool_calls):
                 continue  # the model called tools on the wire: the child is not one
             text = _text(writer)
             if text is None or not _names_call(text, child.name):
                 continue
             arguments = _code_arguments(text, child.name) or "{}"
             _add_call(interactions, writer, child.id, child.name, arguments, child.final_output)
-            made.add(id(writer))
+
+
+def _written(call: LLMToolCall, interactions: list[LLMInteraction]) -> bool:
+    """Whether `call` is one this phase made from text: an id of its own, or the id of the
+    step a later input records under another name (see `_history_id`)."""
+    if call.id.startswith(TEXT_CALL_PREFIX):
+        return True
+    return any(
+        isinstance(m.content, LLMToolCall)
+        and m.content.id == call.id
+        and m.content.name != call.name
+        for interaction in interactions
+        for m in interaction.input_messages
+    )
 
 
 def _writer(
@@ -127,11 +139,27 @@ def _add_call(
     input already carries it (under the id the call takes from that input)."""
     call_id = _history_id(interactions, writer, name) or f"{TEXT_CALL_PREFIX}{source_id}"
     call = LLMToolCall(id=call_id, name=name, parameters=to_json_string(arguments))
-    writer.output_messages.append(LLMOutput(type="tool_call", content=call))
+    # In the order the text calls them (a managed agent is joined after the tools its code
+    # also ran, which were joined earlier): before the first call written later.
+    text = _text(writer) or ""
+    here = _position(text, name)
+    outputs = writer.output_messages
+    at = next(
+        (
+            i
+            for i, message in enumerate(outputs)
+            if isinstance(message.content, LLMToolCall)
+            and _position(text, message.content.name) > here
+            and _written(message.content, interactions)
+        ),
+        len(outputs),
+    )
+    outputs.insert(at, LLMOutput(type="tool_call", content=call))
     if result is None or _answered(interactions, call_id):
         return
     response = LLMToolResponse(id=call_id, response=result, name=name)
-    writer.tool_results = [*(writer.tool_results or []), response]
+    results = [*(writer.tool_results or []), response]
+    writer.tool_results = sorted(results, key=lambda r: _position(text, r.name or ""))
 
 
 def _history_id(
@@ -167,6 +195,14 @@ def _answered(interactions: list[LLMInteraction], call_id: str) -> bool:
 def _text(interaction: LLMInteraction) -> str | None:
     texts = [m.content for m in interaction.output_messages if isinstance(m.content, str)]
     return "\n".join(texts) if texts else None
+
+
+def _position(text: str, name: str) -> int:
+    """Where the text first calls (else names) `name`; past the end when it does not."""
+    found = re.search(rf"\b{re.escape(name)}\s*\(", text) or re.search(
+        rf"\b{re.escape(name)}\b", text
+    )
+    return found.start() if found is not None else len(text)
 
 
 def _names_call(text: str, name: str) -> bool:
