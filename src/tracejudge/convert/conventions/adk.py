@@ -105,8 +105,11 @@ class GoogleADK(Convention):
         attrs = span.attributes
         operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
         if operation == semconv.OPERATION_EXECUTE_TOOL:
-            if semconv.GEN_AI_TOOL_TYPE not in attrs and semconv.ADK_EVENT_ID not in attrs:
-                return None  # another producer's tool span
+            if semconv.ADK_EVENT_ID not in attrs and span.scope != semconv.ADK_SCOPE:
+                # Another producer's tool span: `gen_ai.tool.type` alone is the GenAI
+                # conventions' ("function"), written by AG2, the Agents SDK under
+                # OpenLLMetry and others, whose call ids ADK's reading would drop.
+                return None
             if attrs.get(semconv.GEN_AI_TOOL_TYPE) == semconv.ADK_TRANSFER_TOOL:
                 return Kind.HANDOFF
             if attrs.get(semconv.GEN_AI_TOOL_NAME) == semconv.ADK_MERGED_TOOLS:
