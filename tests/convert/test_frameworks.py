@@ -303,6 +303,18 @@ def test_tool_calls_results_and_answers(
     assert info["answer"] == expected.answer
 
 
+@pytest.mark.parametrize("name", sorted(NEEDS_AGENT_INFERENCE))
+def test_the_answer_of_a_recording_whose_agents_have_no_agent_span(name: str) -> None:
+    """Its agents are not told apart yet, but the user's answer is known: DSPy's extraction
+    writes `[[ ## reasoning ## ]] ... [[ ## answer ## ]] ...`, and the module that made the
+    call records the `answer` field it parsed out of that text (`_answers.field_answer`)."""
+    trace = converted(name)
+    expected = PROGRAMS[meta(name)["program"]].expected
+    assert trace.final_output == expected.answer == meta(name)["answer"]
+    last = [i for a in trace.iter_agents() for i in a.llm_interactions][-1]
+    assert "[[ ## answer ## ]]" in last.output_text  # the text is the fields, not the answer
+
+
 def test_no_warnings_where_the_instrumentation_recorded_everything(
     recording: tuple[str, dict[str, Any], MultiAgentTrace],
 ) -> None:

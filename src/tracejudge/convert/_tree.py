@@ -12,7 +12,7 @@ matched and merged.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -562,7 +562,32 @@ class _TraceBuild:
                 text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
                 if text is not None:
                     recorded[agent.id] = text
+        for agent in self.all_agents():  # (the implicit root too)
+            instance = instances.get(agent.id)
+            if agent.id in recorded or instance is None:
+                continue
+            last = next((i for i in reversed(instance.llm_interactions) if i.output_text), None)
+            if last is not None and last.span_id is not None:
+                steps = self._steps_above(last.span_id, agent)
+                text = _answers.field_answer(last.output_text, steps)
+                if text is not None:
+                    recorded[agent.id] = text
         return recorded
+
+    def _steps_above(self, span_id: str, agent: _Agent) -> Iterator[SpanRecord]:
+        """The spans enclosing `span_id` below `agent`'s own span, nearest first (up to
+        the trace's root for an agent without a span); none past another agent's span."""
+        record = self.by_id.get(span_id)
+        stop = agent.span.span_id if agent.span is not None else None
+        seen = {span_id}
+        while record is not None and record.parent_id and record.parent_id not in seen:
+            parent_id = record.parent_id
+            if parent_id == stop or parent_id in self.agents:
+                return
+            seen.add(parent_id)
+            record = self.by_id.get(parent_id)
+            if record is not None:
+                yield record
 
 
 def _offer_agent_tools(agent: _Agent) -> None:
