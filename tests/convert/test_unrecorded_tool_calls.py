@@ -8,7 +8,7 @@ only records no output at all. Each call the model made is on the `execute_tool`
 its run (`gen_ai.tool.call.id`, `gen_ai.tool.call.arguments`, `gen_ai.tool.call.result`),
 a sibling of the model call under the agent's `invoke_agent` span. The walk joins each run
 that no recorded call claims to the agent's model call that made it (the last one started
-before the run), under the run's own call id (`_tools.join_unrecorded_calls`).
+before the run), under the run's own call id (`convert/_infer_unrecorded_calls.py`).
 
 No row of the conventions table is AG2's: its spans are read by the GenAI row. The
 composed twin records the same program's calls on the wire too (OpenLLMetry's openai

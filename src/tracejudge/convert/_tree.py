@@ -23,6 +23,7 @@ from tracejudge.convert import (
     _evaluations,
     _handoffs,
     _infer_tool_calls,
+    _infer_unrecorded_calls,
     _merge,
     _missing,
     _tools,
@@ -494,6 +495,10 @@ class _TraceBuild:
             if owned:  # (`supply_results` does nothing without runs)
                 interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
                 _tools.supply_results(interactions, [run for _, run in owned])
+                # (runs no recorded call claimed: calls recorded only on their tool spans)
+                _infer_unrecorded_calls.join_unrecorded_calls(
+                    interactions, [run for _, run in owned]
+                )
                 # (runs no recorded call claimed: calls written in the model's text)
                 _infer_tool_calls.join_text_calls(
                     interactions, [(span.span_id, span.start_ns, run) for span, run in owned]
