@@ -10,10 +10,10 @@ instrumentation run with content capture off on the model client but not on the 
 Such a run is a call of the model call that made it, joined by parent, time order and
 call id:
 
-* a run with a call id that none of the agent's calls shows (the agent owning the run
-  owns the model calls it is compared with: its parent) is a call of the agent's last
-  model call started before the run; the call joins that call's output, its result the
-  call's `tool_results`;
+* a run with a call id that none of its agent's calls shows (its agent: the one whose
+  span encloses the run, and whose model calls alone it is compared with) is a call of
+  that agent's last model call started before the run; the call joins that call's
+  output, its result the call's `tool_results`;
 * a call a later input shows but no output does (the call finished for tool calls and
   recorded none: OpenLLMetry's LlamaIndex chat spans write each call as an empty part)
   joins the output of the call that made it; its result stays where the later input
