@@ -21,6 +21,10 @@ INCOMPLETE = {"openai_agents_openllmetry_chat"}
 #: by their prompts, issue #30's pattern 1 on branch h-infer), its two `finish` calls look
 #: like one agent repeating itself (`loops`).
 NEEDS_AGENT_INFERENCE = {"dspy_openinference", "dspy_openinference_composed"}
+#: AG2's classic telemetry records an agent turn by turn: read as one agent per turn, the
+#: assistant's first turn ends with a tool call whose result only its next turn sees
+#: (`final_answer`), until the turns of one agent in one conversation are one agent.
+TURN_BY_TURN = {"ag2_classic", "ag2_classic_composed"}
 
 
 def trace_of(name: str) -> MultiAgentTrace:
@@ -41,6 +45,8 @@ def final_answer_scores(trace: MultiAgentTrace) -> dict[str, list[float | None]]
     [
         pytest.param(n, marks=pytest.mark.xfail(reason="needs pattern 1 from h-infer"))
         if n in NEEDS_AGENT_INFERENCE
+        else pytest.param(n, marks=pytest.mark.xfail(reason="an agent's turns are agents"))
+        if n in TURN_BY_TURN
         else n
         for n in RECORDINGS
         if n not in INCOMPLETE

@@ -10,8 +10,14 @@ a sibling of the model call under the agent's `invoke_agent` span. The walk join
 that no recorded call claims to the agent's model call that made it (the last one started
 before the run), under the run's own call id (`convert/_infer_unrecorded_calls.py`).
 
+AG2's classic API (`autogen.opentelemetry`, AG2 0.14: programs_ag2.py's `ag2_classic`)
+records the request and the reply on the span of each agent turn (`invoke_agent`,
+`gen_ai.input.messages` / `gen_ai.output.messages`, tool calls included) and no message on
+its `chat` span by default: the turn's messages are its one model call's
+(`convert/_infer_turn_content.py`).
+
 No row of the conventions table is AG2's: its spans are read by the GenAI row. The
-composed twin records the same program's calls on the wire too (OpenLLMetry's openai
+composed twins record the same programs' calls on the wire too (OpenLLMetry's openai
 spans), which is what the joined calls must equal.
 """
 
@@ -21,12 +27,12 @@ import json
 
 from tests.convert.test_frameworks import FIXTURES, converted
 from tests.fixtures.frameworks.programs import SEARCH_RESULT
-from tests.fixtures.frameworks.programs_ag2 import NOTE
+from tests.fixtures.frameworks.programs_ag2 import ANSWER, NOTE
 from tracejudge import semconv
 from tracejudge.convert import conventions
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
-from tracejudge.models import MultiAgentTrace
+from tracejudge.models import LLMInteraction, MultiAgentTrace
 
 AG2_SCOPE = "opentelemetry.instrumentation.ag2"
 
@@ -105,3 +111,61 @@ def test_the_joined_calls_are_the_calls_the_wire_carried() -> None:
     alone = converted("ag2_telemetry")
     composed = converted("ag2_telemetry_composed")
     assert _calls(alone) == _calls(composed)
+
+
+# --------------------------------------------------------------------------- AG2 classic
+
+
+def _in_order(trace: MultiAgentTrace) -> list[LLMInteraction]:
+    calls = [i for agent in trace.iter_agents() for i in agent.llm_interactions]
+    return sorted(calls, key=lambda i: i.start_time or 0.0)
+
+
+def _messages(interaction: LLMInteraction) -> tuple[list[object], list[object]]:
+    """The call's input (its system prompt left out) and output, in wire form."""
+    wire = interaction.model_dump(mode="json")
+    inputs = [m for m in wire["input_messages"] if m["role"] != "system"]
+    return inputs, wire["output_messages"]
+
+
+def test_the_classic_recording_holds_messages_only_on_the_turn_spans() -> None:
+    records, _, _ = decode((FIXTURES / "ag2_classic.pb").read_bytes())
+    chats = [r for r in records if r.attributes.get(semconv.GEN_AI_OPERATION_NAME) == "chat"]
+    turns = [
+        r for r in records if r.attributes.get(semconv.GEN_AI_OPERATION_NAME) == "invoke_agent"
+    ]
+    assert len(chats) == 2 and len(turns) == 3
+    for chat in chats:
+        assert semconv.GEN_AI_INPUT_MESSAGES not in chat.attributes
+        assert semconv.GEN_AI_OUTPUT_MESSAGES not in chat.attributes
+        assert chat.parent_id in {turn.span_id for turn in turns}
+    for turn in turns:
+        assert semconv.GEN_AI_OUTPUT_MESSAGES in turn.attributes
+
+
+def test_a_call_without_messages_has_its_turn_s() -> None:
+    trace = converted("ag2_classic")
+    assert trace.warnings == []  # ("no message content recorded")
+    first, second = _in_order(trace)
+    assert [(m.role, m.content) for m in first.input_messages] == [
+        ("user", "What is the weather in Paris?")
+    ]
+    (call,) = first.tool_calls
+    assert (call.id, call.name, json.loads(call.parameters)) == (
+        "call_weather",
+        "get_weather",
+        {"city": "Paris"},
+    )
+    results = [m.content for m in second.input_messages if m.role == "tool"]
+    assert [(r.id, r.response) for r in results] == [("call_weather", "Sunny, 22 C in Paris")]
+    assert second.output_text == ANSWER
+    # What the call's own span records stays: its finish reason, its model.
+    assert (first.finish_reason, second.finish_reason) == ("tool_calls", "stop")
+
+
+def test_the_turn_s_messages_are_those_the_wire_carried() -> None:
+    """Composed, OpenLLMetry records each request and response: the same messages, but
+    for the system prompt, which AG2's turn span leaves out."""
+    alone = [_messages(i) for i in _in_order(converted("ag2_classic"))]
+    composed = [_messages(i) for i in _in_order(converted("ag2_classic_composed"))]
+    assert alone == composed

@@ -23,6 +23,7 @@ from tracejudge.convert import (
     _evaluations,
     _handoffs,
     _infer_tool_calls,
+    _infer_turn_content,
     _infer_unrecorded_calls,
     _merge,
     _missing,
@@ -411,6 +412,8 @@ class _TraceBuild:
         self.top_agents = [s for s, parent in self.parent_of_agent.items() if parent is None]
         # Top agents whose parent span is missing from the input (as opposed to real roots).
         self.orphan_agents = [s for s in self.top_agents if agent_places[s][2]]
+        # (calls recorded without messages, in agent turns recorded with them)
+        _infer_turn_content.fill_from_turns(self.readable, self.by_id, self.agents.keys())
         places = {span.span_id: self.placement(span) for span, _ in self.readable}
         self.warnings.extend(self.unreadable)
         placed: list[tuple[_merge.Call, str | None]] = []
