@@ -58,3 +58,24 @@ def correct(output: Any, expected: Any) -> bool:
 def agent_model() -> Iterator[ScriptedLLMServer]:
     with ScriptedLLMServer(default=adder_model()) as server:
         yield server
+
+
+def noisy_judge(seed: int, salt: str, flip: float = 0.1) -> Callable[[RecordedRequest], Reply]:
+    """A judge that checks the adder's sum from the transcript it is sent, and flips its
+    verdict on a seeded tenth of the rows: which rows is fixed by (seed, salt, question),
+    so two runs with different salts are flipped independently."""
+    import json
+    import random
+
+    def answer(request: RecordedRequest) -> Reply:
+        text = request.json["messages"][-1]["content"]
+        found = re.search(r"What is (-?\d+) plus one\?\s*\[2\] assistant \[judged\]:\s*(\S+)", text)
+        right = found is not None and found.group(2) == str(int(found.group(1)) + 1)
+        question = found.group(1) if found else text
+        flipped = random.Random(f"{seed}:{salt}:{question}").random() < flip
+        score = 9 if right != flipped else 2
+        return Reply.text(
+            json.dumps({"explanation": "Checked the sum.", "applicable": True, "score": score})
+        )
+
+    return answer
