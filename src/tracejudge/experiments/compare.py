@@ -239,7 +239,8 @@ def _verdict(
 ) -> tuple[Verdict, str]:
     if paired < policy.min_rows or difference is None:
         return "inconclusive", (
-            f"only {paired} rows in both runs; at least {policy.min_rows} are needed to tell"
+            f"only {paired} row{'' if paired == 1 else 's'} in both runs; at least "
+            f"{policy.min_rows} are needed to tell"
         )
     change = f"pass rate {difference:+.1%} (p = {p_value:.3g})"
     significant = p_value < policy.level
