@@ -159,3 +159,35 @@ def test_bad_arguments_are_named(tmp_path: Path) -> None:
         tracejudge.experiment([{"input": 1}], str, [correct], repeats=0, directory=tmp_path)
     with pytest.raises(BadRequestError, match="not a run directory"):
         read_run(tmp_path)
+
+
+def test_a_sync_task_runs_concurrency_rows_at_once_and_no_more(
+    composo_tracing: TracerProvider, tmp_path: Path
+) -> None:
+    import threading
+
+    # Eight rows can only pass the barrier together: it proves eight ran at once (the
+    # event loop's default thread pool has fewer threads on a small machine).
+    barrier = threading.Barrier(8, timeout=60)
+    running, most = 0, 0
+    lock = threading.Lock()
+
+    def task(question: Any) -> str:
+        nonlocal running, most
+        with lock:
+            running += 1
+            most = max(most, running)
+        barrier.wait()
+        with lock:
+            running -= 1
+        return "ok"
+
+    run = tracejudge.experiment(
+        [{"input": i, "expected": "ok"} for i in range(16)],
+        task,
+        [correct],
+        concurrency=8,
+        directory=tmp_path / "c",
+    )
+    assert [r.error for r in run.results] == [None] * 16
+    assert most == 8

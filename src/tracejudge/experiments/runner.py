@@ -13,10 +13,12 @@ has a trace: its own call, the input as the question and the output as the answe
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import inspect
 import json
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -161,8 +163,12 @@ def _scores(responses: Sequence[MultiAgentTraceResponse], names: list[str]) -> l
     return scores
 
 
-async def _call_task(task: Callable[..., Any], agent: str, row: Row) -> tuple[Any, Any]:
-    """Call the task on the row's input inside an AgentTracer: (output, tracer)."""
+async def _call_task(
+    task: Callable[..., Any], agent: str, row: Row, threads: ThreadPoolExecutor
+) -> tuple[Any, Any]:
+    """Call the task on the row's input inside an AgentTracer: (output, tracer). A sync
+    task runs on one of `threads` (one per concurrent row), in a copy of this context, so
+    the tracing sees it as the caller's."""
     from tracejudge.tracing import AgentTracer
 
     if inspect.iscoroutinefunction(task):
@@ -174,7 +180,8 @@ async def _call_task(task: Callable[..., Any], agent: str, row: Row) -> tuple[An
         with AgentTracer(name=agent) as tracer:
             return task(row.input), tracer
 
-    output, tracer = await asyncio.to_thread(call)  # the context (and tracing) goes along
+    context = contextvars.copy_context()
+    output, tracer = await asyncio.get_running_loop().run_in_executor(threads, context.run, call)
     if inspect.isawaitable(output):
         output = await output
     return output, tracer
@@ -227,7 +234,7 @@ async def run_experiment(
     async def one(row: Row, repeat: int) -> None:
         nonlocal done
         async with limit:
-            result, trace = await _run_row(service, task, agent, row, repeat, chosen)
+            result, trace = await _run_row(service, task, agent, row, repeat, chosen, threads)
         results[row.id, repeat] = result
         if trace is not None:
             traces[row.id, repeat] = trace.model_dump(mode="json")
@@ -235,7 +242,9 @@ async def run_experiment(
         if progress is not None:
             progress(done, len(work))
 
-    await asyncio.gather(*(one(row, repeat) for row, repeat in work))
+    # the task's own threads: the loop's default pool has a few per core, not `concurrency`
+    with ThreadPoolExecutor(concurrency, thread_name_prefix="tracejudge-task") as threads:
+        await asyncio.gather(*(one(row, repeat) for row, repeat in work))
     ordered = [results[row.id, repeat] for row, repeat in work]
     record.ended_at = datetime.now(timezone.utc).isoformat()
     record.models = sorted({m for result in ordered for m in result.models})
@@ -271,10 +280,11 @@ async def _run_row(
     row: Row,
     repeat: int,
     chosen: _Criteria,
+    threads: ThreadPoolExecutor,
 ) -> tuple[RowResult, MultiAgentTrace | None]:
     began = time.perf_counter()
     try:
-        output, tracer = await _call_task(task, agent, row)
+        output, tracer = await _call_task(task, agent, row, threads)
     except Exception as error:  # the task's own failure is the row's result, not the run's
         seconds = time.perf_counter() - began
         failed = RowResult(
