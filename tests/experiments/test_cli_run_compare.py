@@ -100,12 +100,26 @@ def test_run_then_compare_flags_a_planted_regression_and_passes_an_unchanged_age
     assert record["params"] == {"prompt": "v2"} and record["name"] == "adder"
 
     gate = tracejudge(
-        "compare", "runs/main", "runs/pr", "--fail-on-regression", url="", cwd=project
+        "compare",
+        "runs/main",
+        "runs/pr",
+        "--fail-on-regression",
+        "--html",
+        "cmp.html",
+        url="",
+        cwd=project,
     )
     assert gate.returncode == 1, gate.stdout + gate.stderr
     assert "task / correct: REGRESSED" in gate.stdout
     assert "pass rate 100.0% -> 65.0%" in gate.stdout
     assert "regressed rows: q0, q3, q6" in gate.stdout
+    page = (project / "cmp.html").read_text()
+    assert "<script" not in page and "http" not in page  # self-contained
+    assert "Rows that changed (14)" in page
+    # q0's two answers side by side: 1 (right) in the baseline, 2 (wrong) in the candidate
+    q0 = page.split("<td>q0</td>", 1)[1].split("</tr>", 1)[0]
+    assert q0.index("<pre>1</pre>") < q0.index("<pre>2</pre>")
+    assert "adder / correct: failed" not in q0 and "task / correct: failed" in q0
 
     report = tracejudge("compare", "runs/main", "runs/pr", "--json", url="", cwd=project)
     assert report.returncode == 0  # no gate asked for

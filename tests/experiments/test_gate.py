@@ -186,3 +186,17 @@ def test_one_trial_of_each_kind_end_to_end_with_a_judge_that_flips_a_tenth(
     assert same.criteria[0].verdict in ("unchanged", "inconclusive")
     assert same.gate()[0] != "fail"
     assert same.criteria[0].worse + same.criteria[0].better >= 5  # the noise was there
+
+
+def test_the_page_escapes_what_the_runs_hold() -> None:
+    from tracejudge.report import render_comparison_html
+
+    before = run_of(rows_passing(12))
+    after = run_of(rows_passing(12, {0}))
+    hostile = [
+        RowResult(r.id, r.repeat, "<script>alert(1)</script>", "x", "<img src=x>", 1.0, r.scores)
+        for r in after.results
+    ]
+    page = render_comparison_html(compare_runs(before, StoredRun(after.record, hostile)).as_dict())
+    assert "<script>alert" not in page and "<img" not in page
+    assert "&lt;img src=x&gt;" in page and "Rows that changed (1)" in page

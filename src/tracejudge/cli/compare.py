@@ -5,7 +5,7 @@ its bootstrap interval, the exact sign test (McNemar's with one repeat) of the r
 got worse against those that got better, the verdict (regressed, improved, unchanged,
 inconclusive: `tracejudge.experiments.compare` says when), with repeats pass^k, pass@k and
 the flaky rows, and the rows that regressed; then the cost and latency deltas. `--json`
-prints it all as one object.
+prints it all as one object; `--html FILE` writes it as a page (`tracejudge.report`).
 
 `--fail-on-regression` makes a regression (significant at `--level` and a drop of at
 least `--min-effect`) exit 1; inconclusive comparisons (too few rows, a drop that is not
@@ -24,80 +24,9 @@ from typing import Any
 
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._settings import fraction, positive
+from tracejudge.report import format_comparison, render_comparison_html
 
-__all__ = ["add_parser", "format_comparison", "run"]
-
-
-def _pct(value: float | None) -> str:
-    return "-" if value is None else f"{value:.1%}"
-
-
-def _num(value: float | None) -> str:
-    return "-" if value is None else f"{value:+.3f}"
-
-
-def _interval(interval: Any, percent: bool = True) -> str:
-    if not interval:
-        return ""
-    low, high = interval
-    return f" [{low:+.1%}, {high:+.1%}]" if percent else f" [{low:+.3f}, {high:+.3f}]"
-
-
-def format_comparison(report: dict[str, Any], limit: int = 10) -> str:
-    """The comparison (`Comparison.as_dict()`) as text: one block per agent and criterion,
-    regressions first."""
-    order = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3}
-    lines = [f"baseline  {report['baseline']}", f"candidate {report['candidate']}", ""]
-    level = report["policy"]["level"]
-    for item in sorted(report["criteria"], key=lambda c: order[c["verdict"]]):
-        before, after = item["baseline"], item["candidate"]
-        lines.append(f"{item['agent']} / {item['criterion']}: {item['verdict'].upper()}")
-        lines.append(f"  {item['reason']}")
-        lines.append(
-            f"  pass rate {_pct(before['pass_rate'])} -> {_pct(after['pass_rate'])}, "
-            f"difference {_pct(item['pass_rate_difference'])}"
-            f"{_interval(item['pass_rate_interval'])} ({1 - level:.0%} interval); "
-            f"{item['paired_rows']} rows paired, {item['worse']} worse, {item['better']} better"
-        )
-        lines.append(
-            f"  mean score {before['mean_score'] or 0:.3f} -> {after['mean_score'] or 0:.3f}, "
-            f"difference {_num(item['score_difference'])}"
-            f"{_interval(item['score_interval'], percent=False)}"
-        )
-        if max(before["repeats"], after["repeats"]) > 1:
-            lines.append(
-                f"  pass^k {_pct(before['pass_all_k'])} -> {_pct(after['pass_all_k'])}, "
-                f"pass@k {_pct(before['pass_any_k'])} -> {_pct(after['pass_any_k'])}, "
-                f"flaky rows {len(before['flaky_rows'])} -> {len(after['flaky_rows'])}"
-            )
-        if item["hard_breaks"]:
-            lines.append(f"  hard breaks: {', '.join(item['hard_breaks'][:limit])}")
-        if item["regressed_rows"]:
-            more = len(item["regressed_rows"]) - limit
-            shown = ", ".join(item["regressed_rows"][:limit]) + (f" (+{more})" if more > 0 else "")
-            lines.append(f"  regressed rows: {shown}")
-        if item["improved_rows"]:
-            more = len(item["improved_rows"]) - limit
-            shown = ", ".join(item["improved_rows"][:limit]) + (f" (+{more})" if more > 0 else "")
-            lines.append(f"  improved rows: {shown}")
-        lines.append("")
-    latency = report["latency"]
-    lines.append(
-        f"task seconds per row (mean) {latency['baseline']['mean_seconds'] or 0:.3f} -> "
-        f"{latency['candidate']['mean_seconds'] or 0:.3f}"
-    )
-    cost = report["cost"]
-    for key in ("judge_calls", "judge_tokens", "judge_cost_usd"):
-        before, after = cost["baseline"].get(key), cost["candidate"].get(key)
-        if before is not None or after is not None:
-            lines.append(f"{key.replace('_', ' ')} {before} -> {after}")
-    errors = report["errors"]
-    if errors["baseline"] or errors["candidate"]:
-        lines.append(
-            f"rows that failed to run or score {errors['baseline']} -> {errors['candidate']} "
-            "(left out of the comparison)"
-        )
-    return "\n".join(lines)
+__all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
@@ -120,6 +49,14 @@ def run(args: argparse.Namespace) -> int:
     gated = args.fail_on_regression or args.fail_on_hard_break
     result, reasons = comparison.gate(hard_breaks=args.fail_on_hard_break)
     report = comparison.as_dict()
+    if args.html:
+        try:
+            with open(args.html, "w", encoding="utf-8") as out:
+                out.write(render_comparison_html(report))
+        except OSError as error:
+            raise UsageError(
+                f"cannot write --html {args.html}: {error.strerror or error}"
+            ) from None
     if args.json:
         report["gate"] = {"result": result, "reasons": reasons, "enforced": gated}
         print(json.dumps(report))
@@ -184,5 +121,11 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--seed", type=int, default=0, help="the bootstrap's seed (default: 0)")
     parser.add_argument(
         "--json", action="store_true", help="print the comparison as one JSON object"
+    )
+    parser.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write the comparison as a self-contained page: regressions first, each changed "
+        "row's two outputs side by side",
     )
     parser.set_defaults(run=run)

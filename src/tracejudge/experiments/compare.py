@@ -101,6 +101,9 @@ class Comparison:
     cost: dict[str, Any]
     latency: dict[str, Any]
     errors: dict[str, int]
+    #: The rows that regressed or improved somewhere: their input and expected output, and
+    #: each run's output, trace id and verdicts (of the first repeat), to show side by side.
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def gate(self, *, hard_breaks: bool = False) -> tuple[GateResult, list[str]]:
         """fail (a regression, or with `hard_breaks` a hard break), else inconclusive
@@ -255,6 +258,36 @@ def _verdict(
     return "unchanged", change
 
 
+def _row_side(result: RowResult | None) -> dict[str, Any] | None:
+    if result is None:
+        return None
+    return {
+        "output": result.output,
+        "error": result.error,
+        "trace_id": result.trace_id,
+        "seconds": result.seconds,
+        "scores": [asdict(score) for score in result.scores],
+    }
+
+
+def _changed_rows(
+    criteria: list[CriterionComparison], baseline: StoredRun, candidate: StoredRun
+) -> dict[str, dict[str, Any]]:
+    changed = {r for c in criteria for r in (*c.regressed_rows, *c.improved_rows)}
+    first_before = {r.id: r for r in reversed(baseline.results) if r.id in changed}
+    first_after = {r.id: r for r in reversed(candidate.results) if r.id in changed}
+    found: dict[str, dict[str, Any]] = {}
+    for row in sorted(changed):
+        either = first_after.get(row) or first_before.get(row)
+        found[row] = {
+            "input": either.input if either else None,
+            "expected": either.expected if either else None,
+            "baseline": _row_side(first_before.get(row)),
+            "candidate": _row_side(first_after.get(row)),
+        }
+    return found
+
+
 def _cost(run: StoredRun) -> dict[str, Any]:
     return dict(run.record.cost)
 
@@ -313,4 +346,5 @@ def compare_runs(
             "baseline": sum(r.error is not None for r in baseline.results),
             "candidate": sum(r.error is not None for r in candidate.results),
         },
+        rows=_changed_rows(criteria, baseline, candidate),
     )
