@@ -169,3 +169,28 @@ def test_bad_usage_names_the_problem(project: Path) -> None:
     assert "does not define dataset, task, criteria" in run.stderr
     compare = tracejudge("compare", "nowhere", "runs", url="", cwd=project)
     assert compare.returncode == 2 and "is not a run directory" in compare.stderr
+
+
+def test_compare_reads_two_score_outputs_of_the_same_traces(project: Path) -> None:
+    with ScriptedLLMServer(default=adder_model()) as good:
+        assert (
+            tracejudge(
+                "run", "experiment.py", "--out", "r", url=good.base_url, cwd=project
+            ).returncode
+            == 0
+        )
+    # the run's traces are MultiAgentTrace lines: `score` reads them as they are
+    for out in ("a.jsonl", "b.jsonl"):
+        scored = tracejudge(
+            "score", "r/traces.jsonl", "--check", "final_answer", "--out", out, url="", cwd=project
+        )
+        assert scored.returncode == 0, scored.stderr
+    report = tracejudge("compare", "a.jsonl", "b.jsonl", "--json", url="", cwd=project)
+    assert report.returncode == 0, report.stderr
+    (item,) = json.loads(report.stdout)["criteria"]
+    assert (item["criterion"], item["paired_rows"], item["verdict"]) == (
+        "final_answer",
+        40,
+        "unchanged",
+    )
+    assert item["baseline"]["pass_rate"] == 1.0

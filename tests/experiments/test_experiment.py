@@ -52,8 +52,8 @@ def test_a_run_traces_scores_and_records_every_row(
     assert [r.id for r in stored.results] == [f"q{i}" for i in range(6)]
     assert stored.results[1].output == "3" and stored.results[1].expected == "2"
     traces = [json.loads(line) for line in (tmp_path / "run" / "traces.jsonl").open()]
-    assert len(traces) == 6
-    assert traces[0]["trace"]["agent_instance_by_id"]
+    assert [t["trace_id"] for t in traces] == [r.trace_id for r in stored.results]
+    assert all(t["agent_instance_by_id"] for t in traces)
 
 
 def test_an_async_task_repeats_and_a_task_that_raises(

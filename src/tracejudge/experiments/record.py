@@ -10,7 +10,8 @@ A run directory holds:
   `input`, `expected`, `output` (or `error`), `seconds`, `trace_id`, `models`,
   `judge_cost_usd`, and `scores`: per agent name and criterion the `score`, the `bar`,
   `passed` (None: not applicable or not evaluated) and the `explanation`.
-- `traces.jsonl`: each row's trace (`{"id", "repeat", "trace"}`, a MultiAgentTrace).
+- `traces.jsonl`: each row's trace, a MultiAgentTrace per line in the rows' order, linked
+  to its row by `trace_id` (so `tracejudge score runs/x/traces.jsonl` reads it as it is).
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ __all__ = [
     "StoredRun",
     "git_state",
     "read_run",
+    "read_score_lines",
     "write_run",
 ]
 
@@ -138,7 +140,7 @@ def write_run(
     directory: Path,
     record: RunRecord,
     results: Iterable[RowResult],
-    traces: Iterable[tuple[str, int, dict[str, Any]]] = (),
+    traces: Iterable[dict[str, Any]] = (),
 ) -> None:
     """Write a run to `directory` (made if missing; its files replaced)."""
     directory.mkdir(parents=True, exist_ok=True)
@@ -149,16 +151,20 @@ def write_run(
                 line[key] = _plain(line[key])
             out.write(json.dumps(line) + "\n")
     with open(directory / TRACES_FILE, "w", encoding="utf-8") as out:
-        for row_id, repeat, trace in traces:
-            out.write(json.dumps({"id": row_id, "repeat": repeat, "trace": trace}) + "\n")
+        for trace in traces:
+            out.write(json.dumps(trace) + "\n")
     record_dict = asdict(record)
     record_dict["params"] = {k: _plain(v) for k, v in record.params.items()}
     (directory / RUN_FILE).write_text(json.dumps(record_dict, indent=2) + "\n", encoding="utf-8")
 
 
 def read_run(directory: str | Path) -> StoredRun:
-    """The run in `directory`. Raises `BadRequestError` naming the file and the problem."""
+    """The run in `directory`, or the result lines `tracejudge score --out` wrote (a file:
+    each trace a row, paired by trace id, so two scorings of the same traces compare).
+    Raises `BadRequestError` naming the file and the problem."""
     path = Path(directory)
+    if path.is_file():
+        return read_score_lines(path)
     run_file = path / RUN_FILE
     if not run_file.is_file():
         raise BadRequestError(
@@ -185,3 +191,41 @@ def _read_rows(path: Path) -> Iterator[RowResult]:
             yield RowResult.from_dict(json.loads(line))
         except (ValueError, TypeError) as error:
             raise BadRequestError(f"{path}, line {number}: not a row result ({error})") from None
+
+
+def read_score_lines(path: Path) -> StoredRun:
+    """`tracejudge score --out` lines as a run: a row per trace id, each agent name's
+    verdict its worst instance's score against the line's bar."""
+    by_trace: dict[str, list[AgentScore]] = {}
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except OSError as error:
+        raise BadRequestError(f"cannot read {path}: {error.strerror or error}") from None
+    for number, text in enumerate(lines, start=1):
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+            trace_id, criterion = str(line["trace_id"]), str(line["criterion"])
+            bar = float(line.get("fail_under", 0.5))
+            agents = line["agents"].values()
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
+            raise BadRequestError(
+                f"{path}, line {number}: neither a run directory nor `tracejudge score --out` "
+                f"lines ({type(error).__name__}: {error})"
+            ) from None
+        worst: dict[str, float | None] = {}
+        for agent in agents:
+            score, name = agent.get("score"), str(agent.get("name"))
+            known = worst.get(name)
+            if score is None:
+                worst.setdefault(name, None)
+            elif known is None or score < known:
+                worst[name] = float(score)
+        by_trace.setdefault(trace_id, []).extend(
+            AgentScore(name, criterion, score, bar, None if score is None else score >= bar)
+            for name, score in worst.items()
+        )
+    results = [RowResult(t, 0, None, None, None, 0.0, scores) for t, scores in by_trace.items()]
+    record = RunRecord(name=path.name, started_at="", rows=len(results))
+    return StoredRun(record, results, path)

@@ -17,6 +17,7 @@ import contextvars
 import inspect
 import json
 import time
+import uuid
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -133,11 +134,15 @@ def _with_task_call(trace: MultiAgentTrace, row: Row, output: Any) -> MultiAgent
             output_messages=[LLMOutput(content=_text(output))],
         )
         update["interactions"] = [call, *root.interactions]
+    if trace.trace_id is None:  # no span was seen: an id of its own, to link row and trace
+        update_trace: dict[str, Any] = {"trace_id": uuid.uuid4().hex}
+    else:
+        update_trace = {}
     if not update:
-        return trace
+        return trace.model_copy(update=update_trace) if update_trace else trace
     agents: dict[str, AgentInstance] = dict(trace.agent_instance_by_id)
     agents[root.id] = root.model_copy(update=update)
-    return trace.model_copy(update={"agent_instance_by_id": agents})
+    return trace.model_copy(update={"agent_instance_by_id": agents, **update_trace})
 
 
 def _models(trace: MultiAgentTrace) -> list[str]:
@@ -237,7 +242,7 @@ async def run_experiment(
             result, trace = await _run_row(service, task, agent, row, repeat, chosen, threads)
         results[row.id, repeat] = result
         if trace is not None:
-            traces[row.id, repeat] = trace.model_dump(mode="json")
+            traces[row.id, repeat] = trace.to_wire()  # with its trace_id
         done += 1
         if progress is not None:
             progress(done, len(work))
@@ -256,8 +261,8 @@ async def run_experiment(
         "task_seconds": round(sum(result.seconds for result in ordered), 6),
     }
     where = Path(directory) if directory is not None else _new_directory(run_name, started)
-    stored_traces = [
-        (k[0], k[1], traces[k]) for row, repeat in work if (k := (row.id, repeat)) in traces
+    stored_traces = [  # in the rows' order
+        traces[row.id, repeat] for row, repeat in work if (row.id, repeat) in traces
     ]
     write_run(where, record, ordered, stored_traces)
     return StoredRun(record, ordered, where)
