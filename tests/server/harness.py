@@ -21,6 +21,11 @@ from typing import Any
 import httpx
 
 from tests.server.postgres import free_port
+from tracejudge.evaluation import build_judge
+from tracejudge.server.app import judge_settings  # imported with the tests, not in one's call
+from tracejudge.server.background import BackgroundServer
+from tracejudge.server.config import parse_config
+from tracejudge.server.main import startup_line
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 #: The key the test servers require.
@@ -86,7 +91,7 @@ class InProcessServer:
         self.url = ""
         #: The line `tracejudge serve` prints first (where, with what judge, what access).
         self.first_line = ""
-        self._background: Any = None
+        self._background: BackgroundServer | None = None
         self._handler: logging.Handler | None = None
 
     @property
@@ -94,12 +99,6 @@ class InProcessServer:
         return {"API-Key": self.api_key} if self.api_key else {}
 
     def start(self) -> InProcessServer:
-        from tracejudge.evaluation import build_judge
-        from tracejudge.server.app import judge_settings
-        from tracejudge.server.background import BackgroundServer
-        from tracejudge.server.config import parse_config
-        from tracejudge.server.main import startup_line
-
         argv = server_argv(self.db, port=0, api_key=self.api_key, judge=self.judge)
         config = parse_config(argv + self.args, {})
         judge = None

@@ -169,7 +169,7 @@ def test_a_malformed_fragment_never_breaks_the_page(
 @needs_chromium
 def test_a_huge_trace_is_paged_and_any_step_is_one_link_away(site: Site, tmp_path: Path) -> None:
     with Browser(tmp_path / "profile") as tab:
-        seconds = tab.load(f"{site.url}/ui/traces/{site.huge}")
+        tab.load(f"{site.url}/ui/traces/{site.huge}")  # its speed: benchmarks/trace_page.py
         assert tab.console == []
         assert tab.evaluate("document.querySelectorAll('.tl-row:not(.head)').length") == 200
         # a row per agent (151), model call (150 x 32) and tool run (150 x 31)
@@ -185,7 +185,6 @@ def test_a_huge_trace_is_paged_and_any_step_is_one_link_away(site: Site, tmp_pat
         top = tab.evaluate(f"{step}.getBoundingClientRect().top")
         assert -1 < top < HEIGHT  # scrolled to its start (to a fraction of a pixel)
         assert tab.console == []
-    assert seconds < 10  # not a benchmark (see benchmarks/trace_page.py): a sanity bound
 
 
 def test_a_stored_trace_reads_back_the_same_with_its_repeated_inputs_shared(site: Site) -> None:
