@@ -19,6 +19,8 @@ from tests.server.harness import API_KEY, ServerProcess
 from tests.server.postgres import free_port
 from tests.test_demo import _command, _demo, _environment
 
+pytestmark = pytest.mark.heavy("`tracejudge demo --serve/--to` as processes")
+
 #: How long the demo may take to print its page on this (shared, slow) machine.
 STARTUP_TIMEOUT = 120.0
 

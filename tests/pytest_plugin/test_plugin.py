@@ -24,6 +24,8 @@ from tracejudge.checks import check
 from tracejudge.pytest_plugin import TraceAssertionError, assert_trace
 from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
 
+pytestmark = pytest.mark.heavy("pytester runs pytest on a test file")
+
 WEATHER_TOOL = {
     "type": "function",
     "function": {

@@ -23,6 +23,8 @@ PROGRAM = """
 from opentelemetry import trace
 from tracejudge import ComposoTracer
 
+pytestmark = pytest.mark.heavy("a traced program as a process, exiting")
+
 ComposoTracer.init(otlp=True)
 tracer = trace.get_tracer("dead-collector-test")
 for n in range(3000):
