@@ -4,14 +4,24 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
-)
+
+
+def needs_chromium(test: Callable[..., Any]) -> Callable[..., Any]:
+    """A test of a page in headless Chromium: skipped, saying why, without it; `heavy`
+    (tests/speed.py), since loading, clicking and drawing a page takes seconds."""
+    test = pytest.mark.heavy("a page in headless Chromium")(test)
+    return pytest.mark.skipif(
+        CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
+    )(test)
+
+
 #: Every screenshot a test takes is kept here (TRACEJUDGE_TEST_ARTIFACTS moves it).
 ARTIFACTS = Path(
     os.environ.get("TRACEJUDGE_TEST_ARTIFACTS")

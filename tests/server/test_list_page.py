@@ -29,6 +29,9 @@ from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.store import open_store
 
+# the module's planted traffic (a program per store) is sent once, on one worker
+pytestmark = pytest.mark.xdist_group("list-page")
+
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 2 * len(FAULTS)
 _ROW = re.compile(r'<tr class="(failed|ok)"><td><a href="/ui/traces/([0-9a-f]+)">')

@@ -30,6 +30,9 @@ from tracejudge.server.config import ServerConfig
 from tracejudge.server.stored import read_trace
 from tracejudge.testing import ScriptedLLMServer
 
+# the module's site (a trace of 150 agents) is built once, on one worker
+pytestmark = pytest.mark.xdist_group("trace-page")
+
 
 def _store(db: str, trace: MultiAgentTrace, criteria: list[object]) -> str:
     """Save `trace` with its scores on `criteria`, as the server does for a posted trace."""
