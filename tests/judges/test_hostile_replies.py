@@ -2,13 +2,14 @@
 
 Reading a reply is linear in its length, never raises anything but the documented errors,
 and runs off the event loop so other calls on the same client go on meanwhile. Time is
-measured as growth (a reply four times longer takes about four times as long, not
-sixteen: tests/timing.py); memory bounds are generous: they catch unbounded behaviour.
+measured as growth (a reply eight times longer takes about eight times as long, not
+sixty-four: tests/timing.py); memory bounds are generous: they catch unbounded behaviour.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import tracemalloc
@@ -38,15 +39,17 @@ HOSTILE = {
 }
 
 
-def _refused(text: str) -> None:
-    with pytest.raises(ReplyError):
+def _read(text: str) -> None:
+    with contextlib.suppress(ReplyError):
         extract_object(text, keys=("score", "explanation"))
 
 
 @pytest.mark.parametrize(("build", "size"), list(HOSTILE.values()), ids=list(HOSTILE))
 def test_hostile_replies_are_refused_in_linear_time(build: Any, size: int) -> None:
-    # a quarter of the size, then the size itself: refused both times, in linear time
-    assert growth(_refused, size // 4, make=build) < LINEAR
+    with pytest.raises(ReplyError):
+        extract_object(build(size), keys=("score", "explanation"))
+    # an eighth of the size, then the size itself: linear time (or better)
+    assert growth(_read, size // 8, make=build) < LINEAR
 
 
 def test_20k_unclosed_think_tags_cost_no_rescans() -> None:
@@ -54,7 +57,7 @@ def test_20k_unclosed_think_tags_cost_no_rescans() -> None:
         return "<think>" * n + '{"explanation": "fine", "score": 7}'
 
     assert extract_object(think_tags(20_000), keys=("score",)).value["score"] == 7
-    assert growth(lambda text: extract_object(text, keys=("score",)), 5_000, make=think_tags) < (
+    assert growth(lambda text: extract_object(text, keys=("score",)), 2_500, make=think_tags) < (
         LINEAR
     )
 
@@ -71,7 +74,7 @@ def test_a_20mb_reply_is_read_in_bounded_time_and_memory() -> None:
     finally:
         tracemalloc.stop()
     assert found.value["score"] == 5
-    assert growth(lambda t: extract_object(t, keys=("score",)), 5_000_000, make=reply) < LINEAR
+    assert growth(lambda t: extract_object(t, keys=("score",)), 2_500_000, make=reply) < LINEAR
     # The parsed explanation plus one copy of the object: not the ~135 bytes per reply byte
     # the trailing-comma rewrite used to cost.
     assert peak < 4 * len(text), f"{peak / 1e6:.0f} MB for a {len(text) / 1e6:.0f} MB reply"

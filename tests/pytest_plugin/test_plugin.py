@@ -13,6 +13,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+pytestmark = pytest.mark.heavy("pytester runs pytest on a test file")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 USER_TESTS = '''
@@ -23,8 +25,6 @@ from tracejudge import AgentTracer, checks
 from tracejudge.checks import check
 from tracejudge.pytest_plugin import TraceAssertionError, assert_trace
 from tracejudge.testing import Reply, ScriptedLLMServer, ToolCall
-
-pytestmark = pytest.mark.heavy("pytester runs pytest on a test file")
 
 WEATHER_TOOL = {
     "type": "function",

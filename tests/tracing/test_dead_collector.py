@@ -15,6 +15,8 @@ import pytest
 
 from tracejudge.tracing._export import DEFAULT_REQUEST_TIMEOUT, otlp_processor
 
+pytestmark = pytest.mark.heavy("a traced program as a process, exiting")
+
 REPO = Path(__file__).resolve().parents[2]
 
 # A program that traces 3,000 spans (six batches: the SDK's defaults would make it wait 10 s
@@ -22,8 +24,6 @@ REPO = Path(__file__).resolve().parents[2]
 PROGRAM = """
 from opentelemetry import trace
 from tracejudge import ComposoTracer
-
-pytestmark = pytest.mark.heavy("a traced program as a process, exiting")
 
 ComposoTracer.init(otlp=True)
 tracer = trace.get_tracer("dead-collector-test")
