@@ -1,8 +1,11 @@
 """Headless Chromium driven over the DevTools protocol, for tests that measure or click a
 page: where an element is, what the console said, what a click reveals.
 
-`Browser(profile)` starts Debian's chromium (tests/chromium.py finds it) with a DevTools
-port of its own, and talks to its one tab over a WebSocket (websocket-client):
+One Chromium (Debian's; tests/chromium.py finds it) runs per test process (per xdist
+worker), started on first use and stopped at exit. `Browser(profile)` opens a tab of its
+own in a browser context of its own (cookies, storage, cache and credentials as fresh as
+a new profile's; `profile` is kept for the callers' sake) and talks to it over a WebSocket
+(websocket-client); leaving the block closes the tab and its context:
 
     with Browser(tmp_path / "profile") as tab:
         tab.load(url)
@@ -12,17 +15,19 @@ port of its own, and talks to its one tab over a WebSocket (websocket-client):
 
 from __future__ import annotations
 
+import atexit
 import base64
 import contextlib
 import json
 import os
+import shutil
 import signal
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
 
-import httpx
 import websocket
 
 from tests.chromium import CHROMIUM
@@ -35,24 +40,13 @@ class BrowserError(AssertionError):
     """Chromium did not start, or a DevTools command failed."""
 
 
-class Browser:
-    """One headless Chromium with one tab; a context manager that closes it."""
+class _Chromium:
+    """The test process's one headless Chromium and its browser-level DevTools socket."""
 
-    def __init__(self, profile: Path, *, width: int = WIDTH, height: int = HEIGHT) -> None:
-        self.profile = profile
-        self.width, self.height = width, height
-        self.process: subprocess.Popen[bytes] | None = None
-        self.socket: websocket.WebSocket | None = None
-        self.console: list[str] = []
-        self._events: list[dict[str, Any]] = []
-        self._next_id = 0
-
-    # ------------------------------------------------------------------ start and stop
-    def __enter__(self) -> Browser:
+    def __init__(self) -> None:
         assert CHROMIUM is not None
-        self.profile.mkdir(parents=True, exist_ok=True)
+        self.profile = Path(tempfile.mkdtemp(prefix="tracejudge-chromium-"))
         port_file = self.profile / "DevToolsActivePort"
-        port_file.unlink(missing_ok=True)
         self.process = subprocess.Popen(
             [
                 CHROMIUM,
@@ -63,54 +57,122 @@ class Browser:
                 "--remote-debugging-port=0",
                 "--remote-allow-origins=*",
                 f"--user-data-dir={self.profile}",
-                f"--window-size={self.width},{self.height}",
+                f"--window-size={WIDTH},{HEIGHT}",
                 "about:blank",
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.DEVNULL,
             start_new_session=True,  # its helpers in one group, stopped together
         )
+        self._next_id = 0
         try:
-            self._connect(port_file)
+            deadline = time.monotonic() + 30
+            while not port_file.exists() or len(port_file.read_text().split()) < 2:
+                if self.process.poll() is not None:
+                    raise BrowserError(f"chromium exited with {self.process.returncode}")
+                if time.monotonic() > deadline:
+                    raise BrowserError("chromium did not open its DevTools port")
+                time.sleep(0.02)
+            self.port, path = port_file.read_text().split()[:2]
+            self.socket = websocket.create_connection(
+                f"ws://127.0.0.1:{self.port}{path}", timeout=60
+            )
+        except BaseException:
+            self.close()
+            raise
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def send(self, method: str, **params: Any) -> dict[str, Any]:
+        """A browser-level command (tabs and contexts); events in between are dropped."""
+        self._next_id += 1
+        number = self._next_id
+        self.socket.send(json.dumps({"id": number, "method": method, "params": params}))
+        while True:
+            message = json.loads(self.socket.recv())
+            if message.get("id") == number:
+                if "error" in message:
+                    raise BrowserError(f"{method}: {message['error']}")
+                return message.get("result", {})
+
+    def close(self) -> None:
+        with contextlib.suppress(Exception):
+            self.send("Browser.close")
+        with contextlib.suppress(Exception):
+            self.socket.close()
+        try:
+            self.process.wait(10)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(10)
+        shutil.rmtree(self.profile, ignore_errors=True)
+
+
+_shared: _Chromium | None = None
+
+
+def shared_chromium() -> _Chromium:
+    """This process's Chromium, started on first use (again if it died)."""
+    global _shared
+    if _shared is None or not _shared.alive():
+        _shared = _Chromium()
+        atexit.register(_shared.close)
+    return _shared
+
+
+class Browser:
+    """One tab, in a browser context of its own, of the process's headless Chromium; a
+    context manager that closes both."""
+
+    def __init__(self, profile: Path, *, width: int = WIDTH, height: int = HEIGHT) -> None:
+        self.profile = profile
+        self.width, self.height = width, height
+        self.socket: websocket.WebSocket | None = None
+        self.console: list[str] = []
+        self._events: list[dict[str, Any]] = []
+        self._next_id = 0
+        self._chromium: _Chromium | None = None
+        self._context = self._target = ""
+
+    # ------------------------------------------------------------------ start and stop
+    def __enter__(self) -> Browser:
+        self._chromium = chromium = shared_chromium()
+        self._context = chromium.send("Target.createBrowserContext")["browserContextId"]
+        try:
+            self._target = chromium.send(
+                "Target.createTarget", url="about:blank", browserContextId=self._context
+            )["targetId"]
+            self.socket = websocket.create_connection(
+                f"ws://127.0.0.1:{chromium.port}/devtools/page/{self._target}", timeout=60
+            )
+            for domain in ("Page", "Runtime", "Log"):
+                self.send(f"{domain}.enable")
+            self.send(
+                "Emulation.setDeviceMetricsOverride",
+                width=self.width,
+                height=self.height,
+                deviceScaleFactor=1,
+                mobile=False,
+            )
         except BaseException:
             self.__exit__()
             raise
         return self
 
-    def _connect(self, port_file: Path, timeout: float = 30.0) -> None:
-        deadline = time.monotonic() + timeout
-        while not port_file.exists() or not port_file.read_text().strip():
-            if self.process is not None and self.process.poll() is not None:
-                raise BrowserError(f"chromium exited with {self.process.returncode}")
-            if time.monotonic() > deadline:
-                raise BrowserError("chromium did not open its DevTools port")
-            time.sleep(0.05)
-        port = port_file.read_text().split()[0]
-        tabs = httpx.get(f"http://127.0.0.1:{port}/json/list", timeout=10).json()
-        (tab,) = [t for t in tabs if t.get("type") == "page"]
-        self.socket = websocket.create_connection(tab["webSocketDebuggerUrl"], timeout=60)
-        for domain in ("Page", "Runtime", "Log"):
-            self.send(f"{domain}.enable")
-        self.send(
-            "Emulation.setDeviceMetricsOverride",
-            width=self.width,
-            height=self.height,
-            deviceScaleFactor=1,
-            mobile=False,
-        )
-
     def __exit__(self, *exc: object) -> None:
         if self.socket is not None:
             with contextlib.suppress(Exception):
-                self.send("Browser.close")
-            with contextlib.suppress(Exception):
                 self.socket.close()
-        if self.process is not None:
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait(10)
+            self.socket = None
+        chromium = self._chromium
+        if chromium is not None and chromium.alive():
+            if self._target:
+                with contextlib.suppress(BrowserError):
+                    chromium.send("Target.closeTarget", targetId=self._target)
+            with contextlib.suppress(BrowserError):
+                chromium.send("Target.disposeBrowserContext", browserContextId=self._context)
+        self._chromium = None
 
     # ------------------------------------------------------------------ the protocol
     def send(self, method: str, **params: Any) -> dict[str, Any]:

@@ -4,15 +4,24 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-needs_chromium = pytest.mark.skipif(
-    CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
-)
+
+
+def needs_chromium(test: Callable[..., Any]) -> Callable[..., Any]:
+    """A test of a page in headless Chromium: skipped, saying why, without it; `heavy`
+    (tests/speed.py), since loading, clicking and drawing a page takes seconds."""
+    test = pytest.mark.heavy("a page in headless Chromium")(test)
+    return pytest.mark.skipif(
+        CHROMIUM is None, reason="headless Chromium is not installed (apt-get install chromium)"
+    )(test)
+
+
 #: Every screenshot a test takes is kept here (TRACEJUDGE_TEST_ARTIFACTS moves it).
 ARTIFACTS = Path(
     os.environ.get("TRACEJUDGE_TEST_ARTIFACTS")
@@ -21,27 +30,21 @@ ARTIFACTS = Path(
 
 
 def chromium(url: str, profile: Path, *extra: str) -> tuple[str, str]:
-    """(stdout, console messages) of headless Chromium loading `url`."""
-    assert CHROMIUM is not None
-    done = subprocess.run(
-        [
-            CHROMIUM,
-            "--headless",
-            "--no-sandbox",
-            "--disable-gpu",
-            "--enable-logging=stderr",
-            "--v=0",
-            f"--user-data-dir={profile}",
-            "--window-size=1200,1600",
-            *extra,
-            url,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=90,
-    )
-    console = "\n".join(line for line in done.stderr.splitlines() if ":CONSOLE" in line)
-    return done.stdout, console
+    """(the page's DOM, its console messages) once `url` has loaded in headless Chromium,
+    1200 x 1600 px, as `chromium --dump-dom` gives them; `--screenshot=PATH` in `extra`
+    also saves the viewport as a PNG there. A tab of the process's one Chromium
+    (tests/cdp.py), in a context of its own: as fresh as a new profile."""
+    from tests.cdp import Browser
+
+    unknown = [e for e in extra if e != "--dump-dom" and not e.startswith("--screenshot=")]
+    assert not unknown, f"chromium(): only --dump-dom and --screenshot=PATH, not {unknown}"
+    with Browser(profile, width=1200, height=1600) as tab:
+        tab.load(url)
+        dom = str(tab.evaluate("document.documentElement.outerHTML"))
+        for option in extra:
+            if option.startswith("--screenshot="):
+                tab.screenshot(Path(option.removeprefix("--screenshot=")))
+        return dom, "\n".join(tab.console)
 
 
 def keep(shot: Path) -> None:

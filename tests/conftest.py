@@ -5,6 +5,10 @@ chat completions wrapped, so a second instrument() records every call twice), so
 `composo_tracing` calls `ComposoTracer.init(instruments=Instruments.OPENAI)` once per pytest
 process. Tests that need raw spans should take them from an `AgentTracer` (``tracer.spans``)
 or add a processor of their own for the test's duration, never instrument again.
+
+Speed (tests/speed.py, tests/README.md): a test's call over 3 s fails unless marked
+`@pytest.mark.heavy("why")`; Hypothesis's example counts come from a profile
+(TRACEJUDGE_HYPOTHESIS_PROFILE); `xdist_group` marks keep tests off each other's worker.
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from tracejudge.testing import ScriptedLLMServer
 from tracejudge.tracing import ComposoTracer, Instruments
+
+pytest_plugins = ["tests.speed"]
 
 
 @pytest.fixture(scope="session")

@@ -21,6 +21,8 @@ from tests.server.harness import verdict
 from tracejudge.cli._demo_program import scripted_replies
 from tracejudge.testing import Reply, ScriptedLLMServer
 
+pytestmark = pytest.mark.heavy("the `tracejudge demo` command end to end")
+
 SCRIPT = Path(sys.executable).parent / "tracejudge"
 
 

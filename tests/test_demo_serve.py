@@ -15,9 +15,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from tests.server.harness import API_KEY, ServerProcess
+from tests.server.harness import API_KEY, InProcessServer
 from tests.server.postgres import free_port
 from tests.test_demo import _command, _demo, _environment
+
+pytestmark = pytest.mark.heavy("`tracejudge demo --serve/--to` as processes")
 
 #: How long the demo may take to print its page on this (shared, slow) machine.
 STARTUP_TIMEOUT = 120.0
@@ -138,10 +140,10 @@ def test_serve_flags_without_serve_and_json_with_serve_are_usage_errors(tmp_path
 
 
 @pytest.fixture(scope="module")
-def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """`python -m tracejudge.server` (uvicorn) with an API key and its own store."""
+def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    """A server (uvicorn, in a thread) with an API key and its own store."""
     db = tmp_path_factory.mktemp("server") / "server.db"
-    server = ServerProcess(str(db)).start()
+    server = InProcessServer(str(db)).start()
     try:
         yield server
     finally:
@@ -149,7 +151,7 @@ def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 
 def test_to_sends_the_trace_to_a_running_keyed_server(
-    tmp_path: Path, keyed_server: ServerProcess
+    tmp_path: Path, keyed_server: InProcessServer
 ) -> None:
     done = _demo(
         "--to", f"{keyed_server.url}/", tmp_path=tmp_path, env={"TRACEJUDGE_API_KEY": API_KEY}
@@ -172,7 +174,7 @@ def test_to_sends_the_trace_to_a_running_keyed_server(
 
 
 def test_to_with_a_wrong_or_missing_key_says_so_without_printing_it(
-    tmp_path: Path, keyed_server: ServerProcess
+    tmp_path: Path, keyed_server: InProcessServer
 ) -> None:
     wrong = _demo("--to", keyed_server.url, "--api-key", "not-the-key", tmp_path=tmp_path)
     assert wrong.returncode == 2

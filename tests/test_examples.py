@@ -20,7 +20,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.harness import API_KEY, ServerProcess, wait_for
+from tests.server.harness import API_KEY, QUIET_SECONDS, InProcessServer, wait_for
+
+pytestmark = pytest.mark.heavy("each example runs as a program of its own")
 
 ROOT = Path(__file__).parent.parent
 EXAMPLES = sorted((ROOT / "examples").glob("*.py"))
@@ -114,17 +116,17 @@ def test_a_framework_example_without_its_framework_fails_in_one_line(
 
 
 @pytest.fixture(scope="module")
-def otlp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    """A keyed server that converts a trace 0.5 s after its last span."""
+def otlp_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    """A keyed server (in a thread) that converts a trace its quiet period after its last span."""
     db = tmp_path_factory.mktemp("otlp") / "server.db"
-    server = ServerProcess(str(db), args=["--trace-quiet-seconds", "0.5"]).start()
+    server = InProcessServer(str(db), args=["--trace-quiet-seconds", QUIET_SECONDS]).start()
     try:
         yield server
     finally:
         server.stop()
 
 
-def _trace_ids(server: ServerProcess) -> set[str]:
+def _trace_ids(server: InProcessServer) -> set[str]:
     with server.client() as client:
         listed = client.get("/api/v1/traces", params={"limit": 200}).json()["traces"]
     return {t["trace_id"] for t in listed}
@@ -132,7 +134,7 @@ def _trace_ids(server: ServerProcess) -> set[str]:
 
 @pytest.mark.parametrize("example", TRACING_EXAMPLES, ids=[e.name for e in TRACING_EXAMPLES])
 def test_example_sends_its_trace_to_the_otlp_endpoint(
-    example: Path, otlp_server: ServerProcess
+    example: Path, otlp_server: InProcessServer
 ) -> None:
     _skip_without_framework(example)
     before = _trace_ids(otlp_server)

@@ -23,7 +23,8 @@ from tracejudge.models import (
     interactions_from_messages,
 )
 
-PROPERTIES = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The example count comes from the Hypothesis profile (tests/speed.py).
+PROPERTIES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 ANSWER = {"role": "assistant", "content": "Paris."}
 
 

@@ -12,7 +12,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tracejudge.testing import Reply, ScriptedLLMServer
+
+pytestmark = pytest.mark.heavy("the README's example as a program of its own")
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -11,6 +11,8 @@ import pytest
 from tests.batch.conftest import FIXTURES, tracejudge
 from tracejudge.models import MAX_CRITERION_LENGTH
 
+pytestmark = pytest.mark.heavy("the CLI commands as processes")
+
 # A judge at a loopback address that nothing answers: these commands stop before a call.
 _JUDGE = ["--judge", "openai:scripted-model"]
 _JUDGE_URL = "http://127.0.0.1:9/v1"

@@ -136,6 +136,7 @@ def test_reward_functions_in_a_batch() -> None:
     assert results[1].error_type == "RuntimeError"
 
 
+@pytest.mark.heavy("the rubric command as a process")
 def test_the_rubric_command(judge, tmp_path: Path) -> None:
     dataset = tmp_path / "data.jsonl"
     lines = [

@@ -75,6 +75,7 @@ def test_a_directory_of_every_format_gives_one_line_per_trace_and_criterion(
     assert "researcher" in table and "median" in table and "4 traces" in table
 
 
+@pytest.mark.heavy("the score command as processes")
 def test_standard_input_gzip_and_exit_codes(tmp_path: Path, demo_trace: Path, capsys) -> None:
     data = gzip.compress((FIXTURES / "openllmetry.pb").read_bytes())
     done = tracejudge("score", "-", "--json-lines", stdin=data)
@@ -139,6 +140,7 @@ def _wait_for_lines(path: Path, count: int, process: subprocess.Popen[bytes]) ->
     raise AssertionError(f"{path} did not reach {count} lines")
 
 
+@pytest.mark.heavy("the score command killed and resumed, as processes")
 def test_resume_after_a_kill_and_after_ctrl_c_scores_every_trace_once(tmp_path: Path) -> None:
     source = tmp_path / "many.jsonl"
     load_benchmark().write_input(source, 400)
@@ -170,6 +172,7 @@ def test_resume_after_a_kill_and_after_ctrl_c_scores_every_trace_once(tmp_path: 
     assert traces == {f"{n:032x}" for n in range(1, 401)}
 
 
+@pytest.mark.heavy("the score command as a process, its memory measured")
 def test_peak_memory_is_bounded_by_the_trace_not_the_input(tmp_path: Path) -> None:
     """Five times the input costs (nearly) no more memory. The benchmark measures the
     full 10,000-trace case; here a generous bound on 1,000 traces (20 MB)."""
@@ -211,6 +214,7 @@ def test_traces_tied_by_span_links_are_scored_as_one_run(tmp_path: Path) -> None
     assert {"weather_agent", "writer"} <= agents
 
 
+@pytest.mark.heavy("the score command as processes")
 def test_every_output_path_is_checked_before_any_trace_is_scored(
     tmp_path: Path, demo_trace: Path
 ) -> None:

@@ -87,6 +87,7 @@ def _inputs() -> list[bytes]:
     return found
 
 
+@pytest.mark.heavy("every fixture line read both ways")
 def test_structs_and_dicts_read_every_line_alike(monkeypatch: pytest.MonkeyPatch) -> None:
     inputs = _inputs()
     typed = [_decoded(data) for data in inputs]

@@ -218,7 +218,9 @@ class _CountingInflaters:
         return Inflater()
 
 
-@pytest.mark.parametrize("members", [2_000, 200_000])
+@pytest.mark.parametrize(
+    "members", [2_000, pytest.param(200_000, marks=pytest.mark.heavy("200,000 gzip members"))]
+)
 def test_many_gzip_members_inflate_in_work_linear_in_the_body(monkeypatch, members) -> None:
     """The intake's own gunzip (#22 item 2) handed each member's inflater the whole rest of
     the body, which copied it again as `unused_data`: 200,000 empty members (3.8 MiB)

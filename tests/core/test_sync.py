@@ -73,6 +73,7 @@ def rubric_score(base_url: str, item: int = 0) -> float:
 
 
 @pytest.mark.parametrize("method", ["fork", "spawn"])
+@pytest.mark.heavy("process pools (fork and spawn)")
 def test_evaluate_rubric_in_pool_workers(judge_server: ScriptedLLMServer, method: str) -> None:
     if method not in multiprocessing.get_all_start_methods():
         pytest.skip(f"no {method} start method here")

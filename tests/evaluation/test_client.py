@@ -425,12 +425,9 @@ def test_checks_need_no_judge() -> None:
 def test_criteria_run_concurrently(judge_server: ScriptedLLMServer, make_judge: MakeJudge) -> None:
     judge_server.default = Reply.text(json.dumps({"explanation": "ok", "score": 5}), delay=0.4)
     with Composo(judge=make_judge(judge_server)) as client:
-        started = time.monotonic()
         results = client.evaluate(messages=CAPITAL, criteria=criteria.rag)
-        elapsed = time.monotonic() - started
     assert len(results) == 4
-    assert judge_server.max_in_flight > 1
-    assert elapsed < 1.2  # four 0.4 s judgements, not one after another
+    assert judge_server.max_in_flight > 1  # judged side by side, not one after another
 
 
 def test_concurrency_is_bounded_by_the_judge(
@@ -500,13 +497,13 @@ def test_request_capture_is_real_http(judge_server: ScriptedLLMServer, client: C
 def test_closing_cancels_unfinished_tasks(
     judge_server: ScriptedLLMServer, make_judge: MakeJudge
 ) -> None:
-    judge_server.default = Reply.text(json.dumps({"explanation": "ok", "score": 5}), delay=2.0)
+    judge_server.default = Reply.text(json.dumps({"explanation": "ok", "score": 5}), delay=60.0)
     client = Composo(judge=make_judge(judge_server))
     submitted = client.evaluate(messages=CAPITAL, criteria=("Reward a", "Reward b"), block=False)
     assert len(submitted) == 2
     started = time.monotonic()
     client.close()
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 60 / 4  # cancelled, not waited for (a minute)
     with pytest.raises(RuntimeError, match="closed"):
         client.get_task(submitted[0]["task_id"])
     client.close()  # closing twice is harmless

@@ -29,7 +29,7 @@ def test_closing_fails_a_call_in_flight_in_another_thread_at_once(
     judge_server: ScriptedLLMServer, make_judge: MakeJudge
 ) -> None:
     slow = json.dumps({"explanation": "late", "applicable": True, "score": 5})
-    judge_server.default = Reply.text(slow, delay=5.0)
+    judge_server.default = Reply.text(slow, delay=60.0)
     client = Composo(judge=make_judge(judge_server))
     outcome: dict[str, Any] = {}
 
@@ -44,9 +44,9 @@ def test_closing_fails_a_call_in_flight_in_another_thread_at_once(
     wait_for_requests(judge_server, 1)
     started = time.monotonic()
     client.close()
-    caller.join(timeout=3)
+    caller.join(timeout=15)
     assert not caller.is_alive(), "the caller still waits on the closed client"
-    assert time.monotonic() - started < 2
+    assert time.monotonic() - started < 60 / 4  # at once, not when the reply came
     assert isinstance(outcome.get("error"), ComposoError)
     assert "closed" in str(outcome["error"])
 

@@ -257,13 +257,10 @@ def test_agents_are_judged_concurrently(judge_server: ScriptedLLMServer, make_ju
 
     judge_server.default = Reply.text('{"explanation": "ok", "score": 6}', delay=0.3)
     with Composo(judge=make_judge(judge_server)) as client:
-        started = time.monotonic()
         client.evaluate_trace(multi_agent_trace(), "Reward goal pursuit")
-        elapsed = time.monotonic() - started
     # Four judged agents at once. (More than five new connections at once can overflow the
     # scripted server's listen backlog and cost a SYN retry of 1 s, so the test stays at 4.)
-    assert judge_server.max_in_flight == 4
-    assert elapsed < 0.9  # four judgements of 0.3 s, not one after another
+    assert judge_server.max_in_flight == 4  # four judgements at once, not one after another
 
 
 async def test_evaluation_service_directly(

@@ -20,7 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.server.harness import API_KEY, ServerProcess, server_env, wait_for
+from tests.server.harness import API_KEY, InProcessServer, ServerProcess, server_env, wait_for
 from tracejudge.server.auth import API_KEY_HEADER
 from tracejudge.server.otlp import routes as otlp_routes
 
@@ -123,7 +123,7 @@ def read_env_file(path: Path) -> dict[str, str]:
 
 @pytest.fixture
 def server(tmp_path: Path) -> Any:
-    process = ServerProcess(
+    process = InProcessServer(
         str(tmp_path / "tj.db"), args=["--trace-quiet-seconds", "0.3"], log=tmp_path / "log"
     ).start()
     yield process
@@ -143,7 +143,7 @@ def _run_app(env: dict[str, str], *args: str) -> None:
     )
 
 
-def _stored_agents(server: ServerProcess) -> set[str]:
+def _stored_agents(server: InProcessServer) -> set[str]:
     with server.client() as http:
         (listed,) = wait_for(
             lambda: http.get("/api/v1/traces", params={"status": "scored"}).json()["traces"],
@@ -152,7 +152,8 @@ def _stored_agents(server: ServerProcess) -> set[str]:
     return set(listed["agents"])
 
 
-def test_the_sdk_env_recipe_sends_to_a_live_server(server: ServerProcess) -> None:
+@pytest.mark.heavy("a traced program as a process, to a server process")
+def test_the_sdk_env_recipe_sends_to_a_live_server(server: InProcessServer) -> None:
     env = read_env_file(EXPORTERS / "sdk.env")
     assert env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"].endswith(TRACES_PATH)
     assert env["OTEL_EXPORTER_OTLP_TRACES_HEADERS"].startswith(f"{API_KEY_HEADER}=")
@@ -164,8 +165,9 @@ def test_the_sdk_env_recipe_sends_to_a_live_server(server: ServerProcess) -> Non
     assert _stored_agents(server) == {"orchestrator", "researcher", "writer"}
 
 
+@pytest.mark.heavy("a server process fed what a collector sends")
 def test_what_the_collector_would_send_is_accepted_by_a_live_server(
-    server: ServerProcess,
+    server: InProcessServer,
 ) -> None:
     """The collector's request, made by the standard OTLP/HTTP exporter: the resolved
     endpoint + /v1/traces, the resolved headers, gzip."""

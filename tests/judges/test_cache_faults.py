@@ -193,7 +193,7 @@ async def test_a_lock_held_by_another_process_costs_no_more_than_the_deadline(
     try:
         assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
         server.add(graded(8))
-        judge = make_judge(cache=path, timeout=3)
+        judge = make_judge(cache=path, timeout=60)
         with caplog.at_level(logging.WARNING, logger="tracejudge"):
             started = time.perf_counter()
             verdict = await judge.judge(REQUEST)
@@ -205,7 +205,8 @@ async def test_a_lock_held_by_another_process_costs_no_more_than_the_deadline(
     # The verdict just paid for is returned, and kept (in memory) though the file refused it.
     assert verdict.score == pytest.approx(7 / 9)
     assert again.usage.cached_calls == 1 and len(server.requests) == 1
-    assert took < 3.0, f"judge() took {took:.1f}s with timeout=3"
+    # not waited on the held file until the judge's deadline (a minute)
+    assert took < 60 / 4, f"judge() took {took:.1f}s with timeout=60"
     assert len(_cache_warnings(caplog)) == 1
 
 

@@ -1,19 +1,23 @@
 """Hostile judge replies from a real server on loopback: huge, deeply nested, quadratic-bait.
 
 Reading a reply is linear in its length, never raises anything but the documented errors,
-and runs off the event loop so other calls on the same client go on meanwhile. Bounds on
-time and memory are generous: they catch quadratic or unbounded behaviour, not slowness.
+and runs off the event loop so other calls on the same client go on meanwhile. Time is
+measured as growth (a reply eight times longer takes about eight times as long, not
+sixty-four: tests/timing.py); memory bounds are generous: they catch unbounded behaviour.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
 import tracemalloc
+from typing import Any
 
 import pytest
 
+from tests.timing import LINEAR, growth
 from tracejudge.errors import APIError, MalformedError
 from tracejudge.judges import JudgeRequest
 from tracejudge.judges._parse import ReplyError, extract_object
@@ -21,46 +25,56 @@ from tracejudge.testing import Reply, ScriptedLLMServer
 
 REQUEST = JudgeRequest.of("Reward accurate answers", "user: 2+2?\nassistant: 4")
 
-# Each of these took seconds to minutes (or a RecursionError) when extraction rescanned.
+# Each of these took seconds to minutes (or a RecursionError) when extraction rescanned:
+# (how one is built for a size, its size then).
 HOSTILE = {
-    "16,000 unclosed braces": "{" * 16_000,
-    "a million unclosed braces": "{" * 1_000_000,
-    "nested 200,000 deep": "{" * 200_000 + "}" * 200_000,
-    "valid JSON nested 200,000 deep": '{"a":' * 200_000 + "1" + "}" * 200_000,
-    "arrays nested 200,000 deep": '{"a":' + "[" * 200_000 + "]" * 200_000 + "}",
-    "500,000 empty objects": "{}" * 500_000,
-    "braces that never pair": "{{}" * 300_000,
-    "an unterminated string of escapes": '{"' + '\\"' * 1_000_000,
+    "16,000 unclosed braces": (lambda n: "{" * n, 16_000),
+    "a million unclosed braces": (lambda n: "{" * n, 1_000_000),
+    "nested 200,000 deep": (lambda n: "{" * n + "}" * n, 200_000),
+    "valid JSON nested 200,000 deep": (lambda n: '{"a":' * n + "1" + "}" * n, 200_000),
+    "arrays nested 200,000 deep": (lambda n: '{"a":' + "[" * n + "]" * n + "}", 200_000),
+    "500,000 empty objects": (lambda n: "{}" * n, 500_000),
+    "braces that never pair": (lambda n: "{{}" * n, 300_000),
+    "an unterminated string of escapes": (lambda n: '{"' + '\\"' * n, 1_000_000),
 }
 
 
-@pytest.mark.parametrize("text", list(HOSTILE.values()), ids=list(HOSTILE))
-def test_hostile_replies_are_refused_in_linear_time(text: str) -> None:
-    started = time.perf_counter()
-    with pytest.raises(ReplyError):
+def _read(text: str) -> None:
+    with contextlib.suppress(ReplyError):
         extract_object(text, keys=("score", "explanation"))
-    assert time.perf_counter() - started < 5.0
+
+
+@pytest.mark.parametrize(("build", "size"), list(HOSTILE.values()), ids=list(HOSTILE))
+def test_hostile_replies_are_refused_in_linear_time(build: Any, size: int) -> None:
+    with pytest.raises(ReplyError):
+        extract_object(build(size), keys=("score", "explanation"))
+    # an eighth of the size, then the size itself: linear time (or better)
+    assert growth(_read, size // 8, make=build) < LINEAR
 
 
 def test_20k_unclosed_think_tags_cost_no_rescans() -> None:
-    text = "<think>" * 20_000 + '{"explanation": "fine", "score": 7}'
-    started = time.perf_counter()
-    assert extract_object(text, keys=("score",)).value["score"] == 7
-    assert time.perf_counter() - started < 2.0
+    def think_tags(n: int) -> str:
+        return "<think>" * n + '{"explanation": "fine", "score": 7}'
+
+    assert extract_object(think_tags(20_000), keys=("score",)).value["score"] == 7
+    assert growth(lambda text: extract_object(text, keys=("score",)), 2_500, make=think_tags) < (
+        LINEAR
+    )
 
 
 def test_a_20mb_reply_is_read_in_bounded_time_and_memory() -> None:
-    text = json.dumps({"explanation": "x" * 20_000_000, "score": 5})
+    def reply(n: int) -> str:
+        return json.dumps({"explanation": "x" * n, "score": 5})
+
+    text = reply(20_000_000)
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         found = extract_object(text, keys=("score",))
-        elapsed = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert found.value["score"] == 5
-    assert elapsed < 5.0
+    assert growth(lambda t: extract_object(t, keys=("score",)), 2_500_000, make=reply) < LINEAR
     # The parsed explanation plus one copy of the object: not the ~135 bytes per reply byte
     # the trailing-comma rewrite used to cost.
     assert peak < 4 * len(text), f"{peak / 1e6:.0f} MB for a {len(text) / 1e6:.0f} MB reply"
@@ -137,10 +151,8 @@ async def test_an_answer_over_the_size_cap_is_an_api_error_read_no_further(
 ) -> None:
     huge = json.dumps({"explanation": "x" * 20_000_000, "score": 5})
     server.add(Reply.text(huge))
-    started = time.perf_counter()
     with pytest.raises(APIError, match="more than 4,194,304 bytes") as caught:
         await make_judge(timeout=10).judge(REQUEST)
-    assert time.perf_counter() - started < 5
     assert caught.value.status_code == 200
     assert len(server.requests) == 1  # not retried: the same question gets the same answer
 
@@ -153,14 +165,11 @@ async def test_a_20mb_answer_within_a_raised_cap_is_judged_in_bounded_time_and_m
     judge = make_judge(timeout=30, max_response_bytes=64 * 1024 * 1024)
     tracemalloc.start()
     try:
-        started = time.perf_counter()
         verdict = await judge.judge(REQUEST)
-        took = time.perf_counter() - started
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
     assert verdict.score == pytest.approx(4 / 9)
-    assert took < 15, f"{took:.1f}s"
     # It took 2.9 GB before: the body, its text, the parsed object and a few copies now.
     assert peak < 12 * len(huge), f"{peak / 1e6:.0f} MB for a {len(huge) / 1e6:.0f} MB answer"
 

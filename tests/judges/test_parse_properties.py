@@ -16,7 +16,8 @@ from tracejudge.judges._parse import (
     validate_reply,
 )
 
-PROPERTIES = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+# The example count comes from the Hypothesis profile (tests/speed.py).
+PROPERTIES = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 # Pieces a hostile or broken reply is made of: structure, quotes, escapes, reasoning tags.
 _PIECES = st.sampled_from(

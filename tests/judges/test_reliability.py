@@ -29,16 +29,13 @@ async def test_429_with_retry_after_is_waited_out_then_succeeds(
     server: ScriptedLLMServer, make_judge
 ) -> None:
     server.add(Reply.error(429, message="slow down", retry_after=0.3), graded(8))
-    started = time.monotonic()
     verdict = await make_judge().judge(REQUEST)
-    elapsed = time.monotonic() - started
     assert verdict.score == pytest.approx(7 / 9)
     assert verdict.usage.calls == 2
     assert len(server.requests) == 2
     # Honoured: the second request came no sooner than asked (loose bound, no tight timing).
     gap = server.requests[1].received_at - server.requests[0].received_at
     assert gap >= 0.25
-    assert elapsed < 5
 
 
 async def test_retry_after_beyond_the_deadline_fails_at_once_with_rate_limit_error(
@@ -48,7 +45,8 @@ async def test_retry_after_beyond_the_deadline_fails_at_once_with_rate_limit_err
     started = time.monotonic()
     with pytest.raises(RateLimitError) as caught:
         await make_judge(timeout=1.0).judge(REQUEST)
-    assert time.monotonic() - started < 1.0
+    # not waited: failed long before the 30 s asked for (no wall-clock limit on the test)
+    assert time.monotonic() - started < 30 / 2
     assert "retry after" in str(caught.value)
     assert len(server.requests) == 1
 
@@ -119,24 +117,24 @@ async def test_unknown_model_names_the_model_and_base_url(
 async def test_a_slow_reply_times_out_within_about_the_deadline(
     server: ScriptedLLMServer, make_judge
 ) -> None:
-    server.add(Reply.text("{}", delay=5.0), Reply.text("{}", delay=5.0))
+    server.add(Reply.text("{}", delay=60.0), Reply.text("{}", delay=60.0))
     started = time.monotonic()
     with pytest.raises(JudgeTimeoutError) as caught:
         await make_judge(timeout=0.5, num_retries=3).judge(REQUEST)
     elapsed = time.monotonic() - started
-    assert 0.4 < elapsed < 2.0
+    # at the deadline: not before it, and not after the replies (a minute away) came
+    assert 0.4 < elapsed < 60 / 4
     assert "timeout" in str(caught.value)
 
 
 async def test_the_request_timeout_retries_within_the_total_deadline(
     server: ScriptedLLMServer, make_judge
 ) -> None:
-    server.add(Reply.text("{}", delay=3.0), graded(6))
-    started = time.monotonic()
-    verdict = await make_judge(timeout=3.0, request_timeout=0.3).judge(REQUEST)
+    server.add(Reply.text("{}", delay=60.0), graded(6))
+    verdict = await make_judge(timeout=30.0, request_timeout=0.3).judge(REQUEST)
+    # the slow first reply (a minute away) was given up on at 0.3 s, and the retry judged
     assert verdict.score == pytest.approx(5 / 9)
     assert verdict.usage.calls == 2
-    assert time.monotonic() - started < 2.0
 
 
 async def test_connection_refused_raises_api_error(make_judge) -> None:

@@ -13,6 +13,8 @@ import pytest
 
 pytest_plugins = ["pytester"]
 
+pytestmark = pytest.mark.heavy("pytester runs pytest on a test file")
+
 ROOT = Path(__file__).resolve().parents[2]
 
 USER_TESTS = '''

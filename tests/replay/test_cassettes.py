@@ -20,6 +20,9 @@ from tests.replay.expected import expected
 from tests.replay.replayed import NEVER_RECORDED, SETUPS, gap, load_cassette, recorded_spans
 from tracejudge.convert import traces_from_spans
 
+# the session's replay (three processes) is made once, on one worker
+pytestmark = pytest.mark.xdist_group("cassettes")
+
 
 @pytest.mark.parametrize("setup", list(SETUPS))
 def test_every_cassette_converts_to_what_was_recorded(setup: str, replayed: Path) -> None:

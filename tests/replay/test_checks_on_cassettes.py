@@ -29,6 +29,9 @@ from tracejudge import checks
 from tracejudge.convert import traces_from_spans
 from tracejudge.models import MultiAgentTrace, ScoreResponse
 
+# the session's replay (three processes) is made once, on one worker
+pytestmark = pytest.mark.xdist_group("cassettes")
+
 OTHERS = (checks.tool_arguments, checks.tool_results, checks.loops, checks.grounded_numbers)
 
 

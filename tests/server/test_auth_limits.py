@@ -5,12 +5,12 @@ from __future__ import annotations
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 import httpx
 import pytest
 
-from tests.server.harness import API_KEY, ServerProcess, server_env
+from tests.server.harness import API_KEY, InProcessServer, ServerProcess, server_env
 from tracejudge.server.auth import KeyRing
 from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.config import ServerConfig
@@ -21,15 +21,13 @@ BODY = {"messages": MESSAGES, "evaluator_name": "final_answer"}
 
 
 @pytest.fixture
-def guarded(tmp_path) -> Iterator[ServerProcess]:
+def guarded(tmp_path, start_server: Callable[..., InProcessServer]) -> InProcessServer:
     args = ["--rate-limit", "1", "--rate-burst", "4", "--max-body-bytes", "4096"]
     args += ["--api-key", "second-key"]
-    process = ServerProcess(str(tmp_path / "db"), args=args, log=tmp_path / "log").start()
-    yield process
-    process.stop()
+    return start_server(str(tmp_path / "db"), args=args)
 
 
-def test_keys_are_required_in_either_header(guarded: ServerProcess) -> None:
+def test_keys_are_required_in_either_header(guarded: InProcessServer) -> None:
     url = f"{guarded.url}/api/v1/evals/reward"
     missing = httpx.post(url, json=BODY)
     assert missing.status_code == 401 and missing.headers["www-authenticate"] == "Bearer"
@@ -42,7 +40,7 @@ def test_keys_are_required_in_either_header(guarded: ServerProcess) -> None:
     assert "API key required" in guarded.first_line and API_KEY not in guarded.first_line
 
 
-def test_body_limit_and_rate_limit(guarded: ServerProcess) -> None:
+def test_body_limit_and_rate_limit(guarded: InProcessServer) -> None:
     with httpx.Client(base_url=guarded.url, headers={"API-Key": "second-key"}) as http:
         big = {**BODY, "messages": [*MESSAGES, {"role": "user", "content": "x" * 5000}]}
         too_big = http.post("/api/v1/evals/reward", json=big)
@@ -64,6 +62,7 @@ def test_body_limit_and_rate_limit(guarded: ServerProcess) -> None:
         assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
 
 
+@pytest.mark.heavy("the `python -m tracejudge.server` command as a process")
 def test_non_loopback_without_keys_is_refused() -> None:
     with pytest.raises(Exception, match="--api-key"):
         check_bind(ServerConfig(host="0.0.0.0"))
@@ -107,6 +106,7 @@ def test_key_ring_and_buckets() -> None:
     assert buckets.take("other", now=0.0) == 0.0  # per caller
 
 
+@pytest.mark.heavy("the `tracejudge serve` command as processes")
 def test_tracejudge_serve_command(tmp_path) -> None:
     """`tracejudge serve` is the same server: one line says where and with what, and a
     bad flag value exits 2 naming it."""
@@ -140,7 +140,7 @@ def test_tracejudge_serve_command(tmp_path) -> None:
     assert bad.returncode == 2 and "--workers" in bad.stderr
 
 
-def test_wrong_keys_are_rate_limited_per_address(guarded: ServerProcess) -> None:
+def test_wrong_keys_are_rate_limited_per_address(guarded: InProcessServer) -> None:
     """Before: 2,000 wrong keys at ~990/s were all answered 401, none 429. Now the 21st
     wrong key in a burst is a 429 with Retry-After, and so is the right key from the same
     address until the limit refills; a request with the right key first is not counted."""
@@ -161,6 +161,7 @@ def test_wrong_keys_are_rate_limited_per_address(guarded: ServerProcess) -> None
         assert http.get(f"{guarded.url}/health").status_code == 200  # open paths are not
 
 
+@pytest.mark.heavy("the server command as a process")
 def test_a_database_that_is_down_at_start_is_one_line_and_status_2() -> None:
     """Before: PostgreSQL down at start-up gave uvicorn's 38-line traceback (and status
     3 from `python -m tracejudge.server`). Now one line says where, why and what to check,
@@ -192,6 +193,7 @@ def test_a_database_that_is_down_at_start_is_one_line_and_status_2() -> None:
     assert "Traceback" not in refused.stderr
 
 
+@pytest.mark.heavy("the process's own command line is what is tested")
 @pytest.mark.parametrize("given", ["file", "environment"])
 def test_the_key_can_be_kept_off_the_process_list(tmp_path, given: str) -> None:
     """`--api-key-file` or TRACEJUDGE_API_KEY: the key works and is not in the process's

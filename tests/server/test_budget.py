@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.harness import ServerProcess, server_env
+from tests.server.harness import InProcessServer, ServerProcess, server_env
 from tests.server.test_evals import MESSAGES, TRACE
 from tracejudge.models import JudgeUsage
 from tracejudge.server.budget import DailyBudget, utc_day
@@ -137,8 +137,8 @@ def test_the_daily_budget_resets_with_the_day(db_url: str) -> None:
 # --------------------------------------------------------------------------- the server
 
 
-def _budgeted(db_url: str, judge: ScriptedLLMServer, prices: Path, log: Path) -> ServerProcess:
-    return ServerProcess(
+def _budgeted(db_url: str, judge: ScriptedLLMServer, prices: Path, log: Path) -> InProcessServer:
+    return InProcessServer(
         db_url,
         judge=judge,
         log=log,
@@ -226,6 +226,7 @@ def test_past_the_daily_budgets_judgements_are_not_evaluated_across_restarts_and
             replica.stop()
 
 
+@pytest.mark.heavy("what the `serve` command prints, from processes")
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_a_dollar_budget_for_an_unpriced_judge_is_refused_or_left_to_the_token_budget(
     db_url: str, priced_judge: ScriptedLLMServer, tmp_path: Path

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.server.harness import API_KEY, ServerProcess, server_env
+from tests.server.harness import API_KEY, InProcessServer, server_env
 from tests.server.test_evals import SCORE, TRACE
 from tracejudge.testing import ScriptedLLMServer
 
@@ -49,11 +49,19 @@ def _composo_python() -> Path:
     return python
 
 
+@pytest.fixture(scope="session")
+def composo_python() -> Path:
+    """Built (the first time on a machine) before the test's call: pip's time is not the
+    test's."""
+    return _composo_python()
+
+
+@pytest.mark.heavy("the published client runs in an interpreter of its own")
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_published_composo_client_works_unchanged(
-    server: ServerProcess, judge_model: ScriptedLLMServer
+    server: InProcessServer, judge_model: ScriptedLLMServer, composo_python: Path
 ) -> None:
-    python = _composo_python()
+    python = composo_python
     env = {k: v for k, v in server_env().items() if k != "PYTHONPATH"}
     env.update(SERVER_URL=server.url, SERVER_KEY=API_KEY)
     run = subprocess.run(

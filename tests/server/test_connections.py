@@ -13,8 +13,9 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import httpx
+import pytest
 
-from tests.server.harness import ServerProcess
+from tests.server.harness import InProcessServer, ServerProcess
 
 HEAD = b"GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\n"
 
@@ -58,7 +59,7 @@ def test_slow_loris_connections_are_closed_within_the_header_timeout(tmp_path) -
     """Before: 200 slow-loris connections, 0 closed in 12 s (no header timeout). After:
     all closed within the 1 s header timeout (plus scheduling slack), none before it."""
     args = ["--header-timeout-seconds", "1", "--keep-alive-seconds", "30"]
-    server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args).start()
+    server = InProcessServer(str(tmp_path / "db"), api_key=None, args=args).start()
     try:
         with held(server.port, 40, first=b"") as silent, held(server.port, 40) as dribbling:
             opened = time.monotonic()
@@ -89,6 +90,7 @@ def test_slow_loris_connections_are_closed_within_the_header_timeout(tmp_path) -
         server.stop()
 
 
+@pytest.mark.heavy("the process's own file limit is what is tested")
 def test_health_answers_while_half_open_connections_fill_the_file_limit(tmp_path) -> None:
     """Before: 400 half-open connections against a 256-file limit and /health could not
     connect (accept() out of descriptors). After: the cap is fitted under the limit (a
@@ -115,7 +117,7 @@ def test_a_running_request_is_never_closed_to_make_room(tmp_path) -> None:
     """Past --max-connections, connections waiting for a head are closed, oldest first;
     one whose request runs (its body still coming) is kept and answered."""
     args = ["--max-connections", "20", "--header-timeout-seconds", "60"]
-    server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args).start()
+    server = InProcessServer(str(tmp_path / "db"), api_key=None, args=args).start()
     try:
         running = socket.create_connection(("127.0.0.1", server.port), timeout=10)
         body = b'{"messages": [], "evaluator_name": "final_answer"}'
@@ -139,6 +141,7 @@ def test_a_running_request_is_never_closed_to_make_room(tmp_path) -> None:
         server.stop()
 
 
+@pytest.mark.heavy("the process's debug log is what is tested")
 def test_a_client_hang_up_is_one_debug_line_not_an_error(tmp_path) -> None:
     """Before: each hang-up mid-body logged an ERROR with a traceback (5 hang-ups: 507
     log lines). After: one DEBUG line each, no ERROR, no traceback."""
@@ -168,7 +171,7 @@ def test_a_malformed_request_gets_the_400_the_document_describes(tmp_path) -> No
     """The HTTP parser refuses a `Content-Length` that is not a number before any route
     runs; that plain-text 400 is documented on every operation (the fuzz test found it
     undocumented on `GET /api/v1/traces` and `GET /ui`)."""
-    server = ServerProcess(str(tmp_path / "db")).start()
+    server = InProcessServer(str(tmp_path / "db")).start()
     try:
         document = httpx.get(f"{server.url}/openapi.json", headers=server.headers).json()
         sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)

@@ -12,6 +12,8 @@ import pytest
 from tests.server.harness import ServerProcess, verdict, wait_for
 from tracejudge.testing import Reply, ScriptedLLMServer
 
+pytestmark = pytest.mark.heavy("server processes killed with SIGKILL and restarted")
+
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
 
 

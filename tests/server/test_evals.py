@@ -8,7 +8,7 @@ import asyncio
 import httpx
 import pytest
 
-from tests.server.harness import API_KEY, ServerProcess, wait_for
+from tests.server.harness import API_KEY, InProcessServer, wait_for
 from tracejudge import AsyncComposo
 from tracejudge.testing import Reply, ScriptedLLMServer
 
@@ -48,7 +48,7 @@ TRACE = {
 
 
 def test_tracejudge_client_blocking_and_background(
-    server: ServerProcess, judge_model: ScriptedLLMServer
+    server: InProcessServer, judge_model: ScriptedLLMServer
 ) -> None:
     async def run() -> None:
         client = AsyncComposo(base_url=server.url, api_key=API_KEY)
@@ -72,7 +72,7 @@ def test_tracejudge_client_blocking_and_background(
     assert any("Reward brevity" in c for c in criteria)
 
 
-def test_trace_evaluation_is_stored_and_read_back(server: ServerProcess) -> None:
+def test_trace_evaluation_is_stored_and_read_back(server: InProcessServer) -> None:
     with server.client() as http:
         body = {
             "evaluation_criteria": "Reward agents that work",
@@ -101,7 +101,7 @@ def test_trace_evaluation_is_stored_and_read_back(server: ServerProcess) -> None
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_bad_requests_name_the_field_and_never_reach_the_judge(
-    server: ServerProcess, judge_model: ScriptedLLMServer
+    server: InProcessServer, judge_model: ScriptedLLMServer
 ) -> None:
     with server.client() as http:
         short = http.post(
@@ -129,7 +129,7 @@ def test_bad_requests_name_the_field_and_never_reach_the_judge(
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_judge_failure_is_a_502_without_secrets(
-    server: ServerProcess, judge_model: ScriptedLLMServer
+    server: InProcessServer, judge_model: ScriptedLLMServer
 ) -> None:
     judge_model.default = Reply.error(401, message="invalid api key judge-provider-key")
     with server.client() as http:
@@ -146,7 +146,7 @@ def test_an_unreachable_judge_is_a_502_that_names_no_address(tmp_path) -> None:
     judge runs inside the operator's network; a background task's error said it too. Now
     neither names an address, and the server's log does."""
     with ScriptedLLMServer() as judge:
-        process = ServerProcess(
+        process = InProcessServer(
             str(tmp_path / "db"),
             judge=judge,
             args=["--judge-base-url", "http://127.0.0.1:9/v1"],
@@ -173,7 +173,7 @@ def test_an_unreachable_judge_is_a_502_that_names_no_address(tmp_path) -> None:
 
 
 def test_without_a_judge_checks_still_run(db_url: str, tmp_path) -> None:
-    process = ServerProcess(db_url, log=tmp_path / "log").start()
+    process = InProcessServer(db_url, log=tmp_path / "log").start()
     try:
         assert "only deterministic checks" in process.first_line
         with httpx.Client(base_url=process.url, headers=process.headers) as http:

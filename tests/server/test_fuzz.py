@@ -9,10 +9,12 @@ from __future__ import annotations
 import json
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
-from tests.server.harness import ServerProcess
+from tests.server.harness import InProcessServer
+from tracejudge.server.openapi import openapi_document
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 schemathesis = pytest.importorskip("schemathesis", reason="pip install schemathesis")
@@ -31,8 +33,16 @@ ANY_KIND = Reply.text(
         }
     )
 )
-#: Examples per operation and mode (valid requests, then invalid ones): about a minute.
-EXAMPLES_PER_OPERATION = 20
+#: Examples per operation (valid and invalid requests): a fifth of the Hypothesis
+#: profile's (tests/speed.py): 20 under the default `ci` profile.
+EXAMPLES_PER_OPERATION = max(5, hypothesis.settings.default.max_examples // 5)
+#: Every operation the document describes, one test each (they spread over the workers).
+OPERATIONS = sorted(
+    (method.upper(), path)
+    for path, item in openapi_document()["paths"].items()
+    for method in item
+    if method in {"get", "post", "put", "patch", "delete"}
+)
 #: Operations whose schema says all the server checks: valid requests must not get a 4xx
 #: but for a missing resource, invalid ones must. (A trace's root must be one of its
 #: agents and hold a model call; what a chat must hold to be judged goes beyond its
@@ -47,17 +57,58 @@ EXACT = {
 }
 
 
-@pytest.fixture
-def fuzzed(tmp_path) -> Iterator[ServerProcess]:
+@pytest.fixture(scope="module")
+def fuzzed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[InProcessServer]:
+    """One server for the module's operations, as one server once answered them all."""
+    folder: Path = tmp_path_factory.mktemp("fuzz")
     with ScriptedLLMServer(default=ANY_KIND) as judge:
-        process = ServerProcess(
-            str(tmp_path / "db"), judge=judge, args=["--rate-limit", "0"], log=tmp_path / "log"
-        ).start()
-        yield process
-        process.stop()
+        server = InProcessServer(str(folder / "db"), judge=judge, args=["--rate-limit", "0"])
+        server.start()
+        try:
+            yield server
+        finally:
+            server.stop()
 
 
-def test_every_answer_is_documented_and_none_is_a_server_error(fuzzed: ServerProcess) -> None:
+@pytest.fixture(scope="module")
+def schema(fuzzed: InProcessServer):  # type: ignore[no-untyped-def]
+    return schemathesis.openapi.from_url(f"{fuzzed.url}/openapi.json")
+
+
+def test_the_live_document_describes_every_operation(schema) -> None:  # type: ignore[no-untyped-def]
+    live = {(r.ok().method.upper(), r.ok().path) for r in schema.get_all_operations()}
+    assert live == set(OPERATIONS)
+    assert len(OPERATIONS) >= 14  # /ready and the two web pages are described too
+
+
+#: Operations whose requests hold a whole trace: Hypothesis takes seconds to generate them.
+WHOLE_TRACES = {
+    ("POST", "/api/v1/evals/trace"),
+    ("POST", "/api/v1/evals/trace/background"),
+    ("POST", "/api/v1/attribution"),
+}
+
+
+@pytest.mark.parametrize(
+    ("method", "path"),
+    [
+        pytest.param(
+            method,
+            path,
+            id=f"{method} {path}",
+            marks=[pytest.mark.heavy("generates whole traces")]
+            if (method, path) in WHOLE_TRACES
+            else [],
+        )
+        for method, path in OPERATIONS
+    ],
+)
+def test_every_answer_is_documented_and_none_is_a_server_error(
+    fuzzed: InProcessServer,
+    schema,
+    method: str,
+    path: str,  # type: ignore[no-untyped-def]
+) -> None:
     from hypothesis import HealthCheck, given, settings
     from schemathesis import checks
     from schemathesis.core.failures import FailureGroup
@@ -69,40 +120,36 @@ def test_every_answer_is_documented_and_none_is_a_server_error(fuzzed: ServerPro
         checks.response_schema_conformance,
     ]
     exact = [checks.positive_data_acceptance, checks.negative_data_rejection]
-    schema = schemathesis.openapi.from_url(f"{fuzzed.url}/openapi.json")
     failures: list[str] = []
     answered: Counter[tuple[str, str, int]] = Counter()
-    operations = 0
     modes = (schemathesis.GenerationMode.POSITIVE, schemathesis.GenerationMode.NEGATIVE)
-    for result in schema.get_all_operations():
-        operation = result.ok()
-        operations += 1
-        strategies = [operation.as_strategy(generation_mode=mode) for mode in modes]
+    operation = schema[path][method]
+    strategies = [operation.as_strategy(generation_mode=mode) for mode in modes]
 
-        @given(case=hypothesis.strategies.one_of(strategies))
-        @settings(
-            max_examples=EXAMPLES_PER_OPERATION,
-            deadline=None,
-            database=None,
-            suppress_health_check=list(HealthCheck),
-        )
-        def fuzz(case) -> None:  # type: ignore[no-untyped-def]
-            exact_schema = (case.operation.method.upper(), case.operation.path) in EXACT
-            chosen = conformance + (exact if exact_schema else [])
-            response = case.call(base_url=fuzzed.url, headers=fuzzed.headers, timeout=30)
-            mode = case.meta.generation.mode.value if case.meta else "?"
-            answered[(case.operation.label, mode, response.status_code // 100)] += 1
-            if "Traceback" in response.text:
-                failures.append(f"{case.operation.label}: a traceback in {response.text[:300]}")
-            try:
-                case.validate_response(response, checks=chosen, headers=fuzzed.headers)
-            except (AssertionError, FailureGroup) as failure:  # one failure, or several
-                text = str(failure)
-                curl = text[text.find("curl ") :].split("\n", 1)[0] if "curl " in text else ""
-                failures.append(f"{case.operation.label}: {text[:400]}\n{curl}")
+    @given(case=hypothesis.strategies.one_of(strategies))
+    @settings(
+        max_examples=EXAMPLES_PER_OPERATION,
+        deadline=None,
+        database=None,
+        suppress_health_check=list(HealthCheck),
+    )
+    def fuzz(case) -> None:  # type: ignore[no-untyped-def]
+        exact_schema = (case.operation.method.upper(), case.operation.path) in EXACT
+        chosen = conformance + (exact if exact_schema else [])
+        response = case.call(base_url=fuzzed.url, headers=fuzzed.headers, timeout=30)
+        mode = case.meta.generation.mode.value if case.meta else "?"
+        answered[(case.operation.label, mode, response.status_code // 100)] += 1
+        if "Traceback" in response.text:
+            failures.append(f"{case.operation.label}: a traceback in {response.text[:300]}")
+        try:
+            case.validate_response(response, checks=chosen, headers=fuzzed.headers)
+        except (AssertionError, FailureGroup) as failure:  # one failure, or several
+            text = str(failure)
+            curl = text[text.find("curl ") :].split("\n", 1)[0] if "curl " in text else ""
+            failures.append(f"{case.operation.label}: {text[:400]}\n{curl}")
 
-        fuzz()
+    fuzz()
     summary = "\n".join(f"{k}: {v}" for k, v in sorted(answered.items()))
     print(summary)
+    assert answered, "no request was sent"
     assert not failures, f"{len(failures)} failures:\n\n" + "\n\n".join(failures[:8])
-    assert operations >= 14  # /ready and the two web pages are described too

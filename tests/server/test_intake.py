@@ -1,4 +1,4 @@
-"""The intake under hostile input, against a real server process (uvicorn on loopback):
+"""The intake under hostile input, against a real server (uvicorn on loopback, in a thread):
 nothing heavy runs on the event loop, ids follow the converter's one rule, every answer
 is in the request's encoding (413 and 429 included), a trace past the span limit is kept
 as too_large, and span batches stored by earlier versions are still scored.
@@ -27,7 +27,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tests.server.harness import ServerProcess, wait_for
+from tests.server.harness import InProcessServer, wait_for
 from tests.server.hostile import OTLP_JSON, gzip_bomb, otlp_protobuf, otlp_trace
 from tracejudge.convert import traces_from_otlp
 from tracejudge.server.store import open_store
@@ -40,23 +40,20 @@ HEALTH_ANSWERS = 10
 
 
 @pytest.fixture
-def start(tmp_path: Path, judge_model: ScriptedLLMServer) -> Iterator[Callable[..., ServerProcess]]:
+def start(
+    tmp_path: Path, judge_model: ScriptedLLMServer, start_server: Callable[..., InProcessServer]
+) -> Callable[..., InProcessServer]:
     """Start a server on a fresh SQLite file with more flags; stopped after the test."""
-    started: list[ServerProcess] = []
+    count = iter(range(1000))
 
-    def make(*args: str, db: str | None = None) -> ServerProcess:
-        process = ServerProcess(
-            db or str(tmp_path / f"tracejudge-{len(started)}.db"),
+    def make(*args: str, db: str | None = None) -> InProcessServer:
+        return start_server(
+            db or str(tmp_path / f"tracejudge-{next(count)}.db"),
             judge=judge_model,
-            args=["--trace-quiet-seconds", "0.5", "--rate-limit", "0", *args],
-            log=tmp_path / "log",
+            args=["--trace-quiet-seconds", "0.2", "--rate-limit", "0", *args],
         )
-        started.append(process)
-        return process.start()
 
-    yield make
-    for process in started:
-        process.stop()
+    return make
 
 
 def _streamed(body: bytes, sent: threading.Event) -> Iterator[bytes]:
@@ -67,7 +64,7 @@ def _streamed(body: bytes, sent: threading.Event) -> Iterator[bytes]:
 
 
 def health_while(
-    server: ServerProcess, requests: Sequence[tuple[str, bytes, dict[str, str]]]
+    server: InProcessServer, requests: Sequence[tuple[str, bytes, dict[str, str]]]
 ) -> tuple[list[httpx.Response], int]:
     """Send `requests` (path, body, headers) at once, each from a thread of its own, and
     ask /health one request at a time until all are answered: (their answers, the /health
@@ -98,7 +95,7 @@ def health_while(
     return [a for a in answers if a is not None], healthy
 
 
-def _traces(server: ServerProcess, **params: str) -> list[dict]:
+def _traces(server: InProcessServer, **params: str) -> list[dict]:
     with server.client() as http:
         return http.get("/api/v1/traces", params=params).json()["traces"]
 

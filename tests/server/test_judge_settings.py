@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 
 import httpx
 import pytest
 
-from tests.server.harness import ServerProcess, verdict
+from tests.server.harness import InProcessServer, verdict
 from tracejudge.errors import ConfigurationError
 from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import parse_config
@@ -20,16 +19,18 @@ from tracejudge.testing import Reply, ScriptedLLMServer
 _JUDGE_SECONDS = 2.0
 
 
-def _slow_verdict() -> Reply:
+def _slow_verdict(seconds: float) -> Reply:
     body = json.dumps({"explanation": "Looks right.", "applicable": True, "score": 8})
-    return Reply.text(body, delay=_JUDGE_SECONDS)
+    return Reply.text(body, delay=seconds)
 
 
-def _in_flight_at_judge(max_concurrency: int, requests: int, tmp_path) -> int:
+def _in_flight_at_judge(
+    max_concurrency: int, requests: int, tmp_path, seconds: float = _JUDGE_SECONDS
+) -> int:
     """The most judge calls in flight at once while `requests` reward requests (each one
     judge call, none cached) hit a server started with `--max-concurrency N`."""
-    with ScriptedLLMServer(default=_slow_verdict()) as judge:
-        process = ServerProcess(
+    with ScriptedLLMServer(default=_slow_verdict(seconds)) as judge:
+        process = InProcessServer(
             str(tmp_path / "tracejudge.db"),
             judge=judge,
             args=["--max-concurrency", str(max_concurrency), "--rate-limit", "0"],
@@ -63,13 +64,15 @@ def _in_flight_at_judge(max_concurrency: int, requests: int, tmp_path) -> int:
         return judge.max_in_flight
 
 
+@pytest.mark.heavy("80 judge calls held long enough to overlap, in two rounds")
 def test_serve_max_concurrency_64_lets_64_judge_calls_run_at_once(tmp_path) -> None:
     # 80 requests at once: 64 reach the judge together, never more.
     assert _in_flight_at_judge(64, 80, tmp_path) == 64
 
 
 def test_serve_max_concurrency_below_the_default_is_the_bound(tmp_path) -> None:
-    assert _in_flight_at_judge(3, 12, tmp_path) == 3
+    # 6 requests, 3 at a time: a second apart is long enough to overlap three
+    assert _in_flight_at_judge(3, 6, tmp_path, seconds=1.0) == 3
 
 
 def _judge_flags(judge: ScriptedLLMServer, tmp_path) -> list[str]:
@@ -127,7 +130,9 @@ def test_every_judge_setting_of_serve_reaches_the_judge(source: str, tmp_path) -
 
 
 def test_a_judge_timeout_of_serve_bounds_a_judgement(tmp_path) -> None:
-    with ScriptedLLMServer(default=Reply.text(verdict().content or "", delay=8)) as judge:
+    # The judge would answer after a minute, the client waits 30 s: an answer at all says
+    # the 1 s timeout bounded the judgement (no wall-clock limit in the test).
+    with ScriptedLLMServer(default=Reply.text(verdict().content or "", delay=60)) as judge:
         argv = [*_judge_flags(judge, tmp_path), "--judge-timeout-seconds", "1"]
         with BackgroundServer(parse_config(argv, {})) as server:
             body = {
@@ -137,10 +142,8 @@ def test_a_judge_timeout_of_serve_bounds_a_judgement(tmp_path) -> None:
                 ],
                 "evaluation_criteria": "Reward correct arithmetic",
             }
-            started = time.monotonic()
             answer = httpx.post(f"{server.url}/api/v1/evals/reward", json=body, timeout=30)
-            took = time.monotonic() - started
-    assert answer.status_code >= 500 and took < 6
+    assert answer.status_code >= 500
 
 
 @pytest.mark.parametrize(

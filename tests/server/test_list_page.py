@@ -21,13 +21,16 @@ import pytest
 
 from tests.chromium import ARTIFACTS, chromium, keep, needs_chromium
 from tests.server.fault_traffic import FAULTS, UNIQUE_PHRASE
-from tests.server.harness import ServerProcess, server_env, wait_for
+from tests.server.harness import QUIET_SECONDS, InProcessServer, server_env, wait_for
 from tests.server.postgres import Cluster
 from tests.server.stored import agent_trace, answer, stored
 from tracejudge.models import MultiAgentTraceResponse, TraceVerdict
 from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.store import open_store
+
+# the module's planted traffic (a program per store) is sent once, on one worker
+pytestmark = pytest.mark.xdist_group("list-page")
 
 ROOT = Path(__file__).resolve().parents[2]
 RUNS = 2 * len(FAULTS)
@@ -36,7 +39,7 @@ _ROW = re.compile(r'<tr class="(failed|ok)"><td><a href="/ui/traces/([0-9a-f]+)"
 
 @dataclass
 class Planted:
-    server: ServerProcess
+    server: InProcessServer
     runs: list[dict[str, str]]  # in the order they ran: trace_id, fault, writer
 
     def ids(self, *faults: str) -> set[str]:
@@ -69,7 +72,7 @@ class Planted:
         return [(m.group(2), m.group(1)) for m in _ROW.finditer(self.page(**params))]
 
 
-def _send_traffic(server: ServerProcess) -> list[dict[str, str]]:
+def _send_traffic(server: InProcessServer) -> list[dict[str, str]]:
     env = server_env()
     env["PYTHONPATH"] = f"{ROOT}:{env['PYTHONPATH']}"
     env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{server.url}/v1/traces"
@@ -99,8 +102,8 @@ def planted(
         cluster: Cluster = request.getfixturevalue("pg_cluster")
         db = cluster.database()
     # no API key: on loopback the API and the pages are open (the browser needs no sign-in)
-    server = ServerProcess(
-        db, args=["--trace-quiet-seconds", "0.5"], api_key=None, log=folder / "log"
+    server = InProcessServer(
+        db, args=["--trace-quiet-seconds", QUIET_SECONDS], api_key=None, log=folder / "log"
     )
     server.start()
     try:

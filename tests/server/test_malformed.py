@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.server.harness import ServerProcess, wait_for
+from tests.server.harness import InProcessServer, wait_for
 from tests.server.hostile import deep_json, otlp_trace
 
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
@@ -48,7 +48,7 @@ class Connection:
     """One keep-alive HTTP/1.1 connection over a raw socket: every answer must come back
     on it, and it must stay open for the next request."""
 
-    def __init__(self, server: ServerProcess) -> None:
+    def __init__(self, server: InProcessServer) -> None:
         self.server = server
         self.sock = socket.create_connection(("127.0.0.1", server.port), timeout=30)
         self.buffer = b""
@@ -91,7 +91,7 @@ def _detail(content: bytes) -> str:
     return str(data.get("detail") or data.get("message"))
 
 
-def test_json_nested_2000_deep_is_a_4xx_on_every_json_route(server: ServerProcess) -> None:
+def test_json_nested_2000_deep_is_a_4xx_on_every_json_route(server: InProcessServer) -> None:
     connection = Connection(server)
     try:
         for route in JSON_ROUTES:
@@ -153,8 +153,9 @@ def _bad_texts() -> list[tuple[str, str, dict[str, Any], str]]:
     return cases
 
 
+@pytest.mark.parametrize("db_url", ["sqlite", "postgres"], indirect=True)
 def test_nul_and_lone_surrogates_get_422_naming_the_field_on_both_stores(
-    server: ServerProcess,
+    server: InProcessServer,
 ) -> None:
     connection = Connection(server)
     try:
@@ -183,7 +184,7 @@ def test_nul_and_lone_surrogates_get_422_naming_the_field_on_both_stores(
 
 
 def test_nul_in_paths_and_queries_is_a_4xx_and_the_connection_stays(
-    server: ServerProcess,
+    server: InProcessServer,
 ) -> None:
     connection = Connection(server)
     try:
@@ -212,7 +213,7 @@ def test_nul_in_paths_and_queries_is_a_4xx_and_the_connection_stays(
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_other_4xx_answers_keep_the_connection_open(server: ServerProcess) -> None:
+def test_other_4xx_answers_keep_the_connection_open(server: InProcessServer) -> None:
     """415, 404, 405, 422 (not JSON) and a 413 whose body was sent: the next request is
     answered on the same connection."""
     connection = Connection(server)

@@ -13,14 +13,14 @@ from pathlib import Path
 import pytest
 from google.rpc import status_pb2
 
-from tests.server.harness import API_KEY, ServerProcess, server_env, wait_for
+from tests.server.harness import API_KEY, InProcessServer, server_env, wait_for
 from tracejudge import checks, criteria
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "openllmetry.jsonl"
 
 
-def _export_traced_run(server: ServerProcess) -> None:
+def _export_traced_run(server: InProcessServer) -> None:
     env = server_env()
     env["PYTHONPATH"] = f"{ROOT}{':' + env['PYTHONPATH'] if env.get('PYTHONPATH') else ''}"
     env["OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"] = f"{server.url}/v1/traces"
@@ -36,7 +36,8 @@ def _export_traced_run(server: ServerProcess) -> None:
     )
 
 
-def test_exported_run_is_scored_and_read_back(server: ServerProcess) -> None:
+@pytest.mark.heavy("the traced run is a program of its own, exporting over OTLP")
+def test_exported_run_is_scored_and_read_back(server: InProcessServer) -> None:
     _export_traced_run(server)
     with server.client() as http:
 
@@ -86,7 +87,7 @@ def test_exported_run_is_scored_and_read_back(server: ServerProcess) -> None:
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_json_gzip_and_partial_success(server: ServerProcess) -> None:
+def test_json_gzip_and_partial_success(server: InProcessServer) -> None:
     document = json.loads(FIXTURE.read_text().splitlines()[0])
     spans = document["resourceSpans"][0]["scopeSpans"][0]["spans"]
     spans.append({**spans[0], "traceId": "not-an-id"})
@@ -120,8 +121,9 @@ def test_json_gzip_and_partial_success(server: ServerProcess) -> None:
         assert http.post("/v1/traces", content=bomb, headers=headers).status_code == 413
 
 
+@pytest.mark.heavy("the traced run is a program of its own, exporting over OTLP")
 def test_a_trace_whose_scoring_fails_is_kept_with_the_reason(
-    server: ServerProcess, judge_model
+    server: InProcessServer, judge_model
 ) -> None:
     from tracejudge.testing import Reply
 

@@ -3,11 +3,12 @@ and an ingested trace is scored once, whichever replica received it."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
-from tests.server.harness import ServerProcess, wait_for
+from tests.server.harness import InProcessServer, wait_for
 from tests.server.postgres import Cluster
 from tracejudge import checks
 from tracejudge.testing import ScriptedLLMServer
@@ -17,21 +18,19 @@ FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "openllmetry.jsonl"
 
 
 @pytest.fixture
-def replicas(pg_cluster: Cluster, judge_model: ScriptedLLMServer, tmp_path):
+def replicas(
+    pg_cluster: Cluster,
+    judge_model: ScriptedLLMServer,
+    start_server: Callable[..., InProcessServer],
+) -> list[InProcessServer]:
+    """Two servers on one database, each with its own app, workers and connection pool."""
     db = pg_cluster.database()
     args = ["--workers", "3", "--trace-quiet-seconds", "0.3"]
-    servers = [
-        ServerProcess(db, judge=judge_model, args=args, log=tmp_path / f"log{i}") for i in range(2)
-    ]
-    for server in servers:
-        server.start()
-    yield servers
-    for server in servers:
-        server.stop()
+    return [start_server(db, judge=judge_model, args=args) for _ in range(2)]
 
 
 def test_replicas_share_the_queue_without_running_a_task_twice(
-    replicas: list[ServerProcess], judge_model: ScriptedLLMServer
+    replicas: list[InProcessServer], judge_model: ScriptedLLMServer
 ) -> None:
     a, b = (r.client() for r in replicas)
     try:

@@ -5,12 +5,12 @@ form, multipart) gets 415 before anything runs, and a cross-site Origin gets 403
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable
 
 import httpx
 import pytest
 
-from tests.server.harness import ServerProcess
+from tests.server.harness import InProcessServer
 from tests.server.hostile import OTLP_JSON, otlp_trace
 from tracejudge.testing import ScriptedLLMServer
 
@@ -38,20 +38,19 @@ TRACE = {
 
 
 @pytest.fixture
-def open_server(judge_model: ScriptedLLMServer, tmp_path) -> Iterator[ServerProcess]:
+def open_server(
+    judge_model: ScriptedLLMServer, tmp_path, start_server: Callable[..., InProcessServer]
+) -> InProcessServer:
     """No API key, loopback only, one extra allowed host name."""
-    process = ServerProcess(
+    return start_server(
         str(tmp_path / "db"),
         judge=judge_model,
         api_key=None,
         args=["--allowed-host", "traces.internal", "--trace-quiet-seconds", "0.2"],
-        log=tmp_path / "log",
-    ).start()
-    yield process
-    process.stop()
+    )
 
 
-def test_a_foreign_host_gets_421_and_no_data(open_server: ServerProcess) -> None:
+def test_a_foreign_host_gets_421_and_no_data(open_server: InProcessServer) -> None:
     with open_server.client() as http:
         _, body = otlp_trace()
         assert http.post("/v1/traces", content=body, headers=OTLP_JSON).status_code == 200
@@ -71,7 +70,7 @@ def test_a_foreign_host_gets_421_and_no_data(open_server: ServerProcess) -> None
 
 
 def test_bodies_a_page_can_send_unasked_get_415_and_nothing_runs(
-    open_server: ServerProcess, judge_model: ScriptedLLMServer
+    open_server: InProcessServer, judge_model: ScriptedLLMServer
 ) -> None:
     text = json.dumps(REWARD)
     refused = {
@@ -102,7 +101,7 @@ def test_bodies_a_page_can_send_unasked_get_415_and_nothing_runs(
 
 
 def test_a_cross_site_origin_gets_403(
-    open_server: ServerProcess, judge_model: ScriptedLLMServer
+    open_server: InProcessServer, judge_model: ScriptedLLMServer
 ) -> None:
     port = open_server.port
     with open_server.client() as http:
@@ -122,12 +121,11 @@ def test_a_cross_site_origin_gets_403(
         assert http.get("/ui", headers={"Origin": "https://attacker.example"}).status_code == 200
 
 
-def test_with_keys_any_host_may_be_used(tmp_path) -> None:
-    process = ServerProcess(str(tmp_path / "db"), log=tmp_path / "log").start()
-    try:
-        with process.client() as http:
-            answer = http.get("/api/v1/traces", headers={"Host": "tracejudge.svc.cluster:80"})
-            assert answer.status_code == 200
-            assert httpx.get(f"{process.url}/api/v1/traces").status_code == 401
-    finally:
-        process.stop()
+def test_with_keys_any_host_may_be_used(
+    tmp_path, start_server: Callable[..., InProcessServer]
+) -> None:
+    process = start_server(str(tmp_path / "db"))
+    with process.client() as http:
+        answer = http.get("/api/v1/traces", headers={"Host": "tracejudge.svc.cluster:80"})
+        assert answer.status_code == 200
+        assert httpx.get(f"{process.url}/api/v1/traces").status_code == 401

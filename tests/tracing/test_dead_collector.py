@@ -15,6 +15,8 @@ import pytest
 
 from tracejudge.tracing._export import DEFAULT_REQUEST_TIMEOUT, otlp_processor
 
+pytestmark = pytest.mark.heavy("a traced program as a process, exiting")
+
 REPO = Path(__file__).resolve().parents[2]
 
 # A program that traces 3,000 spans (six batches: the SDK's defaults would make it wait 10 s

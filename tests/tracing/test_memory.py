@@ -6,6 +6,7 @@ import gc
 import threading
 import tracemalloc
 
+import pytest
 from opentelemetry.sdk.trace import TracerProvider
 
 from tracejudge import AgentTracer
@@ -20,6 +21,7 @@ def capture() -> CaptureSpanProcessor:
     return processor
 
 
+@pytest.mark.heavy("thousands of traced agents, memory measured")
 def test_thousands_of_root_agents_leave_nothing_behind(tracing: TracerProvider) -> None:
     processor = capture()
     tracer = tracing.get_tracer("memory-test")

@@ -1,0 +1,89 @@
+"""The suite's speed rules, as a pytest plugin (loaded by tests/conftest.py).
+
+- A test whose call (its own body: not its fixtures' setup or teardown) takes over
+  `CALL_LIMIT` seconds fails, unless it carries `@pytest.mark.heavy("why")`: a server or
+  program as a process of its own, a real model, a browser page. The limit is for a machine
+  that is not oversubscribed: when the load average is above the CPU count it grows in
+  proportion (a test is not failed for other processes' load). TRACEJUDGE_TEST_CALL_LIMIT
+  sets it (seconds; 0 switches the check off).
+- Hypothesis's example counts come from a profile: TRACEJUDGE_HYPOTHESIS_PROFILE=dev (few
+  examples, quick), ci (the default) or thorough (many). Tests leave `max_examples` to
+  the profile; Schemathesis's counts are derived from it (tests/server/test_fuzz.py).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Generator
+
+import pytest
+
+#: Seconds a test's call may take without the `heavy` mark, on an unloaded machine.
+CALL_LIMIT = float(os.environ.get("TRACEJUDGE_TEST_CALL_LIMIT", "3"))
+
+#: Hypothesis's examples per property in each profile.
+PROFILES = {"dev": 20, "ci": 100, "thorough": 1000}
+PROFILE = os.environ.get("TRACEJUDGE_HYPOTHESIS_PROFILE", "ci")
+
+
+def _register_profiles() -> None:
+    try:
+        from hypothesis import HealthCheck, settings
+    except ImportError:  # the tests that need it skip saying so
+        return
+    if PROFILE not in PROFILES:
+        raise pytest.UsageError(
+            f"TRACEJUDGE_HYPOTHESIS_PROFILE={PROFILE!r} is not a profile: use one of "
+            + ", ".join(PROFILES)
+        )
+    for name, examples in PROFILES.items():
+        # No deadline: a wall-clock limit per example fails on a loaded machine.
+        settings.register_profile(
+            name,
+            max_examples=examples,
+            deadline=None,
+            suppress_health_check=[HealthCheck.too_slow],
+        )
+    settings.load_profile(PROFILE)
+
+
+_register_profiles()
+
+
+def load_factor() -> float:
+    """How oversubscribed the machine is: the 1-minute load average per CPU, at least 1."""
+    try:
+        load = os.getloadavg()[0]
+    except OSError:  # not every platform has one
+        return 1.0
+    return max(1.0, load / (os.cpu_count() or 1))
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        mark = item.get_closest_marker("heavy")
+        if mark is not None and not (mark.args or mark.kwargs.get("reason")):
+            raise pytest.UsageError(
+                f"{item.nodeid}: @pytest.mark.heavy needs its reason, "
+                '@pytest.mark.heavy("a server process of its own")'
+            )
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(
+    item: pytest.Item, call: pytest.CallInfo[None]
+) -> Generator[None, pytest.TestReport, pytest.TestReport]:
+    report = yield
+    if call.when != "call" or not report.passed or CALL_LIMIT <= 0:
+        return report
+    if item.get_closest_marker("heavy") is not None:
+        return report
+    limit = CALL_LIMIT * load_factor()
+    if call.duration > limit:
+        report.outcome = "failed"
+        report.longrepr = (
+            f"{item.nodeid} took {call.duration:.1f} s, over the {limit:.1f} s a test may "
+            f"take ({CALL_LIMIT:g} s on an unloaded machine, TRACEJUDGE_TEST_CALL_LIMIT): make "
+            'it faster, or mark it @pytest.mark.heavy("why it needs the time")'
+        )
+    return report
