@@ -26,6 +26,9 @@ Adding a producer
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.adk import ADK
@@ -61,6 +64,7 @@ __all__ = [
     "Kind",
     "call_reader",
     "classify",
+    "leaving_out",
 ]
 
 #: The conventions, in the order they are asked.
@@ -140,3 +144,37 @@ def classify(span: SpanView) -> tuple[Convention, str] | None:
 
 
 _ROWS = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in TABLE)
+
+
+def _use(table: tuple[Convention, ...]) -> None:
+    """Ask `table`'s rows, in its order, from now on (the lookups `classify` reads)."""
+    global _UNMARKED, _MARKED_ROWS, _ANY_KEY, _ANY_SCOPE, _ANY_NAME, _ROWS
+    _UNMARKED = tuple(c for c in table if c.marker_keys is None)
+    _MARKED_ROWS = tuple(
+        (c, c.marker_keys, c.marker_scopes, c.marker_names)
+        for c in table
+        if c.marker_keys is not None
+    )
+    _ANY_KEY = frozenset().union(*(row[1] for row in _MARKED_ROWS))
+    _ANY_SCOPE = frozenset().union(*(row[2] for row in _MARKED_ROWS))
+    _ANY_NAME = frozenset().union(*(row[3] for row in _MARKED_ROWS))
+    _ROWS = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in table)
+
+
+@contextmanager
+def leaving_out(*names: str) -> Iterator[None]:
+    """Convert, inside the block, as if the rows named `names` were not in the table: what
+    the converter makes of a producer nobody wrote a row for (the structural phases of
+    the walk still apply). For tests and benchmarks; not thread-safe (the table is the
+    process's)."""
+    unknown = set(names) - {c.name for c in TABLE}
+    if unknown:
+        raise ValueError(
+            f"no conventions row named {', '.join(sorted(unknown))}; "
+            f"the rows are {', '.join(c.name for c in TABLE)}"
+        )
+    _use(tuple(c for c in TABLE if c.name not in names))
+    try:
+        yield
+    finally:
+        _use(TABLE)
