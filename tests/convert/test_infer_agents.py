@@ -6,7 +6,8 @@
    that hold their calls;
 2. an agent run as a tool is a child agent of its caller, placed between the caller's
    calls, and its final answer is the tool call's result;
-3. spans marked "agent" that hold nothing are steps of the agent around them;
+3. spans marked "agent" that hold nothing are steps of the agent around them (LangChain's
+   classic `AgentExecutor` under OpenInference's LangChain instrumentation);
 6. the OpenAI Agents SDK's own workflow span (under logfire) is the trace, not an agent
    above the program's root agent.
 
@@ -29,6 +30,7 @@ from tests.fixtures.frameworks.programs_haystack import (
     RESEARCHER_PROMPT,
     RESEARCHER_TOOL,
 )
+from tests.fixtures.frameworks.programs_langchain import PLANNER, RESEARCHER
 from tests.fixtures.frameworks.programs_logfire import (
     AS_TOOL,
     AS_TOOL_ANSWER,
@@ -177,6 +179,50 @@ def test_tools_offered_per_call_are_each_agents_own() -> None:
     assert offered == {"manager": [[AS_TOOL]] * 2, "researcher": [["get_weather"]] * 2}
     prompts = {a.name: {system_prompt(i) for i in a.llm_interactions} for a in trace.iter_agents()}
     assert prompts == {"manager": {MANAGER_PROMPT}, "researcher": {AS_TOOL_RESEARCHER_PROMPT}}
+
+
+# --------------------------------------------------------------------------- 3. phantom agents
+
+LANGCHAIN = [
+    "langchain_agent_executor_openinference",
+    "langchain_agent_executor_openinference_composed",
+]
+
+
+@pytest.mark.parametrize("name", LANGCHAIN)
+def test_spans_marked_agent_that_hold_nothing_are_steps_of_their_agent(name: str) -> None:
+    """OpenInference's LangChain instrumentation marks every run whose name contains
+    "agent" as an AGENT span: besides the two executors, each step of their agent
+    runnables (12 of them here), none of which makes a model call or runs a tool."""
+    records, _, _ = decode((FIXTURES / f"{name}.pb").read_bytes())
+    marked = [
+        r.name
+        for r in records
+        if (found := conventions.classify(SpanView(r))) and found[1] is Kind.AGENT
+    ]
+    steps = {"RunnableAssign<agent_scratchpad>", "RunnableParallel<agent_scratchpad>"}
+    steps |= {"ToolsAgentOutputParser"}
+    ours = {"invoke_agent app"} if name.endswith("_composed") else set()
+    assert sorted(set(marked)) == sorted({PLANNER, RESEARCHER} | steps | ours)
+    assert len([n for n in marked if n in steps]) == 12
+    trace = converted(name)
+    planner = top(trace, name.endswith("_composed"))
+    assert [a.name for a in trace.iter_agents() if a.name not in ("app",)] == [PLANNER, RESEARCHER]
+    # The planner's call order is its own again: call, the researcher (its tool), call.
+    first, child, last = planner.interactions
+    assert isinstance(first, LLMInteraction) and isinstance(last, LLMInteraction)
+    assert trace.agent_instance_by_id[child].name == RESEARCHER  # type: ignore[index]
+    assert len(trace.agent_instance_by_id[child].llm_interactions) == 2  # type: ignore[index]
+
+
+@pytest.mark.parametrize("name", ["langchain_agent_executor_openinference", *HAYSTACK])
+def test_the_structural_phases_need_no_row_for_the_framework(name: str) -> None:
+    """The phases read only a span's kind: with every row but the format's own left out
+    (LangGraph's, which reads LangChain's metadata; none is Haystack's), the same agents."""
+    with conventions.leaving_out("langgraph"):
+        (trace,) = [t for t in traces_from_otlp(FIXTURES / f"{name}.pb") if t.has_llm_interactions]
+    assert trace.to_wire() == converted(name).to_wire()
+    assert len(list(trace.iter_agents())) == 2
 
 
 # --------------------------------------------------------------------------- 6. wrapper roots
