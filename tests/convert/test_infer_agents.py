@@ -35,6 +35,8 @@ from tests.fixtures.frameworks.programs_logfire import (
     AS_TOOL,
     AS_TOOL_ANSWER,
     MANAGER_PROMPT,
+    STEP_PROMPT,
+    STEP_SUMMARY,
 )
 from tests.fixtures.frameworks.programs_logfire import (
     RESEARCH_NOTE as AS_TOOL_NOTE,
@@ -42,6 +44,7 @@ from tests.fixtures.frameworks.programs_logfire import (
 from tests.fixtures.frameworks.programs_logfire import (
     RESEARCHER_PROMPT as AS_TOOL_RESEARCHER_PROMPT,
 )
+from tests.fixtures.frameworks.programs_logfire import SYSTEM as WEATHER_PROMPT
 from tracejudge.convert import conventions, traces_from_otlp
 from tracejudge.convert._otlp import decode
 from tracejudge.convert._view import SpanView
@@ -129,6 +132,21 @@ def test_agents_without_agent_spans_are_told_apart_by_their_own_prompts(name: st
     assert [c.name for c in researcher.llm_interactions[0].tool_calls] == ["get_weather"]
     assert researcher.final_output == RESEARCH_NOTE
     assert planner.final_output == trace.final_output == HAYSTACK_ANSWER
+
+
+@pytest.mark.parametrize(
+    "name", ["logfire_openai_summarised", "logfire_openai_summarised_composed"]
+)
+def test_a_step_with_a_prompt_of_its_own_is_no_agent(name: str) -> None:
+    """A summary call with its own prompt, in a span of its own, after the tool loop: no
+    tool call ran it and it calls no tool, so it is a step of the program, not an agent
+    (the span around it would otherwise be taken for one)."""
+    trace = converted(name)
+    holder = trace.root
+    assert [a.name for a in trace.iter_agents()] == [holder.name]
+    prompts = [system_prompt(i) for i in holder.llm_interactions]
+    assert prompts == [WEATHER_PROMPT, WEATHER_PROMPT, STEP_PROMPT]
+    assert trace.final_output == STEP_SUMMARY
 
 
 # --------------------------------------------------------------------------- 2. agent as a tool

@@ -19,8 +19,10 @@ calls' extractions, nothing else.
   (Haystack's `AgentTool`), an agent run as a pipeline component. That span is the
   other agent, named after the tool call that ran it (the caller's call whose arguments
   hold the new agent's first user message, or its only pending tool call), else its tool
-  span, else the span itself. Repeated until no agent splits, so an agent run by an
-  inferred agent's tool is found too.
+  span, else the span itself; when no tool call or tool span is known to have run it and
+  it calls no tool, it is a step of the agent (an extractor or summariser with a prompt
+  of its own). Repeated until no agent splits, so an agent run by an inferred agent's
+  tool is found too.
 - `answer_tool_calls` (once answers are known): the tool call that ran an inferred agent
   has that agent's final answer as its result, where no span recorded the result.
 """
@@ -30,8 +32,10 @@ from __future__ import annotations
 from collections.abc import Callable, Container
 from dataclasses import dataclass
 
+from tracejudge.convert import _json
 from tracejudge.convert._agents import Layout, Readings
 from tracejudge.convert._common import Extraction
+from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._tools import ToolRun
 from tracejudge.convert.conventions import Identity, Kind
@@ -206,26 +210,26 @@ def _split(
         path, owner = _path(call.span, by_id, agents, readings)
         groups.setdefault(owner, []).append((call, path))
     found: list[InferredAgent] = []
-    for owner, members in groups.items():
+    for members in groups.values():
         own = next((call.system for call, _ in members if call.system is not None), None)
         if all(call.system in (None, own) for call, _ in members):
             continue
         mine = {s for call, path in members if call.system == own for s in path}
-        theirs = {s for call, path in members if call.system not in (None, own) for s in path}
         hosts: dict[str, list[_Call]] = {}
         for call, path in members:
-            if call.system is None:
-                continue
-            blocked = mine if call.system != own else theirs
-            if call.system == own and owner is not None:
-                continue  # the agent's own calls stay its own
-            host = _host(path, blocked)
+            if call.system in (None, own):
+                continue  # the agent's own calls (the root's too) stay its own
+            host = _host(path, mine)
             if host is not None:
                 hosts.setdefault(host, []).append(call)
         caller = [call for call, _ in members if call.system == own]
         for host_id, held in hosts.items():
             span = by_id[host_id]
-            invoked = _invocation(caller, span, held[0], by_id, agents, tool_names)
+            invoked, matched = _invocation(caller, span, held[0], by_id, agents, tool_names)
+            if not (matched or any(_tool_calls(call.extraction) for call in held)):
+                # A step with a prompt of its own that no tool call ran and that uses no
+                # tool (an extractor, a summariser, a router): still the agent's step.
+                continue
             name = _name(span, invoked, caller, by_id, agents, tool_names)
             found.append(InferredAgent(span, (None, name), invoked))
     return found
@@ -270,30 +274,45 @@ def _invocation(
     by_id: dict[str, SpanRecord],
     agents: Container[str],
     tool_names: dict[str, str],
-) -> tuple[str, int] | None:
-    """The caller's tool call that ran the agent held by `host`: in the caller's last call
-    that started before it, the call named as a tool span around `host`, else the one whose
-    arguments hold the agent's first user message, else the only one."""
+) -> tuple[tuple[str, int] | None, bool]:
+    """The caller's tool call that ran the agent held by `host`, and whether that is
+    known (not only likely): of the caller's last call that started before it, the call
+    named as a tool span around `host`, else the one whose arguments and the agent's first
+    user message hold each other, else (likely) the only one."""
     start = host.start_ns
     before = [
         c
         for c in caller
         if c.span.start_ns is not None and start is not None and c.span.start_ns <= start
     ]
-    maker = next((c for c in reversed(before) if _tool_calls(c.extraction)), None)
-    if maker is None:
-        return None
-    made = _tool_calls(maker.extraction)
     around = _tool_span_names(host, by_id, agents, tool_names)
+    maker = before[-1] if before and _tool_calls(before[-1].extraction) else None
+    if maker is None:  # the caller's last call before it called no tool
+        return None, bool(around)
+    made = _tool_calls(maker.extraction)
     for position, call in enumerate(made):
         if call.name in around:
-            return maker.span.span_id, position
+            return (maker.span.span_id, position), True
     task = _first_user(first.extraction)
     if task:
-        holding = [p for p, call in enumerate(made) if task in call.parameters]
+        holding = [p for p, call in enumerate(made) if _hands_on(call, task)]
         if len(holding) == 1:
-            return maker.span.span_id, holding[0]
-    return (maker.span.span_id, 0) if len(made) == 1 else None
+            return (maker.span.span_id, holding[0]), True
+    return ((maker.span.span_id, 0) if len(made) == 1 else None), bool(around)
+
+
+def _hands_on(call: LLMToolCall, task: str) -> bool:
+    """Whether the tool call's arguments hand `task` on: they hold it (Haystack's
+    `AgentTool` passes the task as a message), or it holds every text argument (a
+    framework that writes the arguments into its prompt template)."""
+    if task in call.parameters:
+        return True
+    try:
+        arguments = _json.loads(call.parameters)
+    except (ValueError, RecursionError):
+        return False
+    texts = [v for v in arguments.values() if isinstance(v, str)] if is_mapping(arguments) else []
+    return bool(texts) and all(text in task for text in texts)
 
 
 def _tool_calls(extraction: Extraction) -> list[LLMToolCall]:
