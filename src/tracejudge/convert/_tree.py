@@ -4,9 +4,11 @@ What each span is comes from the conventions table (`conventions`), asked once p
 (`classify`): agents and workflows, model calls, tool runs, hand-offs. The walk reads
 nothing else of a span's attributes. Each model call belongs to its nearest agent
 ancestor; calls outside every agent, and spans whose parent is missing, belong to the
-root. Items are ordered by start time. A call recorded by several instrumentations
-(nested or side by side) is one interaction: see `_merge` for how such records are
-matched and merged.
+root. Agents no span names (an agent run as a tool or a pipeline component, told apart by
+its own system prompt), agent spans that are steps and wrapper workflows are phases of
+their own (`_infer_agents`), for every producer. Items are ordered by start time. A call
+recorded by several instrumentations (nested or side by side) is one interaction: see
+`_merge` for how such records are matched and merged.
 """
 
 from __future__ import annotations
