@@ -15,8 +15,15 @@ from tracejudge.models import MultiAgentTrace, is_routing_decision
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*.meta.json"))
-#: The instrumentation recorded no outputs (the converter warns; see test_frameworks).
-INCOMPLETE = {"openai_agents_openllmetry_chat"}
+#: The instrumentation recorded no outputs (the converter warns; see test_frameworks), or
+#: (OpenInference's Haystack spans) no tool result's text: the researcher's "22 C" comes
+#: from a `get_weather` result no span holds, which `grounded_numbers` cannot find (their
+#: composed twins, whose client spans record it, are checked here).
+INCOMPLETE = {
+    "openai_agents_openllmetry_chat",
+    "haystack_agent_tool",
+    "haystack_pipeline_agent_tool",
+}
 
 
 def trace_of(name: str) -> MultiAgentTrace:
