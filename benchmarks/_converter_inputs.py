@@ -24,11 +24,12 @@ PER_LINE = 8
 Triple = tuple[dict[str, Any], dict[str, Any], dict[str, Any]]  # (resource, scope, span)
 
 
-def templates() -> list[list[Triple]]:
-    """Each fixture's spans as (resource, scope, span) triples."""
+def templates(paths: list[Path] | None = None) -> list[list[Triple]]:
+    """Each fixture's spans (tests/fixtures/*.jsonl, or `paths`) as (resource, scope, span)
+    triples."""
     found = []
     shared: dict[str, dict[str, Any]] = {}  # one object per distinct resource or scope
-    for path in sorted(FIXTURES.glob("*.jsonl")):
+    for path in paths if paths is not None else sorted(FIXTURES.glob("*.jsonl")):
         spans: list[Triple] = []
         for line in path.read_text().splitlines():
             if not line.strip():
@@ -94,6 +95,41 @@ def _halves(group: list[list[Triple]]) -> Iterator[dict[str, Any]]:
         seconds += trace[half:]
     yield _request(firsts)
     yield _request(seconds)
+
+
+def producers() -> dict[str, list[Path]]:
+    """The framework recordings (tests/fixtures/frameworks, without composed twins) of each
+    producer, as `<instrumentation>` (`<instrumentation> (<api>)` for a recording made on
+    another API than the program's default), as OTLP/JSON files."""
+    found: dict[str, list[Path]] = {}
+    for path in sorted((FIXTURES / "frameworks").glob("*.meta.json")):
+        meta = json.loads(path.read_text(encoding="utf-8"))
+        if meta["composed"]:
+            continue
+        api = meta["options"].get("api")
+        label = meta["instrumentation"] + (f" ({api})" if api else "")
+        found.setdefault(label, []).append(path.with_name(f"{meta['recording']}.jsonl"))
+    return found
+
+
+def write_json_traces(path: Path, recordings: list[Path], count: int) -> int:
+    """Write `count` traces, copies of the recordings' (OTLP/JSON files) in turn with fresh
+    trace ids, as OTLP/JSON lines: `PER_LINE` traces a line pair, as `write_json`. Return
+    the number of spans."""
+    found = templates(recordings)
+    spans = 0
+    with open(path, "w", encoding="utf-8") as out:
+        group: list[list[Triple]] = []
+        for number in range(1, count + 1):
+            template = found[(number - 1) % len(found)]
+            group.append([(r, s, {**span, "traceId": f"{number:032x}"}) for r, s, span in template])
+            spans += len(template)
+            if len(group) == PER_LINE or number == count:
+                for request in _halves(group):
+                    out.write(json.dumps(request, separators=(",", ":")))
+                    out.write("\n")
+                group = []
+    return spans
 
 
 def write_json(path: Path, spans: int) -> int:

@@ -28,11 +28,16 @@ run of each counts, as timeit counts its best. Ratios compare figures of one run
     python benchmarks/converter_throughput.py --quick         # 2k, 20k, 200k spans
     python benchmarks/converter_throughput.py --full          # also 1M spans streamed
     python benchmarks/converter_throughput.py --full --score  # and `tracejudge score` on 1M
+    python benchmarks/converter_throughput.py --producers     # per producer: 300 traces each
 
 The default run measures linearity from 10k to 100k spans and prints what 1M would take
 at the 100k rate; `--full` measures the 1M-span streamed run (a 1.95 GB file; under 4
 minutes in all on a 2-core machine), `--score` the issue's `tracejudge score` figure on
 the largest file (on 1M spans, several minutes more).
+
+With `--producers`, one row per producer instead: 300 traces copied from that producer's
+framework recordings (tests/fixtures/frameworks, in turn) as OTLP/JSON lines, converted
+whole against the stdlib `json` floor (target: <= 3x on every producer, not only the mix).
 
 Prints one line per figure, then the targets, met or not.
 """
@@ -348,10 +353,18 @@ def main() -> None:
         help="runs of each floor and whole conversion, taking turns; the fastest is kept "
         "(default 2)",
     )
+    parser.add_argument(
+        "--producers",
+        action="store_true",
+        help="one row per producer: 300 traces of its recordings, against the json floor",
+    )
     parser.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
     options = parser.parse_args()
     if options.child:
         print(json.dumps(child(*options.child)))
+        return
+    if options.producers:
+        per_producer(options.repeat)
         return
     sizes = QUICK_SIZES if options.quick else FULL_SIZES if options.full else SIZES
     try:
@@ -413,6 +426,35 @@ def main() -> None:
                 results["score"] = score
             json_path.unlink()
     _targets(results, sizes, decoders)
+
+
+#: Traces per producer row.
+PRODUCER_TRACES = 300
+
+
+def per_producer(repeat: int) -> None:
+    """The converter against the stdlib json floor on each producer's recordings."""
+    print(f"# converter_throughput --producers: {PRODUCER_TRACES} traces each, json floor")
+    worst: list[tuple[float, str]] = []
+    with tempfile.TemporaryDirectory() as directory:
+        for label, recordings in inputs.producers().items():
+            path = Path(directory) / "producer.jsonl"
+            spans = inputs.write_json_traces(path, recordings, PRODUCER_TRACES)
+            runs = _interleaved([("floor_json", "json"), ("whole", "json")], path, repeat)
+            floor, whole = runs[("floor_json", "json")], runs[("whole", "json")]
+            ratio = whole["seconds"] / floor["seconds"]
+            worst.append((ratio, label))
+            print(
+                f"{label:<34} {spans:>6} spans  floor {floor['seconds'] * 1e3:7.1f} ms  "
+                f"convert {whole['seconds'] * 1e3:7.1f} ms  {ratio:5.2f}x"
+            )
+    ratio, label = max(worst)
+    over = [name for r, name in sorted(worst, reverse=True) if r > 3]
+    print("# targets")
+    print(
+        f"every producer <= 3x its json floor: {'met' if not over else 'NOT met'} "
+        f"(highest {label} {ratio:.2f}x" + (f"; over: {', '.join(over)})" if over else ")")
+    )
 
 
 def _targets(

@@ -50,7 +50,7 @@ from typing import Any
 
 import httpx
 
-from tracejudge.evaluation import EvaluationService
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import (
     AnthropicJudge,
     CriterionKind,

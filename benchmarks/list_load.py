@@ -1,7 +1,7 @@
 """The trace list with 100,000 stored traces: how long the list page, a search and the
 filtered API take, on SQLite and PostgreSQL (issue #20: under 300 ms each).
 
-For each store, seeds `--traces` traces through the store itself (`Store.save_traces`, in
+For each store, seeds `--traces` traces through the store itself (`store.traces.save_many`, in
 batches: the digest, the per-agent scores and the full-text index are written as the server
 writes them), then starts `python -m tracejudge.server` on that database (uvicorn, one
 process, no judge) and times each request `--repeat` times, one at a time, from this
@@ -128,7 +128,7 @@ def _seed(db: str, count: int) -> float:
                     for n, (criterion, response, overall) in enumerate(answers)
                 ]
                 items.append((row, evaluations))
-            store.save_traces(items)
+            store.traces.save_many(items)
             if first and first % 20_000 == 0:
                 print(f"  {first:,} traces stored, {time.perf_counter() - began:.0f} s", flush=True)
     finally:

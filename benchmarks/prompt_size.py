@@ -18,7 +18,7 @@ import sys
 import time
 from typing import Any
 
-from tracejudge.evaluation import render_agent
+from tracejudge.evaluation.render import render_agent
 from tracejudge.models import MultiAgentTrace
 
 SIZES = (5, 20, 50, 100)

@@ -138,7 +138,7 @@ def store(db: str, trace: Any, responses: Any) -> str:
     ]
     saved = store_ = open_store(db)
     try:
-        store_.save_trace(
+        store_.traces.save(
             TraceRow(
                 trace_id=trace_id,
                 source="api",

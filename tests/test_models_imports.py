@@ -31,8 +31,9 @@ def test_importing_models_loads_no_other_tracejudge_module() -> None:
 
 def test_evaluation_uses_the_wire_models_limits_and_tag_rules() -> None:
     from tracejudge import evaluation, models
+    from tracejudge.evaluation import _validate
 
-    assert evaluation.MAX_CRITERION_LENGTH is models.MAX_CRITERION_LENGTH
+    assert _validate.MAX_CRITERION_LENGTH is models.MAX_CRITERION_LENGTH
     assert models.MAX_CRITERION_LENGTH == 4096
     assert models.MAX_TAG_LENGTH == 64
     assert evaluation.validate_tags is models.validate_tags

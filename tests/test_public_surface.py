@@ -202,6 +202,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "HTTPJudge",
         "Judge",
         "JudgeCache",
+        "JudgeOptions",
         "JudgeRequest",
         "MemoryCache",
         "OPENAI_COMPATIBLE_PROVIDERS",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.batch.conftest import FIXTURES, tracejudge
-from tracejudge.evaluation import MAX_CRITERION_LENGTH
+from tracejudge.models import MAX_CRITERION_LENGTH
 
 # A judge at a loopback address that nothing answers: these commands stop before a call.
 _JUDGE = ["--judge", "openai:scripted-model"]
@@ -122,7 +122,7 @@ def test_rubric_reads_its_rubric_file_by_the_same_rules(tmp_path: Path) -> None:
 
 
 def test_a_utf8_criteria_file_with_a_byte_order_mark_is_read(tmp_path: Path) -> None:
-    from tracejudge.evaluation import read_criteria_file
+    from tracejudge.evaluation.criteria_file import read_criteria_file
 
     path = tmp_path / "notepad.txt"
     path.write_bytes(

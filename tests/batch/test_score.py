@@ -278,3 +278,23 @@ def test_plain_progress_ends_with_one_line_saying_how_long_it_took(tmp_path: Pat
     lines = done.stderr.splitlines()
     assert [line for line in lines if "30/30" in line] == [lines[-1]]
     assert lines[-1].startswith("scored 30/30 traces in 0:00:"), lines
+
+
+def test_inputs_that_share_a_trace_id_are_named_in_a_warning(tmp_path: Path, capsys) -> None:
+    """Two inputs holding the same trace id are scored as one trace under the first's
+    name: the run says so, naming the inputs and how many trace ids they share."""
+    recording = (FIXTURES / "frameworks" / "openai_agents_openllmetry_parallel.pb").read_bytes()
+    other = (FIXTURES / "frameworks" / "genkit.pb").read_bytes()
+    (tmp_path / "a.pb").write_bytes(recording)
+    (tmp_path / "b.pb").write_bytes(recording)  # the same run copied: the same trace id
+    (tmp_path / "c.pb").write_bytes(other)
+    out = tmp_path / "out.jsonl"
+    assert main(["score", str(tmp_path / "*.pb"), "--out", str(out)]) == 0
+    err = capsys.readouterr().err
+    assert len({line["trace_id"] for line in _lines(out)}) == 2  # three files, two traces
+    assert "1 trace id appear in more than one input" in err, err
+    assert "a.pb" in err and "b.pb" in err and "c.pb" not in err, err
+    assert "under the first input's name" in err
+
+    assert main(["score", str(tmp_path / "a.pb"), str(tmp_path / "c.pb")]) == 0
+    assert "more than one input" not in capsys.readouterr().err

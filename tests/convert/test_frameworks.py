@@ -62,6 +62,18 @@ NO_AGENT_NAMES = {
 }
 
 
+#: Recordings whose agents have no agent span and are told apart only by their own prompts
+#: (issue #30's pattern 1, `convert/_infer_agents.py`): none left (DSPy's and Haystack's
+#: hold). Their tool calls written as text are asserted on their own in
+#: test_text_tool_calls.py.
+NEEDS_AGENT_INFERENCE: set[str] = set()
+#: Recordings whose agents are recorded turn by turn (AG2's classic `autogen.opentelemetry`
+#: writes an `invoke_agent` span per reply of an agent, in one conversation): each turn is
+#: an agent instance, so the assistant's two calls are two agents of one call each, until
+#: the turns of one agent in one conversation are read as one agent. Their calls and
+#: content are asserted on their own in test_unrecorded_tool_calls.py.
+TURN_BY_TURN = {"ag2_classic", "ag2_classic_composed"}
+
 #: The instrumentation scope of OpenLLMetry's openai client spans.
 OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"
 
@@ -222,8 +234,18 @@ def test_every_framework_and_instrumentation_is_recorded() -> None:
         assert info["replies_left"] == 0, name  # the program made every scripted call
 
 
-def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAgentTrace]) -> None:
+def _needs_agent_inference(name: str, request: pytest.FixtureRequest) -> None:
+    if name in NEEDS_AGENT_INFERENCE:
+        request.applymarker(pytest.mark.xfail(reason="needs pattern 1 from h-infer"))
+    if name in TURN_BY_TURN:
+        request.applymarker(pytest.mark.xfail(reason="an agent's turns are separate agents"))
+
+
+def test_agents_parents_and_calls(
+    recording: tuple[str, dict[str, Any], MultiAgentTrace], request: pytest.FixtureRequest
+) -> None:
     name, info, trace = recording
+    _needs_agent_inference(name, request)
     expected = PROGRAMS[info["program"]].expected
     interactions = sum(len(a.llm_interactions) for a in trace.iter_agents())
     assert interactions == info["model_calls"], name  # each call once, composed or not
@@ -235,9 +257,10 @@ def test_agents_parents_and_calls(recording: tuple[str, dict[str, Any], MultiAge
 
 
 def test_tool_calls_results_and_answers(
-    recording: tuple[str, dict[str, Any], MultiAgentTrace],
+    recording: tuple[str, dict[str, Any], MultiAgentTrace], request: pytest.FixtureRequest
 ) -> None:
     name, info, trace = recording
+    _needs_agent_inference(name, request)
     expected = PROGRAMS[info["program"]].expected
     if name in NO_OUTPUTS or name in NO_CONTENT:
         pytest.skip("the instrumentation records no outputs (see the warning test)")
@@ -286,6 +309,18 @@ def test_tool_calls_results_and_answers(
             assert got is not None and text in got, (name, agent_name, got)
     assert trace.final_output == expected.answer, name
     assert info["answer"] == expected.answer
+
+
+@pytest.mark.parametrize("name", ["dspy_openinference", "dspy_openinference_composed"])
+def test_the_answer_of_a_recording_whose_agents_have_no_agent_span(name: str) -> None:
+    """The user's answer is known from the module's span: DSPy's extraction writes
+    `[[ ## reasoning ## ]] ... [[ ## answer ## ]] ...`, and the module that made the
+    call records the `answer` field it parsed out of that text (`_answers.field_answer`)."""
+    trace = converted(name)
+    expected = PROGRAMS[meta(name)["program"]].expected
+    assert trace.final_output == expected.answer == meta(name)["answer"]
+    last = [i for a in trace.iter_agents() for i in a.llm_interactions][-1]
+    assert "[[ ## answer ## ]]" in last.output_text  # the text is the fields, not the answer
 
 
 def test_no_warnings_where_the_instrumentation_recorded_everything(
@@ -362,8 +397,8 @@ def test_a_handoff_span_names_the_agent_handed_to() -> None:
     for name in RECORDINGS:
         if not name.startswith("openai_agents") or name in NO_OUTPUTS:
             continue
-        if len(PROGRAMS[meta(name)["program"]].expected.agents) < 2:
-            continue  # one agent: nothing to hand off to
+        if "triage" not in {a[0] for a in PROGRAMS[meta(name)["program"]].expected.agents}:
+            continue  # no triage agent: nothing handed off (one agent, or an agent as a tool)
         trace = converted(name)
         handoffs = {a.name: a.handoff for a in trace.iter_agents() if a.handoff is not None}
         assert handoffs == {"triage": "weather_specialist"}, name

@@ -55,7 +55,7 @@ from tracejudge.models import AgentInstance, LLMInteraction, LLMToolResponse, Mu
 HAYSTACK = ["haystack_agent_tool", "haystack_pipeline_agent_tool"]
 HAYSTACK_ALL = [n + twin for n in HAYSTACK for twin in ("", "_composed")]
 AS_TOOL_RECORDINGS = [
-    f"logfire_openai_agents_as_tool{api}{twin}"
+    f"logfire_openai_agents_researcher_tool{api}{twin}"
     for api in ("", "_chat")
     for twin in ("", "_composed")
 ]
@@ -190,7 +190,7 @@ def test_the_answer_supplies_a_tool_result_no_span_recorded() -> None:
 
 def test_tools_offered_per_call_are_each_agents_own() -> None:
     """Chat Completions mode: each call records the tools it offered (logfire's span)."""
-    trace = converted("logfire_openai_agents_as_tool_chat")
+    trace = converted("logfire_openai_agents_researcher_tool_chat")
     offered = {
         agent.name: [[t.name for t in i.tools_available or []] for i in agent.llm_interactions]
         for agent in trace.iter_agents()
@@ -234,11 +234,14 @@ def test_spans_marked_agent_that_hold_nothing_are_steps_of_their_agent(name: str
     assert len(trace.agent_instance_by_id[child].llm_interactions) == 2  # type: ignore[index]
 
 
-@pytest.mark.parametrize("name", ["langchain_agent_executor_openinference", *HAYSTACK])
+@pytest.mark.parametrize(
+    "name", ["langchain_agent_executor_openinference", "dspy_openinference", *HAYSTACK]
+)
 def test_the_structural_phases_need_no_row_for_the_framework(name: str) -> None:
     """The phases read only a span's kind: with every row but the format's own left out
-    (LangGraph's, which reads LangChain's metadata; none is Haystack's), the same agents."""
-    with conventions.leaving_out("langgraph"):
+    (LangGraph's, which reads LangChain's metadata; none is Haystack's or DSPy's), the
+    same agents."""
+    with conventions.rows_removed(conventions.LANGGRAPH):
         (trace,) = [t for t in traces_from_otlp(FIXTURES / f"{name}.pb") if t.has_llm_interactions]
     assert trace.to_wire() == converted(name).to_wire()
     assert len(list(trace.iter_agents())) == 2
@@ -277,21 +280,6 @@ def test_a_workflow_that_ran_several_agents_stays_their_run() -> None:
         "triage",
         "weather_specialist",
     ]
-
-
-# --------------------------------------------------------------------------- the table
-
-
-def test_a_row_left_out_is_restored_after_the_block_and_unknown_rows_are_refused() -> None:
-    path = FIXTURES / "logfire_openai_agents_as_tool_chat.jsonl"
-    with conventions.leaving_out("logfire"):
-        (without,) = traces_from_otlp(path)
-    (again,) = traces_from_otlp(path)
-    assert without.to_wire() != again.to_wire()
-    assert again.to_wire() == converted("logfire_openai_agents_as_tool_chat").to_wire()
-    with pytest.raises(ValueError, match="no conventions row named logfyre; the rows are"):
-        with conventions.leaving_out("logfyre"):
-            pass
 
 
 # --------------------------------------------------------------------------- clean traces

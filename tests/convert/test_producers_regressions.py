@@ -9,6 +9,10 @@
 * pydantic-ai, an unnamed agent (`agent`) whose tool runs another unnamed agent: the inner
   agent is a child of the outer one (same-name folding is for a direct child only, never
   across a tool run or a model call), and each keeps its own calls.
+* openai-agents + OpenLLMetry, a manager that calls a translator agent as a tool
+  (`Agent.as_tool`), Responses API and streamed: OpenLLMetry records the translator's agent
+  span beside the manager's, under the workflow. Run within the manager's tool run, it is
+  the manager's child, and the user's answer is the manager's last one, not "Bonjour".
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ import json
 
 import pytest
 
-from tests.convert.test_frameworks import converted, framework_root
+from tests.convert.test_frameworks import FIXTURES, converted, framework_root
 from tests.fixtures.frameworks.programs import QUESTION, get_weather_result
 from tests.fixtures.frameworks.programs_regressions import (
     CITIES,
@@ -26,6 +30,7 @@ from tests.fixtures.frameworks.programs_regressions import (
     UNNAMED_ANSWER,
     UNNAMED_NOTE,
 )
+from tracejudge.convert import inspect_otlp
 from tracejudge.models import LLMInteraction, LLMToolResponse
 
 
@@ -77,3 +82,33 @@ def test_an_unnamed_agent_run_by_a_tool_of_an_unnamed_agent_is_its_child(name: s
     assert any(m.content == QUESTION for m in looked_up.input_messages)
     assert [c.name for c in looked_up.tool_calls] == ["get_weather"]
     assert inner.final_output == UNNAMED_NOTE
+
+
+AS_TOOL = [
+    f"openai_agents_openllmetry_as_tool{variant}{twin}"
+    for variant in ("", "_stream")
+    for twin in ("", "_composed")
+]
+
+
+@pytest.mark.parametrize("name", AS_TOOL)
+def test_an_agent_run_as_a_tool_is_the_callers_child_and_not_the_answer(name: str) -> None:
+    trace = converted(name)
+    (manager,) = [a for a in trace.iter_agents() if a.name == "manager"]
+    (translator,) = [a for a in trace.iter_agents() if a.name == "translator"]
+    assert manager.child_ids == [translator.id]
+    # Placed after the manager's tool call, before its answer.
+    kinds = ["child" if isinstance(i, str) else "call" for i in manager.interactions]
+    assert kinds == ["call", "child", "call"]
+    assert translator.final_output == "Bonjour"
+    assert trace.final_output == manager.final_output == "In French, hello is: Bonjour."
+
+
+def test_a_tool_span_of_another_producer_is_not_read_as_google_adk() -> None:
+    """OpenLLMetry's (and the AI SDK 7's) `execute_tool` spans carry the GenAI
+    `gen_ai.tool.type`: the GenAI row reads them, not Google ADK's."""
+    for name in ("openai_agents_openllmetry_as_tool", "vercel_v7_otel_generate"):
+        (report,) = inspect_otlp(FIXTURES / f"{name}.pb").traces
+        conventions = {c for p in report.producers for c in p.conventions}
+        assert "google-adk" not in conventions, (name, conventions)
+        assert "genai" in conventions

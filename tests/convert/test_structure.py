@@ -213,7 +213,21 @@ def test_running_model_call_is_kept_without_its_end() -> None:
     trace = _one(dump(requests))
     interaction = trace.root.llm_interactions[-1]
     assert interaction.end_time is None and interaction.output_messages == []
-    assert any("still running" in w for w in trace.warnings)
+    assert any("no end time and no answer recorded" in w for w in trace.warnings)
+
+
+def test_a_model_call_with_its_answer_and_no_end_time_is_not_running() -> None:
+    """Some producers write spans with no end time; one that carries its answer is a call
+    that answered, not one "still running"."""
+    requests = json_requests("openllmetry")
+    last = _llm_spans(requests)[-1]
+    del last["endTimeUnixNano"]
+    trace = _one(dump(requests))
+    whole = _one(fixture("openllmetry", ".jsonl").read_text())
+    assert trace.root.llm_interactions[-1].end_time is None
+    assert trace.root.llm_interactions[-1].output_messages
+    assert trace.warnings == whole.warnings == []
+    assert trace.final_output == whole.final_output
 
 
 def test_running_sdk_spans_convert() -> None:
@@ -474,3 +488,32 @@ def _sdk_spans_of_an_agent() -> list[object]:
     attributes = {semconv.GEN_AI_OPERATION_NAME: semconv.OPERATION_INVOKE_AGENT}
     provider.get_tracer("test").start_span("invoke_agent a", attributes=attributes).end()
     return list(exporter.get_finished_spans())
+
+
+# --------------------------------------------------------------------------- structured answers
+
+
+def test_a_json_object_answer_is_an_answer_not_an_empty_one() -> None:
+    """A producer that writes the model's structured answer (Genkit's `output: {schema}`)
+    as a JSON object in the message's content, not as text: the answer is that object's
+    JSON, and `final_answer` scores it as an answer."""
+    from tracejudge import checks
+
+    requests = json_requests("openllmetry")
+    last = _llm_spans(requests)[-1]
+    messages = json.loads(attr(last, semconv.GEN_AI_OUTPUT_MESSAGES))
+    report = {"city": "Paris", "forecast": "sunny, 22 C"}
+    for message in messages:
+        for part in message["parts"]:
+            if part["type"] == "text":
+                part["content"] = report
+    set_attr(last, semconv.GEN_AI_OUTPUT_MESSAGES, json.dumps(messages))
+    trace = _one(dump(requests))
+    agent = next(
+        a
+        for a in trace.iter_agents()
+        if any(i.span_id == last["spanId"] for i in a.llm_interactions)
+    )
+    assert json.loads(agent.llm_interactions[-1].output_text) == report
+    score = checks.final_answer.evaluate(trace)[agent.id]
+    assert score is not None and score.score == 1.0, score

@@ -11,7 +11,8 @@ from openai.types.chat import ChatCompletion
 from openai.types.responses import Response
 
 from tracejudge.errors import BadRequestError
-from tracejudge.evaluation import adapt_result, responses_input_to_messages
+from tracejudge.evaluation import adapt_result
+from tracejudge.evaluation._adapt import responses_input_to_messages
 from tracejudge.evaluation.render import conversation_agent, render_conversation
 
 

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 from tests.evaluation.long_trace import FAULT, long_trace
-from tracejudge.evaluation import EvaluationService
 from tracejudge.evaluation._explore import READ_RESULT, READ_STEP, SEARCH, TraceMaterial
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import ExplorationLimits, OpenAICompatibleJudge
 from tracejudge.judges._budget import body_bytes
 from tracejudge.models import MultiAgentTraceResponse, ScoreResponse

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 from tests.evaluation.conftest import verdict
-from tracejudge.evaluation import EvaluationService
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import OpenAICompatibleJudge
 from tracejudge.models import MultiAgentTrace
 from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer

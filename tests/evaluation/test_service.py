@@ -11,7 +11,7 @@ from tests.evaluation.test_client import CAPITAL
 from tests.evaluation.test_trace import multi_agent_trace
 from tracejudge import checks
 from tracejudge.errors import BadRequestError, ConfigurationError
-from tracejudge.evaluation import ConversationRequest, EvaluationService, TraceRequest
+from tracejudge.evaluation.service import ConversationRequest, EvaluationService, TraceRequest
 from tracejudge.models import RewardRequest, TraceRewardRequest
 from tracejudge.testing import ScriptedLLMServer
 
@@ -95,3 +95,32 @@ def test_lightning_cores_judge_only_the_latest_response() -> None:
     with Composo(judge="ollama:m", model_core="align-lightning-20250731") as client:
         with pytest.raises(BadRequestError, match="evaluate_latest=True"):
             client.evaluate(messages=CAPITAL, criteria=checks.final_answer, evaluate_latest=False)
+
+
+def test_a_request_checks_its_criteria_and_trace_once_when_made() -> None:
+    from tracejudge.errors import NoLLMInteractionsError
+    from tracejudge.evaluation import validate_criteria
+    from tracejudge.models import MultiAgentTrace
+
+    with pytest.raises(BadRequestError, match=r"criteria\[1\]"):
+        TraceRequest(trace=multi_agent_trace(), criteria=["Reward a", ""])
+    silent = MultiAgentTrace.model_validate(
+        {
+            "root_agent_instance_id": "a",
+            "agent_instance_by_id": {"a": {"id": "a", "name": "quiet", "interactions": []}},
+        }
+    )
+    with pytest.raises(NoLLMInteractionsError):
+        TraceRequest(trace=silent, criteria=["Reward a"])
+    # Criteria checked by the caller (the client's engine, `score`) are taken as they are,
+    # not checked again: the same list reaches the service's request.
+    checked, as_list = validate_criteria(["Reward a", checks.loops])
+    assert validate_criteria(checked) == (checked, as_list)
+    assert TraceRequest(trace=multi_agent_trace(), criteria=checked).criteria is checked
+    assert ConversationRequest(messages=CAPITAL, criteria=checked).criteria is checked
+    # unchecked ones are checked on the way in, into a checked list
+    request = ConversationRequest(messages=CAPITAL, criteria=("Reward a",))
+    assert request.criteria == ["Reward a"]
+    assert validate_criteria(request.criteria)[0] is request.criteria
+    only_checks = checked.where(lambda c: not isinstance(c, str))
+    assert only_checks == [checks.loops] and validate_criteria(only_checks)[0] is only_checks

@@ -15,15 +15,10 @@ from tests.evaluation.test_single_call import one_reply_per_criterion
 from tracejudge import AsyncComposo
 from tracejudge._http import HTTPOptions
 from tracejudge.cli import build_parser
-from tracejudge.cli.score import _service, judge_settings
+from tracejudge.cli._settings import judged_service
 from tracejudge.errors import ComposoError, ConfigurationError
-from tracejudge.evaluation import (
-    ConversationRequest,
-    EvaluationService,
-    EvaluationSettings,
-    build_judge,
-    build_service,
-)
+from tracejudge.evaluation import EvaluationSettings, build_judge, build_service
+from tracejudge.evaluation.service import ConversationRequest, EvaluationService
 from tracejudge.judges import ExplorationLimits, OpenAICompatibleJudge
 from tracejudge.models import AgentInstance, LLMInput, LLMInteraction, LLMOutput, MultiAgentTrace
 from tracejudge.testing import Reply, ScriptedLLMServer
@@ -257,7 +252,7 @@ def test_score_flags_reach_the_judge(monkeypatch: pytest.MonkeyPatch) -> None:
     args = build_parser().parse_args(
         ["score", "in.jsonl", "--judge", "openai:m", "--concurrency", "3", "--fail-under", "0.6"]
     )
-    service = _service(judge_settings(args))
+    service = judged_service(args)
     try:
         assert service.judge is not None
         # --concurrency traces at once, four judge calls each: the judge's bound and the

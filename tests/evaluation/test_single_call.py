@@ -12,7 +12,7 @@ import pytest
 from tests.evaluation.test_trace import multi_agent_trace
 from tracejudge import Composo, checks
 from tracejudge.errors import ConfigurationError
-from tracejudge.evaluation import EvaluationService
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import JudgeRequest, OpenAICompatibleJudge, Verdict
 from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
 

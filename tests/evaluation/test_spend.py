@@ -13,7 +13,8 @@ import pytest
 from tests.evaluation.test_trace import multi_agent_trace
 from tracejudge import Composo, checks
 from tracejudge.errors import ConfigurationError
-from tracejudge.evaluation import EvaluationService, format_usd
+from tracejudge.evaluation import format_usd
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import OpenAICompatibleJudge
 from tracejudge.models import JudgeUsage, PriceTable
 from tracejudge.testing import Reply, ScriptedLLMServer
@@ -227,7 +228,7 @@ def test_a_cost_cap_on_an_unpriced_model_is_refused_or_capped_by_tokens(
 
 
 def test_a_cached_verdict_costs_nothing_and_a_missing_usage_is_unknown() -> None:
-    from tracejudge.evaluation import JudgeSpend
+    from tracejudge.evaluation.spend import JudgeSpend
 
     spend = JudgeSpend("gpt-4.1-mini", PriceTable())
     assert spend.priced_usage(JudgeUsage(cached_calls=1)).cost_usd == 0.0

@@ -20,7 +20,7 @@ import pytest
 
 from tests.evaluation.long_trace import long_trace
 from tracejudge.errors import MalformedError, TimeoutError
-from tracejudge.evaluation import EvaluationService
+from tracejudge.evaluation.service import EvaluationService
 from tracejudge.judges import JudgeRequest, OpenAICompatibleJudge
 
 #: The model's context as the server is started (SmolLM2 was trained on 8,192).

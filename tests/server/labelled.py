@@ -56,7 +56,7 @@ def save_scored(
     trace = trace.model_copy(update={"trace_id": trace_id})
     store = open_store(db)
     try:
-        store.save_trace(
+        store.traces.save(
             TraceRow(
                 trace_id=trace_id,
                 source="api",

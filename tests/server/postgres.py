@@ -35,11 +35,26 @@ def free_port() -> int:
 
 
 class Cluster:
-    """A running cluster; `database()` makes a fresh, empty database and returns its DSN."""
+    """A running cluster; `database()` makes a fresh, empty database and returns its DSN;
+    `stop()` and `start()` take it down and bring it back (an outage, a restart)."""
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, control: list[str] | None = None) -> None:
         self.port = port
         self._names = itertools.count(1)
+        #: pg_ctl as the cluster's user, with its data directory and start options.
+        self._control = control or []
+
+    def stop(self) -> None:
+        """`pg_ctl stop -m fast`: connections are cut, the server shuts down cleanly."""
+        subprocess.run(
+            [*self._control, "-m", "fast", "-w", "stop"], check=True, capture_output=True
+        )
+
+    def start(self) -> None:
+        subprocess.run([*self._control, "-w", "start"], check=True, capture_output=True)
+
+    def running(self) -> bool:
+        return subprocess.run([*self._control, "status"], capture_output=True).returncode == 0
 
     def database(self) -> str:
         import psycopg
@@ -54,7 +69,9 @@ class Cluster:
 
 
 @contextmanager
-def postgres_cluster() -> Iterator[Cluster]:
+def postgres_cluster(folder: str | None = None) -> Iterator[Cluster]:
+    """A throwaway cluster, its files in a new temporary folder (inside `folder` when
+    given: a small file system, say)."""
     pytest.importorskip(
         "psycopg", reason="psycopg is not installed (pip install 'psycopg[binary]')"
     )
@@ -62,7 +79,7 @@ def postgres_cluster() -> Iterator[Cluster]:
     if initdb is None or pg_ctl is None:
         pytest.skip("PostgreSQL's initdb/pg_ctl are not installed (apt-get install -y postgresql)")
     as_user: list[str] = []
-    folder = tempfile.mkdtemp(prefix="tracejudge-pg-")
+    folder = tempfile.mkdtemp(prefix="tracejudge-pg-", dir=folder)
     if os.geteuid() == 0:
         # PostgreSQL will not run as root: run it as the packaged `postgres` user.
         try:
@@ -83,24 +100,10 @@ def postgres_cluster() -> Iterator[Cluster]:
     options = (
         f"-p {port} -k {folder} -c listen_addresses=127.0.0.1 -c fsync=off -c max_connections=200"
     )
-    subprocess.run(
-        [
-            *as_user,
-            pg_ctl,
-            "-D",
-            data,
-            "-o",
-            options,
-            "-l",
-            os.path.join(folder, "log"),
-            "-w",
-            "start",
-        ],
-        check=True,
-        capture_output=True,
-    )
+    control = [*as_user, pg_ctl, "-D", data, "-o", options, "-l", os.path.join(folder, "log")]
+    subprocess.run([*control, "-w", "start"], check=True, capture_output=True)
     try:
-        yield Cluster(port)
+        yield Cluster(port, control)
     finally:
         subprocess.run(
             [*as_user, pg_ctl, "-D", data, "-m", "immediate", "stop"], capture_output=True

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -69,44 +68,11 @@ def prices(tmp_path: Path) -> Path:
 # --------------------------------------------------------------------------- the store
 
 
-def test_spending_adds_up_per_day_and_criterion_under_concurrent_writers(db_url: str) -> None:
-    store = open_store(db_url)
-    long_criterion = "Reward " + "thoroughness " * 400  # longer than an index entry may be
-    try:
-
-        def spend(criterion: str) -> None:
-            for _ in range(25):
-                store.add_judge_spend("2025-06-01", criterion, 0.01, 1_000, 1)
-
-        threads = [
-            threading.Thread(target=spend, args=(c,))
-            for c in ("Reward focus", "Reward focus", long_criterion, "Reward focus")
-        ]
-        for thread in threads:
-            thread.start()
-        for thread in threads:
-            thread.join()
-        day, focus = store.judge_spend("2025-06-01", "Reward focus")
-        assert (day.calls, day.tokens, day.cost_usd) == (100, 100_000, pytest.approx(1.0))
-        assert (focus.calls, focus.cost_usd) == (75, pytest.approx(0.75))
-        _, long_one = store.judge_spend("2025-06-01", long_criterion)
-        assert long_one.calls == 25
-        other_day, _ = store.judge_spend("2025-06-02", "Reward focus")
-        assert other_day.calls == 0 and other_day.cost_usd == 0.0
-    finally:
-        store.close()
-    again = open_store(db_url)  # what was spent survives a restart
-    try:
-        assert again.judge_spend("2025-06-01", "Reward focus")[0].calls == 100
-    finally:
-        again.close()
-
-
 def test_a_trace_s_judge_cost_is_what_its_stored_evaluations_cost(db_url: str) -> None:
     store = open_store(db_url)
     now = time.time()
     try:
-        store.save_trace(
+        store.traces.save(
             TraceRow(trace_id="t1", source="api", status="scored", first_seen=now, last_span_at=now)
         )
 
@@ -122,7 +88,7 @@ def test_a_trace_s_judge_cost_is_what_its_stored_evaluations_cost(db_url: str) -
                 judge_cost_usd=cost,
             )
 
-        store.save_evaluations(
+        store.evaluations.save(
             [
                 row("Reward focus", 0.30, now),
                 row("Reward focus", 0.10, now + 1),  # scored again: paid twice
@@ -130,11 +96,11 @@ def test_a_trace_s_judge_cost_is_what_its_stored_evaluations_cost(db_url: str) -
                 row("loops", None, now + 1),  # a check costs nothing
             ]
         )
-        trace = store.get_trace("t1")
+        trace = store.traces.get("t1")
         assert trace is not None and trace.judge_cost_usd == pytest.approx(0.45)
-        (listed,) = store.list_traces(_everything(), 10, None).traces
+        (listed,) = store.lists.page(_everything(), 10, None).traces
         assert listed.judge_cost_usd == pytest.approx(0.45)
-        stored = {(e.criterion, e.judge_cost_usd) for e in store.evaluations_of("t1")}
+        stored = {(e.criterion, e.judge_cost_usd) for e in store.evaluations.of_trace("t1")}
         assert stored == {
             ("Reward focus", 0.30),
             ("Reward focus", 0.10),

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tracejudge.errors import ConfigurationError
-from tracejudge.evaluation import read_criteria_file
+from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.server.app import server_criteria
 from tracejudge.server.config import ServerConfig
 

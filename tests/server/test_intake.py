@@ -260,7 +260,7 @@ def test_a_trace_past_the_span_limit_is_kept_too_large_and_not_scored(start) -> 
         assert len(page.content) < 10_000
     store = open_store(server.db)
     try:
-        assert store.span_batches(large.hex()) == ([], 60)  # its spans are not kept
+        assert store.traces.span_batches(large.hex()) == ([], 60)  # its spans are not kept
     finally:
         store.close()
 
@@ -269,22 +269,22 @@ def test_span_batches_stored_before_version_6_are_scored(start, tmp_path, monkey
     """A database of the schema before span batches kept their encoding, with a complete
     trace as the intake of that version stored it (one OTLP/JSON text per request), is
     migrated by the server, and the trace is read and scored."""
-    from tracejudge.server.store import _sql, migrations
+    from tracejudge.server.store import _core, migrations
 
     db = str(tmp_path / "old.db")
-    monkeypatch.setattr(_sql, "MIGRATIONS", [m for m in migrations.MIGRATIONS if m.version < 6])
+    monkeypatch.setattr(_core, "MIGRATIONS", [m for m in migrations.MIGRATIONS if m.version < 6])
     old = open_store(db)
     trace_id, body = otlp_trace()
     document = json.loads(body)
     spans = sum(len(s["spans"]) for r in document["resourceSpans"] for s in r["scopeSpans"])
-    with old._transaction() as cursor:
-        old._run(
+    with old.core.transaction() as cursor:
+        old.core.run(
             cursor,
             "INSERT INTO traces (trace_id, source, status, first_seen, last_span_at, "
             "root_ended, span_count) VALUES (?, 'otlp', 'open', 1, 1, 1, ?)",
             [trace_id, spans],
         )
-        old._run(
+        old.core.run(
             cursor,
             "INSERT INTO span_batches (trace_id, payload, received_at) VALUES (?, ?, 1)",
             [trace_id, json.dumps(document, separators=(",", ":"))],

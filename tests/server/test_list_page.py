@@ -388,7 +388,7 @@ def hostile(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     db = str(tmp_path_factory.mktemp("hostile") / "h.db")
     trace = agent_trace(["orchestrator", f"{HOSTILE}writer"])
     store = open_store(db)
-    store.save_trace(
+    store.traces.save(
         *stored(
             "a" * 32,
             trace,

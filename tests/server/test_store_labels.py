@@ -40,13 +40,13 @@ def test_labels_are_kept_replaced_and_paged_newest_first(db_url: str) -> None:
     store = open_store(db_url)
     try:
         for n in range(5):
-            store.save_label(_label(n))
-        store.save_label(_label(9, trace="t2"))
+            store.labels.save(_label(n))
+        store.labels.save(_label(9, trace="t2"))
         # the same (trace, agent, criterion, person) again: replaced, not added
-        store.save_label(
+        store.labels.save(
             _label(2, stance="score", verdict=None, score=0.25, note="half", created_at=2000.0)
         )
-        every = store.all_labels()
+        every = store.labels.all()
         assert len(every) == 6
         assert [lbl.id for lbl in every][-1] == "t1-2-ana"  # oldest first: replaced is newest
         replaced = next(lbl for lbl in every if lbl.id == "t1-2-ana")
@@ -56,16 +56,16 @@ def test_labels_are_kept_replaced_and_paged_newest_first(db_url: str) -> None:
             0.25,
             "half",
         )
-        assert [lbl.trace_id for lbl in store.all_labels("t2")] == ["t2"]
-        first = store.list_labels("t1", 2, None)
+        assert [lbl.trace_id for lbl in store.labels.all("t2")] == ["t2"]
+        first = store.labels.page("t1", 2, None)
         assert [lbl.id for lbl in first.labels] == ["t1-2-ana", "t1-4-ana"]
-        second = store.list_labels("t1", 2, first.cursor)
+        second = store.labels.page("t1", 2, first.cursor)
         assert [lbl.id for lbl in second.labels] == ["t1-3-ana", "t1-1-ana"]
-        third = store.list_labels("t1", 2, second.cursor)
+        third = store.labels.page("t1", 2, second.cursor)
         assert [lbl.id for lbl in third.labels] == ["t1-0-ana"] and third.cursor is None
-        assert len(store.list_labels(None, 50, None).labels) == 6
+        assert len(store.labels.page(None, 50, None).labels) == 6
         with pytest.raises(LabelCursorError, match="next_cursor"):
-            store.list_labels(None, 2, "not-a-cursor")
+            store.labels.page(None, 2, "not-a-cursor")
     finally:
         store.close()
 
@@ -73,12 +73,12 @@ def test_labels_are_kept_replaced_and_paged_newest_first(db_url: str) -> None:
 def test_a_trace_keeps_its_latest_attribution(db_url: str) -> None:
     store = open_store(db_url)
     try:
-        assert store.latest_attribution("t1") is None
-        store.save_attribution(AttributionRow("t1", ["checks"], '{"failed": true}', 1.0))
-        store.save_attribution(
+        assert store.attributions.latest("t1") is None
+        store.attributions.save(AttributionRow("t1", ["checks"], '{"failed": true}', 1.0))
+        store.attributions.save(
             AttributionRow("t1", ["checks", "all_at_once"], '{"failed": false}', 2.0)
         )
-        found = store.latest_attribution("t1")
+        found = store.attributions.latest("t1")
         assert found == AttributionRow("t1", ["checks", "all_at_once"], '{"failed": false}', 2.0)
     finally:
         store.close()
@@ -106,7 +106,7 @@ def test_the_labels_migration_applies_to_a_database_of_an_earlier_schema(tmp_pat
     store = open_store(str(path))
     try:
         assert store.migrate() == SCHEMA_VERSION == max(m.version for m in MIGRATIONS)
-        store.save_label(_label(1))
-        assert len(store.all_labels()) == 1
+        store.labels.save(_label(1))
+        assert len(store.labels.all()) == 1
     finally:
         store.close()

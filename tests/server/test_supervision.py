@@ -14,7 +14,7 @@ import pytest
 
 from tests.server.harness import ServerProcess, verdict, wait_for
 from tests.server.hostile import OTLP_JSON, otlp_trace
-from tracejudge.server.store.sqlite import SQLiteStore
+from tracejudge.server.store.sqlite import SQLiteCore
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
@@ -96,7 +96,7 @@ def test_an_outside_write_lock_stalls_the_workers_but_does_not_stop_them(
     the worker whose result could not be written: nothing ran again. Now the result is
     written once the lock is gone, `/ready` answers 503 naming the stalled worker meanwhile,
     and `/health` (liveness) stays 200."""
-    hold = 2 * getattr(SQLiteStore, "busy_timeout", 30.0) + 5.0
+    hold = 2 * getattr(SQLiteCore, "busy_timeout", 30.0) + 5.0
     args = ["--workers", "1", "--stall-seconds", "1"]
     process = ServerProcess(db_url, judge=judge_model, args=args, log=tmp_path / "log").start()
     try:

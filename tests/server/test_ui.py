@@ -48,7 +48,7 @@ def _store_trace(db: str, trace: MultiAgentTrace, *, tags: dict[str, str], seen:
     trace_id = uuid.uuid4().hex
     store = open_store(db)
     try:
-        store.save_trace(
+        store.traces.save(
             TraceRow(
                 trace_id=trace_id,
                 source="api",

@@ -33,6 +33,7 @@ from collections.abc import Sequence
 
 from tracejudge.cli import attribute, bench, calibrate, demo, inspect, rubric, score, serve
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._settings import resolve
 
 __all__ = ["UsageError", "build_parser", "main"]
 
@@ -76,6 +77,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     prefix = f"tracejudge {args.command}:"
     try:
+        resolve(args)  # the settings' flags, then their variables, then the defaults
         return int(args.run(args))
     except UsageError as error:
         print(prefix, error, file=sys.stderr)

@@ -124,6 +124,20 @@ class Spool:
                 self._members.setdefault(first, [first]).append(key)
         return keys
 
+    def shared(self) -> list[tuple[str, list[str]]]:
+        """(trace id, the inputs its spans came from, in order read) of every trace whose
+        spans came from more than one input: `keys` takes each as one trace."""
+        self._index()
+        rows = self._db.execute(
+            "SELECT key, source FROM items WHERE kind != ? AND source IS NOT NULL "
+            "GROUP BY key, source ORDER BY key, MIN(seq)",
+            (_LINE,),
+        )
+        by_key: dict[str, list[str]] = {}
+        for key, source in rows:
+            by_key.setdefault(key, []).append(source)
+        return [(key, sources) for key, sources in by_key.items() if len(sources) > 1]
+
     def load(self, key: str) -> tuple[list[SpanRecord], list[tuple[str, str, EventRecord]], Any]:
         """(span records, events, the MultiAgentTrace document or None) under `key`."""
         self._index()

@@ -26,16 +26,11 @@ from typing import Any
 
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._progress import Progress
+from tracejudge.cli._settings import JUDGE, PER_TRACE, SPEND, TOKENS, add_settings, judged_service
+from tracejudge.cli._settings import positive as _positive
 from tracejudge.cli._sources import expand_inputs
 from tracejudge.cli._spool import Spool
-from tracejudge.cli.score import (
-    CHECKS_BY_NAME,
-    _positive,
-    _service,
-    _spool_source,
-    _traces,
-    judge_settings,
-)
+from tracejudge.cli.score import CHECKS_BY_NAME, _spool_source, _traces
 from tracejudge.errors import ComposoError
 from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.models import ATTRIBUTION_METHODS
@@ -126,10 +121,10 @@ def run(args: argparse.Namespace) -> int:
     criteria = _criteria(args)
     if criteria is not None:
         try:
-            validate_criteria(list(criteria))
+            criteria = validate_criteria(list(criteria))[0]  # checked once, for every trace
         except BadRequestError as error:
             raise UsageError(f"bad criterion: {error}") from None
-    service = _service(judge_settings(args))
+    service = judged_service(args)
     judged = [m for m in methods if m != "checks"]
     if judged and service.judge is None:
         raise UsageError(
@@ -238,9 +233,6 @@ def add_parser(commands: Any) -> None:
         "--no-checks", action="store_true", help="leave the deterministic findings out"
     )
     parser.add_argument(
-        "--judge", help="judge spec for the judge methods, e.g. openai:gpt-4.1-mini"
-    )
-    parser.add_argument(
         "--check",
         action="append",
         choices=list(CHECKS_BY_NAME),
@@ -264,25 +256,10 @@ def add_parser(commands: Any) -> None:
         default=3000,
         help="characters of one message the judge methods show (default 3000)",
     )
-    parser.add_argument(
-        "--concurrency", type=_positive(int), default=4, help="traces at once (default 4)"
-    )
-    parser.add_argument(
-        "--judge-prices",
-        metavar="FILE",
-        help="prices per million tokens for the judge's model, as tracejudge score takes them",
-    )
-    parser.add_argument(
-        "--max-judge-cost",
-        type=_positive(float),
-        metavar="USD",
-        help="stop starting judge calls once they cost this much (the rest: not evaluated)",
-    )
-    parser.add_argument(
-        "--max-judge-tokens",
-        type=_positive(int),
-        metavar="N",
-        help="stop starting judge calls once they used this many tokens",
+    add_settings(
+        parser,
+        (*JUDGE, *TOKENS, *SPEND, "concurrency"),
+        defaults={"concurrency": 4, "max_concurrency": PER_TRACE},
     )
     parser.add_argument("--out", help="write one JSON line per trace to this file")
     parser.add_argument(

@@ -25,7 +25,8 @@ from typing import Any
 
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._progress import Progress
-from tracejudge.cli.score import _positive, _service, judge_settings
+from tracejudge.cli._settings import JUDGE, PER_TRACE, SPEND, TOKENS, add_settings, judged_service
+from tracejudge.cli._settings import positive as _positive
 from tracejudge.models import ATTRIBUTION_METHODS
 
 __all__ = ["add_parser", "run"]
@@ -45,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
     from tracejudge.report import format_bench, render_bench_html
 
     methods = list(dict.fromkeys(args.method or ["checks"]))
-    service = _service(judge_settings(args))
+    service = judged_service(args)
     judged = [m for m in methods if m != "checks"]
     if judged and service.judge is None:
         raise UsageError(
@@ -139,7 +140,6 @@ def add_parser(commands: Any) -> None:
         choices=list(ATTRIBUTION_METHODS),
         help="a method to measure (repeatable; default: checks)",
     )
-    attribution.add_argument("--judge", help="judge spec for the judge methods")
     attribution.add_argument(
         "--k", type=_at_least(0), default=1, help="steps of tolerance for 'within ±k' (default 1)"
     )
@@ -164,25 +164,10 @@ def add_parser(commands: Any) -> None:
         default=3000,
         help="characters of one message the judge reads (default 3000)",
     )
-    attribution.add_argument(
-        "--concurrency", type=_positive(int), default=4, help="items at once (default 4)"
-    )
-    attribution.add_argument(
-        "--judge-prices",
-        metavar="FILE",
-        help="prices per million tokens for the judge's model, as tracejudge score takes them",
-    )
-    attribution.add_argument(
-        "--max-judge-cost",
-        type=_positive(float),
-        metavar="USD",
-        help="stop starting judge calls once they cost this much (the rest: not evaluated)",
-    )
-    attribution.add_argument(
-        "--max-judge-tokens",
-        type=_positive(int),
-        metavar="N",
-        help="stop starting judge calls once they used this many tokens",
+    add_settings(
+        attribution,
+        (*JUDGE, *TOKENS, *SPEND, "concurrency"),
+        defaults={"concurrency": 4, "max_concurrency": PER_TRACE},
     )
     attribution.add_argument("--out", help="write the report (every item) as JSON here")
     attribution.add_argument("--html", help="write the report as a self-contained HTML page")

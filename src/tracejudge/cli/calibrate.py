@@ -29,9 +29,11 @@ from typing import Any
 
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._server_source import ServerSource
+from tracejudge.cli._settings import JUDGE, TOKENS, add_settings, evaluation_settings
+from tracejudge.cli._settings import positive as _positive
 from tracejudge.cli._sources import expand_inputs
 from tracejudge.cli._spool import Spool
-from tracejudge.cli.score import _fraction, _positive, _spool_source, _traces
+from tracejudge.cli.score import _spool_source, _traces
 
 __all__ = ["add_parser", "run"]
 
@@ -62,7 +64,7 @@ def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring for what it does and its exit status."""
     from tracejudge.calibration import acalibrate, read_labels
     from tracejudge.errors import BadRequestError, ComposoError
-    from tracejudge.evaluation import EvaluationSettings, build_service
+    from tracejudge.evaluation import build_service
     from tracejudge.report import format_calibration
 
     if args.labels is None and args.server is None:
@@ -94,11 +96,7 @@ def run(args: argparse.Namespace) -> int:
             f"{missing[0]!r}); give the files that hold them"
         )
     # Repeated samples must each ask the model.
-    settings = EvaluationSettings(
-        judge=args.judge or None,
-        cache=False if args.samples > 1 else None,
-        fail_under=args.fail_under,
-    )
+    settings = evaluation_settings(args, cache=False if args.samples > 1 else None)
     try:
         service = build_service(settings)
     except ComposoError as error:  # the judge --judge names cannot be built
@@ -113,7 +111,7 @@ def run(args: argparse.Namespace) -> int:
                 fail_under=args.fail_under,
                 resamples=args.bootstrap,
                 seed=args.seed,
-                concurrency=args.concurrency,
+                concurrency=args.max_concurrency,
             )
         )
     except KeyboardInterrupt:
@@ -163,7 +161,6 @@ def add_parser(commands: Any) -> None:
         "LABELS is given) and the stored traces they name; its key in the URL "
         "(http://KEY@host:port) or COMPOSO_API_KEY",
     )
-    parser.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
     parser.add_argument(
         "--samples",
         type=_positive(int),
@@ -171,17 +168,14 @@ def add_parser(commands: Any) -> None:
         help="judge each item this many times (no cache) and report repeatability",
     )
     parser.add_argument(
-        "--fail-under",
-        type=_fraction,
-        metavar="X",
-        help="the bar of pass/fail for every criterion (default 1.0 for a check, 0.5 judged)",
-    )
-    parser.add_argument(
         "--bootstrap", type=_positive(int), default=1000, help="bootstrap resamples (default 1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    parser.add_argument(
-        "--concurrency", type=_positive(int), default=8, help="judge calls at once (default 8)"
+    add_settings(
+        parser,
+        (*JUDGE, *TOKENS, "fail_under"),
+        defaults={"max_concurrency": 8},
+        deprecated={"--concurrency": "max_concurrency"},
     )
     parser.add_argument("--out", help="write the report as JSON to this file")
     parser.add_argument("--json", action="store_true", help="print the report as JSON")

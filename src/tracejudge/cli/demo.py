@@ -32,12 +32,14 @@ import sys
 import tempfile
 import time
 import urllib.parse
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tracejudge import _env
 from tracejudge.cli._demo_program import MODEL, export_traced_run, scripted_replies
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._settings import JUDGE, TOKENS, add_settings, flags_given
 from tracejudge.errors import ComposoError, ConfigurationError, MissingDependencyError
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.report import format_agent_tree, format_results, render_trace_page
@@ -49,6 +51,9 @@ __all__ = ["add_parser", "run", "run_demo", "scripted_replies", "send_demo", "se
 
 #: The port `demo --serve` listens on unless `--port` says otherwise (as `serve`'s).
 DEFAULT_PORT = 8000
+
+#: The judge settings the demo's server takes besides `--judge` (`ServerConfig` fields).
+_JUDGE_OPTIONS = tuple(name for name in (*JUDGE, *TOKENS) if name != "judge")
 
 _NO_JUDGE = (
     "No judge configured: the checks only. To add natural-language criteria: --judge "
@@ -126,9 +131,17 @@ def _model_error(error: Exception, base_url: str) -> ComposoError:
 
 
 def _demo_server(
-    *, judge: str | None, db: str, port: int = 0, key: str | None = None, quiet: float = 0.2
+    *,
+    judge: str | None,
+    db: str,
+    port: int = 0,
+    key: str | None = None,
+    quiet: float = 0.2,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> BackgroundServer:
-    """The demo's server (not started): loopback, `db`, the checks and `judge`."""
+    """The demo's server (not started): loopback, `db`, the checks and `judge`, with
+    `judge_options` (`ServerConfig` fields: the judge's base URL, timeout, calls in flight,
+    token limits)."""
     try:
         from tracejudge.server.background import BackgroundServer
         from tracejudge.server.config import ServerConfig
@@ -147,6 +160,7 @@ def _demo_server(
             poll_seconds=0.05,
             rate_limit=0,
             log_level="warning",
+            **(judge_options or {}),
         )
         return BackgroundServer(config, criteria=_ingest_criteria())
     except ConfigurationError as error:
@@ -210,13 +224,19 @@ def _scored_on(
 
 
 def _scored_through_server(
-    *, judge: str | None, base_url: str | None, model: str
+    *,
+    judge: str | None,
+    base_url: str | None,
+    model: str,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> tuple[str, str | None, str | None, MultiAgentTrace, list[MultiAgentTraceResponse]]:
     """Steps 1-4 of the module docstring: (trace id, judge label, judge error, trace,
     responses). Everything started here is stopped before it returns."""
     key = secrets.token_urlsafe(24)
     with tempfile.TemporaryDirectory(prefix="tracejudge-demo-") as scratch:
-        server = _demo_server(judge=judge, db=str(Path(scratch) / "demo.db"), key=key)
+        server = _demo_server(
+            judge=judge, db=str(Path(scratch) / "demo.db"), key=key, judge_options=judge_options
+        )
         with server:
             trace_id = _export_run(base_url=base_url, model=model, server_url=server.url, key=key)
             judge_error, trace, responses = _scored_on(server, key, trace_id)
@@ -272,15 +292,17 @@ def run_demo(
     html: str | None = None,
     base_url: str | None = None,
     model: str = MODEL,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> int:
     """Run the loop (see the module docstring); print the tree, the scores and the
     findings (or, with `as_json`, one JSON line per criterion's response); write the HTML
     report to `html` (default: a new file in the temporary folder; with `as_json`, only
-    when `html` is given) and the converted trace to `save_trace`."""
+    when `html` is given) and the converted trace to `save_trace`. `judge_options`: the
+    judge's `ServerConfig` fields (base URL, timeout, calls in flight, token limits)."""
     for path in (save_trace, html):
         _check_writable(path)
     trace_id, judge_label, judge_error, trace, responses = _scored_through_server(
-        judge=judge, base_url=base_url, model=model
+        judge=judge, base_url=base_url, model=model, judge_options=judge_options
     )
     if judge_error:
         print(f"judge {judge_label} failed: {judge_error}", file=sys.stderr)
@@ -328,6 +350,7 @@ def serve_demo(
     model: str = MODEL,
     port: int = DEFAULT_PORT,
     db: str | None = None,
+    judge_options: Mapping[str, Any] | None = None,
 ) -> int:
     """`demo --serve`: the loop, then the server keeps running (store `db`, default a
     temporary one) with the trace's page printed, until SIGINT or SIGTERM; 0 then. A
@@ -343,7 +366,11 @@ def serve_demo(
             # A quiet period short enough for a quick demo; a trace of the user's own
             # program whose spans come later still gets scored again with them.
             server = _demo_server(
-                judge=judge, db=db or str(Path(scratch) / "demo.db"), port=port, quiet=1.0
+                judge=judge,
+                db=db or str(Path(scratch) / "demo.db"),
+                port=port,
+                quiet=1.0,
+                judge_options=judge_options,
             )
             _start(server)
             try:
@@ -413,6 +440,7 @@ def _server_url(text: str) -> str:
 
 def run(args: argparse.Namespace) -> int:
     """The command: the demo on its own server, `--serve` or `--to`."""
+    judge_options = {name: getattr(args, name) for name in _JUDGE_OPTIONS}
     if args.to is not None:
         given = [
             flag
@@ -426,6 +454,7 @@ def run(args: argparse.Namespace) -> int:
             )
             if value not in (None, False)
         ]
+        given += flags_given(args, _JUDGE_OPTIONS)
         if given:
             verb = "applies" if len(given) == 1 else "apply"
             raise UsageError(
@@ -447,6 +476,7 @@ def run(args: argparse.Namespace) -> int:
             model=args.model,
             port=DEFAULT_PORT if args.port is None else args.port,
             db=args.db,
+            judge_options=judge_options,
         )
     for flag, value in (("--port", args.port), ("--db", args.db)):
         if value is not None:
@@ -458,6 +488,7 @@ def run(args: argparse.Namespace) -> int:
         html=args.html,
         base_url=args.base_url,
         model=args.model,
+        judge_options=judge_options,
     )
 
 
@@ -482,11 +513,7 @@ def add_parser(commands: Any) -> None:
         "each agent. Writes an HTML report. With --serve the server keeps running with the "
         "trace stored (Ctrl-C stops it); with --to the spans go to a server already running.",
     )
-    demo.add_argument(
-        "--judge",
-        help="also score natural-language criteria with this judge, e.g. openai:gpt-4.1-mini "
-        "(default: TRACEJUDGE_JUDGE / OPENAI_API_KEY / OPENAI_BASE_URL when set)",
-    )
+    add_settings(demo, (*JUDGE, *TOKENS))
     demo.add_argument("--json", action="store_true", help="print results as JSON lines")
     demo.add_argument("--save-trace", metavar="PATH", help="write the scored trace as JSON")
     demo.add_argument(

@@ -3,10 +3,11 @@
 
 Each line of the dataset is a JSON object with `solution_str` and optionally
 `ground_truth`, `original_input`, `metadata`, `extra_info`. Every item is judged
-`--number` times (mean and standard deviation), `--concurrency` judge calls at once,
-through `tracejudge.rewards.aevaluate_rubric_batch`. An item's failure (a line that is
-not such an object, the provider's error, an unreadable judge reply) is recorded on its
-result line and in the summary, never fatal.
+`--number` times (mean and standard deviation), `--max-concurrency` judge calls at once
+(each within `--judge-timeout-seconds`), through
+`tracejudge.rewards.aevaluate_rubric_batch`. An item's failure (a line that is not such
+an object, the provider's error, an unreadable judge reply) is recorded on its result
+line and in the summary, never fatal.
 
 Output: one JSON line per item to `--out`, in the dataset's order, each written once the
 items before it have finished (`line`, `score`, `scores`,
@@ -29,7 +30,8 @@ from typing import Any
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._outfile import OutFile, check_writable
 from tracejudge.cli._progress import Progress
-from tracejudge.cli.score import _positive
+from tracejudge.cli._settings import add_settings
+from tracejudge.cli._settings import positive as _positive
 
 __all__ = ["add_parser", "read_dataset", "run"]
 
@@ -83,6 +85,8 @@ def _model_info(args: argparse.Namespace) -> dict[str, Any]:
     info: dict[str, Any] = {"provider": provider.strip(), "model": model.strip()}
     if args.base_url:
         info["base_url"] = args.base_url
+    if getattr(args, "judge_timeout_seconds", None) is not None:
+        info["timeout"] = args.judge_timeout_seconds
     return info
 
 
@@ -213,7 +217,7 @@ def run(args: argparse.Namespace) -> int:
                     model_info=info,
                     score_min=args.score_min,
                     score_max=args.score_max,
-                    concurrency=args.concurrency,
+                    concurrency=args.max_concurrency,
                     repeats=args.number,
                     on_result=finished,
                 )
@@ -265,8 +269,11 @@ def add_parser(commands: Any) -> None:
         metavar="K",
         help="judge each item K times: mean and standard deviation (default 1)",
     )
-    rubric.add_argument(
-        "--concurrency", type=_positive(int), default=8, help="judge calls at once (default 8)"
+    add_settings(
+        rubric,
+        ("judge_timeout_seconds", "max_concurrency"),
+        defaults={"max_concurrency": 8},
+        deprecated={"--concurrency": "max_concurrency"},
     )
     rubric.add_argument("--score-min", type=float, default=0.0, help="the lowest score (0)")
     rubric.add_argument("--score-max", type=float, default=1.0, help="the highest score (1)")

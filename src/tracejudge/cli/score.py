@@ -45,6 +45,15 @@ from tracejudge import checks
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._outfile import OutFile, check_writable, read_finished
 from tracejudge.cli._progress import Progress
+from tracejudge.cli._settings import (
+    JUDGE,
+    PER_TRACE,
+    SPEND,
+    TOKENS,
+    add_settings,
+    judged_service,
+    positive,
+)
 from tracejudge.cli._sources import Source, expand_inputs
 from tracejudge.cli._spool import Spool
 from tracejudge.errors import ComposoError
@@ -68,6 +77,22 @@ def _first_problem(error: ValidationError) -> str:
     where = ".".join(str(part) for part in first["loc"]) or "document"
     more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
     return f"{where}: {first['msg']}{more}"
+
+
+def _warn_shared(shared: list[tuple[str, list[str]]]) -> None:
+    """Say which inputs share trace ids: their spans are scored together, as one trace
+    each, under the first input's name (so there are fewer traces than inputs)."""
+    if not shared:
+        return
+    files = list(dict.fromkeys(source for _, sources in shared for source in sources))
+    named = ", ".join(files[:6]) + (f" and {len(files) - 6} more" if len(files) > 6 else "")
+    print(
+        f"tracejudge score: {len(shared)} trace id{'s' if len(shared) != 1 else ''} "
+        f"appear in more than one input ({named}); each is scored once, as one trace "
+        "with the spans of every input that holds it, under the first input's name. If "
+        "these are different runs, give each its own trace id or score the inputs apart.",
+        file=sys.stderr,
+    )
 
 
 def _spool_source(source: Source, spool: Spool, warnings: list[str]) -> None:
@@ -171,80 +196,6 @@ async def _score_one(service: Any, run: _Run, key: str, source: str) -> None:
         run.progress.advance()
 
 
-def judge_settings(args: argparse.Namespace) -> Any:
-    """The `EvaluationSettings` of a command's judge flags: `--judge` (else the
-    environment's judge), `--concurrency` traces at once (four judge calls each, the
-    judge's requests in flight and the service's alike), `--judge-prices`,
-    `--max-judge-cost`, `--max-judge-tokens`, `--fail-under`, `--single-call` and
-    `--no-explore` (of the commands that have them)."""
-    from tracejudge._http import HTTPOptions
-    from tracejudge.evaluation import DEFAULT_EXPLORATION, EvaluationSettings
-
-    return EvaluationSettings(
-        judge=args.judge or None,
-        http=HTTPOptions(max_concurrency=args.concurrency * 4),
-        exploration=DEFAULT_EXPLORATION if getattr(args, "explore", True) else None,
-        single_call=getattr(args, "single_call", False),
-        prices=args.judge_prices,
-        max_judge_cost=args.max_judge_cost,
-        max_judge_tokens=args.max_judge_tokens,
-        fail_under=getattr(args, "fail_under", None),
-    )
-
-
-def _service(settings: Any) -> Any:
-    """The evaluation service of `settings` (see `judge_settings`); a named judge that
-    cannot be built, a bad price file and a cost cap that cannot be enforced are usage
-    errors naming the flag, before anything is read or judged."""
-    import dataclasses
-
-    from tracejudge.errors import ConfigurationError
-    from tracejudge.evaluation import (
-        build_judge,
-        build_service,
-        format_usd,
-        judge_model,
-        resolve_prices,
-    )
-
-    problem: ComposoError | None = None
-    built = None
-    try:
-        built = build_judge(settings)
-    except ComposoError as error:
-        if settings.judge:  # asked for by name: a usage problem now
-            raise UsageError(f"--judge {settings.judge}: {error}") from None
-        problem = error  # from the environment: only a problem if a criterion needs it
-    try:
-        table = resolve_prices(settings.prices, option="--judge-prices")
-    except ConfigurationError as error:
-        raise UsageError(str(error)) from None
-    max_cost, max_tokens = settings.max_judge_cost, settings.max_judge_tokens
-    model = judge_model(built) if built is not None else None
-    if max_cost is not None and built is not None and table.get(model) is None:
-        unpriced = (
-            f"--max-judge-cost: the judge's model {model!r} has no price, so the cap of "
-            f"{format_usd(max_cost)} cannot be enforced"
-        )
-        if max_tokens is None:
-            raise UsageError(
-                f"{unpriced}; give its price with --judge-prices FILE (JSON: "
-                f'{{"{model}": {{"input": 0.3, "output": 1.2}}}}, dollars per million tokens) '
-                "or cap tokens with --max-judge-tokens N"
-            )
-        print(
-            f"tracejudge score: {unpriced}; --max-judge-tokens {max_tokens:,} caps the run",
-            file=sys.stderr,
-        )
-        max_cost = None  # said once, here
-    settings = dataclasses.replace(settings, prices=table, max_judge_cost=max_cost)
-    try:
-        return build_service(settings, judge=built, judge_problem=problem)
-    except ConfigurationError as error:  # a judge that cannot judge criteria together
-        where = "--single-call: " if settings.single_call else ""
-        raise UsageError(f"{where}{error}") from None
-
-
 def _criteria(args: argparse.Namespace) -> list[Any]:
     names = args.check or ([] if (args.criterion or args.criteria_file) else list(CHECKS_BY_NAME))
     criteria: list[Any] = [CHECKS_BY_NAME[name] for name in names]
@@ -266,10 +217,10 @@ def run(args: argparse.Namespace) -> int:
     from tracejudge.evaluation import validate_criteria
 
     try:
-        validate_criteria(list(criteria))
+        criteria = validate_criteria(list(criteria))[0]  # checked once, for every trace
     except BadRequestError as error:
         raise UsageError(f"bad criterion: {error}") from None
-    service = _service(judge_settings(args))
+    service = judged_service(args)
     service.require_judge(criteria)  # a missing judge fails now, not after reading
     sources = expand_inputs(args.inputs)
     if sum(s.path is None for s in sources) > 1:
@@ -316,6 +267,7 @@ def _run(
     keys = spool.keys()
     if not keys:
         raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
+    _warn_shared(spool.shared())
     todo = [(key, source) for key, source in keys if key not in done]
     out = OutFile(args.out, append=bool(args.resume)) if args.out else None
     progress = Progress(len(todo), "trace", enabled=len(todo) > 1)
@@ -396,32 +348,6 @@ def _write_html(path: str, summary: ScoreSummary, spool: Spool, resumed: set[str
         raise UsageError(f"cannot write --html {path}: {error.strerror or error}") from None
 
 
-def _positive(kind: type[int] | type[float]) -> Any:
-    """An argparse type: a number of `kind` above zero (argparse names the option)."""
-
-    def parse(text: str) -> int | float:
-        try:
-            value = kind(text)
-        except ValueError:
-            expected = "a whole number" if kind is int else "a number"
-            raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}") from None
-        if not value > 0 or value == float("inf"):
-            raise argparse.ArgumentTypeError(f"must be a positive number, got {text!r}")
-        return value
-
-    return parse
-
-
-def _fraction(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number, got {text!r}") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"must be between 0 and 1, got {text!r}")
-    return value
-
-
 def add_parser(commands: Any) -> None:
     """Register `score` on the `tracejudge` command's subparsers."""
     score = commands.add_parser(
@@ -452,63 +378,22 @@ def add_parser(commands: Any) -> None:
         "--criteria-file", help="a text file of criteria, one per line (# starts a comment)"
     )
     score.add_argument(
-        "--max-tokens", type=_positive(int), help="add the budgets check: tokens each agent may use"
+        "--max-tokens", type=positive(int), help="add the budgets check: tokens each agent may use"
     )
     score.add_argument(
         "--max-seconds",
-        type=_positive(float),
+        type=positive(float),
         help="add the budgets check: seconds each agent may take",
     )
-    score.add_argument("--judge", help="judge spec, e.g. openai:gpt-4.1-mini")
-    score.add_argument(
-        "--judge-prices",
-        metavar="FILE",
-        help='JSON prices of judge models over the shipped table, e.g. {"my-model": '
-        '{"input": 0.3, "output": 1.2, "cached_input": 0.15}} in dollars per million tokens '
-        "(default: the file TRACEJUDGE_JUDGE_PRICES names)",
-    )
-    score.add_argument(
-        "--max-judge-cost",
-        type=_positive(float),
-        metavar="DOLLARS",
-        help="stop starting judgements once the run's judge calls cost this much: the rest "
-        "are marked not evaluated (needs a priced judge model; see --judge-prices)",
-    )
-    score.add_argument(
-        "--max-judge-tokens",
-        type=_positive(int),
-        metavar="N",
-        help="stop starting judgements once the run's judge calls used this many tokens "
-        "(works without prices)",
-    )
-    score.add_argument(
-        "--single-call",
-        action="store_true",
-        help="judge all the criteria of one agent in one judge call (one reply object per "
-        "criterion): the agent is read once, not once per criterion; cheaper, at the price "
-        "of some independence between the criteria",
-    )
-    score.add_argument(
-        "--no-explore",
-        dest="explore",
-        action="store_false",
-        help="do not explore a judgement too long for the judge's input budget (a digest of "
-        "the trace and tools to read it): mark it not evaluated instead",
-    )
-    score.add_argument(
-        "--concurrency", type=_positive(int), default=8, help="traces scored at once (default 8)"
+    add_settings(
+        score,
+        (*JUDGE, *TOKENS, *SPEND, "single_call", "no_explore", "fail_under", "concurrency"),
+        defaults={"max_concurrency": PER_TRACE},
     )
     score.add_argument("--out", help="write one JSON line per trace and criterion to this file")
     score.add_argument("--html", help="write the self-contained HTML report to this file")
     score.add_argument(
         "--resume", action="store_true", help="skip the traces already in --out, append the rest"
-    )
-    score.add_argument(
-        "--fail-under",
-        type=_fraction,
-        metavar="X",
-        help="hold every agent's score to X (0..1) and exit with status 1 when any agent "
-        "scores below it on any criterion",
     )
     score.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     score.add_argument(

@@ -227,7 +227,7 @@ class Engine:
             for index, criterion in enumerate(checked)
             if not self._local(criterion)
         }
-        local = [c for c in checked if self._local(c)]
+        local = checked.where(self._local)  # checked once, above
         local_work = (
             self.service.conversation_work(
                 ConversationRequest(
@@ -268,7 +268,12 @@ class Engine:
         checked, _ = validate_criteria(criteria)
         clean_tags = validate_tags(tags)
         multi = coerce_trace(trace)
-        multi.require_llm_interactions()
+        # The trace is checked once, before any work is created: by the service's request
+        # when some criteria are judged here, else here.
+        local = checked.where(self._local)
+        request = TraceRequest(trace=multi, criteria=local) if local else None
+        if request is None:
+            multi.require_llm_interactions()
         core = model_core or self.model_core or DEFAULT_MODEL_CORE
         remote = {
             index: _wire(
@@ -282,10 +287,7 @@ class Engine:
             for index, criterion in enumerate(checked)
             if not self._local(criterion)
         }
-        local = [c for c in checked if self._local(c)]
-        local_work = (
-            self.service.trace_work(TraceRequest(trace=multi, criteria=local)) if local else []
-        )
+        local_work = self.service.trace_work(request) if request is not None else []
         work = _in_order(len(checked), remote, local_work)
         results = await self._finish(work, block)
         if block and (self.emit_events if emit_events is None else emit_events):

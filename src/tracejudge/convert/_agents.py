@@ -21,6 +21,14 @@ Two instrumentation habits are then undone, so that one agent run is one agent:
   `invocation` (schema v1), and an agent X transfers to runs beside X in it; the two are
   one agent (named X), and the agents beside it are its children.
 
+An agent run by another agent's tool is that agent's child, even where the instrumentation
+records its span beside the caller's instead of under the tool run (OpenLLMetry's Agents
+SDK instrumentation puts `translator.agent`, run by the manager's `Agent.as_tool` tool, under
+the workflow): an agent span that lies, in time, within a tool run of a sibling agent is
+re-parented under that tool run. (Time alone decides: a sibling agent run concurrently,
+not by the tool, that starts and ends within another's tool run would be taken as run by
+it; the frameworks recorded here run an agent's siblings one after the other.)
+
 Both fold only a direct child: an agent run inside a tool run or a model call of its
 ancestor is an agent of its own, whatever its name (pydantic-ai calls every unnamed agent
 `agent`; an agent run by another's tool, or by MCP sampling, is its child).
@@ -131,6 +139,10 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     if adopted is not spans:
         spans = adopted
         by_id = {span.span_id: span for span in spans}
+    moved = _run_by_sibling_tools(spans, by_id, identities, readings)
+    if moved is not spans:
+        spans = moved
+        by_id = {span.span_id: span for span in spans}
     workflows = {span_id for span_id, reading in readings.items() if reading[2] is Kind.WORKFLOW}
     _fold_twins(spans, by_id, identities, output_spans, readings, workflows)
     for span_id in workflows:
@@ -216,6 +228,46 @@ def _adopt_covered_siblings(
             )
             if sibling_name == name and _covers(span, sibling):
                 new_parent[sibling.span_id] = span_id
+    if not new_parent:
+        return spans
+    return [
+        dataclasses.replace(span, parent_id=new_parent[span.span_id])
+        if span.span_id in new_parent
+        else span
+        for span in spans
+    ]
+
+
+def _run_by_sibling_tools(
+    spans: list[SpanRecord],
+    by_id: dict[str, SpanRecord],
+    identities: dict[str, Identity],
+    readings: Readings,
+) -> list[SpanRecord]:
+    """`spans`, or (when an agent span lies within a tool run of a sibling agent) a new
+    list with that agent span re-parented under the tool run (see the module's docstring)."""
+    by_parent: dict[str | None, list[str]] = {}
+    for span_id in identities:
+        by_parent.setdefault(by_id[span_id].parent_id, []).append(span_id)
+    if all(len(siblings) < 2 for siblings in by_parent.values()):
+        return spans  # the usual case: no agent has a sibling agent
+    tools_of: dict[str, list[SpanRecord]] = {}  # agent span id -> its tool runs
+    for span_id, (_, _, kind) in readings.items():
+        if kind is Kind.TOOL_RUN and span_id in by_id:
+            agent = _agent_above(by_id[span_id], by_id, identities)
+            if agent is not None:
+                tools_of.setdefault(agent, []).append(by_id[span_id])
+    new_parent: dict[str, str] = {}
+    for siblings in by_parent.values():
+        for span_id in siblings:
+            span = by_id[span_id]
+            for other in siblings:
+                if other == span_id:
+                    continue
+                tool = next((t for t in tools_of.get(other, []) if _covers(t, span)), None)
+                if tool is not None:
+                    new_parent[span_id] = tool.span_id
+                    break
     if not new_parent:
         return spans
     return [

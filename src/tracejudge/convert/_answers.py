@@ -14,6 +14,14 @@ recorded by its tool span) answers with those results (`tool_answer`).
 An agent that handed its work off to an agent it ran itself (Google ADK's
 `transfer_to_agent` to a sub-agent) answers with that agent's answer.
 
+An agent whose answer is its last model call's text, where that text holds the answer as
+one field among others (DSPy's `[[ ## reasoning ## ]] ... [[ ## answer ## ]] ...`
+sections), answers with the field: the module that made the call records what it parsed
+out of the text as its JSON output, and the nearest enclosing step (below the agent's own
+span) whose output is a JSON object with exactly one answer-like field (`answer`,
+`output`, ...) holding text that the call's text holds but is not, says which part is the
+answer (`field_answer`). Where the text is the field's whole value, nothing changes.
+
 An agent that made no model call of its own (a workflow wrapper, the implicit root, a
 user's `AgentTracer("app")`, a graph) and recorded no output answers with its last
 child that answered, skipping routing decisions: a router's `{"next": "FINISH"}` says
@@ -22,7 +30,7 @@ where the work went, not what the user was told.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracejudge import semconv
@@ -31,7 +39,7 @@ from tracejudge.convert._common import as_str, parts_message
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import AgentInstance, is_routing_decision
 
-__all__ = ["recorded_output", "tool_answer", "fill_answers"]
+__all__ = ["recorded_output", "tool_answer", "field_answer", "fill_answers"]
 
 _MAX_JSON_CHARS = 2_000_000  # larger recorded outputs are not parsed (they are states)
 _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
@@ -137,6 +145,28 @@ def _message_text(message: Any) -> str | None:
             for part in content
         ]
         return "\n".join(t for t in texts if t) or None
+    return None
+
+
+def field_answer(text: str, enclosing: Iterable[SpanRecord]) -> str | None:
+    """The answer a model call's `text` holds as one field among others: the value of the
+    one answer-like field of the first of the `enclosing` steps (nearest first) whose
+    recorded output is a JSON object with exactly one, when that value is text that
+    `text` holds but is not; None otherwise."""
+    whole = text.strip()
+    for record in enclosing:
+        for key in _PARSED_OUTPUT_KEYS:
+            raw = record.attributes.get(key)
+            value = _loads(raw) if isinstance(raw, str) else raw
+            if not isinstance(value, Mapping):
+                continue
+            fields = [name for name in _OUTPUT_KEYS if name in value]
+            if len(fields) != 1:
+                continue
+            answer = value[fields[0]]
+            if isinstance(answer, str) and answer.strip() and answer.strip() != whole:
+                if answer.strip() in whole:
+                    return answer.strip()
     return None
 
 

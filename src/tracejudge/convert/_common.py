@@ -169,13 +169,21 @@ def as_int(value: Any) -> int | None:
 
 
 def text_value(value: Any) -> str:
-    """Message content as text: strings kept, part lists joined (see `models.text_of`)."""
+    """Message content as text: strings kept, part lists joined (see `models.text_of`), and
+    a JSON object that is not a part (a structured answer: Genkit's `output: {schema}`, a
+    producer writing the model's JSON answer parsed) as its JSON text, not as no text."""
     if isinstance(value, str):
         return value
+    if is_mapping(value) and value and not _PART_KEYS.intersection(value):
+        return to_json_string(value)
     try:
         return text_of(value)
     except Exception:  # arbitrary attribute data: never let a shape error escape
         return to_json_string(value)
+
+
+#: The keys of a content part (`{"type": "text", "text": ...}`), which an answer object is not.
+_PART_KEYS = frozenset({"type", "text", "content"})
 
 
 _FINISH_ALIASES = {
@@ -332,9 +340,24 @@ def tool_call(call_id: Any, name: Any, arguments: Any) -> LLMToolCall:
         {
             "id": as_str(call_id) or "",
             "name": as_str(name) or "unknown",
-            "parameters": to_json_string(arguments if arguments is not None else {}),
+            "parameters": to_json_string(_encoded_once(arguments) if arguments is not None else {}),
         },
     )
+
+
+def _encoded_once(arguments: Any) -> Any:
+    """Tool arguments JSON-encoded twice (a JSON string holding an object's JSON text, as
+    OpenInference's processor writes the AI SDK's) as the object's JSON text; any other
+    value as it is."""
+    if type(arguments) is not str or arguments[:1] != '"':
+        return arguments
+    try:
+        inner = _json.loads(arguments)
+        if type(inner) is str and inner.lstrip()[:1] == "{" and is_mapping(_json.loads(inner)):
+            return inner
+    except (ValueError, RecursionError):
+        pass
+    return arguments
 
 
 def tool_response(call_id: Any, response: Any, name: Any = None) -> LLMToolResponse:

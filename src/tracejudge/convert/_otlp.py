@@ -242,11 +242,16 @@ class _ProtobufReader:
         (None: to the end of the stream)."""
         end = None if length is None else self.offset + length
         while end is None or self.offset < end:
+            field_start = self.offset
             key = self.varint()
             if key is None:
                 if end is not None:
                     raise _Broken("it ends inside a message")
                 return
+            if end is not None and self.offset > end:
+                # (the key itself crosses the message's end: what a walk of the message
+                # copied on its own finds as a field cut off by that end)
+                raise _Broken("a field runs past its message")
             number, wire = key >> 3, key & 7
             if number == 0:
                 raise _Broken(f"field number 0 at byte {self.offset}")
@@ -258,7 +263,7 @@ class _ProtobufReader:
             elif wire == 2:
                 size = self.varint()
                 if size is None or (end is not None and self.offset + size > end):
-                    raise _Broken(f"a field at byte {self.offset} runs past its message")
+                    raise _Broken(f"a field at byte {field_start} runs past its message")
                 self.field(depth, number, size)
             else:  # groups (3, 4) are not used by OTLP; 6 and 7 do not exist
                 raise _Broken(f"wire type {wire} at byte {self.offset}")

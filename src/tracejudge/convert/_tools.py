@@ -13,6 +13,10 @@ completed. Where no later input carries a call's result at all (an agent's last 
 smolagents' `final_answer`, a hand-off, a tool whose result ended the run; or inputs
 that do not repeat the conversation), the result goes into the calling interaction's
 `tool_results`, which the checks and the judge read like a later input's result.
+
+A run that no recorded call claims is a call no model-call span recorded: the walk's
+phases join it to the call that made it, by call id and time order
+(`_infer_unrecorded_calls`) or by the model's text (`_infer_tool_calls`).
 """
 
 from __future__ import annotations
@@ -22,11 +26,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from tracejudge.convert import _json
-from tracejudge.convert._common import FINISH_TOOL_CALLS, as_str
+from tracejudge.convert._common import as_str
 from tracejudge.models import (
     LLMInput,
     LLMInteraction,
-    LLMOutput,
     LLMToolCall,
     LLMToolResponse,
     to_json_string,
@@ -46,7 +49,7 @@ class ToolRun:
     result: str | None
     used: bool = False
     #: the arguments as the tool span records them (JSON text), and when it started: for a
-    #: call no model-call span recorded (see `join_unrecorded_calls`)
+    #: call no model-call span recorded (see `_infer_unrecorded_calls`)
     arguments: str | None = None
     start_ns: int | None = None
     #: The agent the run handed off to, for a framework's hand-off tool (LlamaIndex's
@@ -131,7 +134,6 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
     if not runs:
         return
     matched = _match_runs(interactions, runs)
-    join_unrecorded_calls(interactions, runs)
     if not matched:
         return
     answered: set[str] = set()
@@ -169,63 +171,3 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             answered.add(call.id)
         if recorded:
             interaction.tool_results = recorded
-
-
-def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
-    """A tool run with a call id that none of the agent's interactions shows (the model
-    call recorded no output: content capture off, or a producer that writes calls only
-    on its tool spans) is a call of the interaction that made it: the agent's last one
-    that started before the run. The call joins that interaction's output, its result
-    the interaction's `tool_results`."""
-    for tool_run in runs:
-        if tool_run.used or not tool_run.call_id or tool_run.start_ns is None:
-            continue
-        maker = _last_started_before(interactions, tool_run.start_ns)
-        if maker is None or any(c.id == tool_run.call_id for c in maker.tool_calls):
-            continue
-        tool_run.used = True
-        call = LLMToolCall(
-            id=tool_run.call_id, name=tool_run.name, parameters=tool_run.arguments or "{}"
-        )
-        maker.output_messages.append(LLMOutput(type="tool_call", content=call))
-        if tool_run.result is not None:
-            response = LLMToolResponse(id=call.id, response=tool_run.result, name=call.name)
-            maker.tool_results = [*(maker.tool_results or []), response]
-    _join_calls_seen_in_history(interactions, runs)
-
-
-def _last_started_before(
-    interactions: list[LLMInteraction], start_ns: int
-) -> LLMInteraction | None:
-    """The last of the agent's interactions (in order) that started before `start_ns`."""
-    maker = None
-    for interaction in interactions:
-        start = interaction.start_time
-        if start is not None and start * 1e9 <= start_ns:
-            maker = interaction
-    return maker
-
-
-def _join_calls_seen_in_history(interactions: list[LLMInteraction], runs: list[ToolRun]) -> None:
-    """A call that a later input shows (the conversation handed back) but no output does:
-    the interaction that made it finished for tool calls and recorded none (OpenLLMetry's
-    LlamaIndex chat spans write each call as an empty part). The run that names its call
-    id joins the output of the agent's last interaction started before the run, when that
-    interaction finished for tool calls; its result stays where the later input has it."""
-    made = {c.id for interaction in interactions for c in interaction.tool_calls}
-    for tool_run in runs:
-        if not tool_run.used or not tool_run.call_id or tool_run.start_ns is None:
-            continue
-        if tool_run.call_id in made:
-            continue
-        maker = _last_started_before(interactions, tool_run.start_ns)
-        if maker is None or maker.finish_reason != FINISH_TOOL_CALLS:
-            continue
-        shown = (m.content for m in maker.input_messages)
-        if any(isinstance(c, LLMToolCall) and c.id == tool_run.call_id for c in shown):
-            continue
-        call = LLMToolCall(
-            id=tool_run.call_id, name=tool_run.name, parameters=tool_run.arguments or "{}"
-        )
-        maker.output_messages.append(LLMOutput(type="tool_call", content=call))
-        made.add(call.id)

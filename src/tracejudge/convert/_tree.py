@@ -14,7 +14,7 @@ recorded by several instrumentations (nested or side by side) is one interaction
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -25,6 +25,9 @@ from tracejudge.convert import (
     _evaluations,
     _handoffs,
     _infer_agents,
+    _infer_tool_calls,
+    _infer_turn_content,
+    _infer_unrecorded_calls,
     _merge,
     _missing,
     _tools,
@@ -425,6 +428,8 @@ class _TraceBuild:
         self.top_agents = [s for s, parent in self.parent_of_agent.items() if parent is None]
         # Top agents whose parent span is missing from the input (as opposed to real roots).
         self.orphan_agents = [s for s in self.top_agents if agent_places[s][2]]
+        # (calls recorded without messages, in agent turns recorded with them)
+        _infer_turn_content.fill_from_turns(self.readable, self.by_id, self.agents.keys())
         places = {span.span_id: self.placement(span) for span, _ in self.readable}
         self.warnings.extend(self.unreadable)
         placed: list[tuple[_merge.Call, str | None]] = []
@@ -499,16 +504,24 @@ class _TraceBuild:
 
     def _supply_tool_results(self) -> None:
         """Complete each agent's tool results from its tool spans (see `_tools`)."""
-        runs: dict[int, list[_tools.ToolRun]] = {}
+        runs: dict[int, list[tuple[SpanRecord, _tools.ToolRun]]] = {}
         for span, run in self.tool_runs:
-            runs.setdefault(id(self.owner(span)), []).append(run)
+            runs.setdefault(id(self.owner(span)), []).append((span, run))
         if not runs:
             return
         for owner in self.all_agents():
             owned = runs.get(id(owner))
             if owned:  # (`supply_results` does nothing without runs)
                 interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
-                _tools.supply_results(interactions, owned)
+                _tools.supply_results(interactions, [run for _, run in owned])
+                # (runs no recorded call claimed: calls recorded only on their tool spans)
+                _infer_unrecorded_calls.join_unrecorded_calls(
+                    interactions, [run for _, run in owned]
+                )
+                # (runs no recorded call claimed: calls written in the model's text)
+                _infer_tool_calls.join_text_calls(
+                    interactions, [(span.span_id, span.start_ns, run) for span, run in owned]
+                )
                 _drop_answered_warnings(interactions, self.warnings)
 
     # ----------------------------------------------------------------- 5. attach
@@ -526,6 +539,7 @@ class _TraceBuild:
                 instances,
                 self._parent_agent_id,
             )
+        _infer_tool_calls.join_agent_calls(instances)  # (managed agents run from code)
         _place_evaluations(self, instances)
         # Built without validation: the converter guarantees what `MultiAgentTrace` checks
         # (the root is an instance, each key is its instance's id, every child id is an
@@ -583,7 +597,32 @@ class _TraceBuild:
                 text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
                 if text is not None:
                     recorded[agent.id] = text
+        for agent in self.all_agents():  # (the implicit root too)
+            instance = instances.get(agent.id)
+            if agent.id in recorded or instance is None:
+                continue
+            last = next((i for i in reversed(instance.llm_interactions) if i.output_text), None)
+            if last is not None and last.span_id is not None:
+                steps = self._steps_above(last.span_id, agent)
+                text = _answers.field_answer(last.output_text, steps)
+                if text is not None:
+                    recorded[agent.id] = text
         return recorded
+
+    def _steps_above(self, span_id: str, agent: _Agent) -> Iterator[SpanRecord]:
+        """The spans enclosing `span_id` below `agent`'s own span, nearest first (up to
+        the trace's root for an agent without a span); none past another agent's span."""
+        record = self.by_id.get(span_id)
+        stop = agent.span.span_id if agent.span is not None else None
+        seen = {span_id}
+        while record is not None and record.parent_id and record.parent_id not in seen:
+            parent_id = record.parent_id
+            if parent_id == stop or parent_id in self.agents:
+                return
+            seen.add(parent_id)
+            record = self.by_id.get(parent_id)
+            if record is not None:
+                yield record
 
 
 def _offer_agent_tools(agent: _Agent) -> None:
@@ -715,8 +754,19 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
     aliases.update(extraction.call_aliases)
     if not extraction.has_content:
         _missing.no_content_warning(span, extraction, warnings)
-    if span.running:
-        warnings.append(f"{_describe(span)}: still running; its answer is not recorded yet")
+    answered = (
+        extraction.outputs
+        or extraction.refusal
+        or extraction.alternatives
+        or extraction.server_tools
+    )
+    if span.running and not answered:
+        # No end and no answer: still running (an SDK span read live), or its producer
+        # never records an end. A span with its answer and no end time is simply that.
+        warnings.append(
+            f"{_describe(span)}: no end time and no answer recorded: the call is still "
+            "running, or its producer records no end"
+        )
     elif (
         extraction.has_content
         and FINISH_TOOL_CALLS in extraction.finish_reasons
@@ -724,7 +774,7 @@ def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]
         and not extraction.server_tools
     ):
         warnings.append(f"{_describe(span)}: {_NO_TOOL_CALL}")
-    elif error is None and _missing.output_missing(extraction):
+    elif error is None and not span.running and _missing.output_missing(extraction):
         warnings.append(_missing.no_output_warning(span))
     return interaction
 

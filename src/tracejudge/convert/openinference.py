@@ -43,7 +43,15 @@ from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, TokenUsage
 
-__all__ = ["is_llm", "is_agent", "agent_name", "has_messages", "extract"]
+__all__ = [
+    "is_llm",
+    "is_agent",
+    "agent_name",
+    "has_messages",
+    "extract",
+    "tool_arguments",
+    "tool_result",
+]
 
 _FUNCTION_CALL_ITEM = "function_call"
 _RESPONSES_SPAN = "Response"
@@ -113,6 +121,8 @@ def extract(span: SpanRecord | SpanView) -> Extraction:
             same_choice=responses_api,
         )
     _legacy_completion(prompts, choices, extraction)
+    if not outputs and not choices:
+        _plain_answer(attrs, extraction)
     extraction.refusal = _refusal(raw)
     for reason in reasons:
         if reason not in extraction.finish_reasons:
@@ -139,6 +149,19 @@ def extract(span: SpanRecord | SpanView) -> Extraction:
 
 
 _TOOL_ROLES = ("tool", "function")
+
+
+def _plain_answer(attrs: Mapping[str, Any], extraction: Extraction) -> None:
+    """A call with no output message whose `output.value` is plain text (OpenInference's
+    processor for the AI SDK writes a text answer only there): that text is the answer."""
+    text = attrs.get(semconv.OUTPUT_VALUE)
+    if (
+        type(text) is str
+        and text.strip()
+        and text != semconv.OPENINFERENCE_REDACTED
+        and attrs.get(semconv.OUTPUT_MIME_TYPE) == semconv.OPENINFERENCE_MIME_TEXT
+    ):
+        extraction.add_choice([text], [])
 
 
 def _message(
@@ -306,3 +329,62 @@ def _call_aliases(raw_request: Any) -> dict[str, str]:
             if item_id and call_id and item_id != call_id:
                 aliases[item_id] = call_id
     return aliases
+
+
+#: The keys of OpenInference's record of a Python call's arguments on a TOOL span's
+#: `input.value` (its instrumentations' `_get_input_value`: DSPy `{"kwargs": {...}}`,
+#: smolagents `{"args": [...], "sanitize_inputs_outputs": ..., "kwargs": {...}}`).
+_CALL_KEYS = frozenset({"args", "kwargs", "sanitize_inputs_outputs"})
+_MAX_ARGUMENT_CHARS = 2_000_000
+
+
+def tool_arguments(input_value: Any, parameters: Any) -> Any:
+    """A TOOL span's arguments by name: a recorded Python call's `args` named after the
+    tool's parameters (`tool.parameters`, in order) and its `kwargs`; any other input as
+    recorded (None when there is none)."""
+    text = as_str(input_value)
+    if text is None or len(text) > _MAX_ARGUMENT_CHARS or not text.lstrip().startswith("{"):
+        return input_value
+    try:
+        value = _json.loads(text)
+    except (ValueError, RecursionError):
+        return input_value
+    if not is_mapping(value) or not value.keys() <= _CALL_KEYS or not value:
+        return input_value
+    positional = value.get("args") or []
+    named = value.get("kwargs") or {}
+    if not isinstance(positional, list) or not is_mapping(named):
+        return input_value
+    names = list(_parameter_names(parameters))
+    if len(positional) > len(names):
+        return input_value  # positional arguments the span does not name: kept as recorded
+    return {**dict(zip(names, positional, strict=False)), **named}
+
+
+def tool_result(output_value: Any, mime_type: Any) -> Any:
+    """A TOOL span's result: a text return value recorded as JSON (`"..."`, mime type
+    `application/json`: DSPy's tools) is the text; anything else as recorded."""
+    text = as_str(output_value)
+    if (
+        text is None
+        or mime_type != semconv.MIME_JSON
+        or not text.startswith('"')
+        or len(text) > _MAX_ARGUMENT_CHARS
+    ):
+        return output_value
+    try:
+        value = _json.loads(text)
+    except (ValueError, RecursionError):
+        return output_value
+    return value if isinstance(value, str) else output_value
+
+
+def _parameter_names(parameters: Any) -> Sequence[str]:
+    text = as_str(parameters)
+    if text is None:
+        return ()
+    try:
+        value = _json.loads(text)
+    except (ValueError, RecursionError):
+        return ()
+    return [str(name) for name in value] if is_mapping(value) else ()

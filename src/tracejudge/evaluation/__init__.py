@@ -1,14 +1,25 @@
-"""Evaluation: criteria, rendering for the judge, the evaluator, deterministic checks.
+"""Evaluation: criteria, rendering for the judge, the evaluator, deterministic checks, and
+the one evaluation service.
 
-- `criteria`: ready-made criterion strings (`tracejudge.criteria`).
-- `render`: a conversation or an agent instance written out for the judge.
-- `Evaluator`: criteria x agent instances -> judge calls -> aggregated answers.
-- `JudgeSpend`: what each verdict cost, and the caps on what may be spent (`spend`).
-- `EvaluationSettings`, `build_judge`, `build_service`: the one way a judge and the
-  evaluation service are built from settings (`settings`).
-- `read_criteria_file`, `read_text_file`: the one reader of criteria and rubric files.
+Not a public import path for users (those are `tracejudge`, `.checks`, `.criteria`,
+`.client`, `.rewards`, ...): this package's `__all__` is what the other rooms of the
+package take from it, pinned by `tests/test_public_surface_evaluation.py`, so a name
+added here is a decision, not an accident:
+
 - the deterministic checks (`TraceCheck`, the built-in checks, `ALL`, `@check`,
-  `from_reward`, ...): private in `_checks`, public as `tracejudge.checks`.
+  `from_reward`, ...): private in `_checks`, public as `tracejudge.checks`;
+- the builders: `EvaluationSettings`, `build_judge`, `build_service` (`settings`), and
+  `DEFAULT_EXPLORATION`;
+- what the client, the server and the commands check and convert with: `Criterion`,
+  `validate_criteria`, `validate_tags`, `validate_explanation_cleaning`, `adapt_input`,
+  `adapt_result`, `as_plain`, `gather_all`, `TaskRegistry`, `summarize_trace_response`;
+- prices: `PricesOption`, `resolve_prices`, `judge_model`, `format_usd`.
+
+Everything else is imported from its own module: the service and its requests
+(`evaluation.service`), the evaluator (`evaluation.evaluator`), rendering
+(`evaluation.render`), spend (`evaluation.spend`), criteria files
+(`evaluation.criteria_file`), attribution (`evaluation.attribution`), the ready-made
+criteria (`evaluation.criteria`).
 
 Names are imported on first use, so importing a submodule (a check, the
 criteria) does not load the judges.
@@ -47,35 +58,19 @@ _EXPORTS: dict[str, str] = {
     "ALL": "tracejudge.evaluation._checks.defaults",
     # The rest of the room.
     "Criterion": "tracejudge.evaluation._validate",
-    "MAX_CRITERION_LENGTH": "tracejudge.evaluation._validate",
     "validate_criteria": "tracejudge.evaluation._validate",
     "validate_tags": "tracejudge.evaluation._validate",
     "validate_explanation_cleaning": "tracejudge.evaluation._validate",
     "adapt_result": "tracejudge.evaluation._adapt",
     "as_plain": "tracejudge.evaluation._adapt",
     "adapt_input": "tracejudge.evaluation._adapt",
-    "responses_input_to_messages": "tracejudge.evaluation._adapt",
     "TaskRegistry": "tracejudge.evaluation._tasks",
-    "RenderedContent": "tracejudge.evaluation.render",
-    "conversation_agent": "tracejudge.evaluation.render",
-    "render_conversation": "tracejudge.evaluation.render",
-    "render_agent": "tracejudge.evaluation.render",
-    "Evaluator": "tracejudge.evaluation.evaluator",
     "DEFAULT_EXPLORATION": "tracejudge.evaluation.evaluator",
-    "trace_response": "tracejudge.evaluation.evaluator",
     "summarize_trace_response": "tracejudge.evaluation.evaluator",
-    "require_llm_interactions": "tracejudge.evaluation.evaluator",
     "gather_all": "tracejudge.evaluation.evaluator",
-    "EvaluationService": "tracejudge.evaluation.service",
-    "ConversationRequest": "tracejudge.evaluation.service",
-    "TraceRequest": "tracejudge.evaluation.service",
     "EvaluationSettings": "tracejudge.evaluation.settings",
     "build_judge": "tracejudge.evaluation.settings",
     "build_service": "tracejudge.evaluation.settings",
-    "read_criteria_file": "tracejudge.evaluation.criteria_file",
-    "read_text_file": "tracejudge.evaluation.criteria_file",
-    "JudgeSpend": "tracejudge.evaluation.spend",
-    "SpendLimit": "tracejudge.evaluation.spend",
     "PricesOption": "tracejudge.evaluation.spend",
     "format_usd": "tracejudge.evaluation.spend",
     "judge_model": "tracejudge.evaluation.spend",
@@ -87,27 +82,19 @@ __all__ = [
     "DEFAULT_EXPLORATION",
     "AgentCheck",
     "Budgets",
-    "ConversationRequest",
     "Criterion",
-    "EvaluationService",
     "EvaluationSettings",
-    "Evaluator",
     "FinalAnswer",
     "FunctionCheck",
     "GroundedNumbers",
-    "JudgeSpend",
     "Loops",
-    "MAX_CRITERION_LENGTH",
     "PricesOption",
-    "RenderedContent",
     "RewardCheck",
     "Score",
-    "SpendLimit",
     "TaskRegistry",
     "ToolArguments",
     "ToolResults",
     "TraceCheck",
-    "TraceRequest",
     "adapt_input",
     "adapt_result",
     "as_check",
@@ -116,7 +103,6 @@ __all__ = [
     "build_judge",
     "build_service",
     "check",
-    "conversation_agent",
     "final_answer",
     "final_answer_with",
     "format_usd",
@@ -127,17 +113,10 @@ __all__ = [
     "judge_model",
     "loops",
     "loops_with",
-    "read_criteria_file",
-    "read_text_file",
-    "render_agent",
-    "render_conversation",
-    "require_llm_interactions",
     "resolve_prices",
-    "responses_input_to_messages",
     "summarize_trace_response",
     "tool_arguments",
     "tool_results",
-    "trace_response",
     "validate_criteria",
     "validate_explanation_cleaning",
     "validate_tags",
@@ -157,12 +136,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
-    from tracejudge.evaluation._adapt import (
-        adapt_input,
-        adapt_result,
-        as_plain,
-        responses_input_to_messages,
-    )
+    from tracejudge.evaluation._adapt import adapt_input, adapt_result, as_plain
     from tracejudge.evaluation._checks.base import (
         AgentCheck,
         FunctionCheck,
@@ -185,38 +159,15 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from tracejudge.evaluation._checks.tool_results import ToolResults, tool_results
     from tracejudge.evaluation._tasks import TaskRegistry
     from tracejudge.evaluation._validate import (
-        MAX_CRITERION_LENGTH,
         Criterion,
         validate_criteria,
         validate_explanation_cleaning,
         validate_tags,
     )
-    from tracejudge.evaluation.criteria_file import read_criteria_file, read_text_file
     from tracejudge.evaluation.evaluator import (
         DEFAULT_EXPLORATION,
-        Evaluator,
         gather_all,
-        require_llm_interactions,
         summarize_trace_response,
-        trace_response,
-    )
-    from tracejudge.evaluation.render import (
-        RenderedContent,
-        conversation_agent,
-        render_agent,
-        render_conversation,
-    )
-    from tracejudge.evaluation.service import (
-        ConversationRequest,
-        EvaluationService,
-        TraceRequest,
     )
     from tracejudge.evaluation.settings import EvaluationSettings, build_judge, build_service
-    from tracejudge.evaluation.spend import (
-        JudgeSpend,
-        PricesOption,
-        SpendLimit,
-        format_usd,
-        judge_model,
-        resolve_prices,
-    )
+    from tracejudge.evaluation.spend import PricesOption, format_usd, judge_model, resolve_prices

@@ -17,7 +17,7 @@ Provider SDKs are never imported: objects are read through `model_dump()`.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -173,105 +173,168 @@ def _code_interpreter_output(item: Mapping[str, Any]) -> str:
     return "\n".join(lines) if lines else f"(status: {item.get('status', 'unknown')})"
 
 
-def _add_item(builder: _Builder, item: Mapping[str, Any]) -> None:
+# One handler per Responses API item kind: each adds its item to the builder as chat
+# messages. `_add_item` picks the handler; a kind without one is a built-in tool call
+# (`*_call`) or kept as JSON.
+
+Item = Mapping[str, Any]
+
+
+def _call_id(item: Item) -> str:
+    return str(item.get("call_id") or item.get("id") or "")
+
+
+def _item_id(item: Item) -> str:
+    return str(item.get("id") or "")
+
+
+def _message(builder: _Builder, item: Item) -> None:
+    role = str(item.get("role") or "user")
+    content = item.get("content")
+    if role != "assistant":
+        builder.text(role, content if isinstance(content, str) else _output_message_text(item))
+        return
+    builder.text("assistant", _output_message_text(item))
+    refusal = _refusal_parts(item)
+    if refusal:
+        builder.messages[-1]["refusal"] = refusal
+
+
+def _function_call(builder: _Builder, item: Item) -> None:
+    name = str(item.get("name") or "function")
+    builder.call(_call_id(item), name, item.get("arguments") or "{}")
+
+
+def _custom_tool_call(builder: _Builder, item: Item) -> None:
+    name = str(item.get("name") or "custom_tool")
+    builder.call(_call_id(item), name, {"input": item.get("input")})
+
+
+def _call_output(builder: _Builder, item: Item) -> None:
+    output = item.get("output")
+    if not isinstance(output, str):
+        from tracejudge.models import text_of
+
+        output = text_of(output) if isinstance(output, list) else _json(output)
+    builder.result(_call_id(item), output)
+
+
+def _nothing_seen(builder: _Builder, item: Item) -> None:
+    """Hidden reasoning and references to stored items carry nothing the judge can see."""
+
+
+def _web_search_call(builder: _Builder, item: Item) -> None:
+    call_id = _item_id(item)
+    action = item.get("action") or {}
+    arguments = _without(action, "sources") if isinstance(action, Mapping) else action
+    builder.call(call_id, "web_search", arguments or {})
+    sources = action.get("sources") if isinstance(action, Mapping) else None
+    result: dict[str, Any] = {"status": item.get("status", "completed")}
+    if sources:
+        result["sources"] = sources
+    builder.result(call_id, result)
+
+
+def _code_interpreter_call(builder: _Builder, item: Item) -> None:
+    call_id = _item_id(item)
+    builder.call(call_id, "code_interpreter", {"code": item.get("code") or ""})
+    builder.result(call_id, _code_interpreter_output(item))
+
+
+def _file_search_call(builder: _Builder, item: Item) -> None:
+    call_id = _item_id(item)
+    builder.call(call_id, "file_search", {"queries": item.get("queries") or []})
+    builder.result(call_id, {"status": item.get("status"), "results": item.get("results")})
+
+
+def _mcp_call(builder: _Builder, item: Item) -> None:
+    call_id = _item_id(item)
+    builder.call(call_id, str(item.get("name") or "mcp_tool"), item.get("arguments") or "{}")
+    if item.get("error"):
+        label = item.get("server_label")
+        builder.result(call_id, f"[error from MCP server {label}] {item['error']}")
+    else:
+        builder.result(call_id, item.get("output") or "")
+
+
+def _mcp_list_tools(builder: _Builder, item: Item) -> None:
+    call_id = _item_id(item)
+    label = item.get("server_label")
+    tools = [t for t in item.get("tools") or [] if isinstance(t, Mapping)]
+    builder.call(call_id, "mcp_list_tools", {"server_label": label})
+    if item.get("error"):
+        builder.result(call_id, f"[error] {item['error']}")
+    else:
+        builder.result(call_id, {"tools": [t.get("name") for t in tools]})
+    for tool in tools:
+        description = tool.get("description") or ""
+        builder.tools.append(
+            {
+                "type": "function",
+                "function": {
+                    "name": tool.get("name"),
+                    "description": f"(MCP server {label}) {description}".strip(),
+                    "parameters": tool.get("input_schema") or {},
+                },
+            }
+        )
+
+
+def _image_generation_call(builder: _Builder, item: Item) -> None:
+    call_id = _item_id(item)
+    builder.call(call_id, "image_generation", _without(item, "id", "type", "result", "status"))
+    builder.result(call_id, f"[image generated] (status: {item.get('status', 'unknown')})")
+
+
+def _builtin_tool_call(builder: _Builder, item: Item, kind: str) -> None:
+    """computer_call, local_shell_call, shell_call, apply_patch_call and any future built-in
+    tool: the call with its fields as arguments; its output, if any, is a separate
+    *_output item."""
+    builder.call(_call_id(item), kind[: -len("_call")], _without(item, "id", "call_id", "type"))
+
+
+def _unknown(builder: _Builder, item: Item, kind: Any) -> None:
+    """Unknown items are kept (as JSON the judge can read) rather than silently dropped."""
+    builder.text("assistant", f"[{kind or 'item'}] {_json(_without(item, 'id'))}")
+
+
+_HANDLERS: dict[str, Callable[[_Builder, Item], None]] = {
+    "message": _message,
+    "function_call": _function_call,
+    "custom_tool_call": _custom_tool_call,
+    **dict.fromkeys(
+        (
+            "function_call_output",
+            "custom_tool_call_output",
+            "computer_call_output",
+            "local_shell_call_output",
+            "shell_call_output",
+            "apply_patch_call_output",
+        ),
+        _call_output,
+    ),
+    **dict.fromkeys(("reasoning", "item_reference", "compaction"), _nothing_seen),
+    "web_search_call": _web_search_call,
+    "code_interpreter_call": _code_interpreter_call,
+    "file_search_call": _file_search_call,
+    "mcp_call": _mcp_call,
+    "mcp_list_tools": _mcp_list_tools,
+    "image_generation_call": _image_generation_call,
+}
+
+
+def _add_item(builder: _Builder, item: Item) -> None:
     """One Responses API item (input or output) as chat messages."""
     kind = item.get("type")
     if kind is None and "role" in item:
         kind = "message"
-    if kind == "message":
-        role = str(item.get("role") or "user")
-        content = item.get("content")
-        if role == "assistant":
-            builder.text("assistant", _output_message_text(item))
-            refusal = _refusal_parts(item)
-            if refusal:
-                builder.messages[-1]["refusal"] = refusal
-        else:
-            builder.text(role, content if isinstance(content, str) else _output_message_text(item))
-    elif kind == "function_call":
-        call_id = str(item.get("call_id") or item.get("id") or "")
-        builder.call(call_id, str(item.get("name") or "function"), item.get("arguments") or "{}")
-    elif kind == "custom_tool_call":
-        call_id = str(item.get("call_id") or item.get("id") or "")
-        builder.call(call_id, str(item.get("name") or "custom_tool"), {"input": item.get("input")})
-    elif kind in (
-        "function_call_output",
-        "custom_tool_call_output",
-        "computer_call_output",
-        "local_shell_call_output",
-        "shell_call_output",
-        "apply_patch_call_output",
-    ):
-        output = item.get("output")
-        if not isinstance(output, str):
-            from tracejudge.models import text_of
-
-            output = text_of(output) if isinstance(output, list) else _json(output)
-        builder.result(str(item.get("call_id") or item.get("id") or ""), output)
-    elif kind in ("reasoning", "item_reference", "compaction"):
-        # Hidden reasoning and references to stored items carry nothing the judge can see.
-        return
-    elif kind == "web_search_call":
-        call_id = str(item.get("id") or "")
-        action = item.get("action") or {}
-        arguments = _without(action, "sources") if isinstance(action, Mapping) else action
-        builder.call(call_id, "web_search", arguments or {})
-        sources = action.get("sources") if isinstance(action, Mapping) else None
-        result: dict[str, Any] = {"status": item.get("status", "completed")}
-        if sources:
-            result["sources"] = sources
-        builder.result(call_id, result)
-    elif kind == "code_interpreter_call":
-        call_id = str(item.get("id") or "")
-        builder.call(call_id, "code_interpreter", {"code": item.get("code") or ""})
-        builder.result(call_id, _code_interpreter_output(item))
-    elif kind == "file_search_call":
-        call_id = str(item.get("id") or "")
-        builder.call(call_id, "file_search", {"queries": item.get("queries") or []})
-        builder.result(call_id, {"status": item.get("status"), "results": item.get("results")})
-    elif kind == "mcp_call":
-        call_id = str(item.get("id") or "")
-        label = item.get("server_label")
-        name = str(item.get("name") or "mcp_tool")
-        builder.call(call_id, name, item.get("arguments") or "{}")
-        if item.get("error"):
-            builder.result(call_id, f"[error from MCP server {label}] {item['error']}")
-        else:
-            builder.result(call_id, item.get("output") or "")
-    elif kind == "mcp_list_tools":
-        call_id = str(item.get("id") or "")
-        label = item.get("server_label")
-        tools = [t for t in item.get("tools") or [] if isinstance(t, Mapping)]
-        builder.call(call_id, "mcp_list_tools", {"server_label": label})
-        if item.get("error"):
-            builder.result(call_id, f"[error] {item['error']}")
-        else:
-            builder.result(call_id, {"tools": [t.get("name") for t in tools]})
-        for tool in tools:
-            description = tool.get("description") or ""
-            builder.tools.append(
-                {
-                    "type": "function",
-                    "function": {
-                        "name": tool.get("name"),
-                        "description": f"(MCP server {label}) {description}".strip(),
-                        "parameters": tool.get("input_schema") or {},
-                    },
-                }
-            )
-    elif kind == "image_generation_call":
-        call_id = str(item.get("id") or "")
-        builder.call(call_id, "image_generation", _without(item, "id", "type", "result", "status"))
-        builder.result(call_id, f"[image generated] (status: {item.get('status', 'unknown')})")
+    handler = _HANDLERS.get(kind) if isinstance(kind, str) else None
+    if handler is not None:
+        handler(builder, item)
     elif isinstance(kind, str) and kind.endswith("_call"):
-        # computer_call, local_shell_call, shell_call, apply_patch_call and any future
-        # built-in tool: the call with its fields as arguments; its output, if any, is a
-        # separate *_output item.
-        call_id = str(item.get("call_id") or item.get("id") or "")
-        builder.call(call_id, kind[: -len("_call")], _without(item, "id", "call_id", "type"))
+        _builtin_tool_call(builder, item, kind)
     else:
-        # Unknown items are kept (as JSON the judge can read) rather than silently dropped.
-        builder.text("assistant", f"[{kind or 'item'}] {_json(_without(item, 'id'))}")
+        _unknown(builder, item, kind)
 
 
 def responses_input_to_messages(input: str | Sequence[Any]) -> list[dict[str, Any]]:

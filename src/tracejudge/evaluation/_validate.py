@@ -8,7 +8,7 @@ the wire model's (`tracejudge.models`), re-exported here.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from tracejudge.errors import BadRequestError
@@ -23,6 +23,7 @@ from tracejudge.models import (
 __all__ = [
     "MAX_CRITERION_LENGTH",
     "MAX_TAG_LENGTH",
+    "CheckedCriteria",
     "Criterion",
     "validate_criteria",
     "validate_tags",
@@ -33,16 +34,33 @@ __all__ = [
 Criterion = str | TraceCheck
 
 
+class CheckedCriteria(list[Criterion]):
+    """Criteria `validate_criteria` has checked, so that a call checks them once: given
+    again (the client's engine hands them to the service, `score` to each trace's
+    request), they are taken as they are. `as_list`: whether the caller passed a list."""
+
+    def __init__(self, criteria: Iterable[Criterion] = (), *, as_list: bool = True) -> None:
+        super().__init__(criteria)
+        self.as_list = as_list
+
+    def where(self, keep: Callable[[Criterion], bool]) -> CheckedCriteria:
+        """Those of these criteria that `keep` keeps (still checked)."""
+        return CheckedCriteria((c for c in self if keep(c)), as_list=self.as_list)
+
+
 def validate_criteria(
     criteria: str | TraceCheck | Sequence[str | TraceCheck] | None,
-) -> tuple[list[Criterion], bool]:
-    """The criteria as a list, and whether the caller passed a list (so the answer is one).
+) -> tuple[CheckedCriteria, bool]:
+    """The criteria as a list, and whether the caller passed a list (so the answer is one);
+    criteria already checked (`CheckedCriteria`) are returned as they are.
 
     Text criteria must be non-empty and at most `MAX_CRITERION_LENGTH` characters.
     Their kind is read from the first words ("Reward", "Penalize", "Passes if",
     "Fails if"); text with none of these prefixes is accepted and judged as a
     Reward criterion.
     """
+    if isinstance(criteria, CheckedCriteria):
+        return criteria, criteria.as_list
     if criteria is None:
         raise BadRequestError(
             "criteria is required: pass a criterion such as "
@@ -63,7 +81,7 @@ def validate_criteria(
             "criteria is an empty list: give at least one criterion, for example "
             '["Reward accurate and helpful responses"]'
         )
-    checked: list[Criterion] = []
+    checked = CheckedCriteria(as_list=as_list)
     for index, item in enumerate(items):
         where = f"criteria[{index}]" if as_list else "criteria"
         if isinstance(item, str):

@@ -27,7 +27,7 @@ from tracejudge.errors import BadRequestError, ComposoError, ConfigurationError
 from tracejudge.evaluation._explore import TraceMaterial
 from tracejudge.evaluation._fanout import PrefixWarmup
 from tracejudge.evaluation._single_call import SingleCall
-from tracejudge.evaluation._validate import Criterion, validate_criteria
+from tracejudge.evaluation._validate import CheckedCriteria, Criterion, validate_criteria
 from tracejudge.evaluation.attribution import AttributionRequest
 from tracejudge.evaluation.evaluator import (
     DEFAULT_EXPLORATION,
@@ -76,6 +76,10 @@ class ConversationRequest:
     evaluate_latest: bool = True
     clean_explanation: bool = False
 
+    def __post_init__(self) -> None:
+        # Checked once, here (criteria a caller checked already are taken as they are).
+        object.__setattr__(self, "criteria", _checked(self.criteria))
+
     @classmethod
     def from_wire(cls, request: RewardRequest) -> ConversationRequest:
         return cls(
@@ -102,12 +106,22 @@ class TraceRequest:
     material: TraceMaterial = field(init=False, compare=False, repr=False)
 
     def __post_init__(self) -> None:
+        # Checked once, here: the criteria (those a caller checked already are taken as
+        # they are), then that the trace has a model call to judge.
+        object.__setattr__(self, "criteria", _checked(self.criteria))
+        self.trace.require_llm_interactions()
         object.__setattr__(self, "material", TraceMaterial(self.trace))
 
     @classmethod
     def from_wire(cls, request: TraceRewardRequest) -> TraceRequest:
         criterion = _wire_criterion(request.evaluation_criteria, request.evaluator_name)
         return cls(trace=request.trace, criteria=[criterion])
+
+
+def _checked(criteria: Sequence[Criterion]) -> CheckedCriteria:
+    if isinstance(criteria, CheckedCriteria):
+        return criteria
+    return validate_criteria(list(criteria))[0]
 
 
 def named_evaluator(name: str) -> Criterion:
@@ -220,10 +234,11 @@ class EvaluationService:
     ) -> list[Coroutine[Any, Any, EvaluationResponse]]:
         """One awaitable per criterion, in order, each scoring the conversation.
 
-        Everything about the request is checked before anything is awaited: the criteria,
-        that a judge exists for text criteria, that there is an answer to judge.
+        Everything about the request is checked before anything is awaited: the criteria
+        (when the request was made), that a judge exists for text criteria, that there is
+        an answer to judge.
         """
-        criteria, _ = validate_criteria(list(request.criteria))
+        criteria = request.criteria
         self.require_judge(criteria)
         agent = conversation_agent(request.messages, system=request.system, tools=request.tools)
         self._evaluator.require_conversation(agent)
@@ -265,11 +280,10 @@ class EvaluationService:
     ) -> list[Coroutine[Any, Any, MultiAgentTraceResponse]]:
         """One awaitable per criterion, in order, each scoring every agent of the trace.
 
-        Raises `NoLLMInteractionsError` when the trace holds no model call, and the
-        criteria and judge errors of `conversation_work`, before anything is awaited.
+        The request checked its criteria and that its trace holds a model call when it
+        was made; here, before anything is awaited, that a judge exists for text criteria.
         """
-        criteria, _ = validate_criteria(list(request.criteria))
-        request.trace.require_llm_interactions()
+        criteria = request.criteria
         self.require_judge(criteria)
         together = self._single_call(criteria)
         return [

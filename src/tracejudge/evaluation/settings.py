@@ -25,6 +25,7 @@ from tracejudge.judges import (
     CacheOption,
     ExplorationLimits,
     Judge,
+    JudgeOptions,
     default_judge,
     judge_from_spec,
 )
@@ -72,17 +73,16 @@ class EvaluationSettings:
     fail_under: float | None = None
 
     def judge_options(self) -> dict[str, Any]:
-        """These settings as the keyword arguments every judge backend's constructor takes
-        (a setting left unset is left out: the backend's default holds)."""
-        options: dict[str, Any] = {**self.http.as_judge_options(), "cache": self.cache}
-        given = {
-            "base_url": self.base_url,
-            "api_key": self.api_key,
-            "max_tokens": self.max_tokens,
-            "max_input_tokens": self.max_input_tokens,
-        }
-        options.update({name: value for name, value in given.items() if value is not None})
-        return options
+        """These settings as the keywords every judge backend's constructor takes: its
+        `options` whole (a `JudgeOptions`: a setting left unset keeps the backend's
+        default) and, when given, where it is served and its key."""
+        # max_tokens unset: not given (the backend's default for the model), not None.
+        limits: dict[str, Any] = {"max_input_tokens": self.max_input_tokens}
+        if self.max_tokens is not None:
+            limits["max_tokens"] = self.max_tokens
+        options = JudgeOptions(**self.http.as_judge_options(), cache=self.cache, **limits)
+        served = {"base_url": self.base_url, "api_key": self.api_key}
+        return {"options": options, **{k: v for k, v in served.items() if v is not None}}
 
 
 def build_judge(settings: EvaluationSettings) -> Judge | None:

@@ -4,7 +4,8 @@ A judge receives a `JudgeRequest` (a criterion, its kind, and already-rendered t
 answers a `Verdict` (a score in 0..1 or None, an explanation, usage). Judges know nothing
 of spans or traces. Pick one with `judge_from_spec("openai:gpt-4.1-mini")`, or from the
 environment with `default_judge()`; or construct `OpenAICompatibleJudge` /
-`AnthropicJudge`; or bring any object that has `name`, `async judge()` and `async aclose()`.
+`AnthropicJudge` (their options one by one, or whole as a `JudgeOptions`); or bring any
+object that has `name`, `async judge()` and `async aclose()`.
 
 ## The judge reply contract
 
@@ -93,6 +94,7 @@ from tracejudge.judges._openai import (
     RESPONSE_FORMATS,
     OpenAICompatibleJudge,
 )
+from tracejudge.judges._options import JudgeOptions
 from tracejudge.judges._prompt import DATA_END, DATA_START
 from tracejudge.judges._spans import JUDGE_SERVICE_NAME, JudgeSpans, SpansOption
 from tracejudge.judges._spec import (
@@ -118,6 +120,7 @@ __all__ = [
     "HTTPJudge",
     "OpenAICompatibleJudge",
     "AnthropicJudge",
+    "JudgeOptions",
     "judge_from_spec",
     "default_judge",
     "key_env_for",

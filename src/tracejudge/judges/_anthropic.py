@@ -4,12 +4,12 @@ judge's calls never appear among the traced agent's spans)."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from tracejudge import _env
-from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
+from tracejudge._http import split_credentials
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     HTTPJudge,
@@ -17,10 +17,13 @@ from tracejudge.judges._backend import (
     requires_key,
     token_count,
 )
-from tracejudge.judges._cache import CacheOption
+from tracejudge.judges._budget import NotGiven
 from tracejudge.judges._exchange import Answer, Ask, AskedCall
+from tracejudge.judges._options import JudgeKeywords, JudgeOptions
 from tracejudge.judges._prompt import message_text
-from tracejudge.judges._spans import SpansOption
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["AnthropicJudge", "ANTHROPIC_VERSION", "ANTHROPIC_BASE_URL", "ANTHROPIC_KEY_ENV"]
 
@@ -30,6 +33,8 @@ ANTHROPIC_VERSION = "2023-06-01"
 ANTHROPIC_BASE_URL = "https://api.anthropic.com"
 #: The variable the API key is read from.
 ANTHROPIC_KEY_ENV = _env.ANTHROPIC_API_KEY
+#: The reply bound unless `max_tokens` is given (the Messages API needs one).
+_DEFAULT_MAX_TOKENS = 2048
 
 
 class AnthropicJudge(HTTPJudge):
@@ -50,23 +55,13 @@ class AnthropicJudge(HTTPJudge):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        request_timeout: float | None = None,
-        num_retries: int = 1,
-        max_concurrency: int = 16,
-        cache: CacheOption = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        temperature: float | None = 0.0,
-        max_tokens: int = 2048,
-        headers: dict[str, str] | None = None,
-        extra_body: dict[str, Any] | None = None,
-        backoff_base: float = 0.5,
-        backoff_max: float = 8.0,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         anthropic_version: str = ANTHROPIC_VERSION,
-        max_input_tokens: int | None = None,
-        spans: SpansOption = None,
+        options: JudgeOptions | None = None,
+        **keywords: Unpack[JudgeKeywords],
     ) -> None:
+        """`options` (a `JudgeOptions`) whole, and any of its fields as a keyword of its
+        own (over `options`); `max_tokens` not given: 2048 (the Messages API needs one)."""
+        chosen = JudgeOptions.given(options, keywords)
         resolved_url = base_url or _env.read(_env.ANTHROPIC_BASE_URL) or ANTHROPIC_BASE_URL
         # A key written into the URL is sent as the x-api-key header, never in the URL.
         resolved_url, url_key = split_credentials(resolved_url)
@@ -82,21 +77,10 @@ class AnthropicJudge(HTTPJudge):
             base_url=resolved_url,
             api_key=resolved_key,
             key_env=ANTHROPIC_KEY_ENV,
-            timeout=timeout,
-            request_timeout=request_timeout,
-            num_retries=num_retries,
-            max_concurrency=max_concurrency,
-            cache=cache,
-            transport=transport,
-            temperature=temperature,
-            max_tokens=max_tokens,
-            headers=headers,
-            extra_body=extra_body,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            max_response_bytes=max_response_bytes,
-            max_input_tokens=max_input_tokens,
-            spans=spans,
+            options=chosen,
+            max_tokens=_DEFAULT_MAX_TOKENS
+            if isinstance(chosen.max_tokens, NotGiven)
+            else chosen.max_tokens,
         )
         self.anthropic_version = anthropic_version
         # Accept the API root with or without /v1: both are written in the wild.

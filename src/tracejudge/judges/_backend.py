@@ -23,7 +23,6 @@ from typing import Any
 import httpx
 
 from tracejudge._http import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     Endpoint,
     LoopClients,
     error_from_response,
@@ -37,15 +36,16 @@ from tracejudge.errors import APIError, BadRequestError, ConfigurationError
 from tracejudge.judges._ask import StructuredRequest, messages_for, structured_verdict
 from tracejudge.judges._batch import BatchJudging
 from tracejudge.judges._budget import TokenEstimator, default_max_input_tokens
-from tracejudge.judges._cache import CacheOption, JudgeCache, MemoryCache, cache_key, make_cache
+from tracejudge.judges._cache import JudgeCache, MemoryCache, cache_key, make_cache
 from tracejudge.judges._exchange import Answer, Ask, Tally, ToolsRefused
+from tracejudge.judges._options import JudgeOptions
 from tracejudge.judges._prompt import (
     build_messages,
     reask_message,
     reply_schema,
 )
 from tracejudge.judges._reading import ReplyReading, verdict_entry
-from tracejudge.judges._spans import JudgeSpans, SpansOption, make_spans
+from tracejudge.judges._spans import JudgeSpans, make_spans
 from tracejudge.judges._types import JudgeRequest, Verdict
 from tracejudge.models import JudgeUsage
 
@@ -95,29 +95,16 @@ class HTTPJudge(ReplyReading, BatchJudging):
         base_url: str,
         api_key: str | None,
         key_env: str | None,
-        timeout: float = 60.0,
-        request_timeout: float | None = None,
-        num_retries: int = 1,
-        max_concurrency: int = 16,
-        cache: CacheOption = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        temperature: float | None = 0.0,
-        max_tokens: int | None = None,
-        headers: dict[str, str] | None = None,
-        extra_body: dict[str, Any] | None = None,
-        backoff_base: float = 0.5,
-        backoff_max: float = 8.0,
+        options: JudgeOptions,
+        max_tokens: int | None,
         features: dict[str, Any] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        max_input_tokens: int | None = None,
-        spans: SpansOption = None,
     ) -> None:
+        """`options` whole, with `max_tokens` resolved by the backend (its `DEFAULT`
+        is the backend's own default for the model); `features`: the optional request
+        features the backend tries first (each dropped when the endpoint rejects it)."""
         if not model or not model.strip():
             raise ConfigurationError("a judge needs a model name, e.g. 'gpt-4.1-mini'")
-        if timeout <= 0:
-            raise ConfigurationError(f"timeout must be positive, got {timeout}")
-        if max_concurrency < 1:
-            raise ConfigurationError(f"max_concurrency must be at least 1, got {max_concurrency}")
+        self.options = options
         self.model = model
         self.name = name
         # Never a key in the URL kept (it shows in errors, repr and httpx's log lines).
@@ -126,48 +113,33 @@ class HTTPJudge(ReplyReading, BatchJudging):
         self._endpoint_identity = endpoint_identity(self.base_url)
         self.api_key = api_key or url_key or None
         self.key_env = key_env
-        self.timeout = float(timeout)
-        self.request_timeout = float(request_timeout) if request_timeout else self.timeout
-        # Like the Composo SDK: at least one retry; retries cannot be turned off.
-        self.num_retries = max(1, int(num_retries))
-        self.max_concurrency = int(max_concurrency)
-        self.temperature = temperature
+        self.timeout = options.timeout
+        self.request_timeout = options.request_timeout or options.timeout
+        self.num_retries = options.num_retries
+        self.max_concurrency = options.max_concurrency
+        self.temperature = options.temperature
         self.max_tokens = max_tokens
-        self.extra_headers = dict(headers or {})
-        self.extra_body = dict(extra_body or {})
-        self.backoff_base = float(backoff_base)
-        self.backoff_max = float(backoff_max)
-        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int):
-            raise ConfigurationError(
-                f"max_response_bytes must be a whole number of bytes, got {max_response_bytes!r}"
-            )
-        if max_response_bytes < 1024:
-            raise ConfigurationError(
-                f"max_response_bytes must be at least 1024, got {max_response_bytes}"
-            )
-        self.max_response_bytes = max_response_bytes
-        if max_input_tokens is not None and (
-            isinstance(max_input_tokens, bool)
-            or not isinstance(max_input_tokens, int)
-            or max_input_tokens < 256
-        ):
-            raise ConfigurationError(
-                f"max_input_tokens must be a whole number of tokens, at least 256, got "
-                f"{max_input_tokens!r}"
-            )
+        self.extra_headers = dict(options.headers or {})
+        self.extra_body = dict(options.extra_body or {})
+        self.backoff_base = options.backoff_base
+        self.backoff_max = options.backoff_max
+        self.max_response_bytes = options.max_response_bytes
         #: The most tokens one request of a judgement may hold (counted before sending).
         self.max_input_tokens = (
-            max_input_tokens
-            if max_input_tokens is not None
+            options.max_input_tokens
+            if options.max_input_tokens is not None
             else default_max_input_tokens(model, max_tokens)
         )
         self.estimator = TokenEstimator()
-        self.spans: JudgeSpans | None = make_spans(spans)
-        self.cache: JudgeCache | None = make_cache(cache)
-        self._transport = transport
+        self.spans: JudgeSpans | None = make_spans(options.spans)
+        self.cache: JudgeCache | None = make_cache(options.cache)
+        self._transport = options.transport
         # The optional request features tried first; each is dropped, for good, when the
         # endpoint rejects it.
-        self._features: dict[str, Any] = {"temperature": temperature is not None, "tools": True}
+        self._features: dict[str, Any] = {
+            "temperature": options.temperature is not None,
+            "tools": True,
+        }
         self._features.update(features or {})
         self._features_lock = threading.Lock()
         self._logprobs_notice_given = False

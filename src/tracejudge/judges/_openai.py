@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from tracejudge import _env
-from tracejudge._http import DEFAULT_MAX_RESPONSE_BYTES, split_credentials
+from tracejudge._http import split_credentials
 from tracejudge.errors import APIError, ConfigurationError
 from tracejudge.judges._backend import (
     HTTPJudge,
@@ -23,11 +23,13 @@ from tracejudge.judges._backend import (
     requires_key,
     token_count,
 )
-from tracejudge.judges._budget import DEFAULT, NotGiven, default_max_tokens
-from tracejudge.judges._cache import CacheOption
+from tracejudge.judges._budget import NotGiven, default_max_tokens
 from tracejudge.judges._exchange import Answer, Ask, AskedCall
+from tracejudge.judges._options import JudgeKeywords, JudgeOptions
 from tracejudge.judges._prompt import message_text
-from tracejudge.judges._spans import SpansOption
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
 
 __all__ = ["OpenAICompatibleJudge", "OPENAI_COMPATIBLE_PROVIDERS", "RESPONSE_FORMATS"]
 
@@ -77,6 +79,9 @@ class OpenAICompatibleJudge(HTTPJudge):
     `Authorization: Bearer` elsewhere). A key written into `base_url` (``user:KEY@`` or
     ``?api-key=KEY``) is taken out of it and sent that way too; it is never shown.
 
+    The options below are the fields of `JudgeOptions`: pass them whole as
+    `options=JudgeOptions(...)` (one value shared by several judges), or each as a keyword
+    (which wins over the same field of `options`).
     `timeout` is the total time for one judgement, retries and re-asks included;
     `request_timeout` (default: `timeout`) bounds each HTTP request. `num_retries` (at least
     1) retries 408/409/429/5xx, timeouts and connection errors with exponential backoff
@@ -111,25 +116,15 @@ class OpenAICompatibleJudge(HTTPJudge):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        timeout: float = 60.0,
-        request_timeout: float | None = None,
-        num_retries: int = 1,
-        max_concurrency: int = 16,
-        cache: CacheOption = None,
-        transport: httpx.AsyncBaseTransport | None = None,
-        temperature: float | None = 0.0,
-        max_tokens: int | None | NotGiven = DEFAULT,
+        provider: str = "openai",
         logprobs: bool = True,
         response_format: str = "json_schema",
-        headers: dict[str, str] | None = None,
-        extra_body: dict[str, Any] | None = None,
-        backoff_base: float = 0.5,
-        backoff_max: float = 8.0,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        provider: str = "openai",
-        max_input_tokens: int | None = None,
-        spans: SpansOption = None,
+        options: JudgeOptions | None = None,
+        **keywords: Unpack[JudgeKeywords],
     ) -> None:
+        """`options` (a `JudgeOptions`) whole, and any of its fields as a keyword of its
+        own (over `options`); `max_tokens` not given: `default_max_tokens(model)`."""
+        chosen = JudgeOptions.given(options, keywords)
         known = OPENAI_COMPATIBLE_PROVIDERS.get(provider)
         if known is None:
             raise ConfigurationError(
@@ -160,24 +155,11 @@ class OpenAICompatibleJudge(HTTPJudge):
             base_url=resolved_url,
             api_key=resolved_key,
             key_env=known.key_env,
-            timeout=timeout,
-            request_timeout=request_timeout,
-            num_retries=num_retries,
-            max_concurrency=max_concurrency,
-            cache=cache,
-            transport=transport,
-            temperature=temperature,
+            options=chosen,
             max_tokens=default_max_tokens(model)
-            if isinstance(max_tokens, NotGiven)
-            else max_tokens,
-            headers=headers,
-            extra_body=extra_body,
-            backoff_base=backoff_base,
-            backoff_max=backoff_max,
-            max_response_bytes=max_response_bytes,
+            if isinstance(chosen.max_tokens, NotGiven)
+            else chosen.max_tokens,
             features={"format": response_format, "logprobs": bool(logprobs)},
-            max_input_tokens=max_input_tokens,
-            spans=spans,
         )
         self._azure = (httpx.URL(resolved_url).host or "").endswith(".azure.com")
         self._chat_url = join_url(resolved_url, "chat/completions")

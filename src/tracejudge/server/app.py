@@ -51,7 +51,7 @@ from tracejudge.server.offload import Offload, ServiceLoop
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.retention import Pruner
-from tracejudge.server.store import open_store
+from tracejudge.server.store import StoreFullError, StoreOutageError, open_store
 from tracejudge.server.supervise import Supervisor
 from tracejudge.server.tasks import TaskRunner
 from tracejudge.server.writeback import WriteBack
@@ -144,6 +144,27 @@ async def _http_error(request: Request, exc: Exception) -> Response:
         405: f"{request.method} is not allowed on {request.url.path}",
     }.get(exc.status_code, str(exc.detail))
     return JSONResponse({"detail": detail}, status_code=exc.status_code, headers=exc.headers)
+
+
+async def _store_outage(request: Request, exc: Exception) -> Response:
+    """503 with `Retry-After` (what OTLP exporters and HTTP clients retry) while the store
+    cannot take calls: unreachable, restarting, locked, out of space. Nothing was stored.
+    The reason, which may name the database's host, stays in the log."""
+    assert isinstance(exc, StoreOutageError)
+    if isinstance(exc, StoreFullError):
+        detail = (
+            "no space left on the server's store: nothing was stored; retry after "
+            "Retry-After seconds (the operator must free space on the store's disk)"
+        )
+    else:
+        detail = (
+            "the server's store is unavailable for now: nothing was stored; retry after "
+            "Retry-After seconds"
+        )
+    error = ApiError(503, detail, headers={"Retry-After": str(exc.retry_after)})
+    answer = otlp.error_answer(request.scope, error)
+    assert isinstance(answer, Response)
+    return answer
 
 
 async def _client_gone(request: Request, exc: Exception) -> Response:
@@ -277,10 +298,11 @@ def create_app(
             ApiError: _api_error,
             HTTPException: _http_error,
             ClientDisconnect: _client_gone,
+            StoreOutageError: _store_outage,
         },
         lifespan=lifespan,
     )
-    app.state.openapi = openapi_document()
+    app.state.openapi = openapi_document(app.routes)
     app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
     app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
     app.state.budget_note = budget_note

@@ -29,7 +29,6 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from tracejudge.errors import BadRequestError
 from tracejudge.evaluation.attribution import AttributionRequest, from_answers
@@ -43,6 +42,14 @@ from tracejudge.models import (
 from tracejudge.server.context import ServerContext, context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model, service_error
+from tracejudge.server.operation import (
+    JUDGED_ERRORS,
+    ApiRoute,
+    Operation,
+    answer,
+    query,
+    text_query,
+)
 from tracejudge.server.scoring import resolve_criteria
 from tracejudge.server.store import AttributionRow, EvaluationRow
 from tracejudge.server.stored import latest_answers, read_trace
@@ -193,11 +200,11 @@ async def get_attribution(request: Request) -> JSONResponse:
             f"trace {row.trace_id!r} has not been converted yet (status {row.status}); "
             "attribute it once it is complete",
         )
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     judged = methods != ["checks"]
     plain = outcome is None and failed is None and max_step_chars is None
     if judged and plain and not fresh:
-        stored = await in_thread(context.store.latest_attribution, row.trace_id)
+        stored = await in_thread(context.store.attributions.latest, row.trace_id)
         if stored is not None and stored.methods == methods and _fresh(stored, evaluations):
             return await context.offload.run(_stored_answer, stored.body)
     trace = await context.offload.run(read_trace, row.trace_json)
@@ -216,7 +223,7 @@ async def get_attribution(request: Request) -> JSONResponse:
     if judged:
         text = await context.offload.run(attribution.model_dump_json)
         kept = AttributionRow(row.trace_id, methods, text, time.time())
-        await in_thread(context.store.save_attribution, kept)
+        await in_thread(context.store.attributions.save, kept)
     return await context.offload.run(_answer, attribution)
 
 
@@ -243,7 +250,45 @@ async def post_attribution(request: Request) -> JSONResponse:
     return await context.offload.run(_answer, attribution)
 
 
+_CAUSES = answer("The failure's causes, most likely first", "Attribution")
+
 routes = [
-    Route("/api/v1/traces/{trace_id}/attribution", get_attribution, methods=["GET"]),
-    Route(ATTRIBUTION_PATH, post_attribution, methods=["POST"]),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}/attribution",
+        get_attribution,
+        methods=["GET"],
+        operation=Operation(
+            "Which agent and step caused a stored trace's failure: deterministic by "
+            "default; judge methods within the server's judge budget",
+            {"200": _CAUSES},
+            errors=(400, 404, 409, 422, 502, 503),
+            parameters=[
+                query(
+                    "method",
+                    {"type": "string", "enum": list(ATTRIBUTION_METHODS)},
+                    "repeated or comma-separated; default checks (no judge)",
+                ),
+                text_query("outcome", "what went wrong"),
+                query("failed", {"type": "boolean"}, "the caller's word: it failed"),
+                query(
+                    "max_step_chars",
+                    {"type": "integer", "minimum": 100, "maximum": 100000},
+                    "characters of one message a judge method shows",
+                ),
+                query("fresh", {"type": "boolean"}, "judge again, not the stored one"),
+            ],
+        ),
+    ),
+    ApiRoute(
+        ATTRIBUTION_PATH,
+        post_attribution,
+        methods=["POST"],
+        operation=Operation(
+            "Which agent and step caused the failure of a trace sent in the body",
+            {"200": _CAUSES},
+            errors=JUDGED_ERRORS,
+            body="AttributionBody",
+            changes=True,
+        ),
+    ),
 ]

@@ -60,7 +60,7 @@ class DailyBudget:
     async def refusal(self, criterion: str) -> str | None:
         if not self.limited:
             return None
-        day, mine = await in_thread(self.store.judge_spend, utc_day(self.clock()), criterion)
+        day, mine = await in_thread(self.store.spend.of_day, utc_day(self.clock()), criterion)
         if self.cost_per_day is not None and day.cost_usd >= self.cost_per_day:
             return (
                 f"the server's judge budget of {format_usd(self.cost_per_day)} per day was "
@@ -89,7 +89,7 @@ class DailyBudget:
         if not (usage.calls or usage.total_tokens or usage.cost_usd):
             return  # a verdict from the judge's cache: nothing was spent
         await in_thread(
-            self.store.add_judge_spend,
+            self.store.spend.add,
             utc_day(self.clock()),
             criterion,
             usage.cost_usd or 0.0,

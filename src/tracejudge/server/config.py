@@ -77,6 +77,7 @@ class ServerConfig:
     max_judge_tokens_per_criterion_per_day: int | None = None
     # --- robustness and exposure (#22): readiness, retention, hosts, keys, connections
     stall_seconds: float = 30.0
+    liveness_seconds: float = 120.0
     retain_days: float | None = None
     allowed_hosts: tuple[str, ...] = ()
     api_key_file: str | None = None
@@ -113,6 +114,7 @@ class ServerConfig:
             ("task_retention_hours", self.task_retention_hours > 0, "more than 0"),
             ("poll_seconds", self.poll_seconds > 0, "more than 0"),
             ("stall_seconds", self.stall_seconds > 0, "more than 0"),
+            ("liveness_seconds", self.liveness_seconds > 0, "more than 0"),
             ("retain_days", self.retain_days is None or self.retain_days > 0, "more than 0"),
             ("header_timeout_seconds", self.header_timeout_seconds > 0, "more than 0"),
             ("keep_alive_seconds", self.keep_alive_seconds > 0, "more than 0"),
@@ -444,6 +446,15 @@ SETTINGS += (
         float,
         "a background loop (worker, sweeper, lease keeper, pruner) that made no progress for "
         "this long, outside a task's own work, is stalled: GET /ready answers 503 naming it",
+    ),
+    Setting(
+        "liveness_seconds",
+        "--liveness-seconds",
+        "TRACEJUDGE_LIVENESS_SECONDS",
+        float,
+        "GET /health (liveness) answers 503 when the store has failed, or a background loop "
+        "made no progress, for this long: the server cannot get on by itself, restart it "
+        "(a shorter blip keeps /health at 200)",
     ),
     Setting(
         "retain_days",

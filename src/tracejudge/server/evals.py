@@ -22,7 +22,6 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 
 from tracejudge.errors import (
     APIError,
@@ -44,6 +43,7 @@ from tracejudge.models import (
 from tracejudge.server import jsonbody
 from tracejudge.server.context import ServerContext, context_of, in_thread
 from tracejudge.server.errors import ApiError, judge_said, validation_error
+from tracejudge.server.operation import JUDGED_ERRORS, ApiRoute, Operation, answer
 from tracejudge.server.store import EvaluationRow, TaskRow, TraceRow
 from tracejudge.server.tasks import Handler, Outcome
 
@@ -269,9 +269,9 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
 
 async def _store(context: ServerContext, outcome: Outcome) -> None:
     if outcome.trace is not None:
-        await in_thread(context.store.save_trace, outcome.trace, outcome.evaluations)
+        await in_thread(context.store.traces.save, outcome.trace, outcome.evaluations)
     elif outcome.evaluations:
-        await in_thread(context.store.save_evaluations, outcome.evaluations)
+        await in_thread(context.store.evaluations.save, outcome.evaluations)
 
 
 async def _evaluate(request: Request, kind: str) -> JSONResponse:
@@ -321,7 +321,7 @@ async def trace_background(request: Request) -> JSONResponse:
 async def get_task(request: Request) -> JSONResponse:
     context = context_of(request)
     task_id = request.path_params["task_id"]
-    row = await in_thread(context.store.get_task, task_id)
+    row = await in_thread(context.store.tasks.get, task_id)
     if row is None:
         raise ApiError(
             404,
@@ -343,10 +343,56 @@ def _task_answer(row: TaskRow) -> JSONResponse:
     return JSONResponse(answer.model_dump(mode="json"))
 
 
+def _judged(summary: str, body: str, ok: dict[str, Any], status: str = "200") -> Operation:
+    """An evaluation: a JSON body, judged now or stored as a task."""
+    return Operation(summary, {status: ok}, errors=JUDGED_ERRORS, body=body, changes=True)
+
+
+_STORED = answer("The task was stored", "TaskAccepted")
+
 routes = [
-    Route("/api/v1/evals/reward", reward, methods=["POST"]),
-    Route("/api/v1/evals/reward/background", reward_background, methods=["POST"]),
-    Route("/api/v1/evals/trace", trace, methods=["POST"]),
-    Route("/api/v1/evals/trace/background", trace_background, methods=["POST"]),
-    Route("/api/v1/tasks/{task_id}", get_task, methods=["GET"]),
+    ApiRoute(
+        "/api/v1/evals/reward",
+        reward,
+        methods=["POST"],
+        operation=_judged(
+            "Evaluate a conversation", "RewardRequest", answer("The score", "EvaluationResponse")
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/evals/reward/background",
+        reward_background,
+        methods=["POST"],
+        operation=_judged(
+            "Evaluate a conversation in the background", "RewardRequest", _STORED, "202"
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/evals/trace",
+        trace,
+        methods=["POST"],
+        operation=_judged(
+            "Evaluate a multi-agent trace",
+            "TraceRewardRequest",
+            answer("Scores per agent", "MultiAgentTraceResponse"),
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/evals/trace/background",
+        trace_background,
+        methods=["POST"],
+        operation=_judged(
+            "Evaluate a trace in the background", "TraceRewardRequest", _STORED, "202"
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/tasks/{task_id}",
+        get_task,
+        methods=["GET"],
+        operation=Operation(
+            "A background task's status, with its result or error",
+            {"200": answer("The task", "TaskResponse")},
+            errors=(404,),
+        ),
+    ),
 ]

@@ -27,13 +27,13 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
 
 from tracejudge.models import HumanLabel, MultiAgentTraceResponse
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.list_query import page_limit
+from tracejudge.server.operation import OBJECT, ApiRoute, Operation, query, text_query
 from tracejudge.server.store import LabelCursorError, LabelRow
 
 __all__ = ["LABELS_PATH", "LabelRequest", "label_json", "record", "routes"]
@@ -175,7 +175,7 @@ async def record(request: Request, body: LabelRequest, trace_id: str) -> JSONRes
     """Check and store one label (see the module's docstring)."""
     context = context_of(request)
     who = _who(request, body.who)
-    row = await in_thread(context.store.get_trace, trace_id)
+    row = await in_thread(context.store.traces.get, trace_id)
     if row is None:
         raise ApiError(404, f"no trace {trace_id!r} is stored here")
     if row.trace_json is None:
@@ -187,7 +187,7 @@ async def record(request: Request, body: LabelRequest, trace_id: str) -> JSONRes
             "agent_instance_id",
             f"trace {trace_id!r} has no agent instance {body.agent_instance_id!r}",
         )
-    evaluations = await in_thread(context.store.evaluations_of, trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, trace_id)
     judge_score, bar = await context.offload.run(
         _judged, evaluations, body.criterion, body.agent_instance_id
     )
@@ -207,7 +207,7 @@ async def record(request: Request, body: LabelRequest, trace_id: str) -> JSONRes
         bar=bar,
         note=(body.note or "").strip() or None,
     )
-    await in_thread(context.store.save_label, label)
+    await in_thread(context.store.labels.save, label)
     return JSONResponse(label_json(label), status_code=201)
 
 
@@ -226,7 +226,7 @@ async def list_labels(request: Request) -> JSONResponse:
     limit = page_limit(request.query_params.get("limit"))
     try:
         page = await in_thread(
-            context_of(request).store.list_labels,
+            context_of(request).store.labels.page,
             _trace_id_query(request),
             limit,
             request.query_params.get("cursor") or None,
@@ -243,7 +243,7 @@ async def list_labels(request: Request) -> JSONResponse:
 
 
 async def export_labels(request: Request) -> Response:
-    rows = await in_thread(context_of(request).store.all_labels, _trace_id_query(request))
+    rows = await in_thread(context_of(request).store.labels.all, _trace_id_query(request))
     text = "".join(human_label(r).model_dump_json() + "\n" for r in rows)
     return Response(
         text,
@@ -255,8 +255,51 @@ async def export_labels(request: Request) -> Response:
     )
 
 
+_THIS_TRACE = text_query("trace_id", "this trace's only")
+
 routes = [
-    Route(LABELS_PATH, post_label, methods=["POST"]),
-    Route(LABELS_PATH, list_labels, methods=["GET"]),
-    Route(LABELS_PATH + "/export", export_labels, methods=["GET"]),
+    ApiRoute(
+        LABELS_PATH,
+        post_label,
+        methods=["POST"],
+        operation=Operation(
+            "Record a person's label on one agent of a stored trace against one criterion: "
+            "agree or disagree with its verdict, or their own score",
+            {"201": {"description": "The label", "content": OBJECT}},
+            errors=(404, 409, 415, 422),
+            body="LabelRequest",
+            changes=True,
+        ),
+    ),
+    ApiRoute(
+        LABELS_PATH,
+        list_labels,
+        methods=["GET"],
+        operation=Operation(
+            "People's labels, newest first",
+            {"200": {"description": "A page of labels", "content": OBJECT}},
+            errors=(422,),
+            parameters=[
+                _THIS_TRACE,
+                query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
+                text_query("cursor", "the previous page's next_cursor"),
+            ],
+        ),
+    ),
+    ApiRoute(
+        LABELS_PATH + "/export",
+        export_labels,
+        methods=["GET"],
+        operation=Operation(
+            "Every label as the labels file `tracejudge calibrate` reads (JSON lines)",
+            {
+                "200": {
+                    "description": "JSON lines of HumanLabel",
+                    "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
+                }
+            },
+            errors=(422,),
+            parameters=[_THIS_TRACE],
+        ),
+    ),
 ]

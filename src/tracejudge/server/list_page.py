@@ -31,6 +31,7 @@ from tracejudge.server.list_query import (
     format_tag,
     list_query,
 )
+from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation, list_parameters
 from tracejudge.server.store import (
     TRACE_STATUSES,
     VERDICTS,
@@ -400,5 +401,17 @@ async def home(request: Request) -> Response:
 
 routes = [
     Route("/", home, methods=["GET", "HEAD"]),
-    Route(LIST_PATH, list_page, methods=["GET"]),
+    ApiRoute(
+        LIST_PATH,
+        list_page,
+        methods=["GET"],
+        operation=Operation(
+            "Web page: the stored traces (same filters as /api/v1/traces)",
+            {
+                "200": {"description": "The page", "content": HTML},
+                "422": {"description": ERROR_TEXT[422], "content": HTML},
+            },
+            parameters=list_parameters,
+        ),
+    ),
 ]

@@ -1,6 +1,8 @@
 """The OpenAPI 3.1 description the app publishes at `/openapi.json`.
 
-Every schema is generated from the types the routes use: the pydantic models they
+The paths are generated from the app's routes: each `ApiRoute` declares its operation
+beside it (`server.operation`), the path and its parameters are the route's own. Every
+schema is generated from the types the routes use: the pydantic models they
 validate request bodies with, and the models and typed dicts they build answers from
 (`traces.TraceSummary`, `readiness.ReadyReport`, ...), so the document cannot drift from
 what the endpoints take and give. What JSON Schema can say beyond the models' fields is
@@ -14,14 +16,14 @@ must be one this server handed out) is answered 422 naming the field.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import TypeAdapter
+from starlette.routing import BaseRoute
 from typing_extensions import TypedDict
 
 from tracejudge.models import (
-    ATTRIBUTION_METHODS,
-    PLAIN_TEXT_SCHEMA,
     Attribution,
     EvaluationResponse,
     MultiAgentTraceResponse,
@@ -29,11 +31,9 @@ from tracejudge.models import (
     TaskResponse,
     TraceRewardRequest,
 )
+from tracejudge.server.operation import REF, ApiRoute
 
-__all__ = ["openapi_document"]
-
-_REF = "#/components/schemas/{model}"
-_PROTOBUF = "application/x-protobuf"
+__all__ = ["openapi_document", "paths_of"]
 
 
 class ErrorAnswer(TypedDict, total=False):
@@ -106,7 +106,7 @@ def _schemas() -> dict[str, Any]:
         (OTLPExportAnswer, "serialization"),
     ]
     _, document = TypeAdapter.json_schemas(
-        [(kind, mode, TypeAdapter(kind)) for kind, mode in inputs], ref_template=_REF
+        [(kind, mode, TypeAdapter(kind)) for kind, mode in inputs], ref_template=REF
     )
     schemas: dict[str, Any] = document.get("$defs", {})
     _known_names(schemas)
@@ -136,328 +136,22 @@ def _known_names(schemas: dict[str, Any]) -> None:
     schemas["RescoreRequest"]["properties"]["checks"]["items"]["enum"] = check_names
 
 
-def _ref(name: str) -> dict[str, str]:
-    return {"$ref": _REF.format(model=name)}
-
-
-def _json(name: str) -> dict[str, Any]:
-    return {"application/json": {"schema": _ref(name)}}
-
-
-def _answer(description: str, name: str) -> dict[str, Any]:
-    return {"description": description, "content": _json(name)}
-
-
-_ERROR_TEXT = {
-    400: "The server cannot do this (its configuration)",
-    401: "No valid API key",
-    403: "A cross-site request that changes state",
-    404: "Not found",
-    409: "Not yet possible",
-    413: "The body is larger than the server accepts",
-    415: "The body is not JSON",
-    421: "A Host the server does not answer to",
-    422: "The request is invalid: `detail` names the field",
-    429: "Too many requests (or failed keys): retry after Retry-After seconds",
-    502: "The judge model failed",
-    503: "The judge model is rate-limiting: retry after Retry-After seconds",
-    504: "The judge model did not answer in time",
-}
-
-
-def _errors(*codes: int, open_route: bool = False, changes: bool = False) -> dict[str, Any]:
-    """The error answers of an operation: its own `codes`, plus what every request can
-    get (a foreign Host; the body limit, the rate limit, a missing key unless
-    `open_route`; a cross-site origin when it `changes` state)."""
-    common = [421] if open_route else [401, 413, 421, 429]
-    if changes:
-        common.append(403)
-    return {
-        str(code): _answer(_ERROR_TEXT[code], "ErrorAnswer") for code in sorted({*common, *codes})
-    }
-
-
-def _post(summary: str, body: str, ok: dict[str, Any], status: str = "200") -> dict[str, Any]:
-    return {
-        "post": {
-            "summary": summary,
-            "requestBody": {"required": True, "content": _json(body)},
-            "responses": {status: ok, **_errors(400, 415, 422, 502, 503, 504, changes=True)},
-        }
-    }
-
-
-def _path_param(name: str) -> dict[str, Any]:
-    return {"name": name, "in": "path", "required": True, "schema": {"type": "string"}}
-
-
-def _query(name: str, schema: dict[str, Any], description: str) -> dict[str, Any]:
-    return {
-        "name": name,
-        "in": "query",
-        "required": False,
-        "schema": schema,
-        "description": description,
-    }
-
-
-def _list_parameters(only: tuple[str, ...] | None = None) -> list[dict[str, Any]]:
-    """The list's query parameters (`list_query.PARAMETERS`; `only`: those named). No
-    text parameter may hold a NUL; `tag` may be repeated."""
-    from tracejudge.server.list_query import PARAMETERS
-
-    parameters = []
-    for name, schema, text in PARAMETERS:
-        if only is not None and name not in only:
+def paths_of(routes: Sequence[BaseRoute]) -> dict[str, Any]:
+    """The document's paths, from the routes that declare their operation (`ApiRoute`):
+    each path with its parameters as the route has them, each method's operation as the
+    route declares it. Other routes (the home redirect, this document, a page's form
+    post) are not part of the API."""
+    paths: dict[str, Any] = {}
+    for route in routes:
+        if not isinstance(route, ApiRoute):
             continue
-        if schema.get("type") == "string" and "enum" not in schema:
-            schema = {**schema, **PLAIN_TEXT_SCHEMA}
-        parameter = _query(name, schema, text)
-        if name == "tag":
-            parameter["schema"] = {"type": "array", "items": schema}
-            parameter["explode"] = True
-        parameters.append(parameter)
-    return parameters
-
-
-_HTML = {"text/html": {"schema": {"type": "string"}}}
-_OBJECT = {"application/json": {"schema": {"type": "object"}}}
-_attribution_ok = _answer("The failure's causes, most likely first", "Attribution")
-
-
-def _paths() -> dict[str, Any]:
-    from tracejudge.server.list_query import FILTERS
-
-    trace_id = _path_param("trace_id")
-    otlp_body = {
-        _PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-        "application/json": {"schema": {"type": "object"}},
-    }
-    otlp_error = {
-        "content": {
-            "application/json": {"schema": {"anyOf": [_ref("OTLPStatus"), _ref("ErrorAnswer")]}},
-            _PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-        }
-    }
-    return {
-        "/api/v1/evals/reward": _post(
-            "Evaluate a conversation",
-            "RewardRequest",
-            _answer("The score", "EvaluationResponse"),
-        ),
-        "/api/v1/evals/reward/background": _post(
-            "Evaluate a conversation in the background",
-            "RewardRequest",
-            _answer("The task was stored", "TaskAccepted"),
-            "202",
-        ),
-        "/api/v1/evals/trace": _post(
-            "Evaluate a multi-agent trace",
-            "TraceRewardRequest",
-            _answer("Scores per agent", "MultiAgentTraceResponse"),
-        ),
-        "/api/v1/evals/trace/background": _post(
-            "Evaluate a trace in the background",
-            "TraceRewardRequest",
-            _answer("The task was stored", "TaskAccepted"),
-            "202",
-        ),
-        "/api/v1/tasks/{task_id}": {
-            "get": {
-                "summary": "A background task's status, with its result or error",
-                "parameters": [_path_param("task_id")],
-                "responses": {"200": _answer("The task", "TaskResponse"), **_errors(404)},
-            }
-        },
-        "/api/v1/traces": {
-            "get": {
-                "summary": "Stored traces: a page in the order asked for, with the total",
-                "description": "Each trace with its start time, duration, agents, model "
-                "calls, tokens, cost, verdict (the worst agent score, never a mean; failing "
-                "agents and pairs), service and tags. `total` counts every trace the filters "
-                "keep; `next_cursor` / `previous_cursor` read the pages beside this one.",
-                "parameters": _list_parameters(),
-                "responses": {"200": _answer("A page of traces", "TraceList"), **_errors(422)},
-            }
-        },
-        "/api/v1/overview": {
-            "get": {
-                "summary": "The batch overview of the traces the same filters keep",
-                "description": "Per agent name and criterion, over the latest 1,000 traces "
-                "the filters keep: how many instances were scored and failed, the mean, "
-                "median, min and max score.",
-                "parameters": _list_parameters(FILTERS),
-                "responses": {"200": _answer("The overview", "OverviewAnswer"), **_errors(422)},
-            }
-        },
-        "/api/v1/traces/{trace_id}": {
-            "get": {
-                "summary": "One trace as a MultiAgentTrace, with its evaluations",
-                "parameters": [trace_id],
-                "responses": {"200": _answer("The trace", "StoredTrace"), **_errors(404)},
-            }
-        },
-        "/api/v1/traces/{trace_id}/evaluations": {
-            "get": {
-                "summary": "A trace's evaluations",
-                "parameters": [trace_id],
-                "responses": {
-                    "200": _answer("The evaluations", "EvaluationList"),
-                    **_errors(404),
-                },
-            }
-        },
-        "/api/v1/traces/{trace_id}/score": {
-            "post": {
-                "summary": "Score a stored trace again, with other criteria or checks",
-                "parameters": [trace_id],
-                "requestBody": {"required": True, "content": _json("RescoreRequest")},
-                "responses": {
-                    "202": _answer("The task was stored", "TaskAccepted"),
-                    **_errors(400, 404, 409, 415, 422, changes=True),
-                },
-            }
-        },
-        "/api/v1/traces/{trace_id}/attribution": {
-            "get": {
-                "summary": "Which agent and step caused a stored trace's failure: "
-                "deterministic by default; judge methods within the server's judge budget",
-                "parameters": [
-                    trace_id,
-                    _query(
-                        "method",
-                        {"type": "string", "enum": list(ATTRIBUTION_METHODS)},
-                        "repeated or comma-separated; default checks (no judge)",
-                    ),
-                    _query("outcome", {"type": "string", **PLAIN_TEXT_SCHEMA}, "what went wrong"),
-                    _query("failed", {"type": "boolean"}, "the caller's word: it failed"),
-                    _query(
-                        "max_step_chars",
-                        {"type": "integer", "minimum": 100, "maximum": 100000},
-                        "characters of one message a judge method shows",
-                    ),
-                    _query("fresh", {"type": "boolean"}, "judge again, not the stored one"),
-                ],
-                "responses": {
-                    "200": _attribution_ok,
-                    **_errors(400, 404, 409, 422, 502, 503),
-                },
-            }
-        },
-        "/api/v1/attribution": _post(
-            "Which agent and step caused the failure of a trace sent in the body",
-            "AttributionBody",
-            _attribution_ok,
-        ),
-        "/api/v1/labels": {
-            "post": {
-                "summary": "Record a person's label on one agent of a stored trace against "
-                "one criterion: agree or disagree with its verdict, or their own score",
-                "requestBody": {"required": True, "content": _json("LabelRequest")},
-                "responses": {
-                    "201": {"description": "The label", "content": _OBJECT},
-                    **_errors(404, 409, 415, 422, changes=True),
-                },
-            },
-            "get": {
-                "summary": "People's labels, newest first",
-                "parameters": [
-                    _query(
-                        "trace_id", {"type": "string", **PLAIN_TEXT_SCHEMA}, "this trace's only"
-                    ),
-                    _query("limit", {"type": "integer", "minimum": 1, "maximum": 500}, "page size"),
-                    _query(
-                        "cursor",
-                        {"type": "string", **PLAIN_TEXT_SCHEMA},
-                        "the previous page's next_cursor",
-                    ),
-                ],
-                "responses": {
-                    "200": {"description": "A page of labels", "content": _OBJECT},
-                    **_errors(422),
-                },
-            },
-        },
-        "/api/v1/labels/export": {
-            "get": {
-                "summary": "Every label as the labels file `tracejudge calibrate` reads "
-                "(JSON lines)",
-                "parameters": [
-                    _query("trace_id", {"type": "string", **PLAIN_TEXT_SCHEMA}, "this trace's only")
-                ],
-                "responses": {
-                    "200": {
-                        "description": "JSON lines of HumanLabel",
-                        "content": {"application/x-ndjson": {"schema": {"type": "string"}}},
-                    },
-                    **_errors(422),
-                },
-            }
-        },
-        "/v1/traces": {
-            "post": {
-                "summary": "OTLP/HTTP trace intake (protobuf or JSON, gzip accepted)",
-                "requestBody": {"required": True, "content": otlp_body},
-                "responses": {
-                    "200": {
-                        "description": "Stored (partialSuccess names rejected spans)",
-                        "content": {
-                            "application/json": {"schema": _ref("OTLPExportAnswer")},
-                            _PROTOBUF: {"schema": {"type": "string", "format": "binary"}},
-                        },
-                    },
-                    **_errors(changes=True),
-                    **{
-                        str(code): {"description": _ERROR_TEXT[code], **otlp_error}
-                        for code in (400, 413, 415)
-                    },
-                },
-            }
-        },
-        "/ui": {
-            "get": {
-                "summary": "Web page: the stored traces (same filters as /api/v1/traces)",
-                "parameters": _list_parameters(),
-                "responses": {
-                    "200": {"description": "The page", "content": _HTML},
-                    **_errors(),
-                    "422": {"description": _ERROR_TEXT[422], "content": _HTML},
-                },
-            }
-        },
-        "/ui/traces/{trace_id}": {
-            "get": {
-                "summary": "Web page: one trace's viewer with its latest scores",
-                "parameters": [trace_id],
-                "responses": {
-                    "200": {"description": "The page", "content": _HTML},
-                    **_errors(),
-                    "404": {"description": _ERROR_TEXT[404], "content": _HTML},
-                },
-            }
-        },
-        "/health": {
-            "get": {
-                "summary": "Liveness",
-                "security": [],
-                "responses": {
-                    "200": _answer("The server answers", "Health"),
-                    **_errors(open_route=True),
-                },
-            }
-        },
-        "/ready": {
-            "get": {
-                "summary": "Readiness: stalled background loops, the queue, the store",
-                "security": [],
-                "responses": {
-                    "200": _answer("Ready", "ReadyReport"),
-                    "503": _answer("Not ready: what is wrong", "ReadyReport"),
-                    **_errors(open_route=True),
-                },
-            }
-        },
-    }
+        parameters = list(route.param_convertors)
+        for method in sorted((route.methods or set()) - {"HEAD"}):
+            operations = paths.setdefault(route.path, {})
+            if method.lower() in operations:
+                raise ValueError(f"{method} {route.path} is declared twice")
+            operations[method.lower()] = route.operation.document(parameters)
+    return paths
 
 
 def _answers_as_serialized(node: Any, schemas: dict[str, Any]) -> None:
@@ -469,7 +163,7 @@ def _answers_as_serialized(node: Any, schemas: dict[str, Any]) -> None:
         if isinstance(ref, str):
             name = ref.rsplit("/", 1)[-1]
             if name not in schemas and f"{name}-Output" in schemas:
-                node["$ref"] = _REF.format(model=f"{name}-Output")
+                node["$ref"] = REF.format(model=f"{name}-Output")
         for value in node.values():
             _answers_as_serialized(value, schemas)
     elif isinstance(node, list):
@@ -493,8 +187,9 @@ def _malformed_requests_answered(paths: dict[str, Any]) -> None:
             bad["content"] = {**bad.get("content", {}), **plain}
 
 
-def openapi_document() -> dict[str, Any]:
-    paths, schemas = _paths(), _schemas()
+def openapi_document(routes: Sequence[BaseRoute]) -> dict[str, Any]:
+    """The OpenAPI document of an app of `routes`."""
+    paths, schemas = paths_of(routes), _schemas()
     _answers_as_serialized(paths, schemas)
     _malformed_requests_answered(paths)
     return {

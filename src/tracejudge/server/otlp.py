@@ -14,7 +14,7 @@ specification has them, a `google.rpc.Status` (400 for data that cannot be decod
 for a body, or an inflated body, over `--max-body-bytes`, 429 past the rate limit, 415
 for another content type or encoding). Ingest never waits on the judge: scoring happens
 once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
-too_large, without its spans (see `Store.add_spans`).
+too_large, without its spans (see `store.traces.add_spans`).
 
 A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
 `process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
@@ -36,7 +36,6 @@ from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 from starlette.types import ASGIApp, Scope
 
 from tracejudge._protowire import length_delimited, varint
@@ -45,6 +44,7 @@ from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, TracePart, sp
 from tracejudge.server import jsonbody
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
+from tracejudge.server.operation import ERROR_TEXT, ApiRoute, Operation, ref
 from tracejudge.server.store import SpanBatch
 
 __all__ = ["routes", "PATH", "error_answer", "batches"]
@@ -192,8 +192,38 @@ async def traces(request: Request) -> Response:
     except OTLPDecodeError as error:
         return _error(400, str(error), protobuf)
     if split.parts:
-        await in_thread(context.store.add_spans, batches(split), context.config.max_trace_spans)
+        await in_thread(
+            context.store.traces.add_spans, batches(split), context.config.max_trace_spans
+        )
     return _success(split, protobuf)
 
 
-routes = [Route(PATH, traces, methods=["POST"])]
+_BINARY = {PROTOBUF: {"schema": {"type": "string", "format": "binary"}}}
+_OTLP_ERROR = {
+    "application/json": {"schema": {"anyOf": [ref("OTLPStatus"), ref("ErrorAnswer")]}},
+    **_BINARY,
+}
+
+routes = [
+    ApiRoute(
+        PATH,
+        traces,
+        methods=["POST"],
+        operation=Operation(
+            "OTLP/HTTP trace intake (protobuf or JSON, gzip accepted)",
+            {
+                "200": {
+                    "description": "Stored (partialSuccess names rejected spans)",
+                    "content": {"application/json": {"schema": ref("OTLPExportAnswer")}, **_BINARY},
+                },
+                # OTLP's own error answers (google.rpc.Status), in the body's encoding
+                **{
+                    str(code): {"description": ERROR_TEXT[code], "content": _OTLP_ERROR}
+                    for code in (400, 413, 415)
+                },
+            },
+            body={**_BINARY, "application/json": {"schema": {"type": "object"}}},
+            changes=True,
+        ),
+    )
+]

@@ -1,8 +1,11 @@
-"""What `GET /ready` reports: the supervisor's stalled loops and one store query.
+"""What `GET /ready` reports: the supervisor's stalled loops and one store query; and
+what `GET /health` (liveness) checks: that the server can still make progress.
 
 The store query runs once at a time and is reused for half a second, so probes in a
 flood cost the store one query; a store that does not answer within 2 s makes the
-server not ready (the query goes on in its thread).
+server not ready (the query goes on in its thread). While the store's disk is full the
+query also tries one write, so `/ready` stays 503 until writes work again, however the
+reads fare.
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ from typing import Any
 import anyio.to_thread
 from typing_extensions import TypedDict
 
-from tracejudge.server.store import Store
+from tracejudge.server.store import Store, StoreFullError
 from tracejudge.server.supervise import Supervisor
 
 __all__ = ["QueueReport", "Readiness", "ReadyReport"]
@@ -59,9 +62,35 @@ class Readiness:
         stale = time.monotonic() - self._asked > _REUSE
         if self._query is None or (self._query.done() and stale):
             self._asked = time.monotonic()
-            self._query = asyncio.ensure_future(anyio.to_thread.run_sync(self.store.queue_stats))
+            self._query = asyncio.ensure_future(anyio.to_thread.run_sync(self._ask))
         # shield: a probe that gives up must not cancel the query others wait on
         return await asyncio.wait_for(asyncio.shield(self._query), _STORE_WAIT)
+
+    def _ask(self) -> tuple[int, float | None]:
+        """The queue's depth and oldest task; first, after writes failed for want of
+        space, one write (StoreFullError while they still fail)."""
+        outage = self.store.core.outage()
+        if outage is not None and outage.full:
+            self.store.core.probe_write()
+            outage = self.store.core.outage()
+            if outage is not None and outage.full:  # a small write fits, a real one not
+                raise StoreFullError(outage.reason)
+        return self.store.tasks.queue_stats()
+
+    def problems(self, window: float) -> list[str]:
+        """Why the server cannot get on by itself (empty: it can): the store failing, or a
+        loop without progress outside a task's handler, for longer than `window` seconds."""
+        found: list[str] = []
+        outage = self.store.core.outage()
+        now = time.monotonic()
+        if outage is not None and now - outage.since > window:
+            what = "has had no space for writes" if outage.full else "has failed"
+            found.append(f"the store {what} for {now - outage.since:.0f} s")
+        found.extend(
+            f"the {name} loop made no progress for more than {window:g} s"
+            for name in self.supervisor.stalled(window)
+        )
+        return found
 
     async def report(self) -> ReadyReport:
         stalled = self.supervisor.stalled()
@@ -77,6 +106,9 @@ class Readiness:
             }
         except asyncio.TimeoutError:
             store = f"did not answer within {_STORE_WAIT:g} s"
+        except StoreFullError:
+            store = "no space left on the store's disk: writes fail (free space there)"
+            self._query = None
         except Exception as error:  # the store's own error: unreachable, locked, ...
             # Its message may name the database's host: that stays in the log.
             logger.debug("tracejudge: /ready: the store failed", exc_info=error)

@@ -46,12 +46,12 @@ class Pruner:
         """One pass: finished tasks, then (with a retention) old traces and evaluations."""
         now = time.time()
         totals: dict[str, int] = {}
-        tasks = await self._call(self.store.prune, now - self.task_retention_seconds)
+        tasks = await self._call(self.store.tasks.prune, now - self.task_retention_seconds)
         totals["tasks"] = int(tasks)
         if self.retain_seconds is not None:
             cutoff = now - self.retain_seconds
             while True:
-                deleted = await self._call(self.store.delete_before, cutoff)
+                deleted = await self._call(self.store.traces.delete_before, cutoff)
                 for table, count in deleted.items():
                     totals[table] = totals.get(table, 0) + count
                 if not any(deleted.values()):

@@ -32,6 +32,7 @@ from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.store import (
     EvaluationRow,
     SpanEncoding,
+    StoreOutageError,
     TaskRow,
     TraceRow,
     too_large_reason,
@@ -168,7 +169,7 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
     async def score_trace(payload: dict[str, Any]) -> Outcome:
         trace_id = str(payload["trace_id"])
         source = str(payload.get("source", INGEST))
-        row = await in_thread(context.store.get_trace, trace_id)
+        row = await in_thread(context.store.traces.get, trace_id)
         if row is None:
             raise BadRequestError(f"trace {trace_id!r} is not stored here")
         summary: TraceRow | None = None
@@ -181,7 +182,7 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
                     {"trace_id": trace_id, "evaluations": [], "error": summary.error},
                     trace=summary,
                 )
-            batches, spans = await in_thread(context.store.span_batches, trace_id)
+            batches, spans = await in_thread(context.store.traces.span_batches, trace_id)
             trace, read = await context.offload.run(_read_stored, row, batches, spans)
             summary = read
             if trace is None:
@@ -203,8 +204,8 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
         except asyncio.CancelledError:
             raise
         except Exception as error:
-            if summary is None:
-                raise
+            if summary is None or isinstance(error, StoreOutageError):
+                raise  # a store outage: the task is queued again, its trace not failed
             # The trace was converted: keep it, readable and re-scorable, and say why it
             # has no scores, rather than leave it queued with nothing to show.
             failed = describe_error(error)
@@ -257,7 +258,7 @@ class TraceSweeper:
     async def sweep(self) -> list[str]:
         config = self.context.config
         queued = await in_thread(
-            self.context.store.queue_complete_traces,
+            self.context.store.traces.queue_complete,
             config.trace_quiet_seconds,
             config.trace_timeout_seconds,
             _SWEEP_BATCH,

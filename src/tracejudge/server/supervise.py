@@ -184,9 +184,11 @@ class Supervisor:
             await asyncio.sleep(delay)
             delay = min(delay * 2, _MAX_DELAY)
 
-    def stalled(self) -> list[str]:
+    def stalled(self, seconds: float | None = None) -> list[str]:
+        """The loops without progress for `seconds` (default: `stall_seconds`)."""
         now = time.monotonic()
-        return [s.name for s in self.loops.values() if s.stalled(self.stall_seconds, now)]
+        limit = self.stall_seconds if seconds is None else seconds
+        return [s.name for s in self.loops.values() if s.stalled(limit, now)]
 
     def report(self) -> list[dict[str, Any]]:
         return [s.as_dict(self.stall_seconds) for s in self.loops.values()]

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from tracejudge.errors import ComposoError
 from tracejudge.server.errors import judge_said
-from tracejudge.server.store import EvaluationRow, Store, TaskRow, TraceRow
+from tracejudge.server.store import EvaluationRow, Store, StoreOutageError, TaskRow, TraceRow
 from tracejudge.server.supervise import Beat, Supervisor, retry
 
 __all__ = ["Outcome", "Handler", "TaskRunner", "describe_error"]
@@ -94,11 +94,24 @@ class TaskRunner:
         #: Who holds a lease: unique per process, readable in the database.
         self.worker_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._running = _Running()
+        #: The tasks left running at the last stop are still to be taken back.
+        self._orphans_waiting = False
         self._wake = asyncio.Event()
 
     async def start(self) -> None:
         if self.store.single_process:
-            taken = await anyio.to_thread.run_sync(self.store.release_orphans, self.attempts)
+            try:
+                taken = await anyio.to_thread.run_sync(
+                    self.store.tasks.release_orphans, self.attempts
+                )
+            except StoreOutageError as error:  # a full disk: start anyway
+                logger.warning(
+                    "tracejudge: the tasks left running at the last stop could not be taken "
+                    "back now (%s); the lease keeper takes them back once the store works",
+                    error.reason,
+                )
+                self._orphans_waiting = True
+                taken = 0
             if taken:
                 logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
         for number in range(1, self.workers + 1):
@@ -115,7 +128,7 @@ class TaskRunner:
         # Encoded in a worker thread, as it is decoded: a payload may be megabytes.
         text = await anyio.to_thread.run_sync(json.dumps, payload)
         task = TaskRow(id=str(uuid.uuid4()), kind=kind, payload=text)
-        await anyio.to_thread.run_sync(self.store.enqueue, task)
+        await anyio.to_thread.run_sync(self.store.tasks.enqueue, task)
         self.wake()
         return task.id
 
@@ -133,7 +146,7 @@ class TaskRunner:
             claimed = await retry(
                 beat,
                 "claim tasks",
-                self._store_call(self.store.claim_tasks, self.worker_id, 1, self.lease_seconds),
+                self._store_call(self.store.tasks.claim, self.worker_id, 1, self.lease_seconds),
             )
             if not claimed:
                 self._wake.clear()
@@ -147,9 +160,29 @@ class TaskRunner:
         try:
             with beat.busy():
                 outcome = await self._outcome(task)
-            await self._record(task, outcome, beat)
+            if isinstance(outcome, StoreOutageError):
+                await self._give_back(task, outcome, beat)
+            else:
+                await self._record(task, outcome, beat)
         finally:
             self._running.tasks.discard(task.id)
+
+    async def _give_back(self, task: TaskRow, outage: StoreOutageError, beat: Beat) -> None:
+        """Queue a task again whose handler met a store outage (the store unreachable, or
+        its disk full), its attempt not counted: it runs again once the store works, and
+        its trace is never failed for the store's trouble."""
+        logger.info(
+            "tracejudge: task %s (%s) is queued again: the store failed under it (%s)",
+            task.id,
+            task.kind,
+            outage.reason,
+        )
+        await retry(
+            beat,
+            f"queue task {task.id} again",
+            self._store_call(self.store.tasks.give_back, task.id, self.worker_id),
+            transient=self.store.is_transient,
+        )
 
     async def _record(self, task: TaskRow, outcome: Outcome, beat: Beat) -> None:
         """Write the outcome; a result the store refuses becomes a failure saying why."""
@@ -190,7 +223,7 @@ class TaskRunner:
             )
 
     def _finish(self, task: TaskRow, outcome: Outcome) -> bool:
-        return self.store.finish_task(
+        return self.store.tasks.finish(
             task.id,
             self.worker_id,
             status="failed" if outcome.failed else "done",
@@ -201,7 +234,7 @@ class TaskRunner:
             replace_source=outcome.replace_source,
         )
 
-    async def _outcome(self, task: TaskRow) -> Outcome:
+    async def _outcome(self, task: TaskRow) -> Outcome | StoreOutageError:
         if task.attempts > self.attempts:
             return Outcome(
                 None,
@@ -215,13 +248,26 @@ class TaskRunner:
             return await handler(await anyio.to_thread.run_sync(json.loads, task.payload))
         except asyncio.CancelledError:
             raise
+        except StoreOutageError as error:
+            return error  # not the task's fault: it runs again once the store works
         except Exception as error:
             if not isinstance(error, (ComposoError, ValidationError, ValueError)):
                 logger.exception("tracejudge: task %s (%s) failed", task.id, task.kind)
             return Outcome(None, failed=describe_error(error))
 
     async def _renew(self, beat: Beat) -> None:
-        """Renew the leases of the running tasks, every third of a lease."""
+        """Renew the leases of the running tasks, every third of a lease (first, take back
+        the tasks left running at the last stop, if the store could not at start)."""
+        if self._orphans_waiting:
+            taken = await retry(
+                beat,
+                "take back the tasks left running at the last stop",
+                self._store_call(self.store.tasks.release_orphans, self.attempts),
+                transient=self.store.is_transient,
+            )
+            self._orphans_waiting = False
+            logger.info("tracejudge: took back %d tasks left running at the last stop", taken)
+            self.wake()
         while True:
             await beat.wait(self.lease_seconds / 3)
             running = sorted(self._running.tasks)
@@ -229,6 +275,6 @@ class TaskRunner:
                 beat,
                 "renew task leases",
                 self._store_call(
-                    self.store.extend_leases, self.worker_id, running, self.lease_seconds
+                    self.store.tasks.extend_leases, self.worker_id, running, self.lease_seconds
                 ),
             )

@@ -27,7 +27,6 @@ from pydantic import BaseModel, ConfigDict, Field
 from pydantic_core import to_jsonable_python
 from starlette.requests import Request
 from starlette.responses import JSONResponse
-from starlette.routing import Route
 from typing_extensions import TypedDict
 
 from tracejudge.errors import BadRequestError
@@ -41,7 +40,14 @@ from tracejudge.models import (
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
-from tracejudge.server.list_query import ListQuery, format_tag, list_query, query_error
+from tracejudge.server.list_query import (
+    FILTERS,
+    ListQuery,
+    format_tag,
+    list_query,
+    query_error,
+)
+from tracejudge.server.operation import ApiRoute, Operation, answer, list_parameters
 from tracejudge.server.scoring import RESCORE, resolve_criteria
 from tracejudge.server.store import (
     EvaluationRow,
@@ -262,7 +268,7 @@ async def read_page(request: Request, query: ListQuery) -> TracePage:
     """The page `query` asks for (422 naming `cursor` for a cursor of another order)."""
     try:
         return await in_thread(
-            context_of(request).store.list_traces,
+            context_of(request).store.lists.page,
             query.where,
             query.limit,
             query.cursor,
@@ -275,7 +281,7 @@ async def read_page(request: Request, query: ListQuery) -> TracePage:
 async def read_overview(request: Request, query: ListQuery, total: int | None = None) -> Overview:
     """The overview of the traces `query` keeps (`total`: how many, when counted)."""
     store = context_of(request).store
-    found = await in_thread(store.overview, query.where, OVERVIEW_TRACES, total)
+    found = await in_thread(store.lists.overview, query.where, OVERVIEW_TRACES, total)
     return found
 
 
@@ -320,7 +326,7 @@ async def overview(request: Request) -> JSONResponse:
 async def stored_trace(request: Request) -> TraceRow:
     """The stored trace the path's `trace_id` names; 404 when there is none."""
     trace_id = request.path_params["trace_id"]
-    row = await in_thread(context_of(request).store.get_trace, trace_id)
+    row = await in_thread(context_of(request).store.traces.get, trace_id)
     if row is None:
         raise ApiError(404, f"no trace {trace_id!r} is stored here")
     return row
@@ -351,7 +357,7 @@ def _evaluations_answer(evaluations: list[EvaluationRow]) -> JSONResponse:
 async def get_trace(request: Request) -> JSONResponse:
     context = context_of(request)
     row = await stored_trace(request)
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     # A stored trace may be tens of megabytes of JSON: decoded and encoded off the loop.
     return await context.offload.run(_trace_answer, row, evaluations)
 
@@ -359,7 +365,7 @@ async def get_trace(request: Request) -> JSONResponse:
 async def get_evaluations(request: Request) -> JSONResponse:
     context = context_of(request)
     row = await stored_trace(request)
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     return await context.offload.run(_evaluations_answer, evaluations)
 
 
@@ -396,9 +402,65 @@ async def rescore(request: Request) -> JSONResponse:
 
 
 routes = [
-    Route("/api/v1/traces", list_traces, methods=["GET"]),
-    Route("/api/v1/overview", overview, methods=["GET"]),
-    Route("/api/v1/traces/{trace_id}", get_trace, methods=["GET"]),
-    Route("/api/v1/traces/{trace_id}/evaluations", get_evaluations, methods=["GET"]),
-    Route("/api/v1/traces/{trace_id}/score", rescore, methods=["POST"]),
+    ApiRoute(
+        "/api/v1/traces",
+        list_traces,
+        methods=["GET"],
+        operation=Operation(
+            "Stored traces: a page in the order asked for, with the total",
+            {"200": answer("A page of traces", "TraceList")},
+            errors=(422,),
+            parameters=list_parameters,
+            description="Each trace with its start time, duration, agents, model calls, "
+            "tokens, cost, verdict (the worst agent score, never a mean; failing agents and "
+            "pairs), service and tags. `total` counts every trace the filters keep; "
+            "`next_cursor` / `previous_cursor` read the pages beside this one.",
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/overview",
+        overview,
+        methods=["GET"],
+        operation=Operation(
+            "The batch overview of the traces the same filters keep",
+            {"200": answer("The overview", "OverviewAnswer")},
+            errors=(422,),
+            parameters=lambda: list_parameters(FILTERS),
+            description="Per agent name and criterion, over the latest 1,000 traces the "
+            "filters keep: how many instances were scored and failed, the mean, median, min "
+            "and max score.",
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}",
+        get_trace,
+        methods=["GET"],
+        operation=Operation(
+            "One trace as a MultiAgentTrace, with its evaluations",
+            {"200": answer("The trace", "StoredTrace")},
+            errors=(404,),
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}/evaluations",
+        get_evaluations,
+        methods=["GET"],
+        operation=Operation(
+            "A trace's evaluations",
+            {"200": answer("The evaluations", "EvaluationList")},
+            errors=(404,),
+        ),
+    ),
+    ApiRoute(
+        "/api/v1/traces/{trace_id}/score",
+        rescore,
+        methods=["POST"],
+        operation=Operation(
+            "Score a stored trace again, with other criteria or checks",
+            {"202": answer("The task was stored", "TaskAccepted")},
+            errors=(400, 404, 409, 415, 422),
+            body="RescoreRequest",
+            changes=True,
+        ),
+    ),
 ]

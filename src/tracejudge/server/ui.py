@@ -40,6 +40,7 @@ from tracejudge.server.attribution import page_attribution
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
+from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
 from tracejudge.server.store import (
     AttributionRow,
     EvaluationRow,
@@ -126,7 +127,7 @@ def _render(
 async def trace_page(request: Request) -> HTMLResponse:
     context = context_of(request)
     trace_id = request.path_params["trace_id"]
-    row = await in_thread(context.store.get_trace, trace_id)
+    row = await in_thread(context.store.traces.get, trace_id)
     e = html.escape
     back = f'<p><a href="{LIST_PATH}">&larr; all traces</a></p>'
     if row is None:
@@ -145,10 +146,10 @@ async def trace_page(request: Request) -> HTMLResponse:
             f"{spans}; {state}{e(why)}.</p>",
         )
         return HTMLResponse(page, headers=_headers(_page_policy()))
-    evaluations = await in_thread(context.store.evaluations_of, row.trace_id)
-    recorded = await in_thread(context.store.all_labels, row.trace_id)
+    evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
+    recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
-    stored = await in_thread(context.store.latest_attribution, row.trace_id)
+    stored = await in_thread(context.store.attributions.latest, row.trace_id)
     page = await context.offload.run(_render, row, evaluations, recorded, who, stored)
     return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
 
@@ -186,6 +187,17 @@ async def post_page_label(request: Request) -> Response:
 
 
 routes = [
-    Route(LIST_PATH + "/traces/{trace_id}", trace_page, methods=["GET"]),
+    ApiRoute(
+        LIST_PATH + "/traces/{trace_id}",
+        trace_page,
+        methods=["GET"],
+        operation=Operation(
+            "Web page: one trace's viewer with its latest scores",
+            {
+                "200": {"description": "The page", "content": HTML},
+                "404": {"description": ERROR_TEXT[404], "content": HTML},
+            },
+        ),
+    ),
     Route(LIST_PATH + "/traces/{trace_id}/labels", post_page_label, methods=["POST"]),
 ]

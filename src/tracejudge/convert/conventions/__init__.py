@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
@@ -52,9 +53,12 @@ __all__ = [
     "ADK",
     "AGENT_FRAMEWORK",
     "GENAI",
+    "GENKIT",
     "LANGGRAPH",
     "LEGACY_OPENLLMETRY",
     "LOGFIRE",
+    "OPENINFERENCE",
+    "OPENLIT",
     "STRANDS",
     "TABLE",
     "VERCEL_AI",
@@ -64,7 +68,7 @@ __all__ = [
     "Kind",
     "call_reader",
     "classify",
-    "leaving_out",
+    "rows_removed",
 ]
 
 #: The conventions, in the order they are asked.
@@ -110,27 +114,57 @@ def call_reader(span: SpanView) -> Convention:
     return GENAI
 
 
-#: The rows asked of every span (no markers), and every marker of the others: a span that
-#: carries none of these is asked of the unmarked rows alone (most spans: one comparison).
-_UNMARKED = tuple(c for c in TABLE if c.marker_keys is None)
-_MARKED_ROWS = tuple(
-    (c, c.marker_keys, c.marker_scopes, c.marker_names) for c in TABLE if c.marker_keys is not None
-)
-_ANY_KEY = frozenset().union(*(row[1] for row in _MARKED_ROWS))
-_ANY_SCOPE = frozenset().union(*(row[2] for row in _MARKED_ROWS))
-_ANY_NAME = frozenset().union(*(row[3] for row in _MARKED_ROWS))
+class _Rows:
+    """A table made ready for `classify`: the rows asked of every span (no markers), and
+    every marker of the others, so that a span carrying none of these is asked of the
+    unmarked rows alone (most spans: one comparison)."""
+
+    __slots__ = ("all", "unmarked", "any_key", "any_scope", "any_name")
+
+    def __init__(self, table: tuple[Convention, ...]) -> None:
+        self.all = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in table)
+        self.unmarked = tuple(c for c in table if c.marker_keys is None)
+        marked = [row for row in self.all if row[1] is not None]
+        self.any_key: frozenset[str] = frozenset().union(*(row[1] or () for row in marked))
+        self.any_scope: frozenset[str] = frozenset().union(*(row[2] for row in marked))
+        self.any_name: frozenset[str] = frozenset().union(*(row[3] for row in marked))
+
+
+_WHOLE = _Rows(TABLE)
+#: The table `classify` reads, where `rows_removed` set one; else the whole one.
+_ACTIVE: ContextVar[_Rows | None] = ContextVar("tracejudge_convention_rows", default=None)
+
+
+@contextmanager
+def rows_removed(*removed: Convention) -> Iterator[None]:
+    """Convert, inside the block (and this context only), as if these rows were not in
+    the table: how the converter reads a producer nobody added a row for (the
+    leave-one-out benchmark, and tests of the structural rules that need no row)."""
+    unknown = [c for c in removed if c not in TABLE]
+    if unknown:
+        raise ValueError(f"not rows of the conventions table: {unknown}")
+    token = _ACTIVE.set(_Rows(tuple(c for c in TABLE if c not in removed)))
+    try:
+        yield
+    finally:
+        _ACTIVE.reset(token)
 
 
 def classify(span: SpanView) -> tuple[Convention, str] | None:
     """(the convention that claims the span, the span's `Kind`), or None when no
     convention knows it."""
+    table = _ACTIVE.get() or _WHOLE
     keys = span.attributes.keys()
-    if keys.isdisjoint(_ANY_KEY) and span.scope not in _ANY_SCOPE and span.name not in _ANY_NAME:
-        rows: tuple[Convention, ...] = _UNMARKED
+    if (
+        keys.isdisjoint(table.any_key)
+        and span.scope not in table.any_scope
+        and span.name not in table.any_name
+    ):
+        rows: tuple[Convention, ...] = table.unmarked
     else:
         rows = tuple(
             c
-            for c, markers, scopes, names in _ROWS
+            for c, markers, scopes, names in table.all
             if markers is None
             or not keys.isdisjoint(markers)
             or span.scope in scopes
@@ -141,40 +175,3 @@ def classify(span: SpanView) -> tuple[Convention, str] | None:
         if kind is not None:
             return convention, kind
     return None
-
-
-_ROWS = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in TABLE)
-
-
-def _use(table: tuple[Convention, ...]) -> None:
-    """Ask `table`'s rows, in its order, from now on (the lookups `classify` reads)."""
-    global _UNMARKED, _MARKED_ROWS, _ANY_KEY, _ANY_SCOPE, _ANY_NAME, _ROWS
-    _UNMARKED = tuple(c for c in table if c.marker_keys is None)
-    _MARKED_ROWS = tuple(
-        (c, c.marker_keys, c.marker_scopes, c.marker_names)
-        for c in table
-        if c.marker_keys is not None
-    )
-    _ANY_KEY = frozenset().union(*(row[1] for row in _MARKED_ROWS))
-    _ANY_SCOPE = frozenset().union(*(row[2] for row in _MARKED_ROWS))
-    _ANY_NAME = frozenset().union(*(row[3] for row in _MARKED_ROWS))
-    _ROWS = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in table)
-
-
-@contextmanager
-def leaving_out(*names: str) -> Iterator[None]:
-    """Convert, inside the block, as if the rows named `names` were not in the table: what
-    the converter makes of a producer nobody wrote a row for (the structural phases of
-    the walk still apply). For tests and benchmarks; not thread-safe (the table is the
-    process's)."""
-    unknown = set(names) - {c.name for c in TABLE}
-    if unknown:
-        raise ValueError(
-            f"no conventions row named {', '.join(sorted(unknown))}; "
-            f"the rows are {', '.join(c.name for c in TABLE)}"
-        )
-    _use(tuple(c for c in TABLE if c.name not in names))
-    try:
-        yield
-    finally:
-        _use(TABLE)

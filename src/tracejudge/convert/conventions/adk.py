@@ -105,8 +105,11 @@ class GoogleADK(Convention):
         attrs = span.attributes
         operation = attrs.get(semconv.GEN_AI_OPERATION_NAME)
         if operation == semconv.OPERATION_EXECUTE_TOOL:
-            if semconv.GEN_AI_TOOL_TYPE not in attrs and semconv.ADK_EVENT_ID not in attrs:
-                return None  # another producer's tool span
+            if span.scope != semconv.ADK_SCOPE and semconv.ADK_EVENT_ID not in attrs:
+                # Another producer's tool span, though it may carry the GenAI
+                # `gen_ai.tool.type` too (the AI SDK's, OpenLLMetry's Agents SDK's): the
+                # GenAI row reads it, with its call id.
+                return None
             if attrs.get(semconv.GEN_AI_TOOL_TYPE) == semconv.ADK_TRANSFER_TOOL:
                 return Kind.HANDOFF
             if attrs.get(semconv.GEN_AI_TOOL_NAME) == semconv.ADK_MERGED_TOOLS:

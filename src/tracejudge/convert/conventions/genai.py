@@ -9,6 +9,9 @@ attributes, the inference-details event, or the per-message events.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from tracejudge import semconv
 from tracejudge.convert import _handoffs, _tools, genai_semconv, openllmetry
 from tracejudge.convert._common import Extraction, as_str, load_json, tools
@@ -55,6 +58,24 @@ _CONTRIB_CONTENT = (
 _CONTRIB_SCOPES = ("opentelemetry.util.genai", "opentelemetry.instrumentation.openai_v2")
 
 
+#: What a model call names besides its messages: a span of no operation that records an
+#: answer and none of these is a function's span that writes its return value there
+#: (OpenLIT's `@openlit.trace`), around the calls it made, not a call.
+_CALL_KEYS = frozenset(
+    {
+        semconv.GEN_AI_INPUT_MESSAGES,
+        semconv.GEN_AI_REQUEST_MODEL,
+        semconv.GEN_AI_RESPONSE_MODEL,
+        semconv.GEN_AI_USAGE_INPUT_TOKENS,
+        semconv.GEN_AI_USAGE_OUTPUT_TOKENS,
+    }
+)
+
+
+def _answer_only(attrs: Mapping[str, Any]) -> bool:
+    return semconv.GEN_AI_OUTPUT_MESSAGES in attrs and attrs.keys().isdisjoint(_CALL_KEYS)
+
+
 class GenAISemconv(Convention):
     name = "genai"
     content_setting = f"{_CONTRIB_CONTENT} (OTel contrib), {_OPENLLMETRY_CONTENT} (OpenLLMetry)"
@@ -81,7 +102,9 @@ class GenAISemconv(Convention):
                 if genai_semconv.has_content(span) or not openllmetry.is_legacy(span):
                     return Kind.MODEL_CALL
                 return None  # its messages are in the pre-0.55 keys (see `openllmetry`)
-            return Kind.MODEL_CALL if genai_semconv.has_content(span) else None
+            if not genai_semconv.has_content(span) or _answer_only(attrs):
+                return None
+            return Kind.MODEL_CALL
         if type(operation) is not str:
             operation = as_str(operation)
         if operation in LLM_OPERATIONS:

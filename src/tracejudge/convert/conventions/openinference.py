@@ -22,6 +22,9 @@ __all__ = ["OPENINFERENCE"]
 #: Suffixes frameworks add to an agent's name in the span name.
 _NAME_SUFFIXES = (".run", "._execute_core")
 _KICKOFF = ".kickoff"
+#: The methods whose runs OpenInference instrumentations record as TOOL spans named
+#: `<tool>.<method>` without `tool.name`.
+_TOOL_METHODS = (".__call__", ".acall")
 _CREW = "crew"
 
 
@@ -69,9 +72,14 @@ class OpenInference(Convention):
     def tool_run(self, span: SpanView) -> _tools.ToolRun | None:
         attrs = span.attributes
         return _tools.run(
-            attrs.get(semconv.TOOL_NAME),
+            attrs.get(semconv.TOOL_NAME) or _tool_name(span.name),
             attrs.get(semconv.GEN_AI_TOOL_CALL_ID),
-            attrs.get(semconv.OUTPUT_VALUE),
+            openinference.tool_result(
+                attrs.get(semconv.OUTPUT_VALUE), attrs.get(semconv.OUTPUT_MIME_TYPE)
+            ),
+            arguments=openinference.tool_arguments(
+                attrs.get(semconv.INPUT_VALUE), attrs.get(semconv.TOOL_PARAMETERS)
+            ),
         )
 
     def handoff(self, span: SpanView) -> _handoffs.Handoff | None:
@@ -83,6 +91,15 @@ class OpenInference(Convention):
             to_agent=_handoffs.known(target),
             start_ns=span.record.start_ns,
         )
+
+
+def _tool_name(span_name: str) -> str | None:
+    """The tool a TOOL span without `tool.name` ran: its span name, the wrapped method's
+    name taken off (DSPy's `Tool.__call__` spans are named `<tool>.__call__`)."""
+    for suffix in _TOOL_METHODS:
+        if span_name.endswith(suffix) and len(span_name) > len(suffix):
+            return span_name[: -len(suffix)]
+    return None
 
 
 def _strip_suffix(name: str) -> str:

@@ -2,14 +2,17 @@
 complete answer, not a dangling tool call or a refusal.
 
 Agent frameworks end an agent's work in other ways too: a `final_answer` tool call is the
-agent's answer (smolagents), a hand-off (`transfer_to_<agent>` in the OpenAI Agents SDK)
-passes the work on to another agent, and a router's routing decision (a LangGraph
+agent's answer (smolagents), a hand-off passes the work on to another agent (the OpenAI
+Agents SDK's `transfer_to_<agent>`, Agent Framework's `handoff_to_<agent>`, Google ADK's
+`transfer_to_agent` naming the agent in its arguments: whatever the producer, a hand-off tool
+naming an agent that ran in the trace is one), and a router's routing decision (a LangGraph
 supervisor's `{"next": "FINISH"}`) says where the work goes, not what the user is told.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from tracejudge.evaluation._checks.calls import call_outcomes
 from tracejudge.evaluation._checks.explain import NOT_RECORDED, plural
@@ -33,6 +36,9 @@ _FAILURES = {
 ANSWER_TOOLS = frozenset({"final_answer"})
 #: The prefix of the Agents SDK's hand-off tools (`transfer_to_<agent>`).
 HANDOFF_PREFIX = "transfer_to_"
+#: Hand-off tools: `transfer_to_<agent>`, `handoff_to_<agent>`, `hand_off_to_<agent>`, or
+#: (`<agent>` = `agent`) one that names the agent in its arguments.
+_HANDOFF_TOOL = re.compile(r"(?:transfer|handoff|hand_off)_to_(.+)", re.IGNORECASE)
 #: Finish reasons that mean the answer is not whole: it fails, named.
 _CUT_SHORT = frozenset({"length", "content_filter"})
 
@@ -223,18 +229,18 @@ class FinalAnswer(BuiltinCheck):
     @staticmethod
     def _ends_with_call(run: Run, where: str, calls: list[LLMToolCall]) -> ScoreResponse:
         child = run.handed_off_to
-        names = {agent.name for agent in run.trace.agent_instance_by_id.values()}
-        handoff = next(
-            (
-                c
-                for c in calls
-                if c.name.startswith(HANDOFF_PREFIX)
-                and c.name[len(HANDOFF_PREFIX) :] in names - {run.name}
-            ),
-            None,
+        names = {agent.name for agent in run.trace.agent_instance_by_id.values()} - {run.name}
+        handoff, target = next(
+            ((c, found) for c in calls if (found := _handoff_target(c, names)) is not None),
+            (None, None),
         )
+        if handoff is None and any(_HANDOFF_TOOL.fullmatch(c.name) for c in calls):
+            # A hand-off tool whose target the trace does not record (its arguments were
+            # not read): the agent that ran next took the work on.
+            target = _next_agent(run)
+            handoff = next(c for c in calls if _HANDOFF_TOOL.fullmatch(c.name))
+            handoff = handoff if target is not None else None
         if child is None and handoff is not None:
-            target = handoff.name[len(HANDOFF_PREFIX) :]
             return ScoreResponse(
                 score=None,
                 explanation=f"{where}: {run.name} handed off to {target} with tool call "
@@ -308,6 +314,39 @@ def _tool_answer(output: str | None, last: LLMInteraction) -> str | None:
     if output is None or not all(call.id in results for call in last.tool_calls):
         return None
     return output if output == "\n\n".join(results[c.id] for c in last.tool_calls) else None
+
+
+def _handoff_target(call: LLMToolCall, agents: set[str]) -> str | None:
+    """The agent a hand-off tool call passes the work to, when it is one of `agents`: named
+    in the tool's name (`transfer_to_weather`), else in its arguments (`transfer_to_agent`
+    with `{"agent_name": "weather"}`); None for any other call."""
+    matched = _HANDOFF_TOOL.fullmatch(call.name)
+    if matched is None:
+        return None
+    if matched.group(1) in agents:
+        return matched.group(1)
+    try:
+        arguments = json.loads(call.parameters)
+    except ValueError:
+        return None
+    values = arguments.values() if isinstance(arguments, dict) else ()
+    return next((v for v in values if isinstance(v, str) and v in agents), None)
+
+
+def _next_agent(run: Run) -> str | None:
+    """The name of the agent (other than the run's own) whose first model call started
+    first after the run's last one ended; None when none did."""
+    ended = run.llm[-1].end_time or run.llm[-1].start_time
+    if ended is None:
+        return None
+    later = [
+        (first.start_time, agent.name)
+        for agent in run.trace.agent_instance_by_id.values()
+        if agent.name != run.name and agent.llm_interactions
+        for first in agent.llm_interactions[:1]
+        if first.start_time is not None and first.start_time >= ended
+    ]
+    return min(later)[1] if later else None
 
 
 def _answer_of(call: LLMToolCall) -> str:

@@ -1,9 +1,11 @@
 """Where the server keeps tasks, spans, traces, evaluations, people's labels and
 attributions.
 
-`open_store(url)` picks the implementation from the URL: a file path or
-`sqlite:///path` (SQLite, the default), or `postgresql://...` (PostgreSQL, for
-several replicas). Both sit behind the `Store` interface.
+`open_store(url)` picks the dialect from the URL: a file path or `sqlite:///path`
+(SQLite, the default), or `postgresql://...` (PostgreSQL, for several replicas), and
+returns a `Store`: that dialect core with a repository per area (`store.tasks`,
+`store.traces`, `store.lists`, `store.evaluations`, `store.labels`,
+`store.attributions`, `store.spend`).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import logging
 
 from tracejudge.errors import ConfigurationError
 from tracejudge.models import PriceTable
-from tracejudge.server.store._labels import LabelCursorError
+from tracejudge.server.store._core import Outage, SQLCore, StoreFullError, StoreOutageError
+from tracejudge.server.store._query import InvalidCursorError
 from tracejudge.server.store._search import SearchQuery, SearchQueryError
-from tracejudge.server.store._sql import InvalidCursorError
+from tracejudge.server.store._store import Store
 from tracejudge.server.store.base import (
     SORT_KEYS,
     TRACE_STATUSES,
@@ -28,7 +31,6 @@ from tracejudge.server.store.base import (
     OverviewRow,
     SpanBatch,
     SpanEncoding,
-    Store,
     TaskRow,
     TraceFilter,
     TraceOrder,
@@ -36,10 +38,15 @@ from tracejudge.server.store.base import (
     TraceRow,
     too_large_reason,
 )
+from tracejudge.server.store.labels import LabelCursorError
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 
 __all__ = [
     "AttributionRow",
+    "Outage",
+    "SQLCore",
+    "StoreFullError",
+    "StoreOutageError",
     "EvaluationRow",
     "InvalidCursorError",
     "JudgeSpendRow",
@@ -90,12 +97,12 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     (the list's columns of traces stored by an earlier version are computed now, once).
     `prices` prices the agents' model calls (the shipped table by default).
     `StoreUnavailableError` when the database cannot be connected to or opened."""
-    store: Store
+    core: SQLCore
     if url.startswith(_POSTGRES_SCHEMES):
-        from tracejudge.server.store.postgres import PostgresStore
+        from tracejudge.server.store.postgres import PostgresCore
 
         try:
-            store = PostgresStore(url)
+            core = PostgresCore(url)
         except Exception as error:
             if type(error).__name__ != "OperationalError":  # psycopg's, not a bug here
                 raise
@@ -103,16 +110,29 @@ def open_store(url: str, *, prices: PriceTable | None = None) -> Store:
     else:
         import sqlite3
 
-        from tracejudge.server.store.sqlite import SQLiteStore
+        from tracejudge.server.store.sqlite import SQLiteCore
 
         path = url[len("sqlite:///") :] if url.startswith("sqlite:///") else url
         try:
-            store = SQLiteStore(path)
+            core = SQLiteCore(path)
         except sqlite3.OperationalError as error:
             raise _unavailable(url, error) from error
+    store = Store(core)
     store.prices = prices
-    store.migrate()
-    done = store.digest_pending()
+    try:
+        store.migrate()
+    except StoreOutageError as error:
+        store.close()
+        raise _unavailable(url, error) from error
+    try:
+        done = store.traces.digest_pending()
+    except StoreOutageError as error:  # a full disk: the server starts, and says so
+        logger.warning(
+            "tracejudge: the list's columns of some stored traces could not be computed "
+            "now (%s); they are when the traces are scored, or at the next start",
+            error.reason,
+        )
+        done = 0
     if done:
         logger.info("tracejudge: computed the list's columns of %d stored traces", done)
     return store

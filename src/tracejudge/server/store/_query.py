@@ -6,7 +6,7 @@ Every condition reads a column of `traces` or an indexed side table (`trace_tags
 SQLite a side table is read as a set (`trace_id IN (...)`) when few traces match, or
 probed per trace (`EXISTS`) while walking an index in the list's order when many do, the
 store choosing by the count it makes anyway (`probes_pay`); PostgreSQL's planner makes
-that choice itself from its statistics, given `EXISTS` (see `SQLStore.picks_joins`). A
+that choice itself from its statistics, given `EXISTS` (see `SQLCore.picks_joins`). A
 lone side condition is counted in its table.
 
 A page is read from a cursor that holds the sort value and trace id of the row it

@@ -1,16 +1,15 @@
-"""The store's interface and its records: what the server keeps, whatever the database.
+"""The store's records: what the server keeps, whatever the database.
 
-Two implementations share one SQL core (`_sql.SQLStore`): SQLite (the default, one
-server process) and PostgreSQL (several replicas sharing one queue). Every method is
-synchronous and runs one transaction; the server calls them from worker threads.
-Times are Unix seconds (floats); JSON columns hold text.
+The repositories (`tasks`, `traces`, `listing`, `evaluations`, `labels`, `spend`) read and
+write these over one dialect core (`_core.SQLCore`): SQLite (the default, one server
+process) or PostgreSQL (several replicas sharing one queue). Times are Unix seconds
+(floats); JSON columns hold text.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Literal
 
 from tracejudge.models import TaskStatus
 
@@ -30,7 +29,6 @@ __all__ = [
     "TracePage",
     "OverviewRow",
     "Overview",
-    "Store",
     "SORT_KEYS",
     "VERDICTS",
     "TaskKind",
@@ -312,162 +310,3 @@ class AttributionRow:
     methods: list[str]
     body: str
     created_at: float
-
-
-class Store(Protocol):
-    """What the server needs from a database. Each call is one transaction."""
-
-    #: True when only one server process uses the database (SQLite): at start, tasks left
-    #: running by a killed process can be taken back at once instead of after their lease.
-    single_process: bool
-
-    def migrate(self) -> int:
-        """Apply the schema migrations not applied yet; return the schema version."""
-        ...
-
-    def close(self) -> None: ...
-
-    def is_transient(self, error: BaseException) -> bool:
-        """Whether `error` means the database is busy or unreachable for now (a retry may
-        succeed), rather than that it refused what it was given."""
-        ...
-
-    # tasks
-    def enqueue(self, task: TaskRow) -> None: ...
-
-    def claim_tasks(self, worker: str, limit: int, lease_seconds: float) -> list[TaskRow]:
-        """Take up to `limit` pending tasks, or running ones whose lease expired, oldest
-        first; each becomes running, owned by `worker` until the lease ends."""
-        ...
-
-    def extend_leases(self, worker: str, task_ids: Sequence[str], lease_seconds: float) -> None: ...
-
-    def release_orphans(self, max_attempts: int) -> int:
-        """Give back every running task (its process is gone): pending again, or failed
-        when it was already tried `max_attempts` times. Single-process stores only."""
-        ...
-
-    def finish_task(
-        self,
-        task_id: str,
-        worker: str,
-        *,
-        status: str,
-        result: str | None = None,
-        error: str | None = None,
-        evaluations: Sequence[EvaluationRow] = (),
-        trace: TraceRow | None = None,
-        replace_source: str | None = None,
-    ) -> bool:
-        """Record the outcome (and the evaluations, and the converted trace) if `worker`
-        still owns the task; False when it does not (its lease was taken over). A failed
-        ingest `score_trace` task fails its trace too, when the trace is still queued."""
-        ...
-
-    def get_task(self, task_id: str) -> TaskRow | None: ...
-
-    def prune(self, older_than: float) -> int:
-        """Delete finished tasks last updated before `older_than`."""
-        ...
-
-    def queue_stats(self) -> tuple[int, float | None]:
-        """How many tasks are queued, and when the oldest of them was created."""
-        ...
-
-    def delete_before(self, cutoff: float) -> dict[str, int]:
-        """Delete up to a batch of traces last active before `cutoff` (not those queued for
-        scoring), with their span batches, tags and evaluations, and evaluations created
-        before it. Returns the rows deleted per table; call again while any is non-zero."""
-        ...
-
-    # traces
-    def add_spans(self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None) -> None:
-        """Store span batches; their traces are (re)opened and their quiet period restarts.
-        A trace whose span count passes `max_trace_spans` becomes too_large: its batches
-        are deleted, later ones are counted and not kept."""
-        ...
-
-    def queue_complete_traces(
-        self, quiet_seconds: float, timeout_seconds: float, limit: int, make_task: Any
-    ) -> list[str]:
-        """Mark traces complete (root ended and quiet for `quiet_seconds`, or quiet for
-        `timeout_seconds` without a root) and enqueue `make_task(trace_id)` for each, in the
-        same transaction. Returns their ids."""
-        ...
-
-    def span_batches(self, trace_id: str) -> tuple[list[tuple[SpanEncoding, bytes]], int]:
-        """The trace's span batches in arrival order, each (encoding, OTLP bytes), and its
-        span count."""
-        ...
-
-    def save_trace(self, trace: TraceRow, evaluations: Sequence[EvaluationRow] = ()) -> None:
-        """Insert or replace a trace posted for evaluation, with its evaluations."""
-        ...
-
-    def save_evaluations(self, evaluations: Sequence[EvaluationRow]) -> None: ...
-
-    def get_trace(self, trace_id: str) -> TraceRow | None: ...
-
-    def save_traces(self, items: Sequence[tuple[TraceRow, Sequence[EvaluationRow]]]) -> None:
-        """`save_trace` for many traces in one transaction (imports, benchmarks)."""
-        ...
-
-    def list_traces(
-        self,
-        where: TraceFilter,
-        limit: int,
-        cursor: str | None,
-        order: TraceOrder | None = None,
-    ) -> TracePage:
-        """A page of the traces `where` keeps, in `order` (newest first by default), from
-        `cursor` (a page's `cursor` or `previous`; None: the first page).
-        InvalidCursorError for a cursor this store did not hand out, or one of another
-        order."""
-        ...
-
-    def overview(self, where: TraceFilter, limit: int, total: int | None = None) -> Overview:
-        """Per agent name and criterion, over the latest `limit` traces `where` keeps
-        (`total`: how many it keeps, when the caller has counted them)."""
-        ...
-
-    def digest_pending(self, batch: int = 200) -> int:
-        """Compute the list's columns of traces stored before this version (or whose
-        digest is older); returns how many were done."""
-        ...
-
-    def evaluations_of(self, trace_id: str) -> list[EvaluationRow]: ...
-
-    def counts(self) -> dict[str, Any]:
-        """Rows per table and tasks per status (for /health and the benchmark)."""
-        ...
-
-    # the judge's spending (the daily budgets)
-    def add_judge_spend(
-        self, day: str, criterion: str, cost_usd: float, tokens: int, calls: int
-    ) -> None:
-        """Add one judgement's cost to the day's total and to its criterion's, at once."""
-        ...
-
-    def judge_spend(self, day: str, criterion: str) -> tuple[JudgeSpendRow, JudgeSpendRow]:
-        """What the judge spent on `day`: in all, and on `criterion`."""
-        ...
-
-    # people's labels and stored attributions
-    def save_label(self, label: LabelRow) -> None:
-        """Insert `label`, or replace the one with its id (same trace, agent instance,
-        criterion and person)."""
-        ...
-
-    def list_labels(self, trace_id: str | None, limit: int, cursor: str | None) -> LabelPage:
-        """Labels newest first (of one trace when `trace_id` is given), a page at a time."""
-        ...
-
-    def all_labels(self, trace_id: str | None = None) -> list[LabelRow]:
-        """Every label (of one trace when `trace_id` is given), oldest first."""
-        ...
-
-    def save_attribution(self, row: AttributionRow) -> None:
-        """Keep `row` as its trace's latest attribution."""
-        ...
-
-    def latest_attribution(self, trace_id: str) -> AttributionRow | None: ...
