@@ -27,6 +27,7 @@ COMMANDS: dict[str, list[str]] = {
     "calibrate": ["calibrate", "labels.jsonl"],
     "rubric": ["rubric", "data.jsonl", "--rubric", "Reward brevity", "--model", "openai/m"],
     "demo": ["demo"],
+    "run": ["run", "experiment.py"],
 }
 
 JUDGE = ["judge", "judge_base_url", "judge_timeout_seconds", "max_concurrency"]
@@ -40,6 +41,7 @@ HAS: dict[str, list[str]] = {
     "calibrate": [*JUDGE, *TOKENS, "fail_under"],
     "rubric": ["judge_timeout_seconds", "max_concurrency"],
     "demo": [*JUDGE, *TOKENS],
+    "run": [*JUDGE, *TOKENS, *SPEND, "single_call", "no_explore", "fail_under", "concurrency"],
 }
 #: A value of each setting as typed, and as read.
 VALUES: dict[str, tuple[str, Any]] = {

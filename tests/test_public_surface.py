@@ -56,6 +56,9 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "aevaluate_rubric_batch",
         "batch_rewards",
         "evaluate_rubric_batch",
+        # experiments (issue #34)
+        "aexperiment",
+        "experiment",
     ],
     "tracejudge.models": [
         "AgentInstance",
@@ -145,6 +148,22 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "aevaluate_rubric_batch",
         "batch_rewards",
         "evaluate_rubric_batch",
+    ],
+    # experiments (issue #34)
+    "tracejudge.experiments": [
+        "AgentScore",
+        "Comparison",
+        "DEFAULT_RUNS",
+        "GatePolicy",
+        "Row",
+        "RowResult",
+        "RunRecord",
+        "StoredRun",
+        "aexperiment",
+        "compare_runs",
+        "experiment",
+        "read_dataset",
+        "read_run",
     ],
     "tracejudge.testing": [
         "Cassette",
@@ -252,5 +271,6 @@ def test_top_level_names_are_the_same_objects_as_their_home_modules() -> None:
     assert tracejudge.MultiAgentTrace is models.MultiAgentTrace
     assert tracejudge.evaluate_rubric is rewards.evaluate_rubric
     assert tracejudge.AgentTracer is tracing.AgentTracer
+    assert tracejudge.experiment is importlib.import_module("tracejudge.experiments").experiment
     assert tracejudge.checks is importlib.import_module("tracejudge.checks")
     assert tracejudge.criteria is importlib.import_module("tracejudge.criteria")

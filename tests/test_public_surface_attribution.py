@@ -52,6 +52,9 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "format_bench",
         "render_bench_html",
         "format_calibration",
+        # experiments (issue #34)
+        "format_comparison",
+        "render_comparison_html",
     ],
 }
 

@@ -47,6 +47,9 @@ _EXPORTS: dict[str, str] = {
     "ModelInfo": "tracejudge.rewards",
     "RewardRubricRunResult": "tracejudge.rewards",
     "BatchResult": "tracejudge.rewards",
+    # experiments
+    "experiment": "tracejudge.experiments",
+    "aexperiment": "tracejudge.experiments",
     # errors
     "ComposoError": "tracejudge.errors",
     "ConfigurationError": "tracejudge.errors",
@@ -102,6 +105,7 @@ __all__ = [
     "abatch_rewards",
     "aevaluate_rubric",
     "aevaluate_rubric_batch",
+    "aexperiment",
     "agent_tracer",
     "batch_rewards",
     "checks",
@@ -109,6 +113,7 @@ __all__ = [
     "criteria",
     "evaluate_rubric",
     "evaluate_rubric_batch",
+    "experiment",
     "osmosis_reward",
     "osmosis_rubric",
 ]
@@ -147,6 +152,7 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         ProviderRequestError,
         RateLimitError,
     )
+    from tracejudge.experiments import aexperiment, experiment
     from tracejudge.models import (
         AgentInstance,
         EvaluationResponse,

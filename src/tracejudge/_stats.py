@@ -1,8 +1,11 @@
-"""Small statistics in plain Python, shared by the attribution benchmark and calibration.
+"""Small statistics in plain Python, shared by the attribution benchmark, calibration and
+the comparison of experiment runs.
 
 No numpy or scipy (they are not dependencies of tracejudge): a seeded percentile
 bootstrap, percentiles interpolated as numpy's default ("linear") does, average ranks and
-Spearman's rho as scipy computes them. The tests check each against those libraries.
+Spearman's rho as scipy computes them; the exact sign test (scipy.stats.binomtest with
+p = 1/2), McNemar's exact test on paired pass/fail (statsmodels' `mcnemar(exact=True)`)
+and a paired bootstrap interval. The tests check each against those libraries.
 """
 
 from __future__ import annotations
@@ -14,10 +17,13 @@ from collections.abc import Callable, Sequence
 __all__ = [
     "bootstrap_interval",
     "bootstrap_samples",
+    "mcnemar_exact",
+    "paired_difference_interval",
     "mean",
     "pearson",
     "percentile",
     "ranks",
+    "sign_test",
     "spearman",
 ]
 
@@ -107,3 +113,45 @@ def spearman(x: Sequence[float], y: Sequence[float]) -> float | None:
     if len(x) != len(y):
         raise ValueError("spearman needs two sequences of the same length")
     return pearson(ranks(x), ranks(y))
+
+
+def sign_test(successes: int, trials: int) -> float:
+    """The exact two-sided p-value of `successes` out of `trials` under a fair coin
+    (scipy.stats.binomtest(successes, trials, 0.5).pvalue): twice the smaller tail,
+    at most 1; 1.0 for no trials. Computed with whole numbers, so exact."""
+    if trials < 0 or not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials, got {successes} of {trials}")
+    if trials == 0:
+        return 1.0
+    smaller = min(successes, trials - successes)
+    tail = sum(math.comb(trials, k) for k in range(smaller + 1))
+    return min(1.0, (2 * tail) / (1 << trials))  # whole numbers: exact for any size
+
+
+def mcnemar_exact(worse: int, better: int) -> float:
+    """McNemar's exact test of paired pass/fail: `worse` pairs passed before and failed
+    after, `better` the other way round (the discordant pairs; the concordant ones do not
+    count). The sign test of one against the other."""
+    return sign_test(worse, worse + better)
+
+
+def paired_difference_interval(
+    before: Sequence[float],
+    after: Sequence[float],
+    *,
+    resamples: int = DEFAULT_RESAMPLES,
+    seed: int = 0,
+    level: float = 0.95,
+) -> tuple[float, float] | None:
+    """The percentile bootstrap interval of the mean of `after[i] - before[i]`: the pairs
+    (the same row in two runs) are resampled together. None for no pairs."""
+    if len(before) != len(after):
+        raise ValueError("a paired difference needs two sequences of the same length")
+    differences = [b - a for a, b in zip(before, after, strict=True)]
+    return bootstrap_interval(
+        lambda sample: math.fsum(differences[i] for i in sample) / len(sample),
+        len(differences),
+        resamples=resamples,
+        seed=seed,
+        level=level,
+    )

@@ -11,10 +11,14 @@
     tracejudge calibrate LABELS      how far a judge agrees with people's labels (kappa,
                                      alpha, intervals, the band it supports)
     tracejudge rubric DATASET.jsonl  score a dataset against a rubric with a judge model
+    tracejudge run FILE.py           run an experiment: your task on every row of a dataset,
+                                     scored and recorded in a run directory
+    tracejudge compare BASE CAND     compare two runs row by row; --fail-on-regression gates
+                                     CI only on a significant drop
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
 
 One module per command (`demo`, `score`, `inspect`, `attribute`, `bench`,
-`calibrate`, `rubric`, `serve`), each with
+`calibrate`, `rubric`, `run`, `compare`, `serve`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
@@ -31,7 +35,18 @@ import os
 import sys
 from collections.abc import Sequence
 
-from tracejudge.cli import attribute, bench, calibrate, demo, inspect, rubric, score, serve
+from tracejudge.cli import (
+    attribute,
+    bench,
+    calibrate,
+    compare,
+    demo,
+    inspect,
+    rubric,
+    run,
+    score,
+    serve,
+)
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._settings import resolve
 
@@ -39,7 +54,7 @@ __all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, serve)
+COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, run, compare, serve)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -23,6 +23,8 @@ CLI, the server and the examples can all print the same thing.
   (`tracejudge attribute`); `format_bench` / `render_bench_html`: the attribution
   benchmark (`tracejudge bench attribution`) as a table and a self-contained page.
 - `calibration`: `format_calibration(report)`: a judge against people's labels.
+- `comparison`: `format_comparison(report)` / `render_comparison_html(report)`: two
+  experiment runs compared (`tracejudge compare`), from its plain-data form.
 - `trace_view`: `trace_entry(trace_id, trace, lines)`: one scored trace as the data the
   trace viewer draws (verdict, the attribution's ranked causes, agent tree, timeline,
   model calls), bounded in size; `responses_of_lines` the answers result lines hold.
@@ -40,6 +42,7 @@ from __future__ import annotations
 
 from tracejudge.report.attribution import format_attribution, format_bench, render_bench_html
 from tracejudge.report.calibration import format_calibration
+from tracejudge.report.comparison import format_comparison, render_comparison_html
 from tracejudge.report.html import write_report
 from tracejudge.report.inspection import format_inspection
 from tracejudge.report.page import content_security_policy
@@ -63,7 +66,9 @@ __all__ = [
     "format_attribution",
     "format_bench",
     "format_calibration",
+    "format_comparison",
     "render_bench_html",
+    "render_comparison_html",
     "format_agent_tree",
     "format_inspection",
     "format_results",
