@@ -49,6 +49,14 @@ EXPLAINED: dict[tuple[str, str, str], str] = {
         )
         for agent in ("triage", "weather_specialist")
     },
+    **{
+        (name, "researcher", "grounded_numbers"): (
+            "not recorded: OpenInference's Haystack instrumentation writes a tool message's "
+            "role, not its text, so get_weather's result (the '22 C' the researcher states) "
+            "is in no span; the composed twin's client spans record it and pass"
+        )
+        for name in ("haystack_agent_tool", "haystack_pipeline_agent_tool")
+    },
 }
 
 #: A flag: (recording, agent, check, score, explanation)

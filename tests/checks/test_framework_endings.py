@@ -15,12 +15,18 @@ from tracejudge.models import MultiAgentTrace, is_routing_decision
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "frameworks"
 RECORDINGS = sorted(path.name[: -len(".meta.json")] for path in FIXTURES.glob("*.meta.json"))
-#: The instrumentation recorded no outputs (the converter warns; see test_frameworks).
-INCOMPLETE = {"openai_agents_openllmetry_chat"}
-#: DSPy's two ReAct agents have no agent span: read as one agent (until they are told apart
-#: by their prompts, issue #30's pattern 1 on branch h-infer), its two `finish` calls look
-#: like one agent repeating itself (`loops`).
-NEEDS_AGENT_INFERENCE = {"dspy_openinference", "dspy_openinference_composed"}
+#: The instrumentation recorded no outputs (the converter warns; see test_frameworks), or
+#: (OpenInference's Haystack spans) no tool result's text: the researcher's "22 C" comes
+#: from a `get_weather` result no span holds, which `grounded_numbers` cannot find (their
+#: composed twins, whose client spans record it, are checked here).
+INCOMPLETE = {
+    "openai_agents_openllmetry_chat",
+    "haystack_agent_tool",
+    "haystack_pipeline_agent_tool",
+}
+#: Recordings whose agents, with no agent span, would be read as one (issue #30's pattern 1
+#: tells DSPy's two ReAct agents apart by their prompts: none left).
+NEEDS_AGENT_INFERENCE: set[str] = set()
 #: AG2's classic telemetry records an agent turn by turn: read as one agent per turn, the
 #: assistant's first turn ends with a tool call whose result only its next turn sees
 #: (`final_answer`), until the turns of one agent in one conversation are one agent.

@@ -63,10 +63,10 @@ NO_AGENT_NAMES = {
 
 
 #: Recordings whose agents have no agent span and are told apart only by their own prompts
-#: and conversations (issue #30's pattern 1, built on branch h-infer): until it is merged,
-#: their agent rows (and the per-agent tool calls and answers) do not hold. Their tool
-#: calls written as text are asserted on their own in test_text_tool_calls.py.
-NEEDS_AGENT_INFERENCE = {"dspy_openinference", "dspy_openinference_composed"}
+#: (issue #30's pattern 1, `convert/_infer_agents.py`): none left (DSPy's and Haystack's
+#: hold). Their tool calls written as text are asserted on their own in
+#: test_text_tool_calls.py.
+NEEDS_AGENT_INFERENCE: set[str] = set()
 #: Recordings whose agents are recorded turn by turn (AG2's classic `autogen.opentelemetry`
 #: writes an `invoke_agent` span per reply of an agent, in one conversation): each turn is
 #: an agent instance, so the assistant's two calls are two agents of one call each, until
@@ -311,10 +311,10 @@ def test_tool_calls_results_and_answers(
     assert info["answer"] == expected.answer
 
 
-@pytest.mark.parametrize("name", sorted(NEEDS_AGENT_INFERENCE))
+@pytest.mark.parametrize("name", ["dspy_openinference", "dspy_openinference_composed"])
 def test_the_answer_of_a_recording_whose_agents_have_no_agent_span(name: str) -> None:
-    """Its agents are not told apart yet, but the user's answer is known: DSPy's extraction
-    writes `[[ ## reasoning ## ]] ... [[ ## answer ## ]] ...`, and the module that made the
+    """The user's answer is known from the module's span: DSPy's extraction writes
+    `[[ ## reasoning ## ]] ... [[ ## answer ## ]] ...`, and the module that made the
     call records the `answer` field it parsed out of that text (`_answers.field_answer`)."""
     trace = converted(name)
     expected = PROGRAMS[meta(name)["program"]].expected

@@ -4,9 +4,11 @@ What each span is comes from the conventions table (`conventions`), asked once p
 (`classify`): agents and workflows, model calls, tool runs, hand-offs. The walk reads
 nothing else of a span's attributes. Each model call belongs to its nearest agent
 ancestor; calls outside every agent, and spans whose parent is missing, belong to the
-root. Items are ordered by start time. A call recorded by several instrumentations
-(nested or side by side) is one interaction: see `_merge` for how such records are
-matched and merged.
+root. Agents no span names (an agent run as a tool or a pipeline component, told apart by
+its own system prompt), agent spans that are steps and wrapper workflows are phases of
+their own (`_infer_agents`), for every producer. Items are ordered by start time. A call
+recorded by several instrumentations (nested or side by side) is one interaction: see
+`_merge` for how such records are matched and merged.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from tracejudge.convert import (
     _answers,
     _evaluations,
     _handoffs,
+    _infer_agents,
     _infer_tool_calls,
     _infer_turn_content,
     _infer_unrecorded_calls,
@@ -268,6 +271,7 @@ def _build_trace(
     trace = _TraceBuild(spans, warnings, memo)
     if not trace.sort_out():
         return None
+    trace.infer_agents()
     placed = trace.place()
     trace.choose_root()
     trace.assemble(placed)
@@ -288,6 +292,7 @@ class _TraceBuild:
     def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
         self.readings = classify(spans, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
+        _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
         warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
@@ -311,6 +316,8 @@ class _TraceBuild:
         #: (scope, how to get agents) of the first model call whose producer names its
         #: agents only in recorded content (`Convention.agent_setting`)
         self.agentless: tuple[str, str] | None = None
+        #: agents no span names as such, found from the calls' structure (`infer_agents`)
+        self.inferred: list[_infer_agents.InferredAgent] = []
 
     # ----------------------------------------------------------------- 1. sort out
 
@@ -374,6 +381,15 @@ class _TraceBuild:
         self.used_ids.add(agent_id)
         agent = self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
         return agent
+
+    def infer_agents(self) -> None:
+        """Add the agents that only the calls' system prompts and the spans around them
+        show (see `_infer_agents`)."""
+        self.inferred = _infer_agents.infer(
+            self.readable, self.by_id, self.agents, self.readings, self.tool_runs
+        )
+        for agent in self.inferred:
+            self._add_agent(agent.span, agent.identity)
 
     # ----------------------------------------------------------------- 2. place
 
@@ -516,6 +532,13 @@ class _TraceBuild:
         instances = self._instances()
         _record_handoffs(self, instances)
         _answers.fill_answers(instances, self.root.id, self._recorded_answers(instances))
+        if self.inferred:
+            _infer_agents.answer_tool_calls(
+                self.inferred,
+                {span_id: agent.id for span_id, agent in self.agents.items()},
+                instances,
+                self._parent_agent_id,
+            )
         _infer_tool_calls.join_agent_calls(instances)  # (managed agents run from code)
         _place_evaluations(self, instances)
         # Built without validation: the converter guarantees what `MultiAgentTrace` checks
@@ -530,6 +553,10 @@ class _TraceBuild:
                 "trace_id": self.spans[0].trace_id if self.spans else None,
             },
         )
+
+    def _parent_agent_id(self, span_id: str) -> str:
+        parent = self.parent_of_agent.get(span_id)
+        return self.agents[parent].id if parent is not None else self.root.id
 
     def _instances(self) -> dict[str, AgentInstance]:
         by_agent_id = {agent.id: agent for agent in self.all_agents()}
@@ -799,10 +826,12 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
 
     Responses API spans from OpenLLMetry give a tool call the item id (`fc_…`) while
     its result carries the call id (`call_…`); per-message events give results no id
-    at all. A follow-up request lists each call just before its result (or, chained
-    with `previous_response_id`, only the results of the previous answer's calls), so
-    an unmatched result is paired with the oldest unanswered call before it: a missing
-    result id is filled in, a different one makes the call id an alias to rewrite.
+    at all, and some producers record calls without their ids: such a call is given one
+    (`<its model call's span id>:<position>`). A follow-up request lists each call just
+    before its result (or, chained with `previous_response_id`, only the results of the
+    previous answer's calls), so an unmatched result is paired with the oldest unanswered
+    call before it: a missing result id is filled in, a different one makes the call id an
+    alias to rewrite.
     Finally, results without a tool name take the name of their call.
     """
     # Each interaction's input tool calls and results and its output tool calls, in order,
@@ -820,6 +849,9 @@ def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
             if tools:
                 _pair_results(inputs, tools, carried, aliases)
             carried = [c for m in item.output_messages if not isinstance(c := m.content, str)]
+            for position, call in enumerate(carried):
+                if not call.id:  # (OpenInference's Haystack spans record none)
+                    call.id = f"{item.span_id}:{position}"
             if tools or carried:
                 joined.append((tools, carried))
     names: dict[str, str] = {}
@@ -854,6 +886,9 @@ def _pair_results(
         # matched or skipped below, and nothing changes.
         return
     pending = [call for call in carried if call.id not in call_ids]
+    # The previous answer's calls, for results with no id in an input that does not show
+    # the answer that made them (OpenInference's Haystack spans record its role alone).
+    unshown = list(pending)
     for message in inputs:
         content = message.content
         if isinstance(content, str):
@@ -867,8 +902,11 @@ def _pair_results(
             if content.id and content.id in call_ids:
                 continue
             candidate = _take_unanswered(pending, answered, aliases)
+            if candidate is None and not content.id:
+                candidate = _take_unanswered(unshown, answered, aliases)
             if candidate is None:
                 continue
+            unshown = [call for call in unshown if call is not candidate]
             if not content.id:
                 content.id = candidate.id
             elif candidate.id:

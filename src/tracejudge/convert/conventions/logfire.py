@@ -23,7 +23,7 @@ them across releases (`logfire/_internal/integrations/openai_agents.py`,
   `Function: {name}` (tool runs, no call id), `Responses API ...` (messages in `events`,
   the response JSON in `response`) and, in Chat Completions mode,
   `Chat completion with {gen_ai.request.model!r}` (messages in `input` / `output`; no
-  `gen_ai.operation.name`).
+  `gen_ai.operation.name`, no tools: those are the names its `Agent run` span lists).
 
 logfire records message content always: no setting turns it off.
 """
@@ -53,7 +53,7 @@ from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.convert.conventions.genai import LLM_OPERATIONS
-from tracejudge.models import LLMToolCall, LLMToolResponse
+from tracejudge.models import LLMToolCall, LLMToolDefinition, LLMToolResponse
 
 __all__ = ["LOGFIRE", "Logfire"]
 
@@ -118,6 +118,21 @@ class Logfire(Convention):
     def agent(self, span: SpanView) -> Identity:
         name = as_str(span.attributes.get(semconv.LOGFIRE_AGENT_NAME))
         return None, name or ("workflow" if _template(span) == AGENTS_TRACE else "agent")
+
+    def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
+        """The names of an `Agent run` span's tools: what its calls offered the model where
+        they record no tools of their own (the Agents SDK's Chat Completions spans), when
+        the agent may hand off to none (a hand-off's tool name is not recorded)."""
+        attrs = span.attributes
+        if _template(span) != AGENT_RUN or attrs.get(semconv.LOGFIRE_AGENT_TOOLS) is None:
+            return None
+        what = _what(span)
+        handoffs = load_json(attrs.get(semconv.LOGFIRE_AGENT_HANDOFFS), what, warnings)
+        if handoffs:
+            return None
+        names = load_json(attrs[semconv.LOGFIRE_AGENT_TOOLS], what, warnings)
+        names = names if isinstance(names, list) else []
+        return tools([{"name": name} for name in names if isinstance(name, str)], warnings, what)
 
     def model_call(self, span: SpanView) -> Extraction:
         attrs = span.attributes
