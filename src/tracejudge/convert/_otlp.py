@@ -681,6 +681,10 @@ def _children(resources: Any, *keys: str) -> Iterator[Any]:
         yield from _list(_get(resource, *keys))
 
 
+#: The all-zero id of each size (invalid).
+_ZERO_IDS = {TRACE_ID_BYTES: bytes(TRACE_ID_BYTES), SPAN_ID_BYTES: bytes(SPAN_ID_BYTES)}
+
+
 def _json_id(value: Any, size: int) -> str | None:
     """An OTLP/JSON id (hex, or base64 as protobuf's json_format writes it) as hex; None
     when it breaks the id rule (`_ids`): such a span is skipped, a parent is missing."""
@@ -689,6 +693,11 @@ def _json_id(value: Any, size: int) -> str | None:
             raw = bytes.fromhex(value)
         except ValueError:
             raw = json_id_bytes(value, size)
+        else:
+            # Lower-case hex of `size` bytes (none skipped as whitespace) is its own hex:
+            # kept, without making it again.
+            if len(raw) == size and (value.islower() or value.isdigit()):
+                return value if raw != _ZERO_IDS[size] else None
     else:
         raw = json_id_bytes(value, size)
     return raw.hex() if valid_id(raw, size) else None
