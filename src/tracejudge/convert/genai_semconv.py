@@ -195,7 +195,8 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
         first = extraction.inputs[0] if extraction.inputs else None
         duplicate = first is not None and first.role == "system" and first.content == system
         if system and not duplicate:
-            extraction.inputs.insert(0, LLMInput(role="system", type="text", content=system))
+            item = build(LLMInput, {"role": "system", "type": "text", "content": system})
+            extraction.inputs.insert(0, item)
 
     key = semconv.GEN_AI_OUTPUT_MESSAGES
     outputs = _message_list(attrs.get(key), span, key, extraction)
