@@ -32,8 +32,11 @@ from typing import ParamSpec, TypeVar
 __all__ = ["LARGE", "gc_paused", "without_gc"]
 
 #: Young objects (`gc.get_count()[0]`) from which a conversion's objects are moved to the
-#: oldest generation instead of being walked (about 2,000 spans' worth).
-LARGE = 100_000
+#: oldest generation instead of being walked: about 300 traces' worth (20,000 to 70,000
+#: objects for 300 traces of each producer's recordings, 400 for one trace), where the
+#: walk on leaving the pause was a tenth of the conversion's time. (At 100,000, as first
+#: set, no conversion of 300 traces counted as large.)
+LARGE = 20_000
 
 P = ParamSpec("P")
 R = TypeVar("R")

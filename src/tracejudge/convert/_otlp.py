@@ -681,6 +681,10 @@ def _children(resources: Any, *keys: str) -> Iterator[Any]:
         yield from _list(_get(resource, *keys))
 
 
+#: The all-zero id of each size (invalid).
+_ZERO_IDS = {TRACE_ID_BYTES: bytes(TRACE_ID_BYTES), SPAN_ID_BYTES: bytes(SPAN_ID_BYTES)}
+
+
 def _json_id(value: Any, size: int) -> str | None:
     """An OTLP/JSON id (hex, or base64 as protobuf's json_format writes it) as hex; None
     when it breaks the id rule (`_ids`): such a span is skipped, a parent is missing."""
@@ -689,6 +693,11 @@ def _json_id(value: Any, size: int) -> str | None:
             raw = bytes.fromhex(value)
         except ValueError:
             raw = json_id_bytes(value, size)
+        else:
+            # Lower-case hex of `size` bytes (none skipped as whitespace) is its own hex:
+            # kept, without making it again.
+            if len(raw) == size and (value.islower() or value.isdigit()):
+                return value if raw != _ZERO_IDS[size] else None
     else:
         raw = json_id_bytes(value, size)
     return raw.hex() if valid_id(raw, size) else None
@@ -903,34 +912,38 @@ def _typed_span(
     if status is None:
         status_name, message = STATUS_UNSET, None
     else:
-        status_name = _json_enum(status.code, _STATUS_BY_CODE, "STATUS_CODE_") or STATUS_UNSET
+        code = status.code
+        if code is None:  # (`{}`: most spans, whose status is unset)
+            status_name = STATUS_UNSET
+        else:
+            status_name = _json_enum(code, _STATUS_BY_CODE, "STATUS_CODE_") or STATUS_UNSET
         message = status.message
     kind = raw.kind
     name = raw.name
+    # The fields in their order, not by keyword: a keyword call of the dataclass's
+    # `__init__` took three times as long (`SpanRecord`'s field order is tested).
     return SpanRecord(
-        trace_id=trace_id,
-        span_id=span_id,
-        parent_id=_json_id(raw.parentSpanId, 8),
-        name=name if type(name) is str else str(name or ""),
-        start_ns=_json_nanos(raw.startTimeUnixNano),
-        end_ns=_json_nanos(raw.endTimeUnixNano),
-        status=status_name,
-        status_message=message if isinstance(message, str) and message else None,
-        kind=_KIND_NAMES.get(kind)
-        if type(kind) is int
-        else _json_enum(kind, _KIND_NAMES, "SPAN_KIND_"),
-        attributes=_typed_attributes(raw.attributes),
-        events=[
+        trace_id,
+        span_id,
+        _json_id(raw.parentSpanId, 8),  # parent_id
+        name if type(name) is str else str(name or ""),
+        _json_nanos(raw.startTimeUnixNano),  # start_ns
+        _json_nanos(raw.endTimeUnixNano),  # end_ns
+        status_name,
+        message if isinstance(message, str) and message else None,  # status_message
+        _KIND_NAMES.get(kind) if type(kind) is int else _json_enum(kind, _KIND_NAMES, "SPAN_KIND_"),
+        _typed_attributes(raw.attributes),
+        [  # events
             EventRecord(
-                name=str(event.name or ""),
-                time=_seconds(_json_int(event.timeUnixNano)),
-                attributes=_typed_attributes(event.attributes),
+                str(event.name or ""),
+                _seconds(_json_int(event.timeUnixNano)),
+                _typed_attributes(event.attributes),
             )
             for event in raw.events
         ],
-        scope=scope,
-        scope_version=scope_version,
-        links=tuple(
+        scope,
+        scope_version,
+        tuple(  # links
             (trace_id, span_id)
             for link in raw.links
             if (trace_id := _json_id(link.traceId, 16)) is not None

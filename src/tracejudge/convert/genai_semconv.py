@@ -48,6 +48,7 @@ from tracejudge.convert._common import (
     tool_response,
     tools,
 )
+from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import EventRecord, SpanRecord
 from tracejudge.convert._view import SpanView, view_of
@@ -180,10 +181,13 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
     key = semconv.GEN_AI_INPUT_MESSAGES
     inputs = extraction.inputs
     for message in _message_list(attrs.get(key), span, key, extraction):
-        parts = _usual_parts(message)
-        if parts is None:
-            parts = parts_message(message, _describe(span), warnings)
-        inputs.extend(message_inputs(*parts))
+        items = _text_inputs(message)
+        if items is None:
+            parts = _usual_parts(message)
+            if parts is None:
+                parts = parts_message(message, _describe(span), warnings)
+            items = message_inputs(*parts)
+        inputs.extend(items)
 
     key = semconv.GEN_AI_SYSTEM_INSTRUCTIONS
     if attrs.get(key) is not None:
@@ -191,7 +195,8 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
         first = extraction.inputs[0] if extraction.inputs else None
         duplicate = first is not None and first.role == "system" and first.content == system
         if system and not duplicate:
-            extraction.inputs.insert(0, LLMInput(role="system", type="text", content=system))
+            item = build(LLMInput, {"role": "system", "type": "text", "content": system})
+            extraction.inputs.insert(0, item)
 
     key = semconv.GEN_AI_OUTPUT_MESSAGES
     outputs = _message_list(attrs.get(key), span, key, extraction)
@@ -268,6 +273,29 @@ def _one_answer(attrs: Mapping[str, Any], span: SpanView, messages: int) -> bool
     if isinstance(reasons, str):
         reasons = (reasons,)
     return not isinstance(reasons, (list, tuple)) or len(reasons) != messages
+
+
+def _text_inputs(message: Any) -> list[LLMInput] | None:
+    """What `message_inputs` makes of `_usual_parts` of a message of one text part and a
+    role other than `tool` (most messages of a conversation), without their lists; None
+    for any other message."""
+    if type(message) is not dict:
+        return None
+    parts = message.get("parts")
+    if type(parts) is not list or len(parts) != 1:
+        return None
+    part = parts[0]
+    if type(part) is not dict or part.get("type") != PART_TEXT:
+        return None
+    content = part.get("content", part.get("text"))
+    if type(content) is not str:
+        return None
+    role = (as_str(message.get("role")) or "user").lower()
+    if role == "tool":
+        return None
+    if not content and role == "assistant":
+        return []  # (an empty answer is no item)
+    return [build(LLMInput, {"role": role, "type": "text", "content": content})]
 
 
 def _usual_parts(

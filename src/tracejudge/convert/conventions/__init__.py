@@ -119,7 +119,7 @@ class _Rows:
     every marker of the others, so that a span carrying none of these is asked of the
     unmarked rows alone (most spans: one comparison)."""
 
-    __slots__ = ("all", "unmarked", "any_key", "any_scope", "any_name")
+    __slots__ = ("all", "unmarked", "any_key", "any_scope", "any_name", "_rows")
 
     def __init__(self, table: tuple[Convention, ...]) -> None:
         self.all = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in table)
@@ -128,6 +128,47 @@ class _Rows:
         self.any_key: frozenset[str] = frozenset().union(*(row[1] or () for row in marked))
         self.any_scope: frozenset[str] = frozenset().union(*(row[2] for row in marked))
         self.any_name: frozenset[str] = frozenset().union(*(row[3] for row in marked))
+        #: the rows to ask, by the markers a span carries (`_Signature`)
+        self._rows: dict[_Signature, tuple[Convention, ...]] = {}
+
+    def rows(self, span: SpanView) -> tuple[Convention, ...]:
+        """The rows to ask of `span`, in table order: the unmarked ones, and the marked
+        ones whose markers it carries. Spans of one producer carry the same markers: the
+        rows are worked out once per set of markers carried (a walk over every row of the
+        table per span was a tenth of the converter's time on small spans)."""
+        keys = span.attributes.keys()
+        scope, name = span.scope, span.name
+        if (
+            keys.isdisjoint(self.any_key)
+            and scope not in self.any_scope
+            and name not in self.any_name
+        ):
+            return self.unmarked
+        signature = (
+            self.any_key.intersection(keys),
+            scope if scope in self.any_scope else None,
+            name if name in self.any_name else None,
+        )
+        rows = self._rows.get(signature)
+        if rows is None:
+            if len(self._rows) >= _REMEMBERED_SIGNATURES:  # (made-up combinations of markers)
+                self._rows.clear()
+            rows = self._rows[signature] = tuple(
+                c
+                for c, markers, scopes, names in self.all
+                if markers is None
+                or not signature[0].isdisjoint(markers)
+                or signature[1] in scopes
+                or signature[2] in names
+            )
+        return rows
+
+
+#: The markers of the table a span carries: (its marker keys, its scope when a marker
+#: scope, else None, its name when a marker name, else None).
+_Signature = tuple[frozenset[str], "str | None", "str | None"]
+#: The most combinations of markers remembered.
+_REMEMBERED_SIGNATURES = 1024
 
 
 _WHOLE = _Rows(TABLE)
@@ -153,24 +194,7 @@ def rows_removed(*removed: Convention) -> Iterator[None]:
 def classify(span: SpanView) -> tuple[Convention, str] | None:
     """(the convention that claims the span, the span's `Kind`), or None when no
     convention knows it."""
-    table = _ACTIVE.get() or _WHOLE
-    keys = span.attributes.keys()
-    if (
-        keys.isdisjoint(table.any_key)
-        and span.scope not in table.any_scope
-        and span.name not in table.any_name
-    ):
-        rows: tuple[Convention, ...] = table.unmarked
-    else:
-        rows = tuple(
-            c
-            for c, markers, scopes, names in table.all
-            if markers is None
-            or not keys.isdisjoint(markers)
-            or span.scope in scopes
-            or span.name in names
-        )
-    for convention in rows:
+    for convention in (_ACTIVE.get() or _WHOLE).rows(span):
         kind = convention.kind(span)
         if kind is not None:
             return convention, kind

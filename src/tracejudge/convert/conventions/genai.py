@@ -14,7 +14,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _handoffs, _tools, genai_semconv, openllmetry
-from tracejudge.convert._common import Extraction, as_str, load_json, tools
+from tracejudge.convert._common import Extraction, as_str, load_json, remembered_tools, tools
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
 from tracejudge.models import LLMToolDefinition
@@ -132,8 +132,15 @@ class GenAISemconv(Convention):
         if raw is None:
             return None
         what = f"span {span.name!r} ({span.span_id})"
-        found = load_json(raw, f"{what} {semconv.GEN_AI_TOOL_DEFINITIONS}", warnings)
-        return tools(found, warnings, what)
+
+        def read(found: list[str]) -> list[LLMToolDefinition] | None:
+            loaded = load_json(raw, f"{what} {semconv.GEN_AI_TOOL_DEFINITIONS}", found)
+            return tools(loaded, found, what)
+
+        # (The key of the model calls' reading of the same attribute: every agent span of
+        # a run offers the same tools, as its calls do.)
+        remembered = ("semconv", raw) if type(raw) is str else None
+        return remembered_tools(remembered, read, warnings, span.memo)
 
     def model_call(self, span: SpanView) -> Extraction:
         extraction = genai_semconv.extract(span)
