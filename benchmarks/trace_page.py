@@ -21,6 +21,18 @@ after the load event (the viewer's script runs before the load event):
     python benchmarks/trace_page.py [--workers 150] [--rounds 33] [--rounds-measured 5]
 
 Target: the served page under 2 s; the ratios against the baseline are printed beside it.
+
+`--at-cap` measures the server's part instead (issue #32 item 5), on two shapes of trace
+at 2,000 and at 20,000 spans (the default `--max-trace-spans`): many agents (workers of
+33 model calls) and long agents (workers of `--long-rounds` calls, 100: a conversation of
+200 messages at the end, each call resending it). A few workers are recorded by running
+the program; the trace is then made as large as wanted by repeating them under the
+orchestrator (new ids, the same calls). For each: the stored JSON's size, the server's
+render (`ui._render`: read the stored trace, draw the page) and the served page over
+HTTP (median of 3), and the time per span at 20,000 against 2,000 (target: within 1.5x,
+linear; and under 2 s served at 20,000).
+
+    python benchmarks/trace_page.py --at-cap [--long-rounds 100]
 """
 
 from __future__ import annotations
@@ -156,6 +168,109 @@ def store(db: str, trace: Any, responses: Any) -> str:
     return trace_id
 
 
+def repeated(trace: Any, spans: int) -> Any:
+    """`trace` (an orchestrator and its workers) with its workers repeated, in order, under
+    the orchestrator (new ids, the same calls) until it has about `spans` spans (one per
+    agent and per model call)."""
+    from tracejudge.models import MultiAgentTrace
+
+    data = json.loads(trace.to_json())
+    agents = data["agent_instance_by_id"]
+    root = agents[data["root_agent_instance_id"]]
+    calls = [i for i in root["interactions"] if isinstance(i, dict)]
+    workers = [agents[i] for i in root["interactions"] if isinstance(i, str)]
+    kept: dict[str, Any] = {root["id"]: root}
+    children: list[str] = []
+    total = 1 + len(calls)
+    while total < spans:
+        worker = dict(workers[len(children) % len(workers)])
+        worker["id"] = uuid.uuid4().hex
+        worker["name"] = f"worker-{len(children)}"
+        kept[worker["id"]] = worker
+        children.append(worker["id"])
+        total += 1 + len(worker["interactions"])
+    root["interactions"] = [calls[0], *children, *calls[1:]]
+    data["agent_instance_by_id"] = kept
+    return MultiAgentTrace.model_validate(data)
+
+
+def at_cap(long_rounds: int) -> None:
+    """The server's part of the trace page on two shapes at 2,000 and 20,000 spans."""
+    import gc
+
+    import httpx
+
+    from tracejudge import checks
+    from tracejudge._sync import run
+    from tracejudge.evaluation.service import EvaluationService
+    from tracejudge.server import ui
+    from tracejudge.server.store import open_store
+
+    shapes = {"many agents": (6, 33), "long agents": (2, long_rounds)}
+    rows: list[tuple[str, int, int, float, float, float, float]] = []
+    with tempfile.TemporaryDirectory(prefix="tracejudge-trace-cap-") as folder:
+        db = str(Path(folder) / "bench.db")
+        for shape, (workers, rounds) in shapes.items():
+            recorded, _ = record(workers, rounds)
+            for spans in (2_000, 20_000):
+                trace = repeated(recorded, spans)
+                count = sum(1 + len(a.llm_interactions) for a in trace.iter_agents())
+                responses = run(EvaluationService().score_trace(trace, list(checks.ALL)))
+                trace_id = store(db, trace, responses)
+                del trace, responses
+                gc.collect()
+                saved = open_store(db)
+                try:
+                    row = saved.traces.get(trace_id)
+                    assert row is not None and row.trace_json is not None
+                    evaluations = saved.evaluations.of_trace(trace_id)
+                    renders, cpu = [], []
+                    for _ in range(3):
+                        began, used = time.perf_counter(), time.process_time()
+                        ui._render(row, evaluations, [], None, None)
+                        renders.append(time.perf_counter() - began)
+                        cpu.append(time.process_time() - used)
+                    size = len(row.trace_json.encode())
+                finally:
+                    saved.close()
+                server = ServerProcess(db, api_key=None).start()
+                try:
+                    answers = []
+                    for _ in range(3):
+                        began = time.perf_counter()
+                        got = httpx.get(server.url + f"/ui/traces/{trace_id}", timeout=300)
+                        assert got.status_code == 200, got.status_code
+                        answers.append(time.perf_counter() - began)
+                finally:
+                    server.stop()
+                render, served = statistics.median(renders), statistics.median(answers)
+                used = statistics.median(cpu)
+                rows.append((shape, count, size, render, served, len(got.content), used))
+                print(
+                    f"{shape}: {count:,} spans, stored {size / 1e6:.1f} MB, page "
+                    f"{len(got.content) / 1e6:.1f} MB; render {render:.2f} s "
+                    f"({render / count * 1e6:.0f} µs a span; CPU {used:.2f} s), "
+                    f"served {served:.2f} s",
+                    flush=True,
+                )
+    print("\n| shape | spans | stored JSON | page | server render (CPU) | per span | served |")
+    print("|---|---|---|---|---|---|---|")
+    for shape, count, size, render, served, page, used in rows:
+        print(
+            f"| {shape} | {count:,} | {size / 1e6:.1f} MB | {page / 1e6:.1f} MB | "
+            f"{render:.2f} s ({used:.2f} s) | {render / count * 1e6:.0f} µs | {served:.2f} s |"
+        )
+    for small, big in zip(rows[::2], rows[1::2], strict=True):
+        ratio = (big[3] / big[1]) / (small[3] / small[1])
+        cpu_ratio = (big[6] / big[1]) / (small[6] / small[1])
+        fine = "met" if ratio <= 1.5 and big[4] < TARGET_SECONDS else "NOT met"
+        print(
+            f"{small[0]}: per span at {big[1]:,} / at {small[1]:,} = {ratio:.2f}x "
+            f"(CPU {cpu_ratio:.2f}x; target within 1.5x); served at {big[1]:,}: "
+            f"{big[4]:.2f} s (target under {TARGET_SECONDS:g} s): {fine}"
+        )
+
+
 # Milliseconds from navigation start to the first frame after the load event.
 FIRST_FRAME = (
     "new Promise(function(done){requestAnimationFrame(function(){"
@@ -199,7 +314,12 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=150)
     parser.add_argument("--rounds", type=int, default=33)
     parser.add_argument("--rounds-measured", type=int, default=5)
+    parser.add_argument("--at-cap", action="store_true", help="the server's part at the cap")
+    parser.add_argument("--long-rounds", type=int, default=100)
     options = parser.parse_args()
+    if options.at_cap:
+        at_cap(options.long_rounds)
+        return
 
     from tracejudge import checks
     from tracejudge._sync import run

@@ -62,6 +62,7 @@ from tracejudge.models import (
     LLMToolResponse,
     MultiAgentTrace,
     MultiAgentTraceResponse,
+    Price,
     PriceTable,
     ScoreResponse,
     Step,
@@ -131,9 +132,8 @@ def trace_entry(
     verdict = verdict if verdict is not None else verdict_of_lines(lines)
     budget = _Budget(text=max_text, steps=max_steps, call_text=max_call_text if with_calls else -1)
     timing = _Timing.of(tree)
-    agents = [
-        _agent(tree, k, timing, budget, prices or _default_prices()) for k in range(len(tree))
-    ]
+    priced = _Prices(prices or _default_prices())
+    agents = [_agent(tree, k, timing, budget, priced) for k in range(len(tree))]
     entry: dict[str, Any] = {
         "id": trace_id,
         "worst": verdict.worst_score,
@@ -250,6 +250,21 @@ class _Timing:
         return round((moment - self.origin) * 1000, 3)
 
 
+class _Prices:
+    """A price table's lookups kept per model name: a trace of 20,000 calls names a few
+    models, and each lookup normalises the name."""
+
+    def __init__(self, table: PriceTable) -> None:
+        self.table = table
+        self.found: dict[str | None, Price | None] = {}
+
+    def cost(self, model: str | None, input_tokens: int, output_tokens: int) -> float | None:
+        if model not in self.found:
+            self.found[model] = self.table.get(model)
+        price = self.found[model]
+        return None if price is None else price.cost(input_tokens, output_tokens)
+
+
 @dataclass
 class _Budget:
     text: int
@@ -266,7 +281,7 @@ class _Budget:
 
 
 def _agent(
-    tree: _Tree, k: int, timing: _Timing, budget: _Budget, prices: PriceTable
+    tree: _Tree, k: int, timing: _Timing, budget: _Budget, prices: _Prices
 ) -> dict[str, Any]:
     agent = tree.agents[k]
     calls = agent.llm_interactions
@@ -308,7 +323,9 @@ def _repeated_inputs(calls: Sequence[LLMInteraction]) -> list[int]:
     input (chat agents resend the conversation): the viewer shows only the rest.
 
     Checked at the first, middle and last message of the previous input, not all of them,
-    so that an agent of thousands of calls costs linear time."""
+    so that an agent of thousands of calls costs linear time; a stored trace read back
+    shares the repeated messages (`server.stored.read_trace`), so they are the same
+    objects and no field is compared."""
     skips = []
     previous: list[LLMInput] = []
     for call in calls:
@@ -316,13 +333,17 @@ def _repeated_inputs(calls: Sequence[LLMInteraction]) -> list[int]:
         n = len(previous)
         same = (
             0 < n <= len(current)
-            and current[0] == previous[0]
-            and current[n // 2] == previous[n // 2]
-            and current[n - 1] == previous[n - 1]
+            and _same(current[0], previous[0])
+            and _same(current[n // 2], previous[n // 2])
+            and _same(current[n - 1], previous[n - 1])
         )
         skips.append(n if same else 0)
         previous = current
     return skips
+
+
+def _same(one: LLMInput, other: LLMInput) -> bool:
+    return one is other or one == other
 
 
 @dataclass
@@ -358,7 +379,7 @@ def _step(
     i: int,
     runs: Sequence[_ToolRun],
     timing: _Timing,
-    prices: PriceTable,
+    prices: _Prices,
 ) -> dict[str, Any]:
     """The timeline's record of model call `i`: times, model, tokens and cost when known,
     and its tool runs."""

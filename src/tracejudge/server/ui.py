@@ -104,24 +104,36 @@ def _render(
     who: str | None,
     stored: AttributionRow | None,
 ) -> str:
-    assert row.trace_json is not None
     with collection_paused():
-        trace = read_trace(row.trace_json)
-        answers = latest_answers(rows)
-        labelling = labelling_data(
-            trace,
-            post=trace_path(row.trace_id) + "/labels",
-            who=who,
-            labels=[labels.label_json(r) for r in recorded],
-        )
-        return render_trace_page(
-            trace,
-            answers,
-            trace_id=row.trace_id,
-            home=LIST_PATH,
-            labelling=labelling,
-            attribution=page_attribution(trace, answers, rows, stored),
-        )
+        # The trace and its page's data are freed before the collector is back on: its
+        # first pass then walks what survives, not millions of parsed containers.
+        return _draw(row, rows, recorded, who, stored)
+
+
+def _draw(
+    row: TraceRow,
+    rows: Sequence[EvaluationRow],
+    recorded: Sequence[LabelRow],
+    who: str | None,
+    stored: AttributionRow | None,
+) -> str:
+    assert row.trace_json is not None
+    trace = read_trace(row.trace_json)
+    answers = latest_answers(rows)
+    labelling = labelling_data(
+        trace,
+        post=trace_path(row.trace_id) + "/labels",
+        who=who,
+        labels=[labels.label_json(r) for r in recorded],
+    )
+    return render_trace_page(
+        trace,
+        answers,
+        trace_id=row.trace_id,
+        home=LIST_PATH,
+        labelling=labelling,
+        attribution=page_attribution(trace, answers, rows, stored),
+    )
 
 
 async def trace_page(request: Request) -> HTMLResponse:

@@ -44,13 +44,24 @@ class Candidate:
         return (self.agent_id, self.step.interaction if self.step is not None else None)
 
 
-def _lineage(trace: MultiAgentTrace, agent_id: str) -> set[str]:
+def _parents(trace: MultiAgentTrace) -> dict[str, str]:
+    """Each child agent's parent id, as `trace.parent_of` finds it (the first agent that
+    lists it), read once: `parent_of` scans every agent, and a trace of thousands of
+    agents has a failing agent in tens of them."""
+    parents: dict[str, str] = {}
+    for agent in trace.agent_instance_by_id.values():
+        for child in agent.child_ids:
+            parents.setdefault(child, agent.id)
+    return parents
+
+
+def _lineage(trace: MultiAgentTrace, agent_id: str, parents: dict[str, str]) -> set[str]:
     """The agent, its ancestors and its descendants."""
     found = {agent_id}
-    parent = trace.parent_of(agent_id)
-    while parent is not None and parent.id not in found:
-        found.add(parent.id)
-        parent = trace.parent_of(parent.id)
+    parent = parents.get(agent_id)
+    while parent is not None and parent not in found:
+        found.add(parent)
+        parent = parents.get(parent)
     stack = [agent_id]
     while stack:
         agent = trace.agent_instance_by_id.get(stack.pop())
@@ -92,6 +103,7 @@ def rank(trace: MultiAgentTrace, groups: Iterable[Iterable[Candidate]]) -> list[
             kept.append(candidate)
     causes: list[Cause] = []
     lineages: dict[str, set[str]] = {}
+    parents: dict[str, str] | None = None
     for position, candidate in enumerate(kept, start=1):
         consequence_of = None
         confidence = candidate.confidence
@@ -101,7 +113,9 @@ def rank(trace: MultiAgentTrace, groups: Iterable[Iterable[Candidate]]) -> list[
                     continue
                 lineage = lineages.get(candidate.agent_id)
                 if lineage is None:
-                    lineage = lineages[candidate.agent_id] = _lineage(trace, candidate.agent_id)
+                    parents = _parents(trace) if parents is None else parents
+                    lineage = _lineage(trace, candidate.agent_id, parents)
+                    lineages[candidate.agent_id] = lineage
                 if earlier.agent_id in lineage:
                     consequence_of = earlier_rank
                     confidence *= CONSEQUENCE_FACTOR
