@@ -15,6 +15,8 @@ from tracejudge.testing import ScriptedLLMServer
 
 from .conftest import adder_model
 
+pytestmark = pytest.mark.heavy("`tracejudge run` and `compare` as processes over a scripted agent")
+
 EXPERIMENT = """
 import os
 

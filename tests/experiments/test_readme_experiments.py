@@ -11,7 +11,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tracejudge.testing import RecordedRequest, Reply, ScriptedLLMServer
+
+pytestmark = pytest.mark.heavy("the README's experiment loop run as written, commands as processes")
 
 ROOT = Path(__file__).resolve().parents[2]
 

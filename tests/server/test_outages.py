@@ -24,6 +24,10 @@ from tests.server.hostile import otlp_trace
 from tests.server.postgres import postgres_cluster
 from tracejudge.testing import ScriptedLLMServer
 
+pytestmark = pytest.mark.heavy(
+    "a real PostgreSQL stopped and started, a locked SQLite file, full tmpfs disks, processes"
+)
+
 OTLP_JSON = {"Content-Type": "application/json"}
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
 #: Polls of a recovery: generous, as the machine may be loaded (no speed is asserted here;
