@@ -160,3 +160,15 @@ async def test_a_budgeted_judgement_stays_under_the_model_context(llama_server: 
         researcher = response.results_by_agent_name["researcher"]
         result = researcher.results_by_agent_instance_id["r1"]
         assert result is not None and (result.exploration is not None or result.not_evaluated)
+
+
+async def test_the_budget_is_the_servers_context_per_slot_from_props(llama_server: str) -> None:
+    # The table says 8,192 for smollm2; the server was started with a 4,096 context.
+    async with judge(llama_server) as model:
+        assert model.max_input_tokens == 8_192 - MAX_TOKENS  # before the server is asked
+        await model.learn_input_budget()
+        props = (await model._clients.get().client.get(f"{llama_server}/props")).json()
+    per_slot = props["default_generation_settings"]["n_ctx"]
+    assert per_slot == CONTEXT // props["total_slots"]  # llama.cpp's figure is per slot
+    assert model.max_input_tokens == per_slot - MAX_TOKENS
+    assert f"llama.cpp /props n_ctx {per_slot:,}" in model.input_budget_source

@@ -270,6 +270,7 @@ def _run(
     finally:
         if out is not None:
             out.close()
+    summary.judge_budget = _judge_budget(service.judge)
     if state.scored == 0 and not done and not state.failed:
         raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
     if args.html:
@@ -318,6 +319,15 @@ def _run(
     if args.fail_under is not None and summary.failing_traces:
         return 1
     return 0
+
+
+def _judge_budget(judge: Any) -> tuple[int, str] | None:
+    """The judge's input budget per judgement and where it comes from (after the run: an
+    HTTP judge asks its server at its first judgement), None for a judge without one."""
+    budget = getattr(judge, "max_input_tokens", None)
+    if not isinstance(budget, int):
+        return None
+    return budget, str(getattr(judge, "input_budget_source", "max_input_tokens"))
 
 
 def _names(sources: Sequence[Source]) -> str:

@@ -40,6 +40,8 @@ class _BatchHost(Protocol):
 
     async def judge(self, request: JudgeRequest) -> Verdict: ...
 
+    async def learn_input_budget(self) -> None: ...
+
     def estimate(self, messages: Sequence[dict[str, Any]], ask: Ask) -> int: ...
 
     def _cache_parameters(self, request: JudgeRequest) -> dict[str, Any]: ...
@@ -111,6 +113,7 @@ class BatchJudging:
         if len(listed) == 1:
             return [await self.judge(first)]
         started = time.perf_counter()
+        await self.learn_input_budget()
         messages = build_batch_messages(listed)
         ask = Ask(schema=batch_reply_schema(listed))
         if self.estimate(messages, ask) > self.max_input_tokens:
