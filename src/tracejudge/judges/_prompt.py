@@ -104,24 +104,26 @@ def _how_to_score(kind: CriterionKind, target: str) -> str:
     if kind is CriterionKind.REWARD:
         return (
             f'"score" is an integer from 1 to 10: 10 means {target} fully shows what the '
-            "criterion rewards, 1 means it does not show it at all; use the whole range."
+            "criterion rewards, 1 means it does not show it at all; use the whole range. "
+            '"passed" is null.'
         )
     if kind is CriterionKind.PENALIZE:
         return (
             "The criterion names a behaviour to penalise. "
             f'"score" is an integer from 1 to 10 where 10 is BEST: 10 means the penalised '
             f"behaviour is entirely absent from {target}, 1 means it is present in its worst "
-            "form. A high score is good; a low score means the behaviour occurred."
+            "form. A high score is good; a low score means the behaviour occurred. "
+            '"passed" is null.'
         )
     if kind is CriterionKind.PASSES_IF:
         return (
             f'"passed" is true when the criterion\'s condition holds for {target} (it '
-            "passes), false when it does not."
+            'passes), false when it does not. "score" is null.'
         )
     return (
         "The criterion states a condition under which the response fails. "
         f'"passed" is true when that failing condition does NOT hold for {target} (it '
-        "passes), and false when the failing condition holds (it fails)."
+        'passes), and false when the failing condition holds (it fails). "score" is null.'
     )
 
 
@@ -133,8 +135,12 @@ _CLEANED = (
 
 
 def reply_shape(kind: CriterionKind, clean_explanation: bool) -> str:
-    """The reply object written out as an example, for prompts and re-asks."""
-    verdict = '"passed": true or false' if kind.is_binary else '"score": <integer 1 to 10>'
+    """The reply object written out as an example, for prompts and re-asks: every kind has
+    both verdict fields (one reply schema for all), the kind's filled and the other null."""
+    if kind.is_binary:
+        verdict = '"score": null, "passed": true or false'
+    else:
+        verdict = '"score": <integer 1 to 10>, "passed": null'
     cleaned = ', "cleaned_explanation": "..."' if clean_explanation else ""
     return f'{{"explanation": "...", "applicable": true or false, {verdict}{cleaned}}}'
 
@@ -192,18 +198,29 @@ def message_text(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
+#: The graded verdict: an enum rather than minimum/maximum, since strict structured
+#: outputs and most guided decoders accept enums everywhere, bounds not always; null for
+#: a pass/fail criterion.
+_SCORE = {"anyOf": [{"type": "integer", "enum": list(range(1, 11))}, {"type": "null"}]}
+#: The pass/fail verdict; null for a graded criterion.
+_PASSED = {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
+
+
 def reply_schema(kind: CriterionKind, clean_explanation: bool) -> dict[str, Any]:
-    """The strict JSON schema of the reply; properties in the order they should be written."""
+    """The strict JSON schema of the reply; properties in the order they should be written.
+
+    The same for every criterion kind: `score` (graded) and `passed` (pass/fail), each an
+    integer or boolean or null, the question saying which to fill. OpenAI places the
+    schema before the system prompt, so one schema for all kinds lets every judgement of
+    an agent share its cached prefix (the data) whatever its kind; `kind` is kept for the
+    callers and for a schema per kind, should one be needed again."""
+    del kind  # one schema for every kind (see above)
     properties: dict[str, Any] = {
         "explanation": {"type": "string"},
         "applicable": {"type": "boolean"},
+        "score": _SCORE,
+        "passed": _PASSED,
     }
-    if kind.is_binary:
-        properties["passed"] = {"type": "boolean"}
-    else:
-        # An enum rather than minimum/maximum: strict structured outputs and most guided
-        # decoders accept enums everywhere, bounds not always.
-        properties["score"] = {"type": "integer", "enum": list(range(1, 11))}
     if clean_explanation:
         properties["cleaned_explanation"] = {"type": "string"}
     return {
