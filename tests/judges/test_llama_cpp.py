@@ -68,7 +68,8 @@ def llama_server() -> Iterator[str]:
 
 
 class RecordingTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport, keeping each answer's JSON (to read llama.cpp's timings)."""
+    """httpx's own transport, keeping each chat answer's JSON (to read llama.cpp's
+    timings)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -77,7 +78,8 @@ class RecordingTransport(httpx.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
         body = await response.aread()
-        if response.status_code == 200:
+        # The judgements' answers only (not the judge's question about the context, /props).
+        if response.status_code == 200 and request.url.path.endswith("/chat/completions"):
             self.answers.append(json.loads(body))
         return httpx.Response(
             response.status_code, headers=response.headers, content=body, request=request

@@ -138,6 +138,9 @@ class HTTPJudge(ReplyReading, BatchJudging):
             if options.max_input_tokens is not None
             else default_max_input_tokens(model, max_tokens)
         )
+        #: One reply schema for every criterion kind (OpenAI: the schema is part of the
+        #: cached prefix), else one by kind (see `_prompt.reply_schema`).
+        self.one_reply_schema_for_all_kinds = False
         #: Where `max_input_tokens` comes from, in words.
         self.input_budget_source = (
             "max_input_tokens as given"
@@ -369,12 +372,13 @@ class HTTPJudge(ReplyReading, BatchJudging):
         (see `tracejudge.judges._budget`)."""
         return self.estimator.estimate(self._body(messages, ask, self._features_now()))
 
-    @staticmethod
-    def _single_ask(request: JudgeRequest) -> Ask:
+    def _single_ask(self, request: JudgeRequest) -> Ask:
         if isinstance(request, StructuredRequest):  # a question with a schema of its own
             return Ask(schema=dict(request.schema), schema_name=request.schema_name)
         return Ask(
-            schema=reply_schema(request.kind, request.clean_explanation),
+            schema=reply_schema(
+                request.kind, request.clean_explanation, self.one_reply_schema_for_all_kinds
+            ),
             logprobs=not request.kind.is_binary,
         )
 

@@ -35,6 +35,7 @@ class _BatchHost(Protocol):
     model: str
     timeout: float
     max_input_tokens: int
+    one_reply_schema_for_all_kinds: bool
     cache: JudgeCache | None
     _clients: LoopClients
 
@@ -115,7 +116,7 @@ class BatchJudging:
         started = time.perf_counter()
         await self.learn_input_budget()
         messages = build_batch_messages(listed)
-        ask = Ask(schema=batch_reply_schema(listed))
+        ask = Ask(schema=batch_reply_schema(listed, self.one_reply_schema_for_all_kinds))
         if self.estimate(messages, ask) > self.max_input_tokens:
             return list(await asyncio.gather(*(self.judge(r) for r in listed)))
         parameters = {

@@ -163,6 +163,10 @@ class OpenAICompatibleJudge(HTTPJudge):
             features={"format": response_format, "logprobs": bool(logprobs)},
         )
         self._azure = (httpx.URL(resolved_url).host or "").endswith(".azure.com")
+        # OpenAI (and Azure OpenAI) put the structured-output schema before the system
+        # prompt: one schema for every kind keeps an agent's judgements on one prefix.
+        host = httpx.URL(self.base_url).host or ""
+        self.one_reply_schema_for_all_kinds = self._azure or host == "api.openai.com"
         self._chat_url = join_url(resolved_url, "chat/completions")
 
     @property

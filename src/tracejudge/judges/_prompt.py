@@ -199,28 +199,34 @@ def message_text(message: dict[str, Any]) -> str:
 
 
 #: The graded verdict: an enum rather than minimum/maximum, since strict structured
-#: outputs and most guided decoders accept enums everywhere, bounds not always; null for
-#: a pass/fail criterion.
-_SCORE = {"anyOf": [{"type": "integer", "enum": list(range(1, 11))}, {"type": "null"}]}
-#: The pass/fail verdict; null for a graded criterion.
-_PASSED = {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
+#: outputs and most guided decoders accept enums everywhere, bounds not always.
+_SCORE = {"type": "integer", "enum": list(range(1, 11))}
+#: In the one schema for every kind: each verdict, or null for the other kind.
+_SCORE_OR_NULL = {"anyOf": [_SCORE, {"type": "null"}]}
+_PASSED_OR_NULL = {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
 
 
-def reply_schema(kind: CriterionKind, clean_explanation: bool) -> dict[str, Any]:
+def reply_schema(
+    kind: CriterionKind, clean_explanation: bool, one_for_all_kinds: bool = False
+) -> dict[str, Any]:
     """The strict JSON schema of the reply; properties in the order they should be written.
 
-    The same for every criterion kind: `score` (graded) and `passed` (pass/fail), each an
-    integer or boolean or null, the question saying which to fill. OpenAI places the
-    schema before the system prompt, so one schema for all kinds lets every judgement of
-    an agent share its cached prefix (the data) whatever its kind; `kind` is kept for the
-    callers and for a schema per kind, should one be needed again."""
-    del kind  # one schema for every kind (see above)
+    By kind: `score` (graded) or `passed` (pass/fail). With `one_for_all_kinds`, the same
+    for every kind: both, each its type or null, the question saying which to fill.
+    OpenAI places the schema before the system prompt, so there one schema for all kinds
+    lets every judgement of an agent share its cached prefix; a local server's guided
+    decoding keeps the schema out of the prompt, and a schema by kind keeps a small model
+    from answering null."""
     properties: dict[str, Any] = {
         "explanation": {"type": "string"},
         "applicable": {"type": "boolean"},
-        "score": _SCORE,
-        "passed": _PASSED,
     }
+    if one_for_all_kinds:
+        properties.update(score=_SCORE_OR_NULL, passed=_PASSED_OR_NULL)
+    elif kind.is_binary:
+        properties["passed"] = {"type": "boolean"}
+    else:
+        properties["score"] = _SCORE
     if clean_explanation:
         properties["cleaned_explanation"] = {"type": "string"}
     return {
@@ -282,10 +288,13 @@ def build_batch_messages(requests: Sequence[JudgeRequest]) -> list[dict[str, Any
     ]
 
 
-def batch_reply_schema(requests: Sequence[JudgeRequest]) -> dict[str, Any]:
+def batch_reply_schema(
+    requests: Sequence[JudgeRequest], one_for_all_kinds: bool = False
+) -> dict[str, Any]:
     """The strict JSON schema of a reply for several criteria: one object per criterion."""
     properties = {
-        batch_key(i): reply_schema(r.kind, r.clean_explanation) for i, r in enumerate(requests)
+        batch_key(i): reply_schema(r.kind, r.clean_explanation, one_for_all_kinds)
+        for i, r in enumerate(requests)
     }
     return {
         "type": "object",
