@@ -11,8 +11,10 @@ of each agent warms the cache before that agent's other criteria fan out):
    - OpenAI (gpt-4.1 prices): the longest prefix of the prompt that an earlier request
      shared, in 128-token blocks, for prompts of 1,024 tokens and more; the
      structured-output schema comes before the system message (OpenAI: "the schema
-     serves as a prefix to the system message"), so a graded and a pass/fail criterion
-     share no prefix; cached tokens billed at 0.25x;
+     serves as a prefix to the system message"), so a judge of api.openai.com sends one
+     reply schema for every criterion kind (#35: a schema per kind left a graded and a
+     pass/fail criterion no shared prefix), as the emulated one does; cached tokens
+     billed at 0.25x;
    - Anthropic (claude-sonnet-4-5 prices): the prefix up to the `cache_control` block,
      read at 0.1x when an earlier request wrote it, written at 1.25x the first time;
    the billed input is uncached + cached x the read rate + written x the write rate;
@@ -203,7 +205,11 @@ def verdict_for(schema: dict[str, Any] | None) -> str:
     """A reply the schema accepts (one object per criterion for several)."""
 
     def one(part: dict[str, Any] | None) -> dict[str, Any]:
-        if part is not None and "passed" in part.get("properties", {}):
+        properties = part.get("properties", {}) if part is not None else {}
+        if "passed" in properties and "score" in properties:
+            # One schema for every kind (#35): both fields, the reader takes its kind's.
+            return {"explanation": "Checked.", "applicable": True, "score": 7, "passed": True}
+        if "passed" in properties:
             return {"explanation": "Checked.", "applicable": True, "passed": True}
         return {"explanation": "Checked.", "applicable": True, "score": 7}
 
@@ -367,6 +373,8 @@ def emulated(tokens_per_agent: int) -> dict[str, float]:
                         cache=False,
                         logprobs=False,
                     )
+                    # As on api.openai.com (this server stands in for it): one schema.
+                    judge.one_reply_schema_for_all_kinds = True
                 else:
                     judge = AnthropicJudge(
                         "claude-sonnet-4-5", base_url=server.url, api_key="k", cache=False

@@ -271,10 +271,11 @@ def test_score_gives_up_on_a_slow_judge_after_the_judge_timeout(
     else:
         monkeypatch.setenv("TRACEJUDGE_JUDGE_TIMEOUT_SECONDS", "0.3")
         argv = _score(slow_model, one_trace)
-    assert main(argv) == 1  # the trace could not be scored
+    assert main(argv) == 1  # the judgement failed: not evaluated, and the run says so
     captured = capsys.readouterr()
     assert "within the 0.3s timeout" in captured.err
-    assert json.loads(captured.out.splitlines()[-1])["summary"]["failed"] == 1
+    summary = json.loads(captured.out.splitlines()[-1])["summary"]
+    assert (summary["judge_failures"], summary["not_evaluated"]) == (1, 1)
     assert slow_model.requests  # the judge was asked, and not waited for
 
 
@@ -283,7 +284,7 @@ def test_score_waits_for_the_slow_judge_within_the_default_timeout(
 ) -> None:
     assert main(_score(slow_model, one_trace)) == 0
     summary = json.loads(capsys.readouterr().out.splitlines()[-1])["summary"]
-    assert (summary["scored"], summary["failed"]) == (1, 0)
+    assert (summary["scored"], summary["failed"], summary["judge_failures"]) == (1, 0, 0)
 
 
 def test_rubric_gives_up_on_a_slow_judge_after_the_judge_timeout(

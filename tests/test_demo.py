@@ -148,7 +148,33 @@ def test_a_failing_judge_is_reported_and_the_checks_still_stand(tmp_path: Path) 
         done = _demo("--judge", "openai:judge-model", tmp_path=tmp_path, env=env)
     assert done.returncode == 0, done.stderr
     assert done.stderr.startswith("judge ") and " failed: " in done.stderr
-    assert _rows(done.stdout)["researcher"][0] == "0.67"
+    rows = _rows(done.stdout)
+    assert rows["researcher"][0] == "0.67"  # the checks' scores stand
+    assert rows["researcher"][-2:] == ["n/e", "n/e"]  # the judged criteria: not evaluated
+    assert (
+        "n/e = not evaluated (criterion1, criterion2): the judge openai:judge-model failed: "
+        in (done.stdout)
+    )
+
+
+def test_a_judge_slower_than_its_timeout_leaves_the_checks_and_says_not_evaluated(
+    tmp_path: Path,
+) -> None:
+    slow = Reply.text(json.dumps({"explanation": "Fine.", "applicable": True, "score": 8}), delay=5)
+    with ScriptedLLMServer(default=slow) as judge:
+        env = {"OPENAI_BASE_URL": judge.base_url}
+        argv = ["--judge", "openai:slow-model", "--judge-timeout-seconds", "0.5", "--json"]
+        done = _demo(*argv, tmp_path=tmp_path, env=env)
+    assert done.returncode == 0, done.stderr
+    assert "0.5s timeout" in done.stderr
+    responses = {r["criterion"]: r for r in map(json.loads, done.stdout.splitlines())}
+    assert responses["final_answer"]["overall_score"] is not None  # the checks are there
+    judged = [r for c, r in responses.items() if c.startswith(("Reward", "Penalize"))]
+    assert len(judged) == 2
+    for response in judged:
+        for result in response["results_by_agent_name"].values():
+            for agent in result["results_by_agent_instance_id"].values():
+                assert agent["score"] is None and "0.5s timeout" in agent["not_evaluated"]
 
 
 def test_base_url_runs_the_program_against_another_model(tmp_path: Path) -> None:

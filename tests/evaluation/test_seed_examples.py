@@ -39,7 +39,7 @@ SOURCES = ("judge-argument", "TRACEJUDGE_JUDGE", "OPENAI_BASE_URL")
 def judge_reply(request: RecordedRequest) -> Reply:
     """The judge: 9/10 for graded criteria, a pass for pass/fail ones."""
     asked = request.json["messages"][-1]["content"]
-    if '"passed"' in asked.split("Reply with only the JSON object:")[-1]:
+    if '"passed": true or false' in asked.split("Reply with only the JSON object:")[-1]:
         return Reply.text(json.dumps({"explanation": "Holds.", "applicable": True, "passed": True}))
     return Reply.text(
         json.dumps({"explanation": "Accurate and clear.", "applicable": True, "score": 9})

@@ -87,13 +87,23 @@ async def test_the_spend_check_stops_exploration(server: ScriptedLLMServer, make
 
 
 def _batch_reply(request: RecordedRequest) -> Reply:
+    # One reply schema for every kind: what each criterion's object holds is in the
+    # question ('"score" is null' for a pass/fail criterion).
     schema = request.json["response_format"]["json_schema"]["schema"]
+    question = request.json["messages"][-1]["content"]
+    if not isinstance(question, str):
+        question = "".join(part["text"] for part in question)
+    blocks = question.split("criterion_")
     reply = {}
-    for key, part in schema["properties"].items():
-        if "passed" in part["properties"]:
-            reply[key] = {"explanation": "ok", "applicable": True, "passed": True}
-        else:
-            reply[key] = {"explanation": "ok", "applicable": True, "score": 10}
+    for index, key in enumerate(schema["properties"], start=1):
+        block = blocks[index]
+        binary = '"score" is null' in block
+        reply[key] = {
+            "explanation": "ok",
+            "applicable": True,
+            "score": None if binary else 10,
+            "passed": True if binary else None,
+        }
     return Reply.text(json.dumps(reply), usage={"prompt_tokens": 101, "completion_tokens": 9})
 
 

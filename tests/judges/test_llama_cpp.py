@@ -81,7 +81,8 @@ def llama_server() -> Iterator[str]:
 
 
 class RecordingTransport(httpx.AsyncHTTPTransport):
-    """httpx's own transport, keeping each answer's JSON (to read llama.cpp's timings)."""
+    """httpx's own transport, keeping each chat answer's JSON (to read llama.cpp's
+    timings)."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -90,7 +91,8 @@ class RecordingTransport(httpx.AsyncHTTPTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         response = await super().handle_async_request(request)
         body = await response.aread()
-        if response.status_code == 200:
+        # The judgements' answers only (not the judge's question about the context, /props).
+        if response.status_code == 200 and request.url.path.endswith("/chat/completions"):
             self.answers.append(json.loads(body))
         return httpx.Response(
             response.status_code, headers=response.headers, content=body, request=request
@@ -173,3 +175,15 @@ async def test_a_budgeted_judgement_stays_under_the_model_context(llama_server: 
         researcher = response.results_by_agent_name["researcher"]
         result = researcher.results_by_agent_instance_id["r1"]
         assert result is not None and (result.exploration is not None or result.not_evaluated)
+
+
+async def test_the_budget_is_the_servers_context_per_slot_from_props(llama_server: str) -> None:
+    # The table says 8,192 for smollm2; the server was started with a 4,096 context.
+    async with judge(llama_server) as model:
+        assert model.max_input_tokens == 8_192 - MAX_TOKENS  # before the server is asked
+        await model.learn_input_budget()
+        props = (await model._clients.get().client.get(f"{llama_server}/props")).json()
+    per_slot = props["default_generation_settings"]["n_ctx"]
+    assert per_slot == CONTEXT // props["total_slots"]  # llama.cpp's figure is per slot
+    assert model.max_input_tokens == per_slot - MAX_TOKENS
+    assert f"llama.cpp /props n_ctx {per_slot:,}" in model.input_budget_source

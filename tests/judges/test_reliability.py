@@ -212,5 +212,14 @@ async def test_an_injected_transport_replaces_the_network() -> None:
     verdict = await judge.judge(REQUEST)
     await judge.aclose()
     assert verdict.score == pytest.approx(3 / 9)
+    # Before its first judgement the judge asks the server its context (marked requests,
+    # through the same transport); then the judgement.
+    probes = [r for r in seen if "x-tracejudge-probe" in r.headers]
+    seen = [r for r in seen if r not in probes]
+    assert [str(r.url) for r in probes] == [
+        "http://judge.invalid/props",
+        "http://judge.invalid/v1/models",
+        "http://judge.invalid/api/show",
+    ]
     assert str(seen[0].url) == "http://judge.invalid/v1/chat/completions"
     assert "authorization" not in seen[0].headers

@@ -77,7 +77,11 @@ async def test_binary_kinds_score_one_when_passed_and_zero_when_not(
     body = server.requests[0].json
     assert "logprobs" not in body
     schema = body["response_format"]["json_schema"]["schema"]
+    # A local server: a schema by kind; the question (the same words for every server)
+    # names both verdict fields, the other one null.
     assert list(schema["properties"]) == ["explanation", "applicable", "passed"]
+    asked = body["messages"][-1]["content"]
+    assert '"score": null, "passed": true or false' in asked
 
 
 async def test_fails_if_prompt_says_passed_means_the_failing_condition_does_not_hold(
@@ -229,3 +233,34 @@ async def test_logprobs_rejected_are_dropped_and_remembered(
     assert "logprobs" not in bodies[1] and "logprobs" not in bodies[2]
     assert bodies[1]["response_format"]["type"] == "json_schema"
     assert not judge.logprobs
+
+
+async def test_every_kind_asks_with_one_schema_so_an_agents_judgements_share_a_prefix(
+    server: ScriptedLLMServer, make_judge
+) -> None:
+    # OpenAI puts the response_format schema before the system prompt: a schema per kind
+    # left a graded and a pass/fail judgement of one agent with no common prefix.
+    server.add(graded(8), binary(True), graded(3), binary(False))
+    judge = make_judge()
+    assert judge.one_reply_schema_for_all_kinds is False  # loopback: a schema by kind
+    judge.one_reply_schema_for_all_kinds = True  # what a judge of api.openai.com does
+    kinds = ["Reward accuracy", "Passes if it is polite", "Penalize verbosity", "Fails if rude"]
+    verdicts = [await judge.judge(request(criterion)) for criterion in kinds]
+    assert [v.score for v in verdicts] == [pytest.approx(7 / 9), 1.0, pytest.approx(2 / 9), 0.0]
+    bodies = [r.json for r in server.requests]
+    assert len({json.dumps(b["response_format"], sort_keys=True) for b in bodies}) == 1
+    data = {b["messages"][-1]["content"].split("What is judged")[0] for b in bodies}
+    assert len({json.dumps(b["messages"][:-1]) for b in bodies}) == 1  # the system prompt
+    assert len(data) == 1 and "assistant: 4" in data.pop()  # the data: the same bytes
+
+
+def test_only_openai_and_azure_get_one_schema_for_every_kind() -> None:
+    from tracejudge.judges import OpenAICompatibleJudge
+
+    def one_schema(base_url: str) -> bool:
+        judge = OpenAICompatibleJudge("m", base_url=base_url, api_key="k", cache=False)
+        return judge.one_reply_schema_for_all_kinds
+
+    assert one_schema("https://api.openai.com/v1")
+    assert one_schema("https://my-resource.openai.azure.com/openai/deployments/gpt-4.1")
+    assert not one_schema("http://127.0.0.1:8080/v1")  # llama.cpp, vLLM, Ollama: by kind

@@ -69,8 +69,14 @@ class ServerReader:
         if listed.status_code != 200:
             raise ComposoError(f"{self.url} answered HTTP {listed.status_code} to /api/v1/traces")
 
-    def _poll(self, path: str, done: Callable[[dict[str, Any]], bool], what: str) -> dict[str, Any]:
-        deadline = time.monotonic() + SCORE_TIMEOUT
+    def _poll(
+        self,
+        path: str,
+        done: Callable[[dict[str, Any]], bool],
+        what: str,
+        wait: float = SCORE_TIMEOUT,
+    ) -> dict[str, Any]:
+        deadline = time.monotonic() + wait
         while True:
             answer = self.http.get(path)
             if answer.status_code == 200 and done(body := answer.json()):
@@ -80,9 +86,7 @@ class ServerReader:
                     f"the server at {self.url} answered {answer.status_code} to {path}"
                 )
             if time.monotonic() > deadline:
-                raise ComposoError(
-                    f"the server at {self.url} did not {what} within {SCORE_TIMEOUT:g} s"
-                )
+                raise ComposoError(f"the server at {self.url} did not {what} within {wait:g} s")
             time.sleep(0.05)
 
     def arrived(self, trace_id: str) -> dict[str, Any]:
@@ -100,17 +104,24 @@ class ServerReader:
             raise ComposoError(f"the server could not score the trace: {body.get('error')}")
         return body
 
-    def judge(self, trace_id: str, criteria: Sequence[str]) -> str | None:
-        """Score the stored trace again with `criteria` (the server's judge); the task's
-        error, or None when it succeeded."""
+    def judge(
+        self, trace_id: str, criteria: Sequence[str], wait: float = SCORE_TIMEOUT
+    ) -> str | None:
+        """Score the stored trace again with `criteria` (the server's judge), waiting at
+        most `wait` seconds; the task's error (or that it did not end in time), or None
+        when it succeeded. A judge that fails never raises: the checks still stand."""
         answer = self.http.post(f"/api/v1/traces/{trace_id}/score", json={"criteria": criteria})
         if answer.status_code != 202:
             return f"HTTP {answer.status_code}: {_json(answer).get('detail')}"
-        task = self._poll(
-            f"/api/v1/tasks/{answer.json()['task_id']}",
-            lambda b: b["status"] in ("done", "failed"),
-            "hear back from the judge",
-        )
+        try:
+            task = self._poll(
+                f"/api/v1/tasks/{answer.json()['task_id']}",
+                lambda b: b["status"] in ("done", "failed"),
+                "hear back from the judge",
+                wait,
+            )
+        except ComposoError as error:
+            return str(error)
         return task.get("error") if task["status"] == "failed" else None
 
     def trace(self, trace_id: str) -> tuple[MultiAgentTrace, list[MultiAgentTraceResponse]]:

@@ -373,8 +373,11 @@ def evaluation_settings(args: argparse.Namespace, **overrides: Any) -> Any:
     )
 
 
-def judged_service(args: argparse.Namespace, **overrides: Any) -> Any:
-    """The evaluation service of a command's settings (see `evaluation_settings`). A judge
+def judged_service(
+    args: argparse.Namespace, *, keep_judge_failures: bool = False, **overrides: Any
+) -> Any:
+    """The evaluation service of a command's settings (see `evaluation_settings`);
+    `keep_judge_failures`: a failed judgement is not evaluated instead of raising. A judge
     named by `--judge` that cannot be built, a bad price file and a cost cap that cannot
     be enforced are usage errors naming the flag (or variable), before anything is read
     or judged; the environment's judge that cannot be built is a problem only when a
@@ -425,7 +428,9 @@ def judged_service(args: argparse.Namespace, **overrides: Any) -> Any:
         max_cost = None  # said once, here
     settings = dataclasses.replace(settings, prices=table, max_judge_cost=max_cost)
     try:
-        return build_service(settings, judge=built, judge_problem=problem)
+        return build_service(
+            settings, judge=built, judge_problem=problem, keep_judge_failures=keep_judge_failures
+        )
     except ConfigurationError as error:  # a judge that cannot judge criteria together
         where = "--single-call: " if settings.single_call else ""
         raise UsageError(f"{where}{error}") from None

@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["add_parser", "run", "run_demo", "scripted_replies", "send_demo", "serve_demo"]
 
+#: Seconds the demo waits for the judge beyond the judge's own timeouts.
+SCORE_MARGIN = 30.0
+
 #: The port `demo --serve` listens on unless `--port` says otherwise (as `serve`'s).
 DEFAULT_PORT = 8000
 
@@ -218,9 +221,39 @@ def _scored_on(
         reader.scored(trace_id)
         judge_error = None
         if server.judge_label is not None:
-            judge_error = reader.judge(trace_id, _judged_criteria())
+            judge_error = reader.judge(trace_id, _judged_criteria(), _judge_wait(server))
         trace, responses = reader.trace(trace_id)
+    if judge_error:
+        why = f"the judge {server.judge_label} failed: {' '.join(judge_error.split())}"
+        responses += _not_evaluated(trace, responses, why)
     return judge_error, trace, _in_criteria_order(responses)
+
+
+def _judge_wait(server: BackgroundServer) -> float:
+    """How long the demo waits for the judge's verdicts: each of the six judgements (two
+    criteria, three agents) may take the judge's timeout, so many at a time, plus a margin
+    for the server; then the judged criteria are not evaluated and the checks shown."""
+    config = server.config
+    rounds = -(-2 * 3 // max(1, config.max_concurrency))  # ceil(judgements / in flight)
+    return rounds * config.judge_timeout_seconds + SCORE_MARGIN
+
+
+def _not_evaluated(
+    trace: MultiAgentTrace, responses: list[MultiAgentTraceResponse], why: str
+) -> list[MultiAgentTraceResponse]:
+    """An answer for each judged criterion the server has none for: every agent with
+    something to judge not evaluated, for `why`."""
+    from tracejudge.evaluation.evaluator import trace_response
+    from tracejudge.models import ScoreResponse
+
+    answered = {r.criterion for r in responses}
+    judged = [a.id for a in trace.iter_agents() if a.llm_interactions or a.child_ids]
+    result = ScoreResponse(score=None, explanation=f"Not evaluated: {why}.", not_evaluated=why)
+    return [
+        trace_response(trace, criterion, dict.fromkeys(judged, result))
+        for criterion in _judged_criteria()
+        if criterion not in answered
+    ]
 
 
 def _scored_through_server(

@@ -18,11 +18,13 @@ evaluated with the reason, and the summary counts them. The cap is this run's: l
 resumed from `--out` do not count against it. `--single-call` judges all the criteria of
 one agent in one judge call. A judgement too long for the judge's input budget is
 explored (a digest of the trace and tools to read it); with `--no-explore` it is written
-as not evaluated instead.
+as not evaluated instead. A judgement whose judge failed (a timeout, an HTTP error, a
+reply it could not read) is written as not evaluated with the reason; the checks and the
+other judgements of the trace keep their results, and the run exits 1.
 
 Exit status: 0 done; 1 an agent scoring below `--fail-under` on any criterion (never a
-mean: one failed agent among ten fails the run), or a trace that could not be scored
-(a judge error: its lines are not written, so `--resume` retries it); 2 bad
+mean: one failed agent among ten fails the run), a judgement whose judge failed, or a
+trace that could not be scored (its lines are not written, so `--resume` retries it); 2 bad
 usage or input (one line naming the file and the problem); 130 interrupted.
 """
 
@@ -220,7 +222,7 @@ def run(args: argparse.Namespace) -> int:
         criteria = validate_criteria(list(criteria))[0]  # checked once, for every trace
     except BadRequestError as error:
         raise UsageError(f"bad criterion: {error}") from None
-    service = judged_service(args)
+    service = judged_service(args, keep_judge_failures=True)  # the checks always stand
     service.require_judge(criteria)  # a missing judge fails now, not after reading
     sources = expand_inputs(args.inputs)
     if sum(s.path is None for s in sources) > 1:
@@ -285,6 +287,7 @@ def _run(
     finally:
         if out is not None:
             out.close()
+    summary.judge_budget = _judge_budget(service.judge)
     if state.scored == 0 and not done and not state.failed:
         raise UsageError(f"{_names(sources)} holds no LLM interaction to score", warnings[:10])
     if args.html:
@@ -292,7 +295,12 @@ def _run(
     spend = service.spend
     if args.json or args.json_lines:
         report = summary.as_dict()
-        report.update(scored=state.scored, resumed=len(done), failed=len(state.failed))
+        report.update(
+            scored=state.scored,
+            resumed=len(done),
+            failed=len(state.failed),
+            judge_failures=service.judge_failures,
+        )
         if args.max_judge_cost is not None or args.max_judge_tokens is not None:
             report["judge_cap"] = {
                 "max_cost_usd": spend.max_cost_usd,
@@ -314,13 +322,29 @@ def _run(
         )
     for problem in state.failed[:10]:
         print(f"tracejudge score: {problem}", file=sys.stderr)
+    if service.judge_failures:
+        print(
+            f"tracejudge score: {service.judge_failures:,} judgements failed and are marked "
+            "not evaluated, with the reason (the checks' results are kept); the first: "
+            f"{service.first_judge_failure} (a slow judge: raise --judge-timeout-seconds)",
+            file=sys.stderr,
+        )
     if state.without_calls:
         logger.info("%d traces without a model call were skipped", state.without_calls)
-    if state.failed:
+    if state.failed or service.judge_failures:
         return 1
     if args.fail_under is not None and summary.failing_traces:
         return 1
     return 0
+
+
+def _judge_budget(judge: Any) -> tuple[int, str] | None:
+    """The judge's input budget per judgement and where it comes from (after the run: an
+    HTTP judge asks its server at its first judgement), None for a judge without one."""
+    budget = getattr(judge, "max_input_tokens", None)
+    if not isinstance(budget, int):
+        return None
+    return budget, str(getattr(judge, "input_budget_source", "max_input_tokens"))
 
 
 def _names(sources: Sequence[Source]) -> str:
@@ -357,7 +381,8 @@ def add_parser(commands: Any) -> None:
         "given a judge, natural-language criteria. Inputs: files, directories (their OTLP "
         "and trace files), globs, or - for standard input; OTLP/JSON lines, OTLP protobuf, "
         "gzip, MultiAgentTrace JSON or JSON lines, told apart by content. Exit status: 0 "
-        "done, 1 a score below --fail-under or a trace that could not be scored, 2 bad "
+        "done, 1 a score below --fail-under, a judgement whose judge failed (marked not "
+        "evaluated, the checks kept) or a trace that could not be scored, 2 bad "
         "usage or input, 130 interrupted. An agent fails a criterion below its bar: "
         "--fail-under X for every criterion, else 1.0 for a check and 0.5 for a judged "
         "criterion.",

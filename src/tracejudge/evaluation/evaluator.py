@@ -23,6 +23,7 @@ from pydantic import ValidationError
 
 from tracejudge.errors import (
     BadRequestError,
+    ComposoError,
     ConfigurationError,
     MalformedError,
 )
@@ -286,6 +287,11 @@ class Evaluator:
     the judge explores (a digest of the trace and tools to read it, `_explore`); `spend`'s
     run caps apply between its rounds too. None turns exploration off: such a judgement
     is then not evaluated, with the reason.
+
+    `keep_judge_failures`: a judgement whose judge call failed (a timeout, an HTTP error,
+    a reply that could not be read) is not evaluated, with the reason, instead of raising
+    and taking the other criteria's results with it; `judge_failures` counts them.
+    A `ConfigurationError` (the judge cannot be used at all) still raises.
     """
 
     def __init__(
@@ -296,6 +302,7 @@ class Evaluator:
         fail_under: float | None = None,
         spend: JudgeSpend | None = None,
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
+        keep_judge_failures: bool = False,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -306,6 +313,11 @@ class Evaluator:
         self.fail_under = fail_under
         self.spend = spend
         self.exploration = _with_spend(exploration, spend)
+        self.keep_judge_failures = keep_judge_failures
+        #: How many judgements failed and were kept as not evaluated (keep_judge_failures).
+        self.judge_failures = 0
+        #: The first failure's reason (None: none failed).
+        self.first_judge_failure: str | None = None
         # An asyncio.Semaphore belongs to one event loop: one per loop that uses this.
         self._limits: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
             weakref.WeakKeyDictionary()
@@ -355,11 +367,29 @@ class Evaluator:
                 return model(
                     explanation=f"Not evaluated: {refused}.", not_evaluated=refused, **fields
                 )
-            verdict = await self.judge.judge(request)
+            try:
+                verdict = await self.judge.judge(request)
+            except ComposoError as error:
+                failed = self._failed(error)
+                return model(
+                    explanation=f"Not evaluated: {failed}.", not_evaluated=failed, **fields
+                )
             if spend is not None:
                 usage = await spend.after(request.criterion, verdict.usage)
                 verdict = dataclasses.replace(verdict, usage=usage)
         return _score_response(verdict, self.judge, model, **fields)
+
+    def _failed(self, error: ComposoError, judgements: int = 1) -> str:
+        """The reason a judgement whose judge call raised `error` is not evaluated; raises
+        it again unless failures are kept (and for a judge that cannot be used at all)."""
+        if not self.keep_judge_failures or isinstance(error, ConfigurationError):
+            raise error
+        self.judge_failures += judgements
+        judge = getattr(self.judge, "name", None) or type(self.judge).__name__
+        reason = f"the judge {judge} failed: {_one_line(str(error)) or type(error).__name__}"
+        if self.first_judge_failure is None:
+            self.first_judge_failure = reason
+        return reason
 
     async def _ask_all(
         self, requests: list[JudgeRequest], model: type[R], **fields: Any
@@ -382,7 +412,14 @@ class Evaluator:
                     model(explanation=f"Not evaluated: {refused}.", not_evaluated=refused, **fields)
                     for _ in requests
                 ]
-            verdicts = list(await batch(requests))
+            try:
+                verdicts = list(await batch(requests))
+            except ComposoError as error:
+                failed = self._failed(error, len(requests))
+                return [
+                    model(explanation=f"Not evaluated: {failed}.", not_evaluated=failed, **fields)
+                    for _ in requests
+                ]
             if spend is not None:
                 verdicts = [
                     dataclasses.replace(v, usage=await spend.after(r.criterion, v.usage))

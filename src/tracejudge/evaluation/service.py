@@ -181,6 +181,11 @@ class EvaluationService:
     is read once instead of once per criterion, at the price of some independence between
     the criteria. Needs a judge with `judge_batch` (the HTTP judges): else
     `ConfigurationError`.
+
+    `keep_judge_failures` (what `tracejudge score` runs with): a judgement whose judge call
+    fails (timeout, HTTP error, unreadable reply) is not evaluated, with the reason, and
+    the checks and other criteria keep their results; `judge_failures` counts them.
+    Without it the failure raises.
     """
 
     def __init__(
@@ -196,6 +201,7 @@ class EvaluationService:
         spend_limits: Sequence[SpendLimit] = (),
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
         single_call: bool = False,
+        keep_judge_failures: bool = False,
     ) -> None:
         if single_call and judge is not None and getattr(judge, "judge_batch", None) is None:
             raise ConfigurationError(SINGLE_CALL_NEEDS_BATCH)
@@ -216,7 +222,18 @@ class EvaluationService:
             fail_under=fail_under,
             spend=self.spend,
             exploration=exploration,
+            keep_judge_failures=keep_judge_failures,
         )
+
+    @property
+    def judge_failures(self) -> int:
+        """How many judgements failed and were kept as not evaluated (`keep_judge_failures`)."""
+        return self._evaluator.judge_failures
+
+    @property
+    def first_judge_failure(self) -> str | None:
+        """Why the first failed judgement failed (None: none did)."""
+        return self._evaluator.first_judge_failure
 
     # ------------------------------------------------------------------ checks on requests
 

@@ -115,6 +115,7 @@ def build_service(
     judge: Judge | None | _Build = BUILD,
     judge_problem: ComposoError | None = None,
     spend_limits: Sequence[SpendLimit] = (),
+    keep_judge_failures: bool = False,
 ) -> EvaluationService:
     """The `EvaluationService` of `settings`: judge calls bounded by
     `settings.http.max_concurrency` (the judge's own bound), priced by `settings.prices`,
@@ -127,7 +128,8 @@ def build_service(
     is reported (as `judge_problem`) when a text criterion needs it, since checks need no
     judge. Raises `ConfigurationError` for a cost cap on a model without a price (and no
     token cap), and for `single_call` with a judge that cannot judge several criteria in
-    one call, as `EvaluationService` does.
+    one call, as `EvaluationService` does. `keep_judge_failures`: a failed judgement is
+    not evaluated, with the reason, instead of raising (see `EvaluationService`).
     """
     chosen: Judge | None
     if isinstance(judge, _Build):
@@ -150,4 +152,5 @@ def build_service(
         spend_limits=spend_limits,
         exploration=settings.exploration,
         single_call=settings.single_call,
+        keep_judge_failures=keep_judge_failures,
     )

@@ -17,6 +17,7 @@ import json
 import logging
 import threading
 import time
+import weakref
 from collections.abc import Sequence
 from typing import Any
 
@@ -35,7 +36,11 @@ from tracejudge._http import (
 from tracejudge.errors import APIError, BadRequestError, ConfigurationError
 from tracejudge.judges._ask import StructuredRequest, messages_for, structured_verdict
 from tracejudge.judges._batch import BatchJudging
-from tracejudge.judges._budget import TokenEstimator, default_max_input_tokens
+from tracejudge.judges._budget import (
+    TokenEstimator,
+    default_max_input_tokens,
+    table_budget_source,
+)
 from tracejudge.judges._cache import JudgeCache, MemoryCache, cache_key, make_cache
 from tracejudge.judges._exchange import Answer, Ask, Tally, ToolsRefused
 from tracejudge.judges._options import JudgeOptions
@@ -45,6 +50,7 @@ from tracejudge.judges._prompt import (
     reply_schema,
 )
 from tracejudge.judges._reading import ReplyReading, verdict_entry
+from tracejudge.judges._server_context import ServerContext
 from tracejudge.judges._spans import JudgeSpans, make_spans
 from tracejudge.judges._types import JudgeRequest, Verdict
 from tracejudge.models import JudgeUsage
@@ -124,11 +130,27 @@ class HTTPJudge(ReplyReading, BatchJudging):
         self.backoff_base = options.backoff_base
         self.backoff_max = options.backoff_max
         self.max_response_bytes = options.max_response_bytes
-        #: The most tokens one request of a judgement may hold (counted before sending).
+        #: The most tokens one request of a judgement may hold (counted before sending):
+        #: the one given, else the model table's, made smaller by what the server says
+        #: its context is (asked once, at the first judgement: `learn_input_budget`).
         self.max_input_tokens = (
             options.max_input_tokens
             if options.max_input_tokens is not None
             else default_max_input_tokens(model, max_tokens)
+        )
+        #: One reply schema for every criterion kind (OpenAI: the schema is part of the
+        #: cached prefix), else one by kind (see `_prompt.reply_schema`).
+        self.one_reply_schema_for_all_kinds = False
+        #: Where `max_input_tokens` comes from, in words.
+        self.input_budget_source = (
+            "max_input_tokens as given"
+            if options.max_input_tokens is not None
+            else table_budget_source(model, max_tokens)
+        )
+        # A budget given is the user's word: the server is not asked.
+        self._budget_learned = options.max_input_tokens is not None
+        self._budget_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+            weakref.WeakKeyDictionary()
         )
         self.estimator = TokenEstimator()
         self.spans: JudgeSpans | None = make_spans(options.spans)
@@ -174,6 +196,42 @@ class HTTPJudge(ReplyReading, BatchJudging):
     def _read(self, data: Any) -> Answer:
         """Read a 2xx answer's JSON; raise APIError when it is not the API's shape."""
         raise NotImplementedError
+
+    async def _server_context(self, client: httpx.AsyncClient) -> ServerContext | None:
+        """The context one request may hold, as the server says it (None: it cannot)."""
+        return None
+
+    async def learn_input_budget(self) -> None:
+        """Ask the server its context once (the first judgement of this judge asks; the
+        others wait for that answer) and keep the smaller budget: the table's or the
+        server's less the reply's `max_tokens`. A server that cannot say changes nothing."""
+        if self._budget_learned:
+            return
+        loop = asyncio.get_running_loop()
+        lock = self._budget_locks.setdefault(loop, asyncio.Lock())
+        async with lock:
+            if self._budget_learned:
+                return
+            found = await self._server_context(self._clients.get().client)
+            self._budget_learned = True
+        if found is None:
+            return
+        reserve = self.max_tokens or 0
+        # A reply bound as large as the context leaves half of it to the input.
+        budget = max(found.tokens // 2, found.tokens - reserve)
+        if budget < self.max_input_tokens:
+            self.max_input_tokens = budget
+            self.input_budget_source = (
+                f"the server's context ({found.source}) less {reserve:,} for the reply"
+            )
+        else:
+            self.input_budget_source += f"; the server allows more ({found.source})"
+        logger.info(
+            "judge %s: input budget %s tokens: %s",
+            self.name,
+            f"{self.max_input_tokens:,}",
+            self.input_budget_source,
+        )
 
     def _without_rejected(
         self, features: dict[str, Any], ask: Ask, rejection: str
@@ -314,12 +372,13 @@ class HTTPJudge(ReplyReading, BatchJudging):
         (see `tracejudge.judges._budget`)."""
         return self.estimator.estimate(self._body(messages, ask, self._features_now()))
 
-    @staticmethod
-    def _single_ask(request: JudgeRequest) -> Ask:
+    def _single_ask(self, request: JudgeRequest) -> Ask:
         if isinstance(request, StructuredRequest):  # a question with a schema of its own
             return Ask(schema=dict(request.schema), schema_name=request.schema_name)
         return Ask(
-            schema=reply_schema(request.kind, request.clean_explanation),
+            schema=reply_schema(
+                request.kind, request.clean_explanation, self.one_reply_schema_for_all_kinds
+            ),
             logprobs=not request.kind.is_binary,
         )
 
@@ -366,6 +425,7 @@ class HTTPJudge(ReplyReading, BatchJudging):
             raise BadRequestError("the criterion is empty; write what to reward or penalise")
         started = time.perf_counter()
         loop = asyncio.get_running_loop()
+        await self.learn_input_budget()
         messages = messages_for(request) or build_messages(request)
         ask = self._single_ask(request)
         needed = self.estimate(messages, ask)

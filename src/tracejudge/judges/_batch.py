@@ -35,10 +35,13 @@ class _BatchHost(Protocol):
     model: str
     timeout: float
     max_input_tokens: int
+    one_reply_schema_for_all_kinds: bool
     cache: JudgeCache | None
     _clients: LoopClients
 
     async def judge(self, request: JudgeRequest) -> Verdict: ...
+
+    async def learn_input_budget(self) -> None: ...
 
     def estimate(self, messages: Sequence[dict[str, Any]], ask: Ask) -> int: ...
 
@@ -111,8 +114,9 @@ class BatchJudging:
         if len(listed) == 1:
             return [await self.judge(first)]
         started = time.perf_counter()
+        await self.learn_input_budget()
         messages = build_batch_messages(listed)
-        ask = Ask(schema=batch_reply_schema(listed))
+        ask = Ask(schema=batch_reply_schema(listed, self.one_reply_schema_for_all_kinds))
         if self.estimate(messages, ask) > self.max_input_tokens:
             return list(await asyncio.gather(*(self.judge(r) for r in listed)))
         parameters = {

@@ -33,6 +33,7 @@ __all__ = [
     "TokenEstimator",
     "context_window",
     "default_max_input_tokens",
+    "table_budget_source",
 ]
 
 #: The bytes of a request's JSON counted as one token.
@@ -122,6 +123,16 @@ def default_max_input_tokens(model: str, max_tokens: int | None) -> int:
     window = context_window(model) or DEFAULT_CONTEXT_WINDOW
     reserve = max_tokens if max_tokens is not None else 0
     return max(1_024, window - reserve)
+
+
+def table_budget_source(model: str, max_tokens: int | None) -> str:
+    """Where `default_max_input_tokens(model, max_tokens)` comes from, in words."""
+    window = context_window(model)
+    reserve = f" less {max_tokens:,} for the reply" if max_tokens else ""
+    if window is None:
+        unknown = "a model the table does not know"
+        return f"the default context of {DEFAULT_CONTEXT_WINDOW:,} ({unknown}){reserve}"
+    return f"the model table's context of {window:,} for {model}{reserve}"
 
 
 def body_bytes(body: Any) -> int:

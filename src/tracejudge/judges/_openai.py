@@ -27,6 +27,7 @@ from tracejudge.judges._budget import NotGiven, default_max_tokens
 from tracejudge.judges._exchange import Answer, Ask, AskedCall
 from tracejudge.judges._options import JudgeKeywords, JudgeOptions
 from tracejudge.judges._prompt import message_text
+from tracejudge.judges._server_context import PROBE_TIMEOUT, ServerContext, ask_server_context
 
 if TYPE_CHECKING:
     from typing_extensions import Unpack
@@ -162,6 +163,10 @@ class OpenAICompatibleJudge(HTTPJudge):
             features={"format": response_format, "logprobs": bool(logprobs)},
         )
         self._azure = (httpx.URL(resolved_url).host or "").endswith(".azure.com")
+        # OpenAI (and Azure OpenAI) put the structured-output schema before the system
+        # prompt: one schema for every kind keeps an agent's judgements on one prefix.
+        host = httpx.URL(self.base_url).host or ""
+        self.one_reply_schema_for_all_kinds = self._azure or host == "api.openai.com"
         self._chat_url = join_url(resolved_url, "chat/completions")
 
     @property
@@ -186,6 +191,17 @@ class OpenAICompatibleJudge(HTTPJudge):
                 headers["authorization"] = f"Bearer {self.api_key}"
         headers.update(self.extra_headers)
         return headers
+
+    async def _server_context(self, client: httpx.AsyncClient) -> ServerContext | None:
+        # OpenAI and Azure serve models whose window the table knows; a local server
+        # (llama.cpp, vLLM, Ollama) is asked what it was started with.
+        host = httpx.URL(self.base_url).host
+        if self._azure or host == "api.openai.com":
+            return None
+        headers = {k: v for k, v in self._headers().items() if k != "content-type"}
+        return await ask_server_context(
+            client, self.base_url, self.model, headers, min(PROBE_TIMEOUT, self.timeout / 4)
+        )
 
     def _requests_logprobs(self, ask: Ask, features: dict[str, Any]) -> bool:
         # Pass/fail verdicts have no grade to weight.

@@ -104,24 +104,26 @@ def _how_to_score(kind: CriterionKind, target: str) -> str:
     if kind is CriterionKind.REWARD:
         return (
             f'"score" is an integer from 1 to 10: 10 means {target} fully shows what the '
-            "criterion rewards, 1 means it does not show it at all; use the whole range."
+            "criterion rewards, 1 means it does not show it at all; use the whole range. "
+            '"passed" is null.'
         )
     if kind is CriterionKind.PENALIZE:
         return (
             "The criterion names a behaviour to penalise. "
             f'"score" is an integer from 1 to 10 where 10 is BEST: 10 means the penalised '
             f"behaviour is entirely absent from {target}, 1 means it is present in its worst "
-            "form. A high score is good; a low score means the behaviour occurred."
+            "form. A high score is good; a low score means the behaviour occurred. "
+            '"passed" is null.'
         )
     if kind is CriterionKind.PASSES_IF:
         return (
             f'"passed" is true when the criterion\'s condition holds for {target} (it '
-            "passes), false when it does not."
+            'passes), false when it does not. "score" is null.'
         )
     return (
         "The criterion states a condition under which the response fails. "
         f'"passed" is true when that failing condition does NOT hold for {target} (it '
-        "passes), and false when the failing condition holds (it fails)."
+        'passes), and false when the failing condition holds (it fails). "score" is null.'
     )
 
 
@@ -133,8 +135,12 @@ _CLEANED = (
 
 
 def reply_shape(kind: CriterionKind, clean_explanation: bool) -> str:
-    """The reply object written out as an example, for prompts and re-asks."""
-    verdict = '"passed": true or false' if kind.is_binary else '"score": <integer 1 to 10>'
+    """The reply object written out as an example, for prompts and re-asks: every kind has
+    both verdict fields (one reply schema for all), the kind's filled and the other null."""
+    if kind.is_binary:
+        verdict = '"score": null, "passed": true or false'
+    else:
+        verdict = '"score": <integer 1 to 10>, "passed": null'
     cleaned = ', "cleaned_explanation": "..."' if clean_explanation else ""
     return f'{{"explanation": "...", "applicable": true or false, {verdict}{cleaned}}}'
 
@@ -192,18 +198,35 @@ def message_text(message: dict[str, Any]) -> str:
     return content if isinstance(content, str) else ""
 
 
-def reply_schema(kind: CriterionKind, clean_explanation: bool) -> dict[str, Any]:
-    """The strict JSON schema of the reply; properties in the order they should be written."""
+#: The graded verdict: an enum rather than minimum/maximum, since strict structured
+#: outputs and most guided decoders accept enums everywhere, bounds not always.
+_SCORE = {"type": "integer", "enum": list(range(1, 11))}
+#: In the one schema for every kind: each verdict, or null for the other kind.
+_SCORE_OR_NULL = {"anyOf": [_SCORE, {"type": "null"}]}
+_PASSED_OR_NULL = {"anyOf": [{"type": "boolean"}, {"type": "null"}]}
+
+
+def reply_schema(
+    kind: CriterionKind, clean_explanation: bool, one_for_all_kinds: bool = False
+) -> dict[str, Any]:
+    """The strict JSON schema of the reply; properties in the order they should be written.
+
+    By kind: `score` (graded) or `passed` (pass/fail). With `one_for_all_kinds`, the same
+    for every kind: both, each its type or null, the question saying which to fill.
+    OpenAI places the schema before the system prompt, so there one schema for all kinds
+    lets every judgement of an agent share its cached prefix; a local server's guided
+    decoding keeps the schema out of the prompt, and a schema by kind keeps a small model
+    from answering null."""
     properties: dict[str, Any] = {
         "explanation": {"type": "string"},
         "applicable": {"type": "boolean"},
     }
-    if kind.is_binary:
+    if one_for_all_kinds:
+        properties.update(score=_SCORE_OR_NULL, passed=_PASSED_OR_NULL)
+    elif kind.is_binary:
         properties["passed"] = {"type": "boolean"}
     else:
-        # An enum rather than minimum/maximum: strict structured outputs and most guided
-        # decoders accept enums everywhere, bounds not always.
-        properties["score"] = {"type": "integer", "enum": list(range(1, 11))}
+        properties["score"] = _SCORE
     if clean_explanation:
         properties["cleaned_explanation"] = {"type": "string"}
     return {
@@ -265,10 +288,13 @@ def build_batch_messages(requests: Sequence[JudgeRequest]) -> list[dict[str, Any
     ]
 
 
-def batch_reply_schema(requests: Sequence[JudgeRequest]) -> dict[str, Any]:
+def batch_reply_schema(
+    requests: Sequence[JudgeRequest], one_for_all_kinds: bool = False
+) -> dict[str, Any]:
     """The strict JSON schema of a reply for several criteria: one object per criterion."""
     properties = {
-        batch_key(i): reply_schema(r.kind, r.clean_explanation) for i, r in enumerate(requests)
+        batch_key(i): reply_schema(r.kind, r.clean_explanation, one_for_all_kinds)
+        for i, r in enumerate(requests)
     }
     return {
         "type": "object",

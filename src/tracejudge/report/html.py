@@ -24,7 +24,13 @@ from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
 from tracejudge.report.page import DOCUMENT_TAIL, document_head, script_json
-from tracejudge.report.results import ScoreSummary, bars_text, format_summary, usage_sentence
+from tracejudge.report.results import (
+    ScoreSummary,
+    bars_text,
+    format_summary,
+    input_sentence,
+    usage_sentence,
+)
 
 __all__ = ["MAX_BYTES", "write_report"]
 
@@ -126,8 +132,10 @@ def _overview(summary: ScoreSummary) -> str:
 def _cost_line(summary: ScoreSummary) -> str:
     """The judge's calls, tokens and dollars over the report, and how many results were
     not evaluated (empty when nothing was judged)."""
+    inputs = input_sentence(summary)
+    budget = f'<p class="cost" id="tj-input">{html.escape(inputs)}</p>' if inputs else ""
     if not summary.usage_by_criterion and not summary.not_evaluated:
-        return ""
+        return budget
     e = html.escape
     text = ""
     if summary.usage_by_criterion:
@@ -140,7 +148,7 @@ def _cost_line(summary: ScoreSummary) -> str:
             f' <span class="na">{summary.not_evaluated} agent results not evaluated '
             f"({e(reasons)}), left out of the figures.</span>"
         )
-    return f'<p class="cost" id="tj-cost">{text.strip()}</p>'
+    return f'<p class="cost" id="tj-cost">{text.strip()}</p>{budget}'
 
 
 def _histogram(criterion: str, scores: Sequence[float], bins: int = 10) -> str:

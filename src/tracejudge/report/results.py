@@ -49,6 +49,7 @@ __all__ = [
     "ScoreSummary",
     "format_summary",
     "format_usage",
+    "input_sentence",
     "line_usage",
     "result_lines",
     "usage_of",
@@ -198,6 +199,13 @@ class ScoreSummary:
         self.usage_by_criterion: dict[str, JudgeUsage] = {}
         #: Lines whose judge calls have no cost (the judge's model has no price).
         self.unpriced = 0
+        #: The judge's input budget per judgement and where it comes from (set by the
+        #: caller that knows the judge; None: not known).
+        self.judge_budget: tuple[int, str] | None = None
+        #: Judgements that called the judge, their input tokens in all, the largest.
+        self.judgements = 0
+        self.judgement_input_tokens = 0
+        self.largest_judgement_input = 0
         self.overall: dict[str, list[float]] = {}
         #: criterion -> each trace's worst agent score on it (what the charts show).
         self.worst: dict[str, list[float]] = {}
@@ -247,6 +255,7 @@ class ScoreSummary:
                 if (trace_id, instance_id) not in self._instances:
                     self._instances.add((trace_id, instance_id))
                     scores.instances += 1
+                self._count_judgement(agent)
                 reason = agent.get("not_evaluated")
                 if reason is not None:
                     self.not_evaluated += 1
@@ -277,6 +286,15 @@ class ScoreSummary:
                     )
             if lowest is not None:
                 self.worst.setdefault(criterion, []).append(lowest)
+
+    def _count_judgement(self, agent: Mapping[str, Any]) -> None:
+        """Count one agent's judgement's input tokens (a judgement that called the judge)."""
+        usage = usage_of(agent)
+        if usage is None or not usage.calls:
+            return
+        self.judgements += 1
+        self.judgement_input_tokens += usage.input_tokens
+        self.largest_judgement_input = max(self.largest_judgement_input, usage.input_tokens)
 
     def _found(self, finding: Finding) -> None:
         self.findings_count += 1
@@ -331,6 +349,13 @@ class ScoreSummary:
             "findings": self.findings_count,
             "not_evaluated": self.not_evaluated,
             "not_evaluated_reasons": dict(self.not_evaluated_reasons),
+            "judge_input": {
+                "budget_tokens": self.judge_budget[0] if self.judge_budget else None,
+                "budget_source": self.judge_budget[1] if self.judge_budget else None,
+                "judgements": self.judgements,
+                "mean_tokens": round(self.judgement_input_tokens / max(1, self.judgements)),
+                "largest_tokens": self.largest_judgement_input,
+            },
             "judge_usage": {
                 "total": line_usage(self.usage),
                 "by_criterion": {c: line_usage(u) for c, u in self.usage_by_criterion.items()},
@@ -413,6 +438,9 @@ def format_summary(summary: ScoreSummary) -> str:
     usage = format_usage(summary)
     if usage:
         lines.extend([usage, ""])
+    inputs = input_sentence(summary)
+    if inputs:
+        lines.extend([inputs, ""])
     tail = (
         f"{summary.traces} traces, {len(summary.failing_traces)} failing "
         f"(an agent {bars_text(summary)})"
@@ -424,6 +452,29 @@ def format_summary(summary: ScoreSummary) -> str:
         )
     lines.append(tail)
     return "\n".join(lines)
+
+
+def input_sentence(summary: ScoreSummary) -> str:
+    """The judge's input budget per judgement and how much the judgements held ("" when
+    no judge was used)."""
+    if summary.judge_budget is None and not summary.judgements:
+        return ""
+    text = ""
+    if summary.judge_budget is not None:
+        budget, source = summary.judge_budget
+        text = f"Judge input budget: {budget:,} tokens per judgement ({source})"
+    if summary.judgements:
+        mean = summary.judgement_input_tokens / summary.judgements
+        largest = summary.largest_judgement_input
+        held = (
+            f"{summary.judgements:,} judgement{'s' if summary.judgements != 1 else ''} held "
+            f"{mean:,.0f} input tokens on average, "
+            f"{largest:,} at most"
+        )
+        if summary.judge_budget is not None:
+            held += f" ({largest / summary.judge_budget[0]:.0%} of the budget)"
+        text = f"{text}; {held}" if text else held[0].upper() + held[1:]
+    return text + "."
 
 
 def _reasons(summary: ScoreSummary) -> str:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
+from tracejudge.models import AgentInstance, MultiAgentTrace, MultiAgentTraceResponse
 
 #: A criterion is its own column label when it is one word of at most this length.
 _MAX_LABEL = 18
@@ -71,30 +72,49 @@ def _findings(
     return findings
 
 
+def _not_evaluated(response: MultiAgentTraceResponse, agent: AgentInstance) -> str | None:
+    """Why `agent` was not evaluated on `response`'s criterion (None: it was, or n/a)."""
+    result = response.results_by_agent_name.get(agent.name)
+    detail = result.results_by_agent_instance_id.get(agent.id) if result is not None else None
+    return detail.not_evaluated if detail is not None else None
+
+
 def format_results(trace: MultiAgentTrace, responses: Sequence[MultiAgentTraceResponse]) -> str:
     """A table of agents x criteria, the overall row, then every finding below 1.0 in full.
 
     `responses` are the answers for `trace`, one per criterion, in column order. A
-    score the criterion did not give (not applicable to that agent) shows as ``n/a``.
+    score the criterion did not give (not applicable to that agent) shows as ``n/a``; one
+    that could not be judged (the judge failed) as ``n/e``, with the reason below.
     """
     labels, legend = _labels(responses)
     agents = list(trace.iter_agents())
     width = max([len(a.name) for a in agents] + [7]) + 2
     lines = [" " * width + "  ".join(f"{label:>5}" for label in labels)]
 
-    def cells(scores: Sequence[float | None]) -> str:
-        shown = ["n/a" if v is None else f"{v:.2f}" for v in scores]
+    def cells(scores: Sequence[float | str | None]) -> str:
+        shown = [v if isinstance(v, str) else "n/a" if v is None else f"{v:.2f}" for v in scores]
         return "  ".join(
             f"{v:>{max(len(label), 5)}}" for v, label in zip(shown, labels, strict=True)
         )
 
+    reasons: dict[str, list[str]] = {}  # why not evaluated -> the criteria's labels
+
+    def cell(response: MultiAgentTraceResponse, label: str, agent: AgentInstance) -> Any:
+        why = _not_evaluated(response, agent)
+        if why is None:
+            return response.agent_scores.get(agent.id)
+        if label not in (named := reasons.setdefault(why, [])):
+            named.append(label)
+        return "n/e"
+
     for agent in agents:
-        lines.append(
-            f"{agent.name:<{width}}" + cells([r.agent_scores.get(agent.id) for r in responses])
-        )
+        row = [cell(r, label, agent) for r, label in zip(responses, labels, strict=True)]
+        lines.append(f"{agent.name:<{width}}" + cells(row))
     lines.append(f"{'overall':<{width}}" + cells([r.overall_score for r in responses]))
     if legend:
         lines += ["", *legend]
+    for why, named in reasons.items():
+        lines.append(f"n/e = not evaluated ({', '.join(named)}): {why}")
     findings = _findings(trace, responses, labels)
     if findings:
         lines += ["", "Findings:", *findings]

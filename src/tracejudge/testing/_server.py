@@ -33,6 +33,11 @@ RENDERERS: tuple[type[Renderer], ...] = (
 
 # OpenLLMetry keeps every Responses API response in a process-global dict keyed by
 # response id, so response ids must not repeat across servers in one process.
+#: The header marking a judge's question about the server's context (tracejudge.judges'
+#: `_server_context.PROBE_HEADER`): such requests are kept in `probes`, never replied from
+#: the queue.
+PROBE_HEADER = "x-tracejudge-probe"
+
 _PROCESS_WIDE_ID_PREFIXES = frozenset({"resp_"})
 _PROCESS_WIDE_IDS: dict[str, Iterator[int]] = {}
 
@@ -67,6 +72,7 @@ class ScriptedLLMServer:
         self._lock = threading.Lock()
         self._queue: deque[ReplySource] = deque()
         self._requests: list[RecordedRequest] = []
+        self._probes: list[RecordedRequest] = []
         self._in_flight = 0
         self._max_in_flight = 0
         self._counters: dict[str, Iterator[int]] = {}
@@ -150,6 +156,14 @@ class ScriptedLLMServer:
             return list(self._requests)
 
     @property
+    def probes(self) -> list[RecordedRequest]:
+        """A copy of the judge's questions about this server's context (requests marked
+        with the `x-tracejudge-probe` header), kept apart from `requests`: they are
+        answered as a server that cannot say (404, or the models listing)."""
+        with self._lock:
+            return list(self._probes)
+
+    @property
     def max_in_flight(self) -> int:
         """The highest number of requests handled at the same time so far."""
         with self._lock:
@@ -186,6 +200,7 @@ class ScriptedLLMServer:
         with self._lock:
             self._queue.clear()
             self._requests.clear()
+            self._probes.clear()
             self._max_in_flight = self._in_flight
             self._counters.clear()
 
@@ -207,6 +222,12 @@ class ScriptedLLMServer:
             return f"{prefix}{next(counter)}"
 
     def _dispatch(self, request: RecordedRequest) -> Rendered:
+        if PROBE_HEADER in request.headers:
+            with self._lock:
+                self._probes.append(request)
+            if request.method == "GET" and request.path.split("?", 1)[0].endswith("/models"):
+                return _models()
+            return openai_error(404, "ScriptedLLMServer: no context to tell", None)
         with self._lock:
             self._requests.append(request)
             self._in_flight += 1
