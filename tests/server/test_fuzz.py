@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from tests.server.harness import InProcessServer
-from tracejudge.server.openapi import openapi_document
+from tracejudge.server.app import create_app
+from tracejudge.server.config import ServerConfig
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 schemathesis = pytest.importorskip("schemathesis", reason="pip install schemathesis")
@@ -39,7 +40,9 @@ EXAMPLES_PER_OPERATION = max(5, hypothesis.settings.default.max_examples // 5)
 #: Every operation the document describes, one test each (they spread over the workers).
 OPERATIONS = sorted(
     (method.upper(), path)
-    for path, item in openapi_document()["paths"].items()
+    for path, item in create_app(ServerConfig(port=0), checks_only=True)
+    .state.openapi["paths"]
+    .items()
     for method in item
     if method in {"get", "post", "put", "patch", "delete"}
 )
