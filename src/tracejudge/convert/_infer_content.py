@@ -1,0 +1,242 @@
+"""A model call's content read without a row: its messages, answer and tool calls found by
+their shape, whatever keys the producer keeps them under.
+
+A producer no row of the conventions table names still records what its model calls said,
+under keys of its own (`ai.prompt.messages`, `genkit:output`, `all_messages_events`). This
+phase is asked only of a call whose row read no content at all: it looks at the span's
+attribute values (below a size cap, each parsed once) for a JSON array of chat messages
+(OpenAI, Anthropic, Gemini and GenAI part shapes), an object holding `messages` or
+`contents`, an answer (`message`, `choices`, `candidates`, `content`, `text`), tool calls
+(OpenAI, Anthropic, Gemini, Genkit, AI SDK shapes), and for loose text a key whose last
+segment names the prompt or the answer. Structured JSON is preferred to loose text; the
+first value found for each side is kept; what a row read is never touched.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tracejudge.convert import _json
+from tracejudge.convert._common import (
+    Extraction,
+    message_inputs,
+    text_value,
+    tool_call,
+    tool_response,
+)
+from tracejudge.convert._view import SpanView
+from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
+
+__all__ = ["infer_content"]
+
+#: Values longer than this are not looked at (a cap on the work for huge payloads).
+SIZE_CAP = 200_000
+_SEGMENTS = re.compile(r"[.:/]")
+_INPUT_WORDS = ("message", "prompt", "input", "request", "contents")
+_OUTPUT_WORDS = ("output", "response", "completion", "answer", "result", "text")
+_CALL_WORDS = ("toolcalls", "tool_calls")
+_ANSWER_ROLES = frozenset({"assistant", "model", "ai"})
+
+
+def infer_content(view: SpanView, extraction: Extraction) -> None:
+    """Fill a call's inputs and answer from values shaped like them, when the call's
+    row read none (`extraction.has_content` False); else leave it as it is."""
+    if extraction.has_content or extraction.inputs or extraction.outputs:
+        return
+    inputs: list[LLMInput] | None = None
+    answer: tuple[list[str], list[LLMToolCall]] | None = None
+    loose_input: str | None = None
+    loose_answer: str | None = None
+    calls: list[LLMToolCall] | None = None
+    for key, raw in view.attributes.items():
+        if not isinstance(raw, str) or not raw or len(raw) > SIZE_CAP:
+            continue
+        last = _SEGMENTS.split(key)[-1].lower()
+        is_output = any(word in last for word in _OUTPUT_WORDS)
+        is_input = not is_output and any(word in last for word in _INPUT_WORDS)
+        is_calls = any(word in last.replace(".", "") for word in _CALL_WORDS)
+        if not (is_input or is_output or is_calls):
+            continue
+        value = _parsed(raw)
+        if value is None:  # loose text
+            if is_input and loose_input is None:
+                loose_input = raw
+            elif is_output and loose_answer is None:
+                loose_answer = raw
+            continue
+        if is_calls:
+            if calls is None and isinstance(value, list):
+                calls = [c for c in map(_call, value) if c is not None] or None
+            continue
+        if is_input and inputs is None:
+            inputs = _messages_in(value)
+        elif is_output and answer is None:
+            answer = _answer_in(value)
+            if answer is None and isinstance(value, str) and value:
+                loose_answer = loose_answer or value
+    if inputs is None and loose_input is not None:
+        inputs = message_inputs("user", [loose_input], [], [])
+    if answer is None and (loose_answer is not None or calls):
+        answer = ([loose_answer] if loose_answer else [], calls or [])
+    elif answer is not None and calls and not answer[1]:
+        answer = (answer[0], calls)
+    if inputs:
+        extraction.inputs = inputs
+    if answer is not None and (answer[0] or answer[1]):
+        extraction.add_choice(answer[0], answer[1])
+    if extraction.inputs or extraction.outputs:
+        extraction.has_content = True
+
+
+def _parsed(raw: str) -> Any:
+    """The value's JSON when it is a JSON array, object or string; else None."""
+    if raw[:1] not in ("[", "{", '"'):
+        return None
+    try:
+        return _json.loads(raw)
+    except (json.JSONDecodeError, ValueError, RecursionError):
+        return None
+
+
+def _messages_in(value: Any) -> list[LLMInput] | None:
+    """Chat messages: an array of them, or an object holding one (`messages`, `contents`),
+    or the AI SDK's `{system, prompt}`."""
+    if isinstance(value, Mapping):
+        for key in ("messages", "contents"):
+            found = value.get(key)
+            if isinstance(found, list):
+                return _messages_in(found)
+        system, prompt = value.get("system"), value.get("prompt")
+        if isinstance(prompt, str):
+            head = message_inputs("system", [system], [], []) if isinstance(system, str) else []
+            return head + message_inputs("user", [prompt], [], [])
+        return None
+    if not isinstance(value, list) or not value:
+        return None
+    if not all(isinstance(m, Mapping) and "role" in m for m in value):
+        return None
+    items: list[LLMInput] = []
+    for message in value:
+        role, texts, calls, responses = _message(message)
+        items.extend(message_inputs(role, texts, calls, responses))
+    return items
+
+
+def _answer_in(value: Any) -> tuple[list[str], list[LLMToolCall]] | None:
+    """(texts, tool calls) of an answer in any of the common shapes, or None."""
+    if isinstance(value, list):
+        if value and all(isinstance(m, Mapping) and "role" in m for m in value):
+            answers = [m for m in value if str(m.get("role")).lower() in _ANSWER_ROLES]
+            if answers:
+                _, texts, calls, _ = _message(answers[-1])
+                return texts, calls
+            return None
+        return None
+    if not isinstance(value, Mapping):
+        return None
+    for key in ("message", "output"):
+        found = value.get(key)
+        if isinstance(found, Mapping) and ("content" in found or "parts" in found):
+            _, texts, calls, _ = _message(found)
+            return texts, calls
+    choices = value.get("choices") or value.get("candidates")
+    if isinstance(choices, list) and choices and isinstance(choices[0], Mapping):
+        first = choices[0]
+        message = first.get("message") or first.get("content")
+        if isinstance(message, Mapping):
+            _, texts, calls, _ = _message(message)
+            return texts, calls
+        if isinstance(first.get("text"), str):
+            return [first["text"]], []
+    if "content" in value and ("role" in value or "type" in value):
+        _, texts, calls, _ = _message(value)
+        return texts, calls
+    if isinstance(value.get("text"), str):
+        return [value["text"]], []
+    return None
+
+
+def _message(
+    message: Mapping[str, Any],
+) -> tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse]]:
+    """One message in any of the shapes: (role, texts, tool calls, tool results)."""
+    role = str(message.get("role") or "user").lower()
+    texts: list[str] = []
+    calls: list[LLMToolCall] = []
+    responses: list[LLMToolResponse] = []
+    content = message.get("content", message.get("parts", message.get("text")))
+    parts = content if isinstance(content, list) else [content] if content is not None else []
+    for part in parts:
+        _part(part, texts, calls, responses)
+    for raw in message.get("tool_calls") or ():
+        found = _call(raw)
+        if found is not None:
+            calls.append(found)
+    if role in ("tool", "function") and not responses:
+        call_id = message.get("tool_call_id") or message.get("id")
+        responses.append(tool_response(call_id, "\n".join(texts), message.get("name")))
+        texts = []
+    return role, texts, calls, responses
+
+
+def _part(
+    part: Any, texts: list[str], calls: list[LLMToolCall], responses: list[LLMToolResponse]
+) -> None:
+    if isinstance(part, str):
+        texts.append(part)
+        return
+    if not isinstance(part, Mapping):
+        return
+    kind = str(part.get("type") or "").replace("-", "_")
+    if kind in ("tool_result", "tool_response", "function_call_output") or (
+        "toolResponse" in part or "functionResponse" in part
+    ):
+        inner = part.get("toolResponse") or part.get("functionResponse") or part
+        call_id = inner.get("ref") or inner.get("toolCallId") or inner.get("tool_use_id")
+        call_id = call_id or inner.get("call_id") or inner.get("id")
+        result = next(
+            (inner[k] for k in ("output", "response", "result", "content") if k in inner), ""
+        )
+        if isinstance(result, Mapping) and set(result) <= {"type", "value"}:
+            result = result.get("value", "")  # the AI SDK's `{type: "text", value}`
+        responses.append(tool_response(call_id, result, inner.get("name") or inner.get("toolName")))
+        return
+    found = _call(part)
+    if found is not None:
+        calls.append(found)
+        return
+    if kind in ("reasoning", "thinking"):
+        return
+    text = part.get("text", part.get("content"))
+    if text is not None:
+        texts.append(text_value(text))
+
+
+def _call(raw: Any) -> LLMToolCall | None:
+    """A tool call in the OpenAI, Anthropic, Gemini, Genkit, AI SDK or GenAI shapes."""
+    if not isinstance(raw, Mapping):
+        return None
+    inner = raw.get("toolRequest") or raw.get("functionCall") or raw.get("function_call")
+    if isinstance(inner, Mapping):
+        arguments = inner.get("input", inner.get("args", inner.get("arguments")))
+        return tool_call(inner.get("ref") or inner.get("id"), inner.get("name"), arguments)
+    kind = str(raw.get("type") or "").replace("-", "_")
+    if kind in ("tool_call", "tool_use", "function_call", "function"):
+        function = raw.get("function")
+        spec = function if isinstance(function, Mapping) else raw
+        name = spec.get("name") or raw.get("toolName")
+        if name is None:
+            return None
+        arguments = next(
+            (spec[k] for k in ("arguments", "input", "args") if k in spec),
+            raw.get("input", raw.get("args")),
+        )
+        call_id = raw.get("toolCallId") or raw.get("call_id") or raw.get("id")
+        return tool_call(call_id, name, arguments)
+    if "toolName" in raw and "toolCallId" in raw:  # the AI SDK's response tool calls
+        arguments = raw.get("input", raw.get("args"))
+        return tool_call(raw["toolCallId"], raw["toolName"], arguments)
+    return None
