@@ -108,7 +108,11 @@ def _messages_in(value: Any) -> list[LLMInput] | None:
         for key in ("messages", "contents"):
             found = value.get(key)
             if isinstance(found, list):
-                return _messages_in(found)
+                messages = _messages_in(found)
+                system = _system_instruction(value)
+                if messages is not None and system and messages[0].role != "system":
+                    return message_inputs("system", [system], [], []) + messages
+                return messages
         system, prompt = value.get("system"), value.get("prompt")
         if isinstance(prompt, str):
             head = message_inputs("system", [system], [], []) if isinstance(system, str) else []
@@ -125,6 +129,20 @@ def _messages_in(value: Any) -> list[LLMInput] | None:
     return items
 
 
+def _system_instruction(request: Mapping[str, Any]) -> str | None:
+    """The system prompt a request object keeps beside its messages (Gemini's
+    `system_instruction`, in its `config` or not; Anthropic's `system`)."""
+    config = request.get("config")
+    for holder in (request, config if isinstance(config, Mapping) else {}):
+        for key in ("system_instruction", "systemInstruction", "system"):
+            found = holder.get(key)
+            if isinstance(found, str):
+                return found
+            if isinstance(found, Mapping):
+                return "\n".join(_message(found)[1]) or None
+    return None
+
+
 def _answer_in(value: Any) -> tuple[list[str], list[LLMToolCall]] | None:
     """(texts, tool calls) of an answer in any of the common shapes, or None."""
     if isinstance(value, list):
@@ -137,9 +155,9 @@ def _answer_in(value: Any) -> tuple[list[str], list[LLMToolCall]] | None:
         return None
     if not isinstance(value, Mapping):
         return None
-    for key in ("message", "output"):
+    for key in ("message", "output", "content"):  # (Genkit, ADK: one message)
         found = value.get(key)
-        if isinstance(found, Mapping) and ("content" in found or "parts" in found):
+        if isinstance(found, Mapping) and not {"content", "parts", "tool_calls"}.isdisjoint(found):
             _, texts, calls, _ = _message(found)
             return texts, calls
     choices = value.get("choices") or value.get("candidates")
@@ -192,9 +210,14 @@ def _part(
         return
     kind = str(part.get("type") or "").replace("-", "_")
     if kind in ("tool_result", "tool_response", "function_call_output") or (
-        "toolResponse" in part or "functionResponse" in part
+        "toolResponse" in part or "functionResponse" in part or "function_response" in part
     ):
-        inner = part.get("toolResponse") or part.get("functionResponse") or part
+        inner = (
+            part.get("toolResponse")
+            or part.get("functionResponse")
+            or part.get("function_response")
+            or part
+        )
         call_id = inner.get("ref") or inner.get("toolCallId") or inner.get("tool_use_id")
         call_id = call_id or inner.get("call_id") or inner.get("id")
         result = next(
@@ -224,7 +247,9 @@ def _call(raw: Any) -> LLMToolCall | None:
         arguments = inner.get("input", inner.get("args", inner.get("arguments")))
         return tool_call(inner.get("ref") or inner.get("id"), inner.get("name"), arguments)
     kind = str(raw.get("type") or "").replace("-", "_")
-    if kind in ("tool_call", "tool_use", "function_call", "function"):
+    if kind in ("tool_call", "tool_use", "function_call", "function") or (
+        not kind and isinstance(raw.get("function"), Mapping)  # OpenAI's, untyped
+    ):
         function = raw.get("function")
         spec = function if isinstance(function, Mapping) else raw
         name = spec.get("name") or raw.get("toolName")
