@@ -38,6 +38,8 @@ _SEGMENTS = re.compile(r"[.:/]")
 _INPUT_WORDS = ("message", "prompt", "input", "request", "contents")
 _OUTPUT_WORDS = ("output", "response", "completion", "answer", "result", "text")
 _CALL_WORDS = ("toolcalls", "tool_calls")
+#: Keys of the whole conversation, the answer last (logfire's `events`, `all_messages_events`).
+_CONVERSATION_WORDS = ("events", "conversation", "history", "all_messages")
 _ANSWER_ROLES = frozenset({"assistant", "model", "ai"})
 
 
@@ -55,12 +57,17 @@ def infer_content(view: SpanView, extraction: Extraction) -> None:
         if not isinstance(raw, str) or not raw or len(raw) > SIZE_CAP:
             continue
         last = _SEGMENTS.split(key)[-1].lower()
-        is_output = any(word in last for word in _OUTPUT_WORDS)
-        is_input = not is_output and any(word in last for word in _INPUT_WORDS)
-        is_calls = any(word in last.replace(".", "") for word in _CALL_WORDS)
-        if not (is_input or is_output or is_calls):
+        is_whole = any(word in last for word in _CONVERSATION_WORDS)
+        is_output = not is_whole and any(word in last for word in _OUTPUT_WORDS)
+        is_input = not is_whole and not is_output and any(w in last for w in _INPUT_WORDS)
+        is_calls = any(word in last for word in _CALL_WORDS)
+        if not (is_whole or is_input or is_output or is_calls):
             continue
         value = _parsed(raw)
+        if is_whole:
+            if inputs is None and answer is None and isinstance(value, list):
+                inputs, answer = _conversation(value)
+            continue
         if value is None:  # loose text
             if is_input and loose_input is None:
                 loose_input = raw
@@ -141,6 +148,19 @@ def _system_instruction(request: Mapping[str, Any]) -> str | None:
             if isinstance(found, Mapping):
                 return "\n".join(_message(found)[1]) or None
     return None
+
+
+def _conversation(
+    value: list[Any],
+) -> tuple[list[LLMInput] | None, tuple[list[str], list[LLMToolCall]] | None]:
+    """A whole conversation's (inputs, answer): its trailing assistant message is the
+    answer, the messages before it the inputs; (None, None) when it is no conversation."""
+    if not value or not all(isinstance(m, Mapping) and "role" in m for m in value):
+        return None, None
+    if str(value[-1].get("role")).lower() not in _ANSWER_ROLES:
+        return _messages_in(value), None
+    _, texts, calls, _ = _message(value[-1])
+    return _messages_in(value[:-1]) or None, (texts, calls)
 
 
 def _answer_in(value: Any) -> tuple[list[str], list[LLMToolCall]] | None:
