@@ -321,3 +321,29 @@ def test_a_tool_call_seen_only_on_its_tool_span_joins_the_call_that_made_it() ->
     )
     assert [(r.id, r.response) for r in first.tool_results or []] == [("call_1", "sunny")]
     assert not second.tool_calls  # the call joined the interaction that made it, only
+
+
+def test_a_whole_conversation_or_its_events_give_an_unknown_call_its_answer() -> None:
+    conversation = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Sunny."},
+    ]
+    with _tracing() as (provider, exporter):
+        llm = provider.get_tracer("acme.llm", "2.1.0")
+        with _agent(provider, "planner"):
+            usage = {
+                semconv.GEN_AI_REQUEST_MODEL: "acme-large",
+                semconv.GEN_AI_USAGE_INPUT_TOKENS: 11,
+            }
+            attributes = {**usage, "acme.events": json.dumps(conversation)}
+            with llm.start_as_current_span("acme.generate", attributes=attributes):
+                pass
+            with llm.start_as_current_span("acme.generate", attributes=usage) as span:
+                span.add_event("acme.user.message", {"content": "Weather?"})
+                span.add_event("acme.choice", {"message": "Sunny."})
+        trace = traces_from_spans(exporter.get_finished_spans())[0]
+    for call in trace.root.llm_interactions:
+        assert [(m.role, m.content) for m in call.input_messages] == [("user", "Weather?")]
+        assert [m.content for m in call.output_messages] == ["Sunny."]
+    assert len(trace.root.llm_interactions) == 2
+    assert trace.warnings == []

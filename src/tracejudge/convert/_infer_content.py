@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from tracejudge.convert import _json
@@ -43,17 +43,37 @@ _CONVERSATION_WORDS = ("events", "conversation", "history", "all_messages")
 _ANSWER_ROLES = frozenset({"assistant", "model", "ai"})
 
 
-def infer_content(view: SpanView, extraction: Extraction) -> None:
+def infer_content(view: SpanView, extraction: Extraction, *, events: bool = False) -> None:
     """Fill a call's inputs and answer from values shaped like them, when the call's
-    row read none (`extraction.has_content` False); else leave it as it is."""
+    row read none (`extraction.has_content` False); else leave it as it is.
+
+    With `events` (a span no row reads at all), the span's events are read too when its
+    attributes hold nothing: a row that reads events and found no content there (Strands'
+    redacted ones) said so, and its warning stands."""
     if extraction.has_content or extraction.inputs or extraction.outputs:
         return
+    inputs, answer = _scan(view.attributes.items())
+    if events and inputs is None and answer is None and view.events:
+        inputs, answer = _conversation(_event_messages(view))
+    if inputs:
+        extraction.inputs = inputs
+    if answer is not None and (answer[0] or answer[1]):
+        extraction.add_choice(answer[0], answer[1])
+    if extraction.inputs or extraction.outputs:
+        extraction.has_content = True
+
+
+_Answer = tuple[list[str], list[LLMToolCall]]
+
+
+def _scan(pairs: Iterable[tuple[str, Any]]) -> tuple[list[LLMInput] | None, _Answer | None]:
+    """(inputs, answer) from the values of these keys, by their shapes and key names."""
     inputs: list[LLMInput] | None = None
-    answer: tuple[list[str], list[LLMToolCall]] | None = None
+    answer: _Answer | None = None
     loose_input: str | None = None
     loose_answer: str | None = None
     calls: list[LLMToolCall] | None = None
-    for key, raw in view.attributes.items():
+    for key, raw in pairs:
         if not isinstance(raw, str) or not raw or len(raw) > SIZE_CAP:
             continue
         last = _SEGMENTS.split(key)[-1].lower()
@@ -90,12 +110,41 @@ def infer_content(view: SpanView, extraction: Extraction) -> None:
         answer = ([loose_answer] if loose_answer else [], calls or [])
     elif answer is not None and calls and not answer[1]:
         answer = (answer[0], calls)
-    if inputs:
-        extraction.inputs = inputs
-    if answer is not None and (answer[0] or answer[1]):
-        extraction.add_choice(answer[0], answer[1])
-    if extraction.inputs or extraction.outputs:
-        extraction.has_content = True
+    return inputs, answer
+
+
+def _event_messages(view: SpanView) -> list[Any]:
+    """The span's events read as chat messages: an event that names its role (in an
+    attribute, or as `<ns>.<role>.message`; a `choice` is the assistant's) with its
+    content (`content`, `message`, or its body)."""
+    messages: list[Any] = []
+    for event in view.events:
+        attrs = event.attributes
+        body = event.body if isinstance(event.body, Mapping) else {}
+        segments = _SEGMENTS.split(event.name.lower())
+        role = attrs.get("role") or body.get("role")
+        if role is None and len(segments) >= 2 and segments[-1] == "message":
+            role = segments[-2]
+        elif role is None and segments[-1] == "choice":
+            role = "assistant"
+        if not isinstance(role, str):
+            continue
+        content = next(
+            (found[k] for found in (attrs, body) for k in ("content", "message") if k in found),
+            None,
+        )
+        if isinstance(content, str) and len(content) <= SIZE_CAP:
+            parsed = _parsed(content)
+            content = content if parsed is None or isinstance(parsed, str) else parsed
+        if isinstance(content, Mapping) and "role" in content:
+            messages.append(content)
+            continue
+        message: dict[str, Any] = {"role": role, "content": content}
+        for key in ("tool_calls", "id", "tool_call_id", "name"):
+            if key in body or key in attrs:
+                message[key] = body.get(key, attrs.get(key))
+        messages.append(message)
+    return messages
 
 
 def _parsed(raw: str) -> Any:

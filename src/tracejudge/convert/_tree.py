@@ -700,7 +700,8 @@ def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Ext
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
         extraction = convention.model_call(view)
-        infer_content(view, extraction)  # (only for a call its row read no content of)
+        # (only for a call its row read no content of)
+        infer_content(view, extraction, events=convention is conventions.UNRECOGNISED)
         extraction = _normalised(view, extraction)
     except Exception as exc:  # attribute data is untrusted: report, never raise
         warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
