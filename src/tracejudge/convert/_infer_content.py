@@ -30,7 +30,7 @@ from tracejudge.convert._common import (
 from tracejudge.convert._view import SpanView
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
-__all__ = ["infer_content"]
+__all__ = ["content_blocks", "infer_content"]
 
 #: Values longer than this are not looked at (a cap on the work for huge payloads).
 SIZE_CAP = 200_000
@@ -145,6 +145,23 @@ def _event_messages(view: SpanView) -> list[Any]:
                 message[key] = body.get(key, attrs.get(key))
         messages.append(message)
     return messages
+
+
+def content_blocks(
+    role: str, content: Any
+) -> tuple[list[str], list[LLMToolCall], list[LLMToolResponse]] | None:
+    """A message content recorded as the JSON text of a list of content blocks (Strands'
+    Bedrock blocks in GenAI events) read as (texts, tool calls, tool results); None when
+    the content is no such text."""
+    if not isinstance(content, str) or content[:1] != "[" or len(content) > SIZE_CAP:
+        return None
+    blocks = _parsed(content)
+    if not isinstance(blocks, list) or not blocks:
+        return None
+    if not all(isinstance(b, Mapping) for b in blocks):
+        return None
+    _, texts, calls, responses = _message({"role": role, "content": blocks})
+    return texts, calls, responses
 
 
 def _parsed(raw: str) -> Any:
@@ -279,21 +296,27 @@ def _part(
         return
     kind = str(part.get("type") or "").replace("-", "_")
     if kind in ("tool_result", "tool_response", "function_call_output") or (
-        "toolResponse" in part or "functionResponse" in part or "function_response" in part
+        not {"toolResponse", "functionResponse", "function_response", "toolResult"}.isdisjoint(part)
     ):
         inner = (
             part.get("toolResponse")
             or part.get("functionResponse")
             or part.get("function_response")
+            or part.get("toolResult")
             or part
         )
         call_id = inner.get("ref") or inner.get("toolCallId") or inner.get("tool_use_id")
+        call_id = call_id or inner.get("toolUseId")
         call_id = call_id or inner.get("call_id") or inner.get("id")
         result = next(
             (inner[k] for k in ("output", "response", "result", "content") if k in inner), ""
         )
         if isinstance(result, Mapping) and set(result) <= {"type", "value"}:
             result = result.get("value", "")  # the AI SDK's `{type: "text", value}`
+        elif isinstance(result, list) and all(
+            isinstance(b, Mapping) and "text" in b for b in result
+        ):
+            result = "".join(str(b["text"]) for b in result)  # text blocks: their text
         responses.append(tool_response(call_id, result, inner.get("name") or inner.get("toolName")))
         return
     found = _call(part)
@@ -311,10 +334,16 @@ def _call(raw: Any) -> LLMToolCall | None:
     """A tool call in the OpenAI, Anthropic, Gemini, Genkit, AI SDK or GenAI shapes."""
     if not isinstance(raw, Mapping):
         return None
-    inner = raw.get("toolRequest") or raw.get("functionCall") or raw.get("function_call")
+    inner = (
+        raw.get("toolRequest")  # Genkit
+        or raw.get("functionCall")  # Gemini
+        or raw.get("function_call")
+        or raw.get("toolUse")  # Bedrock (Strands)
+    )
     if isinstance(inner, Mapping):
         arguments = inner.get("input", inner.get("args", inner.get("arguments")))
-        return tool_call(inner.get("ref") or inner.get("id"), inner.get("name"), arguments)
+        call_id = inner.get("ref") or inner.get("toolUseId") or inner.get("id")
+        return tool_call(call_id, inner.get("name"), arguments)
     kind = str(raw.get("type") or "").replace("-", "_")
     if kind in ("tool_call", "tool_use", "function_call", "function") or (
         not kind and isinstance(raw.get("function"), Mapping)  # OpenAI's, untyped
