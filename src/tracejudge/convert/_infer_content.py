@@ -76,13 +76,12 @@ def _scan(pairs: Iterable[tuple[str, Any]]) -> tuple[list[LLMInput] | None, _Ans
     for key, raw in pairs:
         if not isinstance(raw, str) or not raw or len(raw) > SIZE_CAP:
             continue
-        last = _SEGMENTS.split(key)[-1].lower()
-        is_whole = any(word in last for word in _CONVERSATION_WORDS)
-        is_output = not is_whole and any(word in last for word in _OUTPUT_WORDS)
-        is_input = not is_whole and not is_output and any(w in last for w in _INPUT_WORDS)
-        is_calls = any(word in last for word in _CALL_WORDS)
-        if not (is_whole or is_input or is_output or is_calls):
+        sides = _KEY_SIDES.get(key)
+        if sides is None:
+            sides = _key_sides(key)
+        if not any(sides):
             continue
+        is_whole, is_input, is_output, is_calls = sides
         value = _parsed(raw)
         if is_whole:
             if inputs is None and answer is None and isinstance(value, list):
@@ -111,6 +110,25 @@ def _scan(pairs: Iterable[tuple[str, Any]]) -> tuple[list[LLMInput] | None, _Ans
     elif answer is not None and calls and not answer[1]:
         answer = (answer[0], calls)
     return inputs, answer
+
+
+#: What each attribute key seen names (keys repeat on every span of a producer).
+_KEY_SIDES: dict[str, tuple[bool, bool, bool, bool]] = {}
+_KEY_SIDES_CAP = 4096
+
+
+def _key_sides(key: str) -> tuple[bool, bool, bool, bool]:
+    """(a whole conversation, input, output, tool calls): what the key's last segment
+    names, remembered."""
+    last = _SEGMENTS.split(key)[-1].lower()
+    is_whole = any(word in last for word in _CONVERSATION_WORDS)
+    is_output = not is_whole and any(word in last for word in _OUTPUT_WORDS)
+    is_input = not is_whole and not is_output and any(w in last for w in _INPUT_WORDS)
+    is_calls = any(word in last for word in _CALL_WORDS)
+    if len(_KEY_SIDES) >= _KEY_SIDES_CAP:
+        _KEY_SIDES.clear()
+    sides = _KEY_SIDES[key] = (is_whole, is_input, is_output, is_calls)
+    return sides
 
 
 def _event_messages(view: SpanView) -> list[Any]:
