@@ -119,7 +119,8 @@ def test_a_model_call_in_no_known_convention_is_kept_and_named_once_per_producer
                         semconv.GEN_AI_REQUEST_MODEL: "acme-large",
                         semconv.GEN_AI_USAGE_INPUT_TOKENS: tokens,
                         semconv.GEN_AI_USAGE_OUTPUT_TOKENS: 5,
-                        "acme.prompt_json": '[{"role": "user", "text": "hi"}]',
+                        # (JSON of no message shape: nothing the shapes read)
+                        "acme.prompt_json": '{"template_id": 7}',
                     },
                 ):
                     pass
@@ -140,6 +141,50 @@ def test_a_model_call_in_no_known_convention_is_kept_and_named_once_per_producer
     assert warning.startswith("acme.llm: model calls in a span convention tracejudge does not")
     assert "acme.prompt_json" in warning and "tracejudge inspect" in warning
     assert "content capture" not in warning  # the content is there: nothing to turn on
+
+
+def test_a_call_in_no_known_convention_is_read_by_the_shape_of_its_content() -> None:
+    with _tracing() as (provider, exporter):
+        llm = provider.get_tracer("acme.llm", "2.1.0")
+        with _agent(provider, "planner"):
+            with llm.start_as_current_span(
+                "acme.generate",
+                attributes={
+                    semconv.GEN_AI_REQUEST_MODEL: "acme-large",
+                    semconv.GEN_AI_USAGE_INPUT_TOKENS: 11,
+                    "acme.prompt_json": json.dumps(
+                        [
+                            {"role": "system", "content": "Be brief."},
+                            {"role": "user", "content": [{"type": "text", "text": "Weather?"}]},
+                        ]
+                    ),
+                    "acme.response": json.dumps(
+                        {
+                            "role": "assistant",
+                            "content": [
+                                {
+                                    "type": "tool_use",
+                                    "id": "t1",
+                                    "name": "get_weather",
+                                    "input": {"city": "Paris"},
+                                },
+                            ],
+                        }
+                    ),
+                },
+            ):
+                pass
+        trace = traces_from_spans(exporter.get_finished_spans())[0]
+    (call,) = trace.root.llm_interactions
+    assert [(m.role, m.content) for m in call.input_messages] == [
+        ("system", "Be brief."),
+        ("user", "Weather?"),
+    ]
+    (answer,) = call.output_messages
+    assert answer.type == "tool_call"
+    assert (answer.content.id, answer.content.name) == ("t1", "get_weather")
+    assert json.loads(answer.content.parameters) == {"city": "Paris"}
+    assert trace.warnings == []  # read: nothing left unread to name
 
 
 def test_a_call_without_content_names_the_setting_of_its_producer() -> None:
@@ -276,3 +321,29 @@ def test_a_tool_call_seen_only_on_its_tool_span_joins_the_call_that_made_it() ->
     )
     assert [(r.id, r.response) for r in first.tool_results or []] == [("call_1", "sunny")]
     assert not second.tool_calls  # the call joined the interaction that made it, only
+
+
+def test_a_whole_conversation_or_its_events_give_an_unknown_call_its_answer() -> None:
+    conversation = [
+        {"role": "user", "content": "Weather?"},
+        {"role": "assistant", "content": "Sunny."},
+    ]
+    with _tracing() as (provider, exporter):
+        llm = provider.get_tracer("acme.llm", "2.1.0")
+        with _agent(provider, "planner"):
+            usage = {
+                semconv.GEN_AI_REQUEST_MODEL: "acme-large",
+                semconv.GEN_AI_USAGE_INPUT_TOKENS: 11,
+            }
+            attributes = {**usage, "acme.events": json.dumps(conversation)}
+            with llm.start_as_current_span("acme.generate", attributes=attributes):
+                pass
+            with llm.start_as_current_span("acme.generate", attributes=usage) as span:
+                span.add_event("acme.user.message", {"content": "Weather?"})
+                span.add_event("acme.choice", {"message": "Sunny."})
+        trace = traces_from_spans(exporter.get_finished_spans())[0]
+    for call in trace.root.llm_interactions:
+        assert [(m.role, m.content) for m in call.input_messages] == [("user", "Weather?")]
+        assert [m.content for m in call.output_messages] == ["Sunny."]
+    assert len(trace.root.llm_interactions) == 2
+    assert trace.warnings == []

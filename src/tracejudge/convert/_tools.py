@@ -94,14 +94,20 @@ def _result_text(text: str) -> str:
     return text
 
 
-def _take(runs: list[ToolRun], call: LLMToolCall) -> ToolRun | None:
-    """The run of `call`: by call id, else the first unused run of the same tool."""
+def _take(runs: list[ToolRun], call: LLMToolCall, call_ids: set[str]) -> ToolRun | None:
+    """The run of `call`: by call id, else the first unused run of the same tool that
+    names no call id, else (a call recorded without its id, as Gemini's answers have
+    them: the converter gave it one) one whose call id no call of the agent has."""
     for run in runs:
         if not run.used and run.call_id and run.call_id == call.id:
             run.used = True
             return run
     for run in runs:
         if not run.used and run.call_id is None and run.name == call.name:
+            run.used = True
+            return run
+    for run in runs:
+        if not run.used and run.name == call.name and run.call_id not in call_ids:
             run.used = True
             return run
     return None
@@ -112,12 +118,16 @@ def _match_runs(interactions: list[LLMInteraction], runs: list[ToolRun]) -> dict
     the order the calls were made (a call first seen in an input, as history handed
     over, is matched where it is first seen)."""
     matched: dict[str, ToolRun] = {}
-    for interaction in interactions:
-        calls = [m.content for m in interaction.input_messages]
-        calls += [m.content for m in interaction.output_messages]
+    every: list[list[str | LLMToolCall | LLMToolResponse]] = [
+        [m.content for m in interaction.input_messages]
+        + [m.content for m in interaction.output_messages]
+        for interaction in interactions
+    ]
+    call_ids = {c.id for calls in every for c in calls if isinstance(c, LLMToolCall)}
+    for calls in every:
         for call in calls:
             if isinstance(call, LLMToolCall) and call.id and call.id not in matched:
-                run = _take(runs, call)
+                run = _take(runs, call, call_ids)
                 if run is not None:
                     matched[call.id] = run
     return matched

@@ -37,6 +37,7 @@ from tracejudge.convert import (
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
 from tracejudge.convert._construct import build
+from tracejudge.convert._infer_content import infer_content
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.convert._view import SpanView
@@ -104,7 +105,9 @@ def extract(span: SpanRecord) -> Extraction:
     """Read one span as a model call: by the convention that claims it as one, else by
     the GenAI conventions (a span of no known convention, read as what it looks most like)."""
     view = SpanView(span)
-    return _normalised(view, conventions.call_reader(view).model_call(view))
+    extraction = conventions.call_reader(view).model_call(view)
+    infer_content(view, extraction)
+    return _normalised(view, extraction)
 
 
 def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
@@ -696,7 +699,10 @@ def _break_cycles(
 def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Extraction | None:
     """What the span says about its model call; None (and a warning) when unreadable."""
     try:
-        extraction = _normalised(view, convention.model_call(view))
+        extraction = convention.model_call(view)
+        # (only for a call its row read no content of)
+        infer_content(view, extraction, events=convention is conventions.UNRECOGNISED)
+        extraction = _normalised(view, extraction)
     except Exception as exc:  # attribute data is untrusted: report, never raise
         warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
         return None

@@ -49,6 +49,7 @@ from tracejudge.convert._common import (
     tools,
 )
 from tracejudge.convert._construct import build
+from tracejudge.convert._infer_content import content_blocks
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import EventRecord, SpanRecord
 from tracejudge.convert._view import SpanView, view_of
@@ -361,6 +362,11 @@ def _from_message_events(span: SpanView, extraction: Extraction) -> None:
             message = dict(body) if is_mapping(body) else {"content": body}
             if not message.get("role"):
                 message["role"] = _ROLE_EVENTS[event.name]
+            role = str(message["role"])
+            blocks = content_blocks(role, message.get("content"))
+            if blocks is not None:  # (Strands: Bedrock content blocks as JSON text)
+                extraction.inputs.extend(message_inputs(role, *blocks))
+                continue
             extraction.inputs.extend(openai_message_inputs(message))
         elif event.name == semconv.EVENT_CHOICE:
             extraction.has_content = True
@@ -388,6 +394,11 @@ def _add_choice(choice: Any, extraction: Extraction) -> None:
     if not is_mapping(choice):
         choice = {"message": {"content": choice}}
     message = choice.get("message")
+    blocks = content_blocks("assistant", message)
+    if blocks is not None:  # (Strands: Bedrock content blocks as JSON text)
+        reason = finish_reason(choice.get("finish_reason"))
+        extraction.add_choice(blocks[0], blocks[1], finish=reason)
+        return
     if isinstance(message, str) and message.lstrip().startswith("{"):
         # A span event cannot hold a map: Semantic Kernel (.NET) writes the message as
         # JSON text in the `message` attribute of its `gen_ai.choice` events.
