@@ -83,6 +83,8 @@ class ServerConfig:
     header_timeout_seconds: float = 10.0
     keep_alive_seconds: float = 5.0
     max_connections: int = 1000
+    body_timeout_seconds: float = 30.0
+    min_body_rate: float = 16384.0
     # --- nothing heavy on the event loop (#22)
     parse_threads: int = 2
     max_trace_spans: int = 20_000
@@ -117,6 +119,8 @@ class ServerConfig:
             ("header_timeout_seconds", self.header_timeout_seconds > 0, "more than 0"),
             ("keep_alive_seconds", self.keep_alive_seconds > 0, "more than 0"),
             ("max_connections", self.max_connections >= 1, "at least 1"),
+            ("body_timeout_seconds", self.body_timeout_seconds > 0, "more than 0"),
+            ("min_body_rate", self.min_body_rate >= 0, "0 (only the deadline) or more"),
             ("parse_threads", self.parse_threads >= 1, "at least 1"),
             ("max_trace_spans", self.max_trace_spans >= 1, "at least 1"),
         ]
@@ -492,7 +496,24 @@ SETTINGS += (
         "TRACEJUDGE_MAX_CONNECTIONS",
         int,
         "open connections at most; one more is closed at once (the process's file limit is "
-        "raised to fit, when it can be)",
+        "raised to fit, when it can be), but for a few kept for /health and /ready",
+    ),
+    Setting(
+        "body_timeout_seconds",
+        "--body-timeout-seconds",
+        "TRACEJUDGE_BODY_TIMEOUT_SECONDS",
+        float,
+        "a request body must arrive whole within this long of its head, or keep arriving at "
+        "--min-body-rate after it; else it is answered 408 and its connection closed "
+        "(default 30)",
+    ),
+    Setting(
+        "min_body_rate",
+        "--min-body-rate",
+        "TRACEJUDGE_MIN_BODY_RATE",
+        float,
+        "bytes a second a request body must average once past --body-timeout-seconds "
+        "(default 16384; 0: the deadline alone)",
     ),
 )
 
