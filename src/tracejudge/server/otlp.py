@@ -14,7 +14,9 @@ specification has them, a `google.rpc.Status` (400 for data that cannot be decod
 for a body, or an inflated body, over `--max-body-bytes`, 429 past the rate limit, 415
 for another content type or encoding). Ingest never waits on the judge: scoring happens
 once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
-too_large, without its spans (see `Store.add_spans`).
+too_large, without its spans (see `Store.add_spans`): none of them, those acknowledged
+before included, and it is not scored; the answer says so in `partial_success`, its
+spans in the request counted as rejected.
 
 A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
 `process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
@@ -135,19 +137,32 @@ def error_answer(scope: Scope, error: ApiError) -> ASGIApp:
     return _error(error.status, error.detail, protobuf, error.headers)
 
 
-def _success(split: OTLPSplit, protobuf: bool) -> Response:
+def too_large_message(rejected: dict[str, int], max_trace_spans: int) -> str:
+    """Why the spans of traces past `--max-trace-spans` were not kept."""
+    ids = sorted(rejected)
+    named = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    which = "trace" if len(ids) == 1 else "traces"
+    return (
+        f"{sum(rejected.values()):,} spans of {which} {named} not kept: each such trace has "
+        f"more than {max_trace_spans:,} spans (--max-trace-spans), so none of its spans are "
+        "kept, those acknowledged before included, and it will not be scored; send the work "
+        "as several traces, or raise the server's limit"
+    )
+
+
+def _success(rejected: int, reasons: list[str], protobuf: bool) -> Response:
     """An `ExportTraceServiceResponse`: empty, or `partial_success` (1) with the rejected
     spans (1, int64) and why (2)."""
-    message = "; ".join(split.reasons)
+    message = "; ".join(reasons)
     if protobuf:
         body = b""
-        if split.rejected:
-            partial = b"\x08" + varint(split.rejected) + length_delimited(2, message.encode())
+        if rejected:
+            partial = b"\x08" + varint(rejected) + length_delimited(2, message.encode())
             body = length_delimited(1, partial)
         return Response(body, media_type=PROTOBUF)
     answer: dict[str, Any] = {}
-    if split.rejected:
-        answer["partialSuccess"] = {"rejectedSpans": str(split.rejected), "errorMessage": message}
+    if rejected:
+        answer["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
     return Response(json.dumps(answer), media_type=JSON)
 
 
@@ -191,9 +206,14 @@ async def traces(request: Request) -> Response:
         )
     except OTLPDecodeError as error:
         return _error(400, str(error), protobuf)
+    rejected, reasons = split.rejected, list(split.reasons)
     if split.parts:
-        await in_thread(context.store.add_spans, batches(split), context.config.max_trace_spans)
-    return _success(split, protobuf)
+        limit = context.config.max_trace_spans
+        too_large = await in_thread(context.store.add_spans, batches(split), limit)
+        if too_large:
+            rejected += sum(too_large.values())
+            reasons.append(too_large_message(too_large, limit))
+    return _success(rejected, reasons, protobuf)
 
 
 routes = [Route(PATH, traces, methods=["POST"])]

@@ -35,7 +35,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.models import PriceTable
-from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest
+from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest, settled_verdict
 from tracejudge.server.store._labels import LabelsSQL
 from tracejudge.server.store._query import SORT_COLUMNS as _SORT_COLUMNS
 from tracejudge.server.store._query import (
@@ -482,8 +482,11 @@ class SQLStore(LabelsSQL):
 
     # ------------------------------------------------------------------ traces
 
-    def add_spans(self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None) -> None:
+    def add_spans(
+        self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None
+    ) -> dict[str, int]:
         now = time.time()
+        rejected: dict[str, int] = {}
         # One lock order for every writer (PostgreSQL would otherwise deadlock two
         # requests that carry spans of the same traces in another order).
         ordered = sorted(batches, key=lambda b: b.trace_id)
@@ -528,17 +531,20 @@ class SQLStore(LabelsSQL):
                     "WHERE trace_id = ? AND end_time IS NOT NULL",
                     [batch.trace_id],
                 )
-                if status == "too_large":
-                    continue  # counted, not kept
+                if status == "too_large":  # counted, not kept
+                    rejected[batch.trace_id] = rejected.get(batch.trace_id, 0) + batch.span_count
+                    continue
                 if max_trace_spans is not None and count > max_trace_spans:
                     self._run(
                         cursor,
-                        "UPDATE traces SET status = 'too_large', error = ? WHERE trace_id = ?",
+                        "UPDATE traces SET status = 'too_large', error = ?, verdict = 'unscored' "
+                        "WHERE trace_id = ?",
                         [too_large_reason(max_trace_spans), batch.trace_id],
                     )
                     self._run(
                         cursor, "DELETE FROM span_batches WHERE trace_id = ?", [batch.trace_id]
                     )
+                    rejected[batch.trace_id] = rejected.get(batch.trace_id, 0) + batch.span_count
                     continue
                 self._run(
                     cursor,
@@ -548,6 +554,7 @@ class SQLStore(LabelsSQL):
                 )
                 self._put_pairs(cursor, "trace_tags", batch.trace_id, batch.tags)
                 self._put_pairs(cursor, "trace_resource", batch.trace_id, batch.resource)
+        return rejected
 
     def _put_pairs(self, cursor: Any, table: str, trace_id: str, pairs: dict[str, str]) -> None:
         """Set keys of a trace's tags or resource attributes (`table`), in key order."""
@@ -652,6 +659,7 @@ class SQLStore(LabelsSQL):
                 latest[e.criterion] = e.response
         start = trace.start_time if trace.start_time is not None else trace.first_seen
         found = self._digested(trace.trace_id, trace.trace_json, list(latest.values()))
+        found.verdict = settled_verdict(found.verdict, trace.status)
         self._write_digest(cursor, trace.trace_id, found, start, None, new=True)
 
     def _save_trace(self, cursor: Any, trace: TraceRow) -> None:
@@ -723,12 +731,12 @@ class SQLStore(LabelsSQL):
         """Compute and write what the list reads of a trace (see the module docstring)."""
         row = self._run(
             cursor,
-            "SELECT trace_json, start_time, end_time FROM traces WHERE trace_id = ?",
+            "SELECT trace_json, start_time, end_time, status FROM traces WHERE trace_id = ?",
             [trace_id],
         ).fetchone()
         if row is None:
             return  # evaluations of a trace that is not stored (a chat's trace_id)
-        trace_json, start_time, end_time = row
+        trace_json, start_time, end_time, status = row
         latest: dict[str, str] = {}
         for criterion, response in self._run(
             cursor,
@@ -738,6 +746,7 @@ class SQLStore(LabelsSQL):
         ).fetchall():
             latest[criterion] = response
         found = self._digested(trace_id, trace_json, list(latest.values()))
+        found.verdict = settled_verdict(found.verdict, status)
         self._write_digest(cursor, trace_id, found, start_time, end_time)
 
     def _digested(self, trace_id: str, trace_json: str | None, responses: list[str]) -> TraceDigest:

@@ -127,7 +127,8 @@ def too_large_reason(max_trace_spans: int) -> str:
 
 #: What a stored trace's `verdict` can be: failed (an agent scored below a criterion's bar),
 #: passed (something was scored, nothing failed), unscored (scored, but every answer was
-#: not applicable or not evaluated), pending (not scored yet).
+#: not applicable or not evaluated; or never to be scored: too_large, unscorable), pending
+#: (not scored yet).
 VERDICTS = ("failed", "passed", "unscored", "pending")
 
 
@@ -381,10 +382,13 @@ class Store(Protocol):
         ...
 
     # traces
-    def add_spans(self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None) -> None:
+    def add_spans(
+        self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None
+    ) -> dict[str, int]:
         """Store span batches; their traces are (re)opened and their quiet period restarts.
-        A trace whose span count passes `max_trace_spans` becomes too_large: its batches
-        are deleted, later ones are counted and not kept."""
+        A trace whose span count passes `max_trace_spans` becomes too_large (verdict
+        unscored): its batches are deleted, later ones are counted and not kept. Returns,
+        per trace, the spans of `batches` not kept (none: an empty dict)."""
         ...
 
     def queue_complete_traces(
