@@ -327,3 +327,38 @@ def test_span_batches_stored_before_version_6_are_scored(start, tmp_path, monkey
     (scored,) = wait_for(lambda: _traces(server, status="scored"), timeout=60)
     assert scored["trace_id"] == trace_id and scored["span_count"] == spans
     assert set(scored["agents"]) == {"orchestrator", "researcher", "writer"}
+
+
+# --------------------------------------------------------------------------- backpressure
+
+
+def test_uploads_past_the_backlog_bound_get_503_with_retry_after(start) -> None:
+    """Issue #32 item 6: intake outran scoring without a bound (10,700 traces queued in
+    60 s, no 429 or 503, /ready still ready). Now past --max-backlog-traces traces waiting
+    to be scored, an upload is answered 503 with Retry-After in its own encoding (a
+    google.rpc.Status, code 14 UNAVAILABLE), and /ready reports the backlog; reads go on."""
+    server = start("--max-backlog-traces", "5", "--trace-quiet-seconds", "600")
+    with server.client() as http:
+        for _ in range(5):  # complete traces, waiting out the quiet period: unscored
+            assert http.post("/v1/traces", content=otlp_protobuf(3), headers=PROTOBUF).is_success
+
+        def refused() -> httpx.Response | None:
+            answer = http.post("/v1/traces", content=otlp_protobuf(3), headers=PROTOBUF)
+            return answer if answer.status_code == 503 else None
+
+        answer = wait_for(refused, timeout=10)
+        assert answer.headers["retry-after"] == "5"
+        assert answer.headers["content-type"] == "application/x-protobuf"
+        stored = status_pb2.Status.FromString(answer.content)
+        assert stored.code == 14 and "--max-backlog-traces 5" in stored.message
+        _, body = otlp_trace()
+        as_json = http.post("/v1/traces", content=body, headers=OTLP_JSON)
+        assert as_json.status_code == 503 and as_json.headers["retry-after"] == "5"
+        assert as_json.json()["code"] == 14 and "waiting to be scored" in as_json.json()["message"]
+        ready = http.get("/ready")
+        assert ready.status_code == 200
+        backlog = ready.json()["backlog"]
+        assert backlog["limit"] == 5 and backlog["full"] is True
+        waiting = backlog["traces"]
+        assert 5 <= waiting <= 6  # one may have slipped in within the count's reuse
+        assert len(http.get("/api/v1/traces").json()["traces"]) == waiting

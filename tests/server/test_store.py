@@ -124,6 +124,10 @@ def test_traces_complete_after_quiet_period_and_late_spans_reopen(db_url: str) -
     assert count == 3
     trace = store.get_trace("t1")
     assert trace and trace.status == "queued" and trace.tags == {"env": "prod"}
+    # Both wait to be scored: the intake's backlog (#32 item 6).
+    assert store.backlog_size() == 2
+    store.add_spans([SpanBatch("t3", "json", b"{}", 9, True)], max_trace_spans=5)
+    assert store.backlog_size() == 2  # too_large: never to be scored
     store.close()
 
 
@@ -132,7 +136,10 @@ def test_a_trace_past_the_span_limit_is_kept_too_large_without_its_spans(db_url:
     store.add_spans([SpanBatch("big", "protobuf", b"\x0a\x00", 3, True)], max_trace_spans=5)
     store.add_spans([SpanBatch("small", "json", b"{}", 5, True)], max_trace_spans=5)
     assert store.span_batches("big") == ([("protobuf", b"\x0a\x00")], 3)
-    store.add_spans([SpanBatch("big", "protobuf", b"\x0a\x01", 3, False)], max_trace_spans=5)
+    not_kept = store.add_spans(
+        [SpanBatch("big", "protobuf", b"\x0a\x01", 3, False)], max_trace_spans=5
+    )
+    assert not_kept == {"big": 3}
     row = store.get_trace("big")
     assert row and row.status == "too_large" and row.span_count == 6
     assert "more than 5 spans" in str(row.error) and "--max-trace-spans" in str(row.error)

@@ -40,6 +40,7 @@ from tracejudge.server import (
     ui,
 )
 from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.backlog import Backlog
 from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
@@ -202,6 +203,7 @@ def create_app(
             )
         )
         supervisor = Supervisor(config.stall_seconds)
+        backlog = Backlog(store, config.max_backlog_traces)
         runner = TaskRunner(
             store,
             {},
@@ -224,7 +226,8 @@ def create_app(
                 if config.evaluation_events_endpoint
                 else None
             ),
-            readiness=Readiness(store, supervisor),
+            readiness=Readiness(store, supervisor, backlog),
+            backlog=backlog,
         )
         runner.handlers.update(evals.handlers(context))
         runner.handlers.update(scoring.handlers(context))

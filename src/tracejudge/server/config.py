@@ -88,6 +88,8 @@ class ServerConfig:
     # --- nothing heavy on the event loop (#22)
     parse_threads: int = 2
     max_trace_spans: int = 20_000
+    # --- outages and load (#32)
+    max_backlog_traces: int = 10_000
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -123,6 +125,7 @@ class ServerConfig:
             ("min_body_rate", self.min_body_rate >= 0, "0 (only the deadline) or more"),
             ("parse_threads", self.parse_threads >= 1, "at least 1"),
             ("max_trace_spans", self.max_trace_spans >= 1, "at least 1"),
+            ("max_backlog_traces", self.max_backlog_traces >= 0, "0 (no bound) or more"),
         ]
         for budget in (
             "max_judge_cost_per_day",
@@ -534,6 +537,16 @@ SETTINGS += (
         int,
         "spans one ingested trace may have: a trace past it is kept as too_large, with the "
         "reason, without its spans, and not scored",
+    ),
+    # --- outages and load (#32)
+    Setting(
+        "max_backlog_traces",
+        "--max-backlog-traces",
+        "TRACEJUDGE_MAX_BACKLOG_TRACES",
+        int,
+        "traces stored and not yet scored at most: past it, OTLP uploads are answered 503 "
+        "with Retry-After (exporters retry) until scoring catches up (default 10000; 0: no "
+        "bound)",
     ),
 )
 

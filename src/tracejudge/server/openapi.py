@@ -411,6 +411,11 @@ def _paths() -> dict[str, Any]:
                         str(code): {"description": _ERROR_TEXT[code], **otlp_error}
                         for code in (400, 413, 415)
                     },
+                    "503": {
+                        "description": "Scoring is behind: as many traces wait to be scored "
+                        "as --max-backlog-traces allows; retry after Retry-After seconds",
+                        **otlp_error,
+                    },
                 },
             }
         },

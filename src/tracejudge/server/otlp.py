@@ -12,11 +12,13 @@ Every answer is in the request's encoding: an `ExportTraceServiceResponse`, with
 `partial_success` counting the spans rejected and saying why; errors as the OTLP/HTTP
 specification has them, a `google.rpc.Status` (400 for data that cannot be decoded, 413
 for a body, or an inflated body, over `--max-body-bytes`, 429 past the rate limit, 415
-for another content type or encoding). Ingest never waits on the judge: scoring happens
-once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
-too_large, without its spans (see `Store.add_spans`): none of them, those acknowledged
-before included, and it is not scored; the answer says so in `partial_success`, its
-spans in the request counted as rejected.
+for another content type or encoding, 503 with `Retry-After` while the backlog of
+traces waiting to be scored is at `--max-backlog-traces`, see `backlog`). Ingest never
+waits on the judge: scoring happens once the trace is complete (see `scoring`). A trace
+past `--max-trace-spans` is kept as too_large, without its spans (see
+`Store.add_spans`): none of them, those acknowledged before included, and it is not
+scored; the answer says so in `partial_success`, its spans in the request counted as
+rejected.
 
 A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
 `process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
@@ -61,7 +63,7 @@ _TAG_LENGTH = 64
 _MAX_RESOURCE = 32
 _RESOURCE_LENGTH = 256
 #: gRPC codes for the HTTP statuses the intake answers with.
-_GRPC_CODES = {400: 3, 413: 8, 415: 3, 429: 8, 500: 13}
+_GRPC_CODES = {400: 3, 413: 8, 415: 3, 429: 8, 500: 13, 503: 14}
 
 
 def _cut(attributes: dict[str, str], most: int, length: int) -> dict[str, str]:
@@ -182,6 +184,8 @@ async def traces(request: Request) -> Response:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", ""):
         return _error(415, f"Content-Encoding {encoding!r} is not supported: use gzip", protobuf)
+    if context.backlog is not None and (full := await context.backlog.refusal()):
+        return _error(full.status, full.detail, protobuf, full.headers)
     limit = context.config.max_body_bytes
     try:
         body = await request.body()
@@ -210,6 +214,8 @@ async def traces(request: Request) -> Response:
     if split.parts:
         limit = context.config.max_trace_spans
         too_large = await in_thread(context.store.add_spans, batches(split), limit)
+        if context.backlog is not None:
+            context.backlog.added(len(split.parts))
         if too_large:
             rejected += sum(too_large.values())
             reasons.append(too_large_message(too_large, limit))

@@ -1,4 +1,5 @@
-"""What `GET /ready` reports: the supervisor's stalled loops and one store query.
+"""What `GET /ready` reports: the supervisor's stalled loops, one store query, and the
+backlog of traces waiting to be scored (`backlog`).
 
 The store query runs once at a time and is reused for half a second, so probes in a
 flood cost the store one query; a store that does not answer within 2 s makes the
@@ -15,10 +16,11 @@ from typing import Any
 import anyio.to_thread
 from typing_extensions import TypedDict
 
+from tracejudge.server.backlog import Backlog
 from tracejudge.server.store import Store
 from tracejudge.server.supervise import Supervisor
 
-__all__ = ["QueueReport", "Readiness", "ReadyReport"]
+__all__ = ["BacklogReport", "QueueReport", "Readiness", "ReadyReport"]
 
 logger = logging.getLogger("tracejudge.server")
 
@@ -33,6 +35,15 @@ class QueueReport(TypedDict):
     oldest_queued_seconds: float | None
 
 
+class BacklogReport(TypedDict):
+    #: Traces stored and not scored yet (None: the store did not answer).
+    traces: int | None
+    #: --max-backlog-traces (0: no bound).
+    limit: int
+    #: Whether uploads are refused (503 with Retry-After) until scoring catches up.
+    full: bool
+
+
 class ReadyReport(TypedDict):
     """GET /ready."""
 
@@ -42,6 +53,9 @@ class ReadyReport(TypedDict):
     #: The background loops that made no progress for --stall-seconds.
     stalled: list[str]
     queue: QueueReport
+    #: The traces waiting to be scored. A full backlog does not make the server unready:
+    #: reads and the evaluation endpoints still work; uploads get 503 on their own.
+    backlog: BacklogReport
     #: Each loop's state and restarts.
     loops: list[dict[str, Any]]
 
@@ -49,9 +63,10 @@ class ReadyReport(TypedDict):
 class Readiness:
     """What `/ready` reports, from the supervisor and one store query."""
 
-    def __init__(self, store: Store, supervisor: Supervisor) -> None:
+    def __init__(self, store: Store, supervisor: Supervisor, backlog: Backlog) -> None:
         self.store = store
         self.supervisor = supervisor
+        self.backlog = backlog
         self._query: asyncio.Future[tuple[int, float | None]] | None = None
         self._asked = 0.0
 
@@ -82,10 +97,20 @@ class Readiness:
             logger.debug("tracejudge: /ready: the store failed", exc_info=error)
             store = f"failed ({type(error).__name__}; see the server's log)"
             self._query = None
+        waiting: int | None = None
+        if store == "ok":
+            waiting = await self.backlog.size()
+        limit = self.backlog.limit
+        backlog: BacklogReport = {
+            "traces": waiting,
+            "limit": limit,
+            "full": limit > 0 and waiting is not None and waiting >= limit,
+        }
         return {
             "ready": store == "ok" and not stalled,
             "store": store,
             "stalled": stalled,
             "queue": queue,
+            "backlog": backlog,
             "loops": self.supervisor.report(),
         }

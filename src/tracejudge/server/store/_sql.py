@@ -443,6 +443,14 @@ class SQLStore(LabelsSQL):
             ).fetchone()
         return int(count), (None if oldest is None else float(oldest))
 
+    def backlog_size(self) -> int:
+        # Added for the intake's backpressure (#32 item 6): one indexed count.
+        with self._transaction() as cursor:
+            (count,) = self._run(
+                cursor, "SELECT COUNT(*) FROM traces WHERE status IN ('open', 'queued')"
+            ).fetchone()
+        return int(count)
+
     def delete_before(self, cutoff: float) -> dict[str, int]:
         deleted = {"traces": 0, "span_batches": 0, "evaluations": 0}
         with self._transaction() as cursor:

@@ -375,6 +375,10 @@ class Store(Protocol):
         """How many tasks are queued, and when the oldest of them was created."""
         ...
 
+    def backlog_size(self) -> int:
+        """How many traces are stored and not scored yet (status open or queued)."""
+        ...
+
     def delete_before(self, cutoff: float) -> dict[str, int]:
         """Delete up to a batch of traces last active before `cutoff` (not those queued for
         scoring), with their span batches, tags and evaluations, and evaluations created
