@@ -43,6 +43,9 @@ class DailyBudget:
     tokens_per_day: int | None = None
     tokens_per_criterion_per_day: int | None = None
     clock: Callable[[], float] = time.time
+    #: Told of every judgement's spending, before it is counted in the store (the
+    #: metrics: counted even when the store fails to record it).
+    on_spent: Callable[[JudgeUsage], None] | None = None
 
     @property
     def limited(self) -> bool:
@@ -88,6 +91,8 @@ class DailyBudget:
     async def spent(self, criterion: str, usage: JudgeUsage) -> None:
         if not (usage.calls or usage.total_tokens or usage.cost_usd):
             return  # a verdict from the judge's cache: nothing was spent
+        if self.on_spent is not None:
+            self.on_spent(usage)
         await in_thread(
             self.store.add_judge_spend,
             utc_day(self.clock()),

@@ -462,6 +462,19 @@ def _paths() -> dict[str, Any]:
                 },
             }
         },
+        "/metrics": {
+            "get": {
+                "summary": "Prometheus metrics: requests, spans, backlog, scoring, judge, errors, "
+                "store latency",
+                "responses": {
+                    "200": {
+                        "description": "The metrics, in Prometheus's text format",
+                        "content": {"text/plain": {"schema": {"type": "string"}}},
+                    },
+                    **_errors(),
+                },
+            }
+        },
     }
 
 

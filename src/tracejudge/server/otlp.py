@@ -49,6 +49,7 @@ from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, TracePart, sp
 from tracejudge.server import jsonbody
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
+from tracejudge.server.metrics import metrics_of
 from tracejudge.server.store import SpanBatch
 
 __all__ = ["routes", "PATH", "error_answer", "batches"]
@@ -184,7 +185,10 @@ async def traces(request: Request) -> Response:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", ""):
         return _error(415, f"Content-Encoding {encoding!r} is not supported: use gzip", protobuf)
+    metrics = metrics_of(request)
     if context.backlog is not None and (full := await context.backlog.refusal()):
+        if metrics is not None:
+            metrics.uploads_refused.labels("backlog_full").inc()
         return _error(full.status, full.detail, protobuf, full.headers)
     limit = context.config.max_body_bytes
     try:
@@ -211,6 +215,7 @@ async def traces(request: Request) -> Response:
     except OTLPDecodeError as error:
         return _error(400, str(error), protobuf)
     rejected, reasons = split.rejected, list(split.reasons)
+    too_large: dict[str, int] = {}
     if split.parts:
         limit = context.config.max_trace_spans
         too_large = await in_thread(context.store.add_spans, batches(split), limit)
@@ -219,6 +224,11 @@ async def traces(request: Request) -> Response:
         if too_large:
             rejected += sum(too_large.values())
             reasons.append(too_large_message(too_large, limit))
+    if metrics is not None:
+        stored = sum(part.span_count for part in split.parts) - sum(too_large.values())
+        metrics.spans_accepted.inc(stored)
+        metrics.spans_rejected.labels("invalid").inc(split.rejected)
+        metrics.spans_rejected.labels("too_large").inc(sum(too_large.values()))
     return _success(rejected, reasons, protobuf)
 
 
