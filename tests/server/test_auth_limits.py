@@ -256,3 +256,25 @@ def test_the_key_can_be_kept_off_the_process_list(tmp_path, given: str) -> None:
         assert httpx.get(url, headers={"API-Key": key}).status_code == 200
     finally:
         process.stop()
+
+
+def test_a_key_on_the_command_line_is_refused_without_the_insecure_flag(tmp_path) -> None:
+    """Issue #32 item 8: `--api-key KEY` was accepted, and /proc/PID/cmdline shows the key
+    to every user of the machine. Now it is one line and status 2, never showing the
+    key, unless --insecure-key-on-command-line accepts the exposure; the key file and the
+    environment variable work as before (test_the_key_can_be_kept_off_the_process_list)."""
+    key = "on-the-command-line-5e1b"
+    command = [sys.executable, "-m", "tracejudge.server", "--port", "0"]
+    command += ["--db", str(tmp_path / "db"), "--api-key", key]
+    refused = subprocess.run(command, env=server_env(), capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert "--api-key-file" in line and "TRACEJUDGE_API_KEY" in line
+    assert "--insecure-key-on-command-line" in line and key not in line
+    accepted = ServerProcess(str(tmp_path / "db"), api_key=key, log=tmp_path / "log").start()
+    try:
+        assert "--insecure-key-on-command-line" in accepted.command()
+        url = f"{accepted.url}/api/v1/traces"
+        assert httpx.get(url, headers={"API-Key": key}).status_code == 200
+    finally:
+        accepted.stop()

@@ -90,6 +90,7 @@ class ServerConfig:
     max_trace_spans: int = 20_000
     # --- outages and load (#32)
     max_backlog_traces: int = 10_000
+    insecure_key_on_command_line: bool = False
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -254,7 +255,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "an API key clients must send (repeat for several; the variable takes a "
         "comma-separated list, TRACEJUDGE_API_KEY one key). A key on the command line shows "
-        "in the process list: prefer --api-key-file or the variable",
+        "in the process list, so the flag is refused without --insecure-key-on-command-line: "
+        "use --api-key-file or the variable",
         many=True,
         aliases=("TRACEJUDGE_API_KEY",),
     ),
@@ -548,6 +550,15 @@ SETTINGS += (
         "with Retry-After (exporters retry) until scoring catches up (default 10000; 0: no "
         "bound)",
     ),
+    Setting(
+        "insecure_key_on_command_line",
+        "--insecure-key-on-command-line",
+        "TRACEJUDGE_INSECURE_KEY_ON_COMMAND_LINE",
+        _bool,
+        "accept --api-key on the command line, where every user of the machine can read it "
+        "(ps, /proc/PID/cmdline)",
+        switch=True,
+    ),
 )
 
 SETTINGS_BY_FIELD = {s.field: s for s in SETTINGS}
@@ -617,6 +628,8 @@ def config_from(given: Mapping[str, Any], env: Mapping[str, str]) -> ServerConfi
                 values[s.field] = s.kind(str(raw))
         except ValueError as exc:
             raise ConfigurationError(f"{source}={raw!r} is not usable: {exc}") from None
+    if given.get("api_keys") and not values.get("insecure_key_on_command_line"):
+        raise ConfigurationError(exposed_secrets(given)[0])
     return ServerConfig(**values)
 
 
@@ -642,8 +655,9 @@ def exposed_secrets(given: Mapping[str, Any]) -> list[str]:
     """Warnings for secrets given as command-line flags (which `ps` shows to every user)."""
     if given.get("api_keys"):
         return [
-            "--api-key on the command line shows the key in the process list; use "
-            "--api-key-file FILE, or TRACEJUDGE_API_KEY(S) in the environment"
+            "--api-key on the command line shows the key to every user of this machine (ps, "
+            "/proc/PID/cmdline): give it with --api-key-file FILE, or TRACEJUDGE_API_KEY(S) in "
+            "the environment (or add --insecure-key-on-command-line to accept that)"
         ]
     return []
 
