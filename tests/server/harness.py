@@ -72,7 +72,7 @@ class ServerProcess:
         command = [sys.executable, "-m", "tracejudge.server", "--port", str(self.port)]
         command += ["--db", self.db, "--poll-seconds", "0.1", "--log-level", "warning"]
         if self.api_key:
-            command += ["--api-key", self.api_key]
+            command += ["--api-key", self.api_key, "--insecure-key-on-command-line"]
         if self.judge is not None:
             command += ["--judge", "openai:scripted-model", "--judge-base-url", self.judge.base_url]
         return command + self.args

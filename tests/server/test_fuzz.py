@@ -7,6 +7,7 @@ requests must be accepted and invalid ones refused, too."""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 
@@ -32,7 +33,8 @@ ANY_KIND = Reply.text(
     )
 )
 #: Examples per operation and mode (valid requests, then invalid ones): about a minute.
-EXAMPLES_PER_OPERATION = 20
+#: CI runs 20; TRACEJUDGE_FUZZ_EXAMPLES=200 looks further, locally (issue #32 item 8).
+EXAMPLES_PER_OPERATION = int(os.environ.get("TRACEJUDGE_FUZZ_EXAMPLES") or 20)
 #: Operations whose schema says all the server checks: valid requests must not get a 4xx
 #: but for a missing resource, invalid ones must. (A trace's root must be one of its
 #: agents and hold a model call; what a chat must hold to be judged goes beyond its
