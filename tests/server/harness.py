@@ -58,7 +58,8 @@ def server_argv(
     """The flags every test server starts with (`args` follow them, and win)."""
     argv = ["--port", str(port), "--db", db, "--poll-seconds", "0.1", "--log-level", "warning"]
     if api_key:
-        argv += ["--api-key", api_key]
+        # the flag that lets a test give its throwaway key on the command line
+        argv += ["--api-key", api_key, "--insecure-key-on-command-line"]
     if judge is not None:
         argv += ["--judge", "openai:scripted-model", "--judge-base-url", judge.base_url]
     return argv

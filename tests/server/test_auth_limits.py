@@ -27,6 +27,13 @@ def guarded(tmp_path, start_server: Callable[..., InProcessServer]) -> InProcess
     return start_server(str(tmp_path / "db"), args=args)
 
 
+@pytest.fixture
+def keyed(tmp_path, start_server: Callable[..., InProcessServer]) -> InProcessServer:
+    """A server with a key and a request rate limit far above what the tests send."""
+    args = ["--rate-limit", "1000", "--rate-burst", "1000"]
+    return start_server(str(tmp_path / "db"), args=args)
+
+
 def test_keys_are_required_in_either_header(guarded: InProcessServer) -> None:
     url = f"{guarded.url}/api/v1/evals/reward"
     missing = httpx.post(url, json=BODY)
@@ -140,13 +147,13 @@ def test_tracejudge_serve_command(tmp_path) -> None:
     assert bad.returncode == 2 and "--workers" in bad.stderr
 
 
-def test_wrong_keys_are_rate_limited_per_address(guarded: InProcessServer) -> None:
+def test_wrong_keys_are_rate_limited_per_address(keyed: InProcessServer) -> None:
     """Before: 2,000 wrong keys at ~990/s were all answered 401, none 429. Now the 21st
-    wrong key in a burst is a 429 with Retry-After, and so is the right key from the same
-    address until the limit refills; a request with the right key first is not counted."""
+    wrong key in a burst is a 429 with Retry-After; the right key from the same address
+    still passes (issue #32 item 3: before, it got 429 too until the limit refilled)."""
     from tracejudge.server.auth import FAILED_KEY_BURST
 
-    url = f"{guarded.url}/api/v1/traces"
+    url = f"{keyed.url}/api/v1/traces"
     with httpx.Client() as http:
         assert http.get(url, headers={"API-Key": API_KEY}).status_code == 200
         codes = [
@@ -155,10 +162,36 @@ def test_wrong_keys_are_rate_limited_per_address(guarded: InProcessServer) -> No
         ]
         assert codes[:FAILED_KEY_BURST] == [401] * FAILED_KEY_BURST, codes
         assert set(codes[FAILED_KEY_BURST:]) == {429}, codes
-        locked = http.get(url, headers={"API-Key": API_KEY})
-        assert locked.status_code == 429 and int(locked.headers["retry-after"]) >= 1
-        assert "wrong or missing API key" in locked.json()["detail"]
-        assert http.get(f"{guarded.url}/health").status_code == 200  # open paths are not
+        right = [http.get(url, headers={"API-Key": API_KEY}).status_code for _ in range(10)]
+        assert right == [200] * 10, right
+        limited = http.get(url, headers={"API-Key": "one-more-guess"})
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        assert "wrong API key" in limited.json()["detail"]
+        assert "one-more-guess" not in limited.text
+        assert http.get(f"{keyed.url}/health").status_code == 200  # open paths are not
+
+
+def test_requests_without_a_key_never_lock_out_the_key(keyed: InProcessServer) -> None:
+    """Issue #32 item 3: 25 no-key GETs (what a web page can make a browser send) made the
+    next 10 right-key requests 429. A missing key guesses nothing: it is answered 401 with
+    the sign-in challenge every time, and the right key passes."""
+    from tracejudge.server.auth import FAILED_KEY_BURST
+
+    with httpx.Client(base_url=keyed.url) as http:
+        missing = [http.get("/ui/traces").status_code for _ in range(FAILED_KEY_BURST + 5)]
+        missing += [http.get("/api/v1/traces").status_code for _ in range(5)]
+        assert missing == [401] * len(missing), missing
+        challenge = http.get("/ui/traces")
+        assert challenge.headers["www-authenticate"].startswith("Basic")
+        right = [
+            http.get("/api/v1/traces", headers={"API-Key": API_KEY}).status_code for _ in range(10)
+        ]
+        assert right == [200] * 10, right
+        # Interleaved, as a page sending 5 requests a second beside a real client.
+        for _ in range(10):
+            for _ in range(5):
+                assert http.get("/ui/traces").status_code == 401
+            assert http.get("/api/v1/traces", headers={"API-Key": API_KEY}).status_code == 200
 
 
 @pytest.mark.heavy("the server command as a process")
@@ -223,3 +256,25 @@ def test_the_key_can_be_kept_off_the_process_list(tmp_path, given: str) -> None:
         assert httpx.get(url, headers={"API-Key": key}).status_code == 200
     finally:
         process.stop()
+
+
+def test_a_key_on_the_command_line_is_refused_without_the_insecure_flag(tmp_path) -> None:
+    """Issue #32 item 8: `--api-key KEY` was accepted, and /proc/PID/cmdline shows the key
+    to every user of the machine. Now it is one line and status 2, never showing the
+    key, unless --insecure-key-on-command-line accepts the exposure; the key file and the
+    environment variable work as before (test_the_key_can_be_kept_off_the_process_list)."""
+    key = "on-the-command-line-5e1b"
+    command = [sys.executable, "-m", "tracejudge.server", "--port", "0"]
+    command += ["--db", str(tmp_path / "db"), "--api-key", key]
+    refused = subprocess.run(command, env=server_env(), capture_output=True, text=True, timeout=60)
+    assert refused.returncode == 2, refused.stderr
+    (line,) = refused.stderr.strip().splitlines()
+    assert "--api-key-file" in line and "TRACEJUDGE_API_KEY" in line
+    assert "--insecure-key-on-command-line" in line and key not in line
+    accepted = ServerProcess(str(tmp_path / "db"), api_key=key, log=tmp_path / "log").start()
+    try:
+        assert "--insecure-key-on-command-line" in accepted.command()
+        url = f"{accepted.url}/api/v1/traces"
+        assert httpx.get(url, headers={"API-Key": key}).status_code == 200
+    finally:
+        accepted.stop()

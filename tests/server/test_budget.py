@@ -303,3 +303,38 @@ def test_the_budgets_are_settings_like_every_other() -> None:
         parse_config(["--max-judge-cost-per-day", "0"], {})
     with pytest.raises(ConfigurationError, match="TRACEJUDGE_MAX_JUDGE_TOKENS_PER_DAY"):
         parse_config([], {"TRACEJUDGE_MAX_JUDGE_TOKENS_PER_DAY": "lots"})
+
+
+def test_spending_made_while_sqlite_is_locked_is_counted(tmp_path: Path) -> None:
+    """Issue #32 item 8: a judgement whose spending could not be written (SQLite locked by
+    another writer past the busy timeout) was never counted: the evaluation service logs
+    the failure and goes on (`SpendLimits.after`), and the budget let as much again be
+    spent. Now the spending is owed, counted in the budget checks meanwhile, and written
+    once the store takes writes again. A real SQLite store, locked by a real second
+    connection."""
+    import contextlib
+    import sqlite3
+
+    db = str(tmp_path / "locked.db")
+    store = open_store(db)
+    budget = DailyBudget(store, cost_per_criterion_per_day=0.02)
+    usage = JudgeUsage(calls=1, input_tokens=10_000, total_tokens=10_000, cost_usd=0.02)
+
+    async def judged_while_locked() -> str | None:
+        assert await budget.refusal("Reward focus") is None
+        holder = sqlite3.connect(db, isolation_level=None)
+        holder.execute("BEGIN IMMEDIATE")  # another writer holds the write lock
+        try:
+            with contextlib.suppress(Exception):  # as SpendLimits.after does
+                await budget.spent("Reward focus", usage)
+        finally:
+            holder.execute("ROLLBACK")
+            holder.close()
+        return await budget.refusal("Reward focus")
+
+    try:
+        assert asyncio.run(judged_while_locked()) == PER_CRITERION
+        _, spent = store.spend.of_day(utc_day(time.time()), "Reward focus")
+        assert spent.cost_usd == pytest.approx(0.02) and spent.calls == 1  # written since
+    finally:
+        store.close()

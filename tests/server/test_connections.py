@@ -188,3 +188,96 @@ def test_a_malformed_request_gets_the_400_the_document_describes(tmp_path) -> No
     for path, operations in document["paths"].items():
         for method, operation in operations.items():
             assert "text/plain" in operation["responses"]["400"]["content"], (method, path)
+
+
+def slow_body_head(port: int, api_key: str) -> bytes:
+    return (
+        b"POST /v1/traces HTTP/1.1\r\nHost: 127.0.0.1:%d\r\nAPI-Key: %s\r\n"
+        b"Content-Type: application/x-protobuf\r\nContent-Length: 100000\r\n\r\n\n"
+        % (port, api_key.encode())
+    )
+
+
+class Trickle:
+    """Connections each sending a request body a byte at a time, with what the server
+    answered on each and whether it closed it."""
+
+    def __init__(self, socks: list[socket.socket]) -> None:
+        self.socks = socks
+        self.answers = [b""] * len(socks)
+        self.closed = [False] * len(socks)
+
+    def step(self) -> bool:
+        """One more byte on each open connection; True once the server closed them all."""
+        for n, sock in enumerate(self.socks):
+            if self.closed[n]:
+                continue
+            try:
+                while select.select([sock], [], [], 0)[0]:
+                    chunk = sock.recv(65536)
+                    if not chunk:
+                        self.closed[n] = True
+                        break
+                    self.answers[n] += chunk
+                if not self.closed[n]:
+                    sock.sendall(b"\x0a")
+            except OSError:
+                self.closed[n] = True
+        return all(self.closed)
+
+
+def test_slow_bodies_time_out_and_the_probes_answer_meanwhile(tmp_path) -> None:
+    """Issue #32 item 2: connections trickling a request body filled --max-connections,
+    nothing timed a body out, and /health failed while they were open. Now connections
+    kept for the probes answer /health and /ready while the cap is full (anything else on
+    them is 503 with Retry-After), and a body slower than --min-body-rate past
+    --body-timeout-seconds is answered 408 and its connection closed."""
+    from tests.server.harness import API_KEY, wait_for
+
+    args = ["--max-connections", "30", "--header-timeout-seconds", "60"]
+    args += ["--body-timeout-seconds", "2", "--min-body-rate", "1000"]
+    server = ServerProcess(str(tmp_path / "db"), args=args).start()
+    try:
+        with held(server.port, 30, first=slow_body_head(server.port, API_KEY)) as socks:
+            trickle = Trickle(socks)
+            trickle.step()
+            answers = [health_answers(server.url) for _ in range(5)]
+            assert answers == [True] * 5, answers
+            ready = httpx.get(f"{server.url}/ready", timeout=3)
+            assert ready.status_code == 200, ready.text
+            other = httpx.get(f"{server.url}/api/v1/traces", headers=server.headers, timeout=3)
+            assert other.status_code == 503 and other.headers["retry-after"] == "1"
+            assert "--max-connections" in other.json()["detail"]
+            # Closed by the server once past the deadline at under the minimum rate.
+            wait_for(trickle.step, timeout=30, interval=0.2)
+            heads = {answer.split(b"\r\n", 1)[0] for answer in trickle.answers}
+            assert heads == {b"HTTP/1.1 408 Request Timeout"}, heads
+            assert b"--min-body-rate" in trickle.answers[0]
+        with httpx.Client(base_url=server.url, headers=server.headers) as http:
+            assert http.get("/api/v1/traces").status_code == 200
+    finally:
+        server.stop()
+
+
+def test_a_body_that_keeps_the_minimum_rate_is_read_whole(tmp_path) -> None:
+    """The deadline is not a cap on slow-but-steady uploads: a body still arriving past
+    --body-timeout-seconds at more than --min-body-rate is read and answered."""
+    args = ["--body-timeout-seconds", "0.5", "--min-body-rate", "100"]
+    server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args).start()
+    try:
+        body = b'{"messages": [], "evaluator_name": "final_answer"}' + b" " * 400
+        sock = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+        sock.sendall(
+            b"POST /api/v1/evals/reward HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+            b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n" % len(body)
+        )
+        started = time.monotonic()
+        for start in range(0, len(body), 50):  # ~500 bytes/s for ~1 s
+            sock.sendall(body[start : start + 50])
+            time.sleep(0.1)
+        assert time.monotonic() - started > 0.5  # past the deadline while it came
+        answer = sock.recv(65536)
+        sock.close()
+        assert answer.startswith(b"HTTP/1.1 422"), answer[:200]  # read whole, then judged
+    finally:
+        server.stop()

@@ -7,6 +7,7 @@ requests must be accepted and invalid ones refused, too."""
 from __future__ import annotations
 
 import json
+import os
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
@@ -36,7 +37,11 @@ ANY_KIND = Reply.text(
 )
 #: Examples per operation (valid and invalid requests): a fifth of the Hypothesis
 #: profile's (tests/speed.py): 20 under the default `ci` profile.
-EXAMPLES_PER_OPERATION = max(5, hypothesis.settings.default.max_examples // 5)
+#: TRACEJUDGE_FUZZ_EXAMPLES=200 looks further, locally (issue #32 item 8).
+EXAMPLES_PER_OPERATION = int(
+    os.environ.get("TRACEJUDGE_FUZZ_EXAMPLES")
+    or max(5, hypothesis.settings.default.max_examples // 5)
+)
 #: Every operation the document describes, one test each (they spread over the workers).
 OPERATIONS = sorted(
     (method.upper(), path)

@@ -238,15 +238,46 @@ def test_every_refusal_of_a_protobuf_request_is_protobuf(start) -> None:
 
 
 def test_a_trace_past_the_span_limit_is_kept_too_large_and_not_scored(start) -> None:
+    """Issue #32 item 7: before, the request that took a trace past --max-trace-spans was
+    answered 200 with no partial_success, the spans acknowledged before were deleted
+    without a word, and the trace was listed "not scored yet" (verdict pending) beside
+    its too_large reason. Now that answer and every later one for the trace count its
+    spans as rejected in partial_success, with a message saying nothing of it is kept and
+    it will not be scored; its verdict is unscored."""
     server = start("--max-trace-spans", "40")
     large, small = secrets.token_bytes(16), secrets.token_bytes(16)
     with server.client() as http:
-        for body in (otlp_protobuf(30, large), otlp_protobuf(30, large), otlp_protobuf(5, small)):
-            assert http.post("/v1/traces", content=body, headers=PROTOBUF).is_success
+        answers = [
+            http.post("/v1/traces", content=body, headers=PROTOBUF)
+            for body in (
+                otlp_protobuf(30, large),
+                otlp_protobuf(30, large),
+                otlp_protobuf(5, small),
+            )
+        ]
+        assert [a.status_code for a in answers] == [200] * 3
+        first, past, other = (ExportTraceServiceResponse.FromString(a.content) for a in answers)
+        assert not first.HasField("partial_success") and not other.HasField("partial_success")
+        assert past.partial_success.rejected_spans == 30
+        message = past.partial_success.error_message
+        assert large.hex() in message and "--max-trace-spans" in message
+        assert "none of its spans are kept" in message and "will not be scored" in message
+        # Later spans of it, in OTLP/JSON: all rejected, said in JSON.
+        _, later = otlp_trace(trace_id=large.hex())
+        again = http.post("/v1/traces", content=later, headers=OTLP_JSON)
+        assert again.status_code == 200
+        partial = again.json()["partialSuccess"]
+        assert int(partial["rejectedSpans"]) > 0 and large.hex() in partial["errorMessage"]
         (scored,) = wait_for(lambda: _traces(server, status="scored"))
         assert scored["trace_id"] == small.hex()
         (kept,) = _traces(server, status="too_large")
-        assert kept["trace_id"] == large.hex() and kept["span_count"] == 60
+        assert kept["trace_id"] == large.hex() and kept["span_count"] > 60
+        assert kept["verdict"] == "unscored"
+        assert large.hex() not in {t["trace_id"] for t in _traces(server, verdict="pending")}
+        listed = http.get("/ui", params={"status": "too_large"})
+        assert listed.status_code == 200 and large.hex() in listed.text
+        assert '<span class="na">not scored yet</span>' not in listed.text
+        assert '<span class="badge na">unscored</span>' in listed.text
         assert "more than 40 spans" in kept["error"] and "--max-trace-spans" in kept["error"]
         document = http.get("/openapi.json").json()["components"]["schemas"]
         assert kept["status"] in document["TraceSummary"]["properties"]["status"]["enum"]
@@ -257,7 +288,8 @@ def test_a_trace_past_the_span_limit_is_kept_too_large_and_not_scored(start) -> 
         assert len(page.content) < 10_000
     store = open_store(server.db)
     try:
-        assert store.traces.span_batches(large.hex()) == ([], 60)  # its spans are not kept
+        batches, count = store.traces.span_batches(large.hex())
+        assert batches == [] and count == kept["span_count"]  # its spans are not kept
     finally:
         store.close()
 
@@ -292,3 +324,38 @@ def test_span_batches_stored_before_version_6_are_scored(start, tmp_path, monkey
     (scored,) = wait_for(lambda: _traces(server, status="scored"), timeout=60)
     assert scored["trace_id"] == trace_id and scored["span_count"] == spans
     assert set(scored["agents"]) == {"orchestrator", "researcher", "writer"}
+
+
+# --------------------------------------------------------------------------- backpressure
+
+
+def test_uploads_past_the_backlog_bound_get_503_with_retry_after(start) -> None:
+    """Issue #32 item 6: intake outran scoring without a bound (10,700 traces queued in
+    60 s, no 429 or 503, /ready still ready). Now past --max-backlog-traces traces waiting
+    to be scored, an upload is answered 503 with Retry-After in its own encoding (a
+    google.rpc.Status, code 14 UNAVAILABLE), and /ready reports the backlog; reads go on."""
+    server = start("--max-backlog-traces", "5", "--trace-quiet-seconds", "600")
+    with server.client() as http:
+        for _ in range(5):  # complete traces, waiting out the quiet period: unscored
+            assert http.post("/v1/traces", content=otlp_protobuf(3), headers=PROTOBUF).is_success
+
+        def refused() -> httpx.Response | None:
+            answer = http.post("/v1/traces", content=otlp_protobuf(3), headers=PROTOBUF)
+            return answer if answer.status_code == 503 else None
+
+        answer = wait_for(refused, timeout=10)
+        assert answer.headers["retry-after"] == "5"
+        assert answer.headers["content-type"] == "application/x-protobuf"
+        stored = status_pb2.Status.FromString(answer.content)
+        assert stored.code == 14 and "--max-backlog-traces 5" in stored.message
+        _, body = otlp_trace()
+        as_json = http.post("/v1/traces", content=body, headers=OTLP_JSON)
+        assert as_json.status_code == 503 and as_json.headers["retry-after"] == "5"
+        assert as_json.json()["code"] == 14 and "waiting to be scored" in as_json.json()["message"]
+        ready = http.get("/ready")
+        assert ready.status_code == 200
+        backlog = ready.json()["backlog"]
+        assert backlog["limit"] == 5 and backlog["full"] is True
+        waiting = backlog["traces"]
+        assert 5 <= waiting <= 6  # one may have slipped in within the count's reuse
+        assert len(http.get("/api/v1/traces").json()["traces"]) == waiting

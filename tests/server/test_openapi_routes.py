@@ -46,6 +46,22 @@ def test_every_documented_operation_is_a_declared_route_and_back(app: Any) -> No
     assert not any(path in ("/", "/openapi.json") for path, _ in documented)
 
 
+def test_the_intake_and_the_metrics_document_what_they_answer(app: Any) -> None:
+    """#32: /v1/traces answers 503 (a full backlog, or the store away) in OTLP's shape, and
+    /metrics is an operation of the API, behind its keys."""
+    intake = app.state.openapi["paths"]["/v1/traces"]["post"]["responses"]
+    unavailable = intake["503"]
+    assert "--max-backlog-traces" in unavailable["description"]
+    assert "store" in unavailable["description"]
+    assert set(unavailable["content"]) == {"application/json", "application/x-protobuf"}
+    assert "--max-trace-spans" in intake["200"]["description"]
+    metrics = app.state.openapi["paths"]["/metrics"]["get"]
+    assert "security" not in metrics  # a key, like the rest of the API
+    assert set(metrics["responses"]["200"]["content"]) == {"text/plain"}
+    assert sorted(metrics["responses"]) == ["200", "400", "401", "413", "421", "429"]
+    assert "wrong API keys" in metrics["responses"]["429"]["description"]
+
+
 def test_path_parameters_are_the_routes_own(app: Any) -> None:
     for path, operations in app.state.openapi["paths"].items():
         names = re.findall(r"{(\w+)}", path)

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 
 from tests.server.harness import ServerProcess, wait_for
 from tests.server.hostile import otlp_trace
@@ -144,8 +145,26 @@ def test_a_sqlite_file_locked_by_another_process(
             sent.append(wait_for(lambda: _uploaded_after_recovery(http), timeout=RECOVERY))
             assert wait_for(lambda: _ready(http) == 200, timeout=RECOVERY)
             assert wait_for(lambda: _all_scored(http, sent), timeout=RECOVERY)
+            # /metrics saw the outage: store calls that raised, the 503s answered, and no
+            # upload counted as refused for a full backlog (#32 item 9 beside items 1, 4)
+            samples = _metrics(http)
+            assert samples[("tracejudge_errors_total", (("kind", "store"),))] >= 1
+            refused = (("method", "POST"), ("route", "/v1/traces"), ("status", "503"))
+            assert samples[("tracejudge_http_requests_total", refused)] >= 1
+            assert samples[("tracejudge_uploads_refused_total", (("reason", "backlog_full"),))] == 0
     finally:
         server.stop()
+
+
+def _metrics(http: httpx.Client) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    """Every sample of /metrics: (name, sorted labels) -> value."""
+    answer = http.get("/metrics")
+    assert answer.status_code == 200, answer.text
+    return {
+        (sample.name, tuple(sorted(sample.labels.items()))): sample.value
+        for family in text_string_to_metric_families(answer.text)
+        for sample in family.samples
+    }
 
 
 # --------------------------------------------------------------------------- a full disk

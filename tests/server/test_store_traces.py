@@ -53,29 +53,56 @@ def test_traces_complete_after_quiet_period_and_late_spans_reopen(db_url: str) -
     assert count == 3
     trace = store.traces.get("t1")
     assert trace and trace.status == "queued" and trace.tags == {"env": "prod"}
+    # Both wait to be scored: the intake's backlog (#32 item 6).
+    assert store.traces.backlog_size() == 2
+    store.traces.add_spans([SpanBatch("t3", "json", b"{}", 9, True)], max_trace_spans=5)
+    assert store.traces.backlog_size() == 2  # too_large: never to be scored
+    store.traces.add_spans([SpanBatch("t4", "json", b"{}", 1, False)])
+    assert store.traces.backlog_size() == 3  # open: it will be
     store.close()
 
 
 def test_a_trace_past_the_span_limit_is_kept_too_large_without_its_spans(db_url: str) -> None:
     store = open_store(db_url)
-    store.traces.add_spans([SpanBatch("big", "protobuf", b"\x0a\x00", 3, True)], max_trace_spans=5)
+    kept = store.traces.add_spans(
+        [SpanBatch("big", "protobuf", b"\x0a\x00", 3, True)], max_trace_spans=5
+    )
+    assert kept == {}  # every span kept
     store.traces.add_spans([SpanBatch("small", "json", b"{}", 5, True)], max_trace_spans=5)
     assert store.traces.span_batches("big") == ([("protobuf", b"\x0a\x00")], 3)
-    store.traces.add_spans([SpanBatch("big", "protobuf", b"\x0a\x01", 3, False)], max_trace_spans=5)
+    not_kept = store.traces.add_spans(
+        [
+            SpanBatch("big", "protobuf", b"\x0a\x01", 3, False),
+            SpanBatch("other", "json", b"{}", 2, False),
+        ],
+        max_trace_spans=5,
+    )
+    assert not_kept == {"big": 3}  # per trace: the spans of this call not kept
     row = store.traces.get("big")
     assert row and row.status == "too_large" and row.span_count == 6
+    assert row.verdict == "unscored"  # never to be scored: not pending
     assert "more than 5 spans" in str(row.error) and "--max-trace-spans" in str(row.error)
     assert store.traces.span_batches("big") == ([], 6)  # what came before is deleted
-    store.traces.add_spans([SpanBatch("big", "json", b"{}", 2, False)], max_trace_spans=5)
+    not_kept = store.traces.add_spans(
+        [SpanBatch("big", "json", b"{}", 2, False), SpanBatch("big", "json", b"{}", 1, False)],
+        max_trace_spans=5,
+    )
+    assert not_kept == {"big": 3}
     row = store.traces.get("big")
-    assert row and row.status == "too_large" and row.span_count == 8  # counted, not kept
-    assert store.traces.span_batches("big") == ([], 8)
+    assert row and row.status == "too_large" and row.span_count == 9  # counted, not kept
+    assert store.traces.span_batches("big") == ([], 9)
     time.sleep(0.05)
     # Never queued for scoring; a trace at the limit is.
-    assert store.traces.queue_complete(0.01, 0.01, 10, _ingest_task) == ["small"]
+    assert store.traces.queue_complete(0.01, 0.01, 10, _ingest_task) == ["other", "small"]
     assert [
         t.trace_id for t in store.lists.page(TraceFilter(status="too_large"), 10, None).traces
     ] == ["big"]
+    # Listed among the unscored, also once digested again (as a newer version does).
+    with store.core.transaction() as cursor:
+        store.core.run(cursor, "UPDATE traces SET digested = 0")
+    assert store.traces.digest_pending() == 3
+    unscored = store.lists.page(TraceFilter(verdict="unscored"), 10, None).traces
+    assert [t.trace_id for t in unscored] == ["big"]
     store.close()
 
 

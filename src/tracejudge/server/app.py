@@ -40,6 +40,7 @@ from tracejudge.server import (
     ui,
 )
 from tracejudge.server.auth import AuthMiddleware, KeyRing
+from tracejudge.server.backlog import Backlog
 from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.budget import DailyBudget
 from tracejudge.server.config import ServerConfig
@@ -47,6 +48,8 @@ from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
 from tracejudge.server.limits import LimitsMiddleware
+from tracejudge.server.metrics import Metrics, MetricsMiddleware, TimedStore
+from tracejudge.server.metrics import routes as metrics_routes
 from tracejudge.server.offload import Offload, ServiceLoop
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
@@ -214,15 +217,17 @@ def create_app(
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
-        store = await in_thread(open_store, config.db)
+        store = TimedStore.around(await in_thread(open_store, config.db), metrics)
         # Every judgement is counted in the store (the daily budgets, shared by replicas).
         budget = DailyBudget.from_config(store, config, priced=priced)
+        budget.on_spent = metrics.judge_spent
         service = ServiceLoop(
             build_service(
                 settings, judge=chosen, spend_limits=[budget] if chosen is not None else ()
             )
         )
         supervisor = Supervisor(config.stall_seconds)
+        backlog = Backlog(store, config.max_backlog_traces)
         runner = TaskRunner(
             store,
             {},
@@ -245,10 +250,11 @@ def create_app(
                 if config.evaluation_events_endpoint
                 else None
             ),
-            readiness=Readiness(store, supervisor),
+            readiness=Readiness(store, supervisor, backlog),
+            backlog=backlog,
         )
-        runner.handlers.update(evals.handlers(context))
-        runner.handlers.update(scoring.handlers(context))
+        for kind, handler in {**evals.handlers(context), **scoring.handlers(context)}.items():
+            runner.handlers[kind] = metrics.counted(kind, handler)
         app.state.context = context
         pruner = Pruner(
             store,
@@ -268,19 +274,23 @@ def create_app(
                 await in_thread(context.writeback.shutdown)
             await in_thread(store.close)
 
+    metrics = Metrics()
+    routes = [
+        *health.routes,
+        Route("/openapi.json", _openapi, methods=["GET"]),
+        *evals.routes,
+        *traces.routes,
+        *attribution.routes,
+        *labels.routes,
+        *otlp.routes,
+        *list_page.routes,
+        *ui.routes,
+        *metrics_routes,
+    ]
     app = Starlette(
-        routes=[
-            *health.routes,
-            Route("/openapi.json", _openapi, methods=["GET"]),
-            *evals.routes,
-            *traces.routes,
-            *attribution.routes,
-            *labels.routes,
-            *otlp.routes,
-            *list_page.routes,
-            *ui.routes,
-        ],
+        routes=routes,
         middleware=[
+            Middleware(MetricsMiddleware, metrics=metrics, routes=routes),
             Middleware(UnexpectedErrorMiddleware),
             Middleware(
                 WebGuardMiddleware,
@@ -303,6 +313,7 @@ def create_app(
         lifespan=lifespan,
     )
     app.state.openapi = openapi_document(app.routes)
+    app.state.metrics = metrics
     app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
     app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
     app.state.budget_note = budget_note

@@ -16,9 +16,13 @@ digests through `hmac.compare_digest`, all of them every time), so the answer ti
 says nothing about how much of a key was right. Keys are never logged or echoed.
 
 Wrong keys are rate limited per client address (`FAILED_KEY_BURST` at once, then
-`FAILED_KEY_RATE` a second): past that, every request from the address that needs a key
-gets 429 with `Retry-After` until the limit refills, the right key included, so guessing
-keys costs time whatever the guesses are.
+`FAILED_KEY_RATE` a second): past that, a wrong key from the address gets 429 with
+`Retry-After` until the limit refills, so guessing keys costs time whatever the guesses
+are. The right key is never refused by it: a key is checked before the limit is, so a
+neighbour behind the same address (or a web page making someone's browser send requests
+without a key) cannot lock out the people who hold the key. A request with no key at all
+is not a guess and is not counted: it is answered 401 with the challenge, always, so a
+browser can still ask its user to sign in.
 """
 
 from __future__ import annotations
@@ -168,35 +172,44 @@ class AuthMiddleware:
             state["caller"] = f"host:{client[0]}"
             await self.app(scope, receive, send)
             return
-        address = str((scope.get("client") or ("unknown", 0))[0])
-        wait = self.failures.waiting(address)
-        if wait > 0:
-            retry = str(max(1, math.ceil(wait)))
-            error = ApiError(
-                429,
-                f"too many requests with a wrong or missing API key from this address; retry "
-                f"in {retry} s with the right key (the server allows {FAILED_KEY_BURST} at "
-                f"once, then {FAILED_KEY_RATE:g} a second)",
-                headers={"Retry-After": retry},
-            )
-            await error_response(error)(scope, receive, send)
-            return
-        index = self.keys.identify(presented_key(scope))
+        presented = presented_key(scope)
+        index = self.keys.identify(presented)
         if index is None:
-            self.failures.take(address)
-            if is_ui_read(scope):  # a browser answers a Basic challenge with a sign-in prompt
-                how = "give it as the password of the browser's sign-in prompt (any user name)"
-                challenge = f'{_BASIC} realm="tracejudge", charset="UTF-8"'
-            else:
-                how = "send it in the API-Key header (or as Authorization: Bearer <key>)"
-                challenge = BEARER
-            error = ApiError(
-                401,
-                f"a valid API key is required: {how}",
-                headers={"WWW-Authenticate": challenge},
-            )
-            await error_response(error)(scope, receive, send)
+            await self._refuse(scope, receive, send, presented)
             return
         state["caller"] = f"key:{index}"
         state["key_name"] = self.keys.names[index]
         await self.app(scope, receive, send)
+
+    async def _refuse(
+        self, scope: Scope, receive: Receive, send: Send, presented: str | None
+    ) -> None:
+        """401 for a missing or wrong key; 429 once this address has sent too many wrong
+        ones (a missing key is not counted: it guesses nothing)."""
+        if presented is not None:
+            address = str((scope.get("client") or ("unknown", 0))[0])
+            wait = self.failures.take(address)
+            if wait > 0:
+                retry = str(max(1, math.ceil(wait)))
+                error = ApiError(
+                    429,
+                    f"too many requests with a wrong API key from this address; retry in "
+                    f"{retry} s with the right key (the server allows {FAILED_KEY_BURST} wrong "
+                    f"keys at once, then {FAILED_KEY_RATE:g} a second; the right key is "
+                    "never refused by this limit)",
+                    headers={"Retry-After": retry},
+                )
+                await error_response(error)(scope, receive, send)
+                return
+        if is_ui_read(scope):  # a browser answers a Basic challenge with a sign-in prompt
+            how = "give it as the password of the browser's sign-in prompt (any user name)"
+            challenge = f'{_BASIC} realm="tracejudge", charset="UTF-8"'
+        else:
+            how = "send it in the API-Key header (or as Authorization: Bearer <key>)"
+            challenge = BEARER
+        error = ApiError(
+            401,
+            f"a valid API key is required: {how}",
+            headers={"WWW-Authenticate": challenge},
+        )
+        await error_response(error)(scope, receive, send)

@@ -84,9 +84,14 @@ class ServerConfig:
     header_timeout_seconds: float = 10.0
     keep_alive_seconds: float = 5.0
     max_connections: int = 1000
+    body_timeout_seconds: float = 30.0
+    min_body_rate: float = 16384.0
     # --- nothing heavy on the event loop (#22)
     parse_threads: int = 2
     max_trace_spans: int = 20_000
+    # --- outages and load (#32)
+    max_backlog_traces: int = 10_000
+    insecure_key_on_command_line: bool = False
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -119,8 +124,11 @@ class ServerConfig:
             ("header_timeout_seconds", self.header_timeout_seconds > 0, "more than 0"),
             ("keep_alive_seconds", self.keep_alive_seconds > 0, "more than 0"),
             ("max_connections", self.max_connections >= 1, "at least 1"),
+            ("body_timeout_seconds", self.body_timeout_seconds > 0, "more than 0"),
+            ("min_body_rate", self.min_body_rate >= 0, "0 (only the deadline) or more"),
             ("parse_threads", self.parse_threads >= 1, "at least 1"),
             ("max_trace_spans", self.max_trace_spans >= 1, "at least 1"),
+            ("max_backlog_traces", self.max_backlog_traces >= 0, "0 (no bound) or more"),
         ]
         for budget in (
             "max_judge_cost_per_day",
@@ -249,7 +257,8 @@ SETTINGS: tuple[Setting, ...] = (
         str,
         "an API key clients must send (repeat for several; the variable takes a "
         "comma-separated list, TRACEJUDGE_API_KEY one key). A key on the command line shows "
-        "in the process list: prefer --api-key-file or the variable",
+        "in the process list, so the flag is refused without --insecure-key-on-command-line: "
+        "use --api-key-file or the variable",
         many=True,
         aliases=("TRACEJUDGE_API_KEY",),
     ),
@@ -503,7 +512,24 @@ SETTINGS += (
         "TRACEJUDGE_MAX_CONNECTIONS",
         int,
         "open connections at most; one more is closed at once (the process's file limit is "
-        "raised to fit, when it can be)",
+        "raised to fit, when it can be), but for a few kept for /health and /ready",
+    ),
+    Setting(
+        "body_timeout_seconds",
+        "--body-timeout-seconds",
+        "TRACEJUDGE_BODY_TIMEOUT_SECONDS",
+        float,
+        "a request body must arrive whole within this long of its head, or keep arriving at "
+        "--min-body-rate after it; else it is answered 408 and its connection closed "
+        "(default 30)",
+    ),
+    Setting(
+        "min_body_rate",
+        "--min-body-rate",
+        "TRACEJUDGE_MIN_BODY_RATE",
+        float,
+        "bytes a second a request body must average once past --body-timeout-seconds "
+        "(default 16384; 0: the deadline alone)",
     ),
 )
 
@@ -524,6 +550,25 @@ SETTINGS += (
         int,
         "spans one ingested trace may have: a trace past it is kept as too_large, with the "
         "reason, without its spans, and not scored",
+    ),
+    # --- outages and load (#32)
+    Setting(
+        "max_backlog_traces",
+        "--max-backlog-traces",
+        "TRACEJUDGE_MAX_BACKLOG_TRACES",
+        int,
+        "traces stored and not yet scored at most: past it, OTLP uploads are answered 503 "
+        "with Retry-After (exporters retry) until scoring catches up (default 10000; 0: no "
+        "bound)",
+    ),
+    Setting(
+        "insecure_key_on_command_line",
+        "--insecure-key-on-command-line",
+        "TRACEJUDGE_INSECURE_KEY_ON_COMMAND_LINE",
+        _bool,
+        "accept --api-key on the command line, where every user of the machine can read it "
+        "(ps, /proc/PID/cmdline)",
+        switch=True,
     ),
 )
 
@@ -594,6 +639,8 @@ def config_from(given: Mapping[str, Any], env: Mapping[str, str]) -> ServerConfi
                 values[s.field] = s.kind(str(raw))
         except ValueError as exc:
             raise ConfigurationError(f"{source}={raw!r} is not usable: {exc}") from None
+    if given.get("api_keys") and not values.get("insecure_key_on_command_line"):
+        raise ConfigurationError(exposed_secrets(given)[0])
     return ServerConfig(**values)
 
 
@@ -619,8 +666,9 @@ def exposed_secrets(given: Mapping[str, Any]) -> list[str]:
     """Warnings for secrets given as command-line flags (which `ps` shows to every user)."""
     if given.get("api_keys"):
         return [
-            "--api-key on the command line shows the key in the process list; use "
-            "--api-key-file FILE, or TRACEJUDGE_API_KEY(S) in the environment"
+            "--api-key on the command line shows the key to every user of this machine (ps, "
+            "/proc/PID/cmdline): give it with --api-key-file FILE, or TRACEJUDGE_API_KEY(S) in "
+            "the environment (or add --insecure-key-on-command-line to accept that)"
         ]
     return []
 

@@ -8,11 +8,19 @@ h11 protocol gets two rules:
 
 - **A header timeout**: a connection that has not sent a whole request head within
   `--header-timeout-seconds` of opening, or of its previous answer, is closed.
+- **A body deadline**: a request body must arrive whole within `--body-timeout-seconds`
+  of its head; past that it may go on only while it arrives at `--min-body-rate` bytes a
+  second on average (time spent with reading paused because the app has not taken what
+  came is not the client's). A body slower than that is answered 408 and its connection
+  closed, so connections trickling bodies cannot hold the server's connections for ever.
 - **A cap on open connections** (`--max-connections`, fitted under the process's file
   limit, which is raised to fit when it can be): a connection past the cap closes the
-  one that has been waiting longest for a request head (nothing is running on it); when
-  every connection has a request running, the new one is closed instead. So held
-  half-open connections never lock out a real client.
+  one that has been waiting longest for a request head (nothing is running on it). When
+  every connection has a request running, `PROBE_CONNECTIONS` more are kept for the
+  probes: such a connection may ask only `/health` or `/ready` (anything else is 503
+  with `Retry-After`), so liveness and readiness answer while the cap is full. Past
+  those too, the new connection is closed. So held connections never lock out a real
+  client, nor the orchestrator's probes.
 
 A client that hangs up while its request is read is logged once, at DEBUG (see
 `app.py`): it is the client's choice, not the server's failure.
@@ -22,6 +30,8 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import dataclasses
+import json
 import logging
 import time
 from dataclasses import dataclass
@@ -29,11 +39,20 @@ from typing import Any
 
 import h11
 import uvicorn
+from starlette.responses import JSONResponse
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from tracejudge.server.config import ServerConfig
 
-__all__ = ["ConnectionLimits", "GuardedH11Protocol", "connection_limits", "uvicorn_config"]
+__all__ = [
+    "PROBE_CONNECTIONS",
+    "PROBE_PATHS",
+    "ConnectionLimits",
+    "GuardedH11Protocol",
+    "ProbesOnly",
+    "connection_limits",
+    "uvicorn_config",
+]
 
 logger = logging.getLogger("tracejudge.server")
 
@@ -44,6 +63,13 @@ _RESERVED_FILES = 64
 #: many in one turn of the loop, before any of them can be refused, so they must fit in
 #: the file limit beside the open ones.
 _BACKLOG = 511
+#: Connections kept past `--max-connections` for the probes, when every connection has a
+#: request running.
+PROBE_CONNECTIONS = 8
+#: What such a connection may ask.
+PROBE_PATHS = frozenset({"/health", "/ready"})
+#: How often a body past its deadline is checked for its rate again.
+_BODY_RECHECK_SECONDS = 1.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +77,8 @@ class ConnectionLimits:
     header_timeout: float
     max_connections: int
     backlog: int = _BACKLOG
+    body_timeout: float = 30.0
+    min_body_rate: float = 16384.0
     #: Why `max_connections` is lower than configured ("" when it is not).
     note: str = ""
 
@@ -60,11 +88,17 @@ def connection_limits(config: ServerConfig) -> ConnectionLimits:
     `--max-connections` when the hard limit allows it, and lowering the cap (and the
     accept backlog) to fit the file limit when it does not (`note` then says so)."""
     wanted, timeout = config.max_connections, config.header_timeout_seconds
-    reserve = _RESERVED_FILES + config.max_concurrency
+    limits = ConnectionLimits(
+        timeout,
+        wanted,
+        body_timeout=config.body_timeout_seconds,
+        min_body_rate=config.min_body_rate,
+    )
+    reserve = _RESERVED_FILES + config.max_concurrency + PROBE_CONNECTIONS
     try:
         import resource
     except ImportError:  # not POSIX: no file limit to fit
-        return ConnectionLimits(timeout, wanted)
+        return limits
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     need = wanted + reserve + _BACKLOG
     if soft != resource.RLIM_INFINITY and soft < need:
@@ -75,28 +109,58 @@ def connection_limits(config: ServerConfig) -> ConnectionLimits:
         except (ValueError, OSError):
             pass
     if soft == resource.RLIM_INFINITY or soft >= need:
-        return ConnectionLimits(timeout, wanted)
+        return limits
     backlog = max(16, min(_BACKLOG, (soft - reserve) // 4))
     fitted = max(1, min(wanted, soft - reserve - backlog))
     note = (
         f"--max-connections {wanted} does not fit this process's file limit ({soft} open "
         f"files; raise it with `ulimit -n`): at most {fitted} connections are kept open"
     )
-    return ConnectionLimits(timeout, fitted, backlog, note)
+    return dataclasses.replace(limits, max_connections=fitted, backlog=backlog, note=note)
+
+
+class ProbesOnly:
+    """The app of a connection kept for the probes: `/health` and `/ready` go through;
+    anything else is 503 with `Retry-After`, and the connection is closed after it."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["path"] in PROBE_PATHS:
+            await self.app(scope, receive, send)
+            return
+        answer = JSONResponse(
+            {
+                "detail": "the server has as many connections open as --max-connections "
+                "allows; this one may only ask /health or /ready: retry in a few seconds"
+            },
+            status_code=503,
+            headers={"Retry-After": "1", "Connection": "close"},
+        )
+        await answer(scope, receive, send)
 
 
 class GuardedH11Protocol(H11Protocol):
-    """uvicorn's h11 protocol with a header timeout and a cap on open connections; the
-    limits are class attributes, set by `uvicorn_config` on a subclass."""
+    """uvicorn's h11 protocol with a header timeout, a body deadline and a cap on open
+    connections; the limits are class attributes, set by `uvicorn_config` on a subclass."""
 
     header_timeout: float = 10.0
     max_connections: int = 1000
+    body_timeout: float = 30.0
+    min_body_rate: float = 16384.0
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._head_timer: asyncio.TimerHandle | None = None
         #: Since when this connection waits for a request head (None: a request runs).
         self.waiting_since: float | None = None
+        self._body_timer: asyncio.TimerHandle | None = None
+        #: Since when the running request's body has been arriving, and how much came.
+        self._body_since = 0.0
+        self._body_bytes = 0
+        #: Whether the connection is one kept for the probes (see `ProbesOnly`).
+        self.probes_only = False
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # asyncio.Transport, not BaseTransport
         super().connection_made(transport)
@@ -108,11 +172,18 @@ class GuardedH11Protocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._stop_watch()
+        self._stop_body_watch()
         super().connection_lost(exc)
+
+    def data_received(self, data: bytes) -> None:
+        if self._body_timer is not None:
+            self._body_bytes += len(data)
+        super().data_received(data)
 
     def handle_events(self) -> None:
         super().handle_events()
         self._watch_head()
+        self._watch_body()
 
     def on_response_complete(self) -> None:
         super().on_response_complete()
@@ -146,8 +217,71 @@ class GuardedH11Protocol(H11Protocol):
             )
             self.transport.close()
 
+    def _watch_body(self) -> None:
+        """Time the running request's body while it arrives; stop once it came."""
+        if self.transport.is_closing() or self.conn.their_state is not h11.SEND_BODY:
+            self._stop_body_watch()
+            return
+        if self._body_timer is None:
+            self._body_since = time.monotonic()
+            self._body_bytes = 0
+            self._body_timer = self.loop.call_later(self.body_timeout, self._body_overdue)
+
+    def _stop_body_watch(self) -> None:
+        if self._body_timer is not None:
+            self._body_timer.cancel()
+            self._body_timer = None
+
+    def _body_overdue(self) -> None:
+        """Past the body deadline: go on while the body keeps the minimum rate (or while
+        the app, not the client, holds it up), else answer 408 and close."""
+        self._body_timer = None
+        if self.transport.is_closing() or self.conn.their_state is not h11.SEND_BODY:
+            return
+        elapsed = time.monotonic() - self._body_since
+        keeps_rate = self.min_body_rate > 0 and self._body_bytes >= self.min_body_rate * elapsed
+        if self.flow.read_paused or keeps_rate:
+            self._body_timer = self.loop.call_later(_BODY_RECHECK_SECONDS, self._body_overdue)
+            return
+        logger.debug(
+            "tracejudge: closed a connection from %s whose request body came at %.0f bytes/s "
+            "after %g s (--min-body-rate %g)",
+            _peer(self.client),
+            self._body_bytes / elapsed if elapsed else 0.0,
+            self.body_timeout,
+            self.min_body_rate,
+        )
+        if self.conn.our_state is h11.SEND_RESPONSE:
+            self._send_408()
+        # The request's app, waiting for the rest of the body, is told the client is gone
+        # now, before it could start an answer of its own after this one.
+        if self.cycle is not None:
+            self.cycle.disconnected = True
+            self.cycle.message_event.set()
+        self.transport.close()
+
+    def _send_408(self) -> None:
+        detail = (
+            f"the request body did not arrive within {self.body_timeout:g} s at "
+            f"{self.min_body_rate:g} bytes a second or more (--body-timeout-seconds, "
+            "--min-body-rate); send it faster, or in smaller requests"
+        )
+        body = json.dumps({"detail": detail}).encode()
+        headers = [
+            (b"content-type", b"application/json"),
+            (b"content-length", str(len(body)).encode()),
+            (b"connection", b"close"),
+        ]
+        for event in (
+            h11.Response(status_code=408, headers=headers, reason=b"Request Timeout"),
+            h11.Data(data=body),
+            h11.EndOfMessage(),
+        ):
+            self.transport.write(self.conn.send(event) or b"")
+
     def _make_room(self) -> None:
-        """Past the cap: close the connection waiting longest for a head, else this one."""
+        """Past the cap: close the connection waiting longest for a head; else keep this
+        one for the probes while there is room for them, else close it."""
         oldest: GuardedH11Protocol | None = None
         for other in self.connections:
             if other is self or not isinstance(other, GuardedH11Protocol):
@@ -155,6 +289,10 @@ class GuardedH11Protocol(H11Protocol):
             since = other.waiting_since
             if since is not None and (oldest is None or since < (oldest.waiting_since or 0.0)):
                 oldest = other
+        if oldest is None and len(self.connections) <= self.max_connections + PROBE_CONNECTIONS:
+            self.probes_only = True
+            self.app = ProbesOnly(self.app)
+            return
         victim = oldest if oldest is not None else self
         logger.debug(
             "tracejudge: %d connections open (--max-connections %d): closed one from %s",
@@ -192,7 +330,12 @@ def uvicorn_config(app: Any, config: ServerConfig, limits: ConnectionLimits, **o
     protocol = type(
         "TraceJudgeH11Protocol",
         (GuardedH11Protocol,),
-        {"header_timeout": limits.header_timeout, "max_connections": limits.max_connections},
+        {
+            "header_timeout": limits.header_timeout,
+            "max_connections": limits.max_connections,
+            "body_timeout": limits.body_timeout,
+            "min_body_rate": limits.min_body_rate,
+        },
     )
     return uvicorn.Config(
         app,

@@ -19,6 +19,7 @@ from tracejudge.models import (
     RewardRequest,
     TraceRewardRequest,
 )
+from tracejudge.server.backlog import Backlog
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.offload import Offload
 from tracejudge.server.readiness import Readiness
@@ -63,6 +64,8 @@ class ServerContext:
     writeback: WriteBack | None = None
     #: What GET /ready reports (set once the background loops run).
     readiness: Readiness | None = None
+    #: The traces waiting to be scored, and their bound (the intake's backpressure).
+    backlog: Backlog | None = None
 
 
 def context_of(request: Request) -> ServerContext:

@@ -29,11 +29,23 @@ from tracejudge.models import (
     TraceVerdict,
 )
 
-__all__ = ["AgentScore", "TraceDigest", "digest", "DIGEST_VERSION", "PIECE_CHARS", "TRACE_CHARS"]
+__all__ = [
+    "AgentScore",
+    "TraceDigest",
+    "digest",
+    "settled_verdict",
+    "DIGEST_VERSION",
+    "NEVER_SCORED",
+    "PIECE_CHARS",
+    "TRACE_CHARS",
+]
 
 #: Bumped when what a digest holds changes: stored traces with an older one are digested
-#: again when the store opens.
-DIGEST_VERSION = 1
+#: again when the store opens. 2: a trace that will never be scored is not "pending".
+DIGEST_VERSION = 2
+#: Trace statuses that are final without a score: too_large (over --max-trace-spans) and
+#: unscorable (no model call in it).
+NEVER_SCORED = frozenset({"too_large", "unscorable"})
 #: The indexed text: at most this many characters per piece, and per trace.
 PIECE_CHARS = 2_000
 TRACE_CHARS = 64_000
@@ -171,6 +183,12 @@ def search_text(trace: MultiAgentTrace | None, responses: Sequence[MultiAgentTra
         if left <= 0:
             break
     return "\n".join(kept)
+
+
+def settled_verdict(verdict: str, status: str) -> str:
+    """A trace's verdict given its status: "pending" means it will be scored, so a trace
+    that never will be (`NEVER_SCORED`) and has no answers is "unscored"."""
+    return "unscored" if verdict == "pending" and status in NEVER_SCORED else verdict
 
 
 def digest(

@@ -6,8 +6,9 @@ longer than `--liveness-seconds` (a short blip, a restarted database, keeps it a
 restart the process when it answers 503 or not at all. `/ready` answers 200 when the
 store answers (and takes writes) and no background loop is stalled, else 503, with what
 it found: the stalled loops, each loop's state and restarts, the queue's depth and the
-age of its oldest task. Its store query runs once at a time and is
-reused for half a second (see `readiness`).
+age of its oldest task, and the backlog of traces waiting to be scored against
+`--max-backlog-traces` (a full backlog refuses uploads, not readiness). Its store
+queries run once at a time and are reused for half a second (see `readiness`).
 """
 
 from __future__ import annotations
@@ -80,7 +81,7 @@ routes = [
         ready,
         methods=["GET"],
         operation=Operation(
-            "Readiness: stalled background loops, the queue, the store",
+            "Readiness: stalled background loops, the queue, the store, the backlog",
             {
                 "200": answer("Ready", "ReadyReport"),
                 "503": answer("Not ready: what is wrong", "ReadyReport"),

@@ -22,8 +22,8 @@ def check_bind(config: ServerConfig) -> None:
         return
     raise ConfigurationError(
         f"refusing to listen on {config.host} without an API key: anyone who reaches it could "
-        "use the judge. Pass --api-key KEY (or TRACEJUDGE_API_KEYS), or --allow-no-auth to "
-        "accept that"
+        "use the judge. Give a key in TRACEJUDGE_API_KEY (or a file of keys with "
+        "--api-key-file FILE), or pass --allow-no-auth to accept that"
     )
 
 

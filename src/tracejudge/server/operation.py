@@ -23,6 +23,7 @@ from tracejudge.models import PLAIN_TEXT_SCHEMA
 
 __all__ = [
     "ERROR_TEXT",
+    "INTAKE_UNAVAILABLE_TEXT",
     "JUDGED_ERRORS",
     "HTML",
     "OBJECT",
@@ -53,7 +54,10 @@ ERROR_TEXT = {
     415: "The body is not JSON",
     421: "A Host the server does not answer to",
     422: "The request is invalid: `detail` names the field",
-    429: "Too many requests (or failed keys): retry after Retry-After seconds",
+    429: (
+        "Too many requests, or too many wrong API keys from this address (the right key is "
+        "never refused for those): retry after Retry-After seconds"
+    ),
     502: "The judge model failed",
     503: (
         "The judge model is rate-limiting, or the store is unavailable or out of space "
@@ -61,6 +65,13 @@ ERROR_TEXT = {
     ),
     504: "The judge model did not answer in time",
 }
+
+#: What the OTLP intake's 503 means (in the request's encoding, like its other errors).
+INTAKE_UNAVAILABLE_TEXT = (
+    "Scoring is behind (as many traces wait to be scored as --max-backlog-traces allows), "
+    "or the store is unavailable or out of space: nothing was stored; retry after "
+    "Retry-After seconds"
+)
 
 #: The errors of an operation that evaluates with the judge.
 JUDGED_ERRORS = (400, 415, 422, 502, 503, 504)

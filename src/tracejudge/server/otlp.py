@@ -12,9 +12,13 @@ Every answer is in the request's encoding: an `ExportTraceServiceResponse`, with
 `partial_success` counting the spans rejected and saying why; errors as the OTLP/HTTP
 specification has them, a `google.rpc.Status` (400 for data that cannot be decoded, 413
 for a body, or an inflated body, over `--max-body-bytes`, 429 past the rate limit, 415
-for another content type or encoding). Ingest never waits on the judge: scoring happens
-once the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
-too_large, without its spans (see `store.traces.add_spans`).
+for another content type or encoding, 503 with `Retry-After` while the backlog of
+traces waiting to be scored is at `--max-backlog-traces`, see `backlog`, or while the
+store is unavailable, see `app`). Ingest never waits on the judge: scoring happens once
+the trace is complete (see `scoring`). A trace past `--max-trace-spans` is kept as
+too_large, without its spans (see `store.traces.add_spans`): none of them, those
+acknowledged before included, and it is not scored; the answer says so in
+`partial_success`, its spans in the request counted as rejected.
 
 A trace's resource attributes (the SDK's `telemetry.sdk.*`, `service.name`, `host.*`,
 `process.*`, and what OTEL_RESOURCE_ATTRIBUTES adds) are stored as such, apart from its
@@ -44,7 +48,14 @@ from tracejudge.convert.split import OTLPSplit, OTLPTooLargeError, TracePart, sp
 from tracejudge.server import jsonbody
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError, BodyTooLargeError, error_response
-from tracejudge.server.operation import ERROR_TEXT, ApiRoute, Operation, ref
+from tracejudge.server.metrics import metrics_of
+from tracejudge.server.operation import (
+    ERROR_TEXT,
+    INTAKE_UNAVAILABLE_TEXT,
+    ApiRoute,
+    Operation,
+    ref,
+)
 from tracejudge.server.store import SpanBatch
 
 __all__ = ["routes", "PATH", "error_answer", "batches"]
@@ -59,7 +70,7 @@ _TAG_LENGTH = 64
 _MAX_RESOURCE = 32
 _RESOURCE_LENGTH = 256
 #: gRPC codes for the HTTP statuses the intake answers with.
-_GRPC_CODES = {400: 3, 413: 8, 415: 3, 429: 8, 500: 13}
+_GRPC_CODES = {400: 3, 413: 8, 415: 3, 429: 8, 500: 13, 503: 14}
 
 
 def _cut(attributes: dict[str, str], most: int, length: int) -> dict[str, str]:
@@ -135,19 +146,32 @@ def error_answer(scope: Scope, error: ApiError) -> ASGIApp:
     return _error(error.status, error.detail, protobuf, error.headers)
 
 
-def _success(split: OTLPSplit, protobuf: bool) -> Response:
+def too_large_message(rejected: dict[str, int], max_trace_spans: int) -> str:
+    """Why the spans of traces past `--max-trace-spans` were not kept."""
+    ids = sorted(rejected)
+    named = ", ".join(ids[:3]) + (f" and {len(ids) - 3} more" if len(ids) > 3 else "")
+    which = "trace" if len(ids) == 1 else "traces"
+    return (
+        f"{sum(rejected.values()):,} spans of {which} {named} not kept: each such trace has "
+        f"more than {max_trace_spans:,} spans (--max-trace-spans), so none of its spans are "
+        "kept, those acknowledged before included, and it will not be scored; send the work "
+        "as several traces, or raise the server's limit"
+    )
+
+
+def _success(rejected: int, reasons: list[str], protobuf: bool) -> Response:
     """An `ExportTraceServiceResponse`: empty, or `partial_success` (1) with the rejected
     spans (1, int64) and why (2)."""
-    message = "; ".join(split.reasons)
+    message = "; ".join(reasons)
     if protobuf:
         body = b""
-        if split.rejected:
-            partial = b"\x08" + varint(split.rejected) + length_delimited(2, message.encode())
+        if rejected:
+            partial = b"\x08" + varint(rejected) + length_delimited(2, message.encode())
             body = length_delimited(1, partial)
         return Response(body, media_type=PROTOBUF)
     answer: dict[str, Any] = {}
-    if split.rejected:
-        answer["partialSuccess"] = {"rejectedSpans": str(split.rejected), "errorMessage": message}
+    if rejected:
+        answer["partialSuccess"] = {"rejectedSpans": str(rejected), "errorMessage": message}
     return Response(json.dumps(answer), media_type=JSON)
 
 
@@ -167,6 +191,11 @@ async def traces(request: Request) -> Response:
     encoding = request.headers.get("content-encoding", "identity").strip().lower()
     if encoding not in ("identity", "gzip", ""):
         return _error(415, f"Content-Encoding {encoding!r} is not supported: use gzip", protobuf)
+    metrics = metrics_of(request)
+    if context.backlog is not None and (full := await context.backlog.refusal()):
+        if metrics is not None:
+            metrics.uploads_refused.labels("backlog_full").inc()
+        return _error(full.status, full.detail, protobuf, full.headers)
     limit = context.config.max_body_bytes
     try:
         body = await request.body()
@@ -191,11 +220,22 @@ async def traces(request: Request) -> Response:
         )
     except OTLPDecodeError as error:
         return _error(400, str(error), protobuf)
+    rejected, reasons = split.rejected, list(split.reasons)
+    too_large: dict[str, int] = {}
     if split.parts:
-        await in_thread(
-            context.store.traces.add_spans, batches(split), context.config.max_trace_spans
-        )
-    return _success(split, protobuf)
+        limit = context.config.max_trace_spans
+        too_large = await in_thread(context.store.traces.add_spans, batches(split), limit)
+        if context.backlog is not None:
+            context.backlog.added(len(split.parts))
+        if too_large:
+            rejected += sum(too_large.values())
+            reasons.append(too_large_message(too_large, limit))
+    if metrics is not None:
+        stored = sum(part.span_count for part in split.parts) - sum(too_large.values())
+        metrics.spans_accepted.inc(stored)
+        metrics.spans_rejected.labels("invalid").inc(split.rejected)
+        metrics.spans_rejected.labels("too_large").inc(sum(too_large.values()))
+    return _success(rejected, reasons, protobuf)
 
 
 _BINARY = {PROTOBUF: {"schema": {"type": "string", "format": "binary"}}}
@@ -213,7 +253,8 @@ routes = [
             "OTLP/HTTP trace intake (protobuf or JSON, gzip accepted)",
             {
                 "200": {
-                    "description": "Stored (partialSuccess names rejected spans)",
+                    "description": "Stored; partialSuccess counts the spans not kept (invalid, "
+                    "or of a trace past --max-trace-spans) and says why",
                     "content": {"application/json": {"schema": ref("OTLPExportAnswer")}, **_BINARY},
                 },
                 # OTLP's own error answers (google.rpc.Status), in the body's encoding
@@ -221,6 +262,7 @@ routes = [
                     str(code): {"description": ERROR_TEXT[code], "content": _OTLP_ERROR}
                     for code in (400, 413, 415)
                 },
+                "503": {"description": INTAKE_UNAVAILABLE_TEXT, "content": _OTLP_ERROR},
             },
             body={**_BINARY, "application/json": {"schema": {"type": "object"}}},
             changes=True,

@@ -1,5 +1,6 @@
-"""What `GET /ready` reports: the supervisor's stalled loops and one store query; and
-what `GET /health` (liveness) checks: that the server can still make progress.
+"""What `GET /ready` reports: the supervisor's stalled loops, one store query, and the
+backlog of traces waiting to be scored (`backlog`); and what `GET /health` (liveness)
+checks: that the server can still make progress.
 
 The store query runs once at a time and is reused for half a second, so probes in a
 flood cost the store one query; a store that does not answer within 2 s makes the
@@ -18,10 +19,11 @@ from typing import Any
 import anyio.to_thread
 from typing_extensions import TypedDict
 
+from tracejudge.server.backlog import Backlog
 from tracejudge.server.store import Store, StoreFullError
 from tracejudge.server.supervise import Supervisor
 
-__all__ = ["QueueReport", "Readiness", "ReadyReport"]
+__all__ = ["BacklogReport", "QueueReport", "Readiness", "ReadyReport"]
 
 logger = logging.getLogger("tracejudge.server")
 
@@ -36,6 +38,15 @@ class QueueReport(TypedDict):
     oldest_queued_seconds: float | None
 
 
+class BacklogReport(TypedDict):
+    #: Traces stored and not scored yet (None: the store did not answer).
+    traces: int | None
+    #: --max-backlog-traces (0: no bound).
+    limit: int
+    #: Whether uploads are refused (503 with Retry-After) until scoring catches up.
+    full: bool
+
+
 class ReadyReport(TypedDict):
     """GET /ready."""
 
@@ -45,16 +56,20 @@ class ReadyReport(TypedDict):
     #: The background loops that made no progress for --stall-seconds.
     stalled: list[str]
     queue: QueueReport
+    #: The traces waiting to be scored. A full backlog does not make the server unready:
+    #: reads and the evaluation endpoints still work; uploads get 503 on their own.
+    backlog: BacklogReport
     #: Each loop's state and restarts.
     loops: list[dict[str, Any]]
 
 
 class Readiness:
-    """What `/ready` reports, from the supervisor and one store query."""
+    """What `/ready` reports, from the supervisor, one store query and the backlog."""
 
-    def __init__(self, store: Store, supervisor: Supervisor) -> None:
+    def __init__(self, store: Store, supervisor: Supervisor, backlog: Backlog) -> None:
         self.store = store
         self.supervisor = supervisor
+        self.backlog = backlog
         self._query: asyncio.Future[tuple[int, float | None]] | None = None
         self._asked = 0.0
 
@@ -114,10 +129,23 @@ class Readiness:
             logger.debug("tracejudge: /ready: the store failed", exc_info=error)
             store = f"failed ({type(error).__name__}; see the server's log)"
             self._query = None
+        waiting: int | None = None
+        if store == "ok":
+            try:
+                waiting = await asyncio.wait_for(self.backlog.size(), _STORE_WAIT)
+            except asyncio.TimeoutError:  # the count goes on, for the next probe
+                waiting = None
+        limit = self.backlog.limit
+        backlog: BacklogReport = {
+            "traces": waiting,
+            "limit": limit,
+            "full": limit > 0 and waiting is not None and waiting >= limit,
+        }
         return {
             "ready": store == "ok" and not stalled,
             "store": store,
             "stalled": stalled,
             "queue": queue,
+            "backlog": backlog,
             "loops": self.supervisor.report(),
         }

@@ -16,7 +16,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from tracejudge.models import PriceTable
-from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest
+from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest, settled_verdict
 from tracejudge.server.store._core import SQLCore, storable
 from tracejudge.server.store._query import agent_key
 from tracejudge.server.store._search import index_words
@@ -44,12 +44,12 @@ class Digests:
         """Compute and write the digest of a stored trace from what is stored of it."""
         row = self.core.run(
             cursor,
-            "SELECT trace_json, start_time, end_time FROM traces WHERE trace_id = ?",
+            "SELECT trace_json, start_time, end_time, status FROM traces WHERE trace_id = ?",
             [trace_id],
         ).fetchone()
         if row is None:
             return  # evaluations of a trace that is not stored (a chat's trace_id)
-        trace_json, start_time, end_time = row
+        trace_json, start_time, end_time, status = row
         latest: dict[str, str] = {}
         for criterion, response in self.core.run(
             cursor,
@@ -59,6 +59,7 @@ class Digests:
         ).fetchall():
             latest[criterion] = response
         found = self._digested(trace_id, trace_json, list(latest.values()))
+        found.verdict = settled_verdict(found.verdict, status)
         self._write(cursor, trace_id, found, start_time, end_time)
 
     def write_new(self, cursor: Any, trace: TraceRow, evaluations: Sequence[EvaluationRow]) -> None:
@@ -69,6 +70,7 @@ class Digests:
                 latest[e.criterion] = e.response
         start = trace.start_time if trace.start_time is not None else trace.first_seen
         found = self._digested(trace.trace_id, trace.trace_json, list(latest.values()))
+        found.verdict = settled_verdict(found.verdict, trace.status)
         self._write(cursor, trace.trace_id, found, start, None, new=True)
 
     def pending(self, batch: int = 200) -> int:

@@ -125,7 +125,8 @@ def too_large_reason(max_trace_spans: int) -> str:
 
 #: What a stored trace's `verdict` can be: failed (an agent scored below a criterion's bar),
 #: passed (something was scored, nothing failed), unscored (scored, but every answer was
-#: not applicable or not evaluated), pending (not scored yet).
+#: not applicable or not evaluated; or never to be scored: too_large, unscorable), pending
+#: (not scored yet).
 VERDICTS = ("failed", "passed", "unscored", "pending")
 
 

@@ -150,21 +150,28 @@ class Traces:
 
     # ------------------------------------------------------------------ ingest
 
-    def add_spans(self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None) -> None:
+    def add_spans(
+        self, batches: Sequence[SpanBatch], max_trace_spans: int | None = None
+    ) -> dict[str, int]:
         """Store span batches; their traces are (re)opened and their quiet period restarts.
-        A trace whose span count passes `max_trace_spans` becomes too_large: its batches
-        are deleted, later ones are counted and not kept."""
+        A trace whose span count passes `max_trace_spans` becomes too_large (verdict
+        unscored): its batches are deleted, later ones are counted and not kept. Returns,
+        per trace, the spans of `batches` not kept (none: an empty dict)."""
         now = time.time()
+        rejected: dict[str, int] = {}
         # One lock order for every writer (PostgreSQL would otherwise deadlock two
         # requests that carry spans of the same traces in another order).
         ordered = sorted(batches, key=lambda b: b.trace_id)
         with self.core.transaction() as cursor:
             for batch in ordered:
-                self._add_batch(cursor, batch, now, max_trace_spans)
+                if not self._add_batch(cursor, batch, now, max_trace_spans):
+                    rejected[batch.trace_id] = rejected.get(batch.trace_id, 0) + batch.span_count
+        return rejected
 
     def _add_batch(
         self, cursor: Any, batch: SpanBatch, now: float, max_trace_spans: int | None
-    ) -> None:
+    ) -> bool:
+        """Store one batch; False when its spans are not kept (its trace is too_large)."""
         start = batch.start if batch.start is not None else now
         count, status = self.core.run(
             cursor,
@@ -188,15 +195,17 @@ class Traces:
             [batch.trace_id],
         )
         if status == "too_large":
-            return  # counted, not kept
+            return False  # counted, not kept
         if max_trace_spans is not None and count > max_trace_spans:
+            # Never to be scored: its verdict is unscored, not pending (see digest).
             self.core.run(
                 cursor,
-                "UPDATE traces SET status = 'too_large', error = ? WHERE trace_id = ?",
+                "UPDATE traces SET status = 'too_large', error = ?, verdict = 'unscored' "
+                "WHERE trace_id = ?",
                 [too_large_reason(max_trace_spans), batch.trace_id],
             )
             self.core.run(cursor, "DELETE FROM span_batches WHERE trace_id = ?", [batch.trace_id])
-            return
+            return False
         self.core.run(
             cursor,
             "INSERT INTO span_batches (trace_id, payload, encoding, body, received_at) "
@@ -205,6 +214,7 @@ class Traces:
         )
         self._put_pairs(cursor, "trace_tags", batch.trace_id, batch.tags)
         self._put_pairs(cursor, "trace_resource", batch.trace_id, batch.resource)
+        return True
 
     def _put_pairs(self, cursor: Any, table: str, trace_id: str, pairs: dict[str, str]) -> None:
         """Set keys of a trace's tags or resource attributes (`table`), in key order."""
@@ -239,6 +249,15 @@ class Traces:
             for trace_id in ids:
                 insert_task(self.core, cursor, make_task(trace_id))
         return ids
+
+    def backlog_size(self) -> int:
+        """How many traces are stored and not scored yet (status open or queued): the
+        intake's backpressure (#32 item 6) counts them with this one indexed query."""
+        with self.core.transaction() as cursor:
+            (count,) = self.core.run(
+                cursor, "SELECT COUNT(*) FROM traces WHERE status IN ('open', 'queued')"
+            ).fetchone()
+        return int(count)
 
     def span_batches(self, trace_id: str) -> tuple[list[tuple[SpanEncoding, bytes]], int]:
         """The trace's span batches in arrival order, each (encoding, OTLP bytes), and its
