@@ -305,7 +305,9 @@ def test_the_budgets_are_settings_like_every_other() -> None:
         parse_config([], {"TRACEJUDGE_MAX_JUDGE_TOKENS_PER_DAY": "lots"})
 
 
-def test_spending_made_while_sqlite_is_locked_is_counted(tmp_path: Path) -> None:
+def test_spending_made_while_sqlite_is_locked_is_counted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Issue #32 item 8: a judgement whose spending could not be written (SQLite locked by
     another writer past the busy timeout) was never counted: the evaluation service logs
     the failure and goes on (`SpendLimits.after`), and the budget let as much again be
@@ -315,6 +317,10 @@ def test_spending_made_while_sqlite_is_locked_is_counted(tmp_path: Path) -> None
     import contextlib
     import sqlite3
 
+    from tracejudge.server.store.sqlite import SQLiteCore
+
+    # The store's busy timeout, shortened: the lock outlasts it in a fraction of a second.
+    monkeypatch.setattr(SQLiteCore, "busy_timeout", 0.3)
     db = str(tmp_path / "locked.db")
     store = open_store(db)
     budget = DailyBudget(store, cost_per_criterion_per_day=0.02)
