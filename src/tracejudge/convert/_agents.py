@@ -42,6 +42,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import as_str
+from tracejudge.convert._join_turns import join_turns
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import LANGGRAPH, Convention, Identity, Kind
@@ -72,6 +73,9 @@ class Layout:
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
     by_id: dict[str, SpanRecord] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: the agent spans read as later turns of an agent (`_join_turns`): no agents of their
+    #: own, still turns that record their model call's messages
+    later_turns: set[str] = field(default_factory=set)
 
 
 def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
@@ -143,6 +147,11 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     if moved is not spans:
         spans = moved
         by_id = {span.span_id: span for span in spans}
+    agent_spans = {span_id for span_id, reading in readings.items() if reading[2] is Kind.AGENT}
+    joined, later_turns = join_turns(spans, identities, output_spans, agent_spans)
+    if joined is not spans:
+        spans = joined
+        by_id = {span.span_id: span for span in spans}
     workflows = {span_id for span_id, reading in readings.items() if reading[2] is Kind.WORKFLOW}
     _fold_twins(spans, by_id, identities, output_spans, readings, workflows)
     for span_id in workflows:
@@ -154,6 +163,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         output_spans=output_spans,
         by_id=by_id,
         warnings=warnings,
+        later_turns=later_turns,
     )
 
 
