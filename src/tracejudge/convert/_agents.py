@@ -21,6 +21,9 @@ Two instrumentation habits are then undone, so that one agent run is one agent:
   `invocation` (schema v1), and an agent X transfers to runs beside X in it; the two are
   one agent (named X), and the agents beside it are its children.
 
+An agent recorded turn by turn (AG2's classic `invoke_agent` per reply) is one agent: its
+later turns in one conversation are joined into its first (`_join_turns`).
+
 An agent run by another agent's tool is that agent's child, even where the instrumentation
 records its span beside the caller's instead of under the tool run (OpenLLMetry's Agents
 SDK instrumentation puts `translator.agent`, run by the manager's `Agent.as_tool` tool, under
