@@ -27,10 +27,6 @@ INCOMPLETE = {
 #: Recordings whose agents, with no agent span, would be read as one (issue #30's pattern 1
 #: tells DSPy's two ReAct agents apart by their prompts: none left).
 NEEDS_AGENT_INFERENCE: set[str] = set()
-#: AG2's classic telemetry records an agent turn by turn: read as one agent per turn, the
-#: assistant's first turn ends with a tool call whose result only its next turn sees
-#: (`final_answer`), until the turns of one agent in one conversation are one agent.
-TURN_BY_TURN = {"ag2_classic", "ag2_classic_composed"}
 
 
 def trace_of(name: str) -> MultiAgentTrace:
@@ -51,8 +47,6 @@ def final_answer_scores(trace: MultiAgentTrace) -> dict[str, list[float | None]]
     [
         pytest.param(n, marks=pytest.mark.xfail(reason="needs pattern 1 from h-infer"))
         if n in NEEDS_AGENT_INFERENCE
-        else pytest.param(n, marks=pytest.mark.xfail(reason="an agent's turns are agents"))
-        if n in TURN_BY_TURN
         else n
         for n in RECORDINGS
         if n not in INCOMPLETE

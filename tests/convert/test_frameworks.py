@@ -67,12 +67,6 @@ NO_AGENT_NAMES = {
 #: hold). Their tool calls written as text are asserted on their own in
 #: test_text_tool_calls.py.
 NEEDS_AGENT_INFERENCE: set[str] = set()
-#: Recordings whose agents are recorded turn by turn (AG2's classic `autogen.opentelemetry`
-#: writes an `invoke_agent` span per reply of an agent, in one conversation): each turn is
-#: an agent instance, so the assistant's two calls are two agents of one call each, until
-#: the turns of one agent in one conversation are read as one agent. Their calls and
-#: content are asserted on their own in test_unrecorded_tool_calls.py.
-TURN_BY_TURN = {"ag2_classic", "ag2_classic_composed"}
 
 #: The instrumentation scope of OpenLLMetry's openai client spans.
 OPENLLMETRY_OPENAI = "opentelemetry.instrumentation.openai.v1"
@@ -237,8 +231,6 @@ def test_every_framework_and_instrumentation_is_recorded() -> None:
 def _needs_agent_inference(name: str, request: pytest.FixtureRequest) -> None:
     if name in NEEDS_AGENT_INFERENCE:
         request.applymarker(pytest.mark.xfail(reason="needs pattern 1 from h-infer"))
-    if name in TURN_BY_TURN:
-        request.applymarker(pytest.mark.xfail(reason="an agent's turns are separate agents"))
 
 
 def test_agents_parents_and_calls(

@@ -14,11 +14,11 @@ from tracejudge.convert import conventions
 def test_every_fact_of_every_recording_holds_with_the_whole_table() -> None:
     # The recordings whose agents are still misread are expected failures of
     # test_frameworks (each named there with its reason); every other one holds whole.
-    from tests.convert.test_frameworks import NEEDS_AGENT_INFERENCE, TURN_BY_TURN
+    from tests.convert.test_frameworks import NEEDS_AGENT_INFERENCE
 
     for name in expectations.recordings():
         facts = expectations.facts(name, expectations.convert(name))
-        if name in NEEDS_AGENT_INFERENCE | TURN_BY_TURN:
+        if name in NEEDS_AGENT_INFERENCE:
             continue
         assert facts and all(holds for _, holds in facts), (name, facts)
 

@@ -21,6 +21,9 @@ Two instrumentation habits are then undone, so that one agent run is one agent:
   `invocation` (schema v1), and an agent X transfers to runs beside X in it; the two are
   one agent (named X), and the agents beside it are its children.
 
+An agent recorded turn by turn (AG2's classic `invoke_agent` per reply) is one agent: its
+later turns in one conversation are joined into its first (`_join_turns`).
+
 An agent run by another agent's tool is that agent's child, even where the instrumentation
 records its span beside the caller's instead of under the tool run (OpenLLMetry's Agents
 SDK instrumentation puts `translator.agent`, run by the manager's `Agent.as_tool` tool, under
@@ -42,6 +45,7 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import as_str
+from tracejudge.convert._join_turns import join_turns
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import LANGGRAPH, Convention, Identity, Kind
@@ -72,6 +76,9 @@ class Layout:
     output_spans: dict[str, list[SpanRecord]] = field(default_factory=dict)
     by_id: dict[str, SpanRecord] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    #: the agent spans read as later turns of an agent (`_join_turns`): no agents of their
+    #: own, still turns that record their model call's messages
+    later_turns: set[str] = field(default_factory=set)
 
 
 def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRecord]:
@@ -143,6 +150,11 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     if moved is not spans:
         spans = moved
         by_id = {span.span_id: span for span in spans}
+    agent_spans = {span_id for span_id, reading in readings.items() if reading[2] is Kind.AGENT}
+    joined, later_turns = join_turns(spans, identities, output_spans, agent_spans)
+    if joined is not spans:
+        spans = joined
+        by_id = {span.span_id: span for span in spans}
     workflows = {span_id for span_id, reading in readings.items() if reading[2] is Kind.WORKFLOW}
     _fold_twins(spans, by_id, identities, output_spans, readings, workflows)
     for span_id in workflows:
@@ -154,6 +166,7 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         output_spans=output_spans,
         by_id=by_id,
         warnings=warnings,
+        later_turns=later_turns,
     )
 
 

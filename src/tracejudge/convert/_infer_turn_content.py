@@ -11,8 +11,9 @@ model call (no other record of any call below it), the turn's messages are that 
 its input and its output, in the GenAI conventions' format, read as the GenAI row reads a
 model call's. The call keeps what its own span records (model, usage, finish reasons).
 
-No producer row is needed: the turn is an agent span whichever row read it, and the
-messages are in the GenAI conventions' keys.
+No producer row is needed: the turn is an agent span whichever row read it (or a later
+turn joined into its agent's first, `_join_turns`), and the messages are in the GenAI
+conventions' keys.
 """
 
 from __future__ import annotations

@@ -432,7 +432,8 @@ class _TraceBuild:
         # Top agents whose parent span is missing from the input (as opposed to real roots).
         self.orphan_agents = [s for s in self.top_agents if agent_places[s][2]]
         # (calls recorded without messages, in agent turns recorded with them)
-        _infer_turn_content.fill_from_turns(self.readable, self.by_id, self.agents.keys())
+        turns = self.agents.keys() | self.layout.later_turns
+        _infer_turn_content.fill_from_turns(self.readable, self.by_id, turns)
         places = {span.span_id: self.placement(span) for span, _ in self.readable}
         self.warnings.extend(self.unreadable)
         placed: list[tuple[_merge.Call, str | None]] = []

@@ -1,0 +1,106 @@
+"""An agent recorded turn by turn is one agent: its turns are joined into the first.
+
+AG2's classic `autogen.opentelemetry` writes an `invoke_agent` span per reply of an agent
+in a conversation: the assistant's turn that asks for a tool, then (after `user_proxy`
+ran it) the turn that answers, each a sibling under the conversation. Read as two agents,
+the first would end on a tool call no one answered. An agent span is a later turn of an
+earlier sibling when both are agents of the same identity (id and name, a name given),
+no span of that identity lies between them under that parent, and the later turn's input
+messages (`gen_ai.input.messages`) begin with the earlier turn's input and output
+messages: it continues that conversation. The later turn is re-parented under the first
+(a copy), which runs until the last turn ends; its output comes first among the agent's
+recorded outputs, since the agent's answer is its last turn's; it stays a turn whose
+messages are its model call's (`_infer_turn_content`).
+
+Only spans that record both message lists as GenAI JSON are joined: turns of an
+instrumentation that records neither are left as it wrote them.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from tracejudge import semconv
+from tracejudge.convert._records import SpanRecord
+from tracejudge.convert.conventions import Identity
+
+__all__ = ["join_turns"]
+
+
+def join_turns(
+    spans: list[SpanRecord],
+    identities: dict[str, Identity],
+    output_spans: dict[str, list[SpanRecord]],
+    agent_spans: set[str],
+) -> tuple[list[SpanRecord], set[str]]:
+    """`spans` (in start order) with each later turn of an agent re-parented under its
+    first turn, and dropped from `identities` (its output spans moved to the first turn's
+    front), and the span ids of the later turns. `agent_spans` are the span ids read as
+    agents (not workflows)."""
+    first_turn: dict[str, str] = {}  # later turn's span id -> the agent's first turn
+    end: dict[str, int] = {}  # first turn -> the end of its last turn
+    # (parent id, identity) -> (the agent's first turn, its conversation's messages so far)
+    latest: dict[tuple[str | None, Identity], tuple[str, list[str] | None]] = {}
+    for span in spans:
+        span_id = span.span_id
+        if span_id not in agent_spans or span_id not in identities:
+            continue
+        identity = identities[span_id]
+        key = (span.parent_id, identity)
+        messages = _messages(span, semconv.GEN_AI_INPUT_MESSAGES)
+        output = _messages(span, semconv.GEN_AI_OUTPUT_MESSAGES)
+        earlier = latest.get(key)
+        if (
+            earlier is not None
+            and identity[1]
+            and earlier[1] is not None
+            and messages is not None
+            and len(messages) > len(earlier[1])
+            and messages[: len(earlier[1])] == earlier[1]
+        ):
+            first = earlier[0]
+            first_turn[span_id] = first
+            if span.end_ns is not None:
+                end[first] = max(end.get(first, 0), span.end_ns)
+        else:
+            first = span_id
+        so_far = None if messages is None or output is None else messages + output
+        latest[key] = (first, so_far)
+    if not first_turn:
+        return spans, set()
+    for span_id, first in first_turn.items():
+        del identities[span_id]
+        output_spans[first] = output_spans.pop(span_id, []) + output_spans.get(first, [])
+    result = []
+    for span in spans:
+        changes: dict[str, Any] = {}
+        if span.span_id in first_turn:
+            changes["parent_id"] = first_turn[span.span_id]
+        last_end = end.get(span.span_id)
+        if last_end is not None and span.end_ns is not None and last_end > span.end_ns:
+            changes["end_ns"] = last_end
+        result.append(dataclasses.replace(span, **changes) if changes else span)
+    return result, set(first_turn)
+
+
+def _messages(span: SpanRecord, key: str) -> list[str] | None:
+    """The span's messages under `key`, each as its role and parts (canonical JSON), or
+    None when the span records none as a JSON list."""
+    raw = span.attributes.get(key)
+    if not isinstance(raw, str):
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        return None
+    if not isinstance(value, list) or not value:
+        return None
+    messages = []
+    for message in value:
+        if not isinstance(message, dict):
+            return None
+        kept = {"role": message.get("role"), "parts": message.get("parts")}
+        messages.append(json.dumps(kept, sort_keys=True))
+    return messages
