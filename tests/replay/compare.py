@@ -4,10 +4,14 @@ it differs from the recording."""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from tests.replay.expected import Expected, args, norm
 from tracejudge.models import LLMInteraction, LLMToolCall, LLMToolResponse
+
+#: The id the converter gives a tool call recorded without one (convert/_tree.py).
+_CONVERTER_ID = re.compile(r"[0-9a-f]{16}:\d+")
 
 
 def _item(role: str | None, content: Any) -> tuple[Any, ...]:
@@ -75,10 +79,22 @@ def differences(call: LLMInteraction, want: Expected) -> dict[str, tuple[Any, An
     }
     got = dict(seen)
     got["outputs"] = _without_ids(seen["outputs"])
-    got["output call ids"] = [o[2] for o in seen["outputs"] if o[0] == "call"]
+    got["output call ids"] = _recorded_ids(
+        [o[2] for o in seen["outputs"] if o[0] == "call"], expected["output call ids"]
+    )
     if want.api != "responses" or want.finish_reason == "length":
         expected["finish_reason"] = want.finish_reason  # the Responses API has none
     for facet, value in expected.items():
         if got[facet] != value:
             diffs[facet] = (got[facet], value)
     return diffs
+
+
+def _recorded_ids(got: list[Any], wanted: list[Any]) -> list[Any]:
+    """The converted calls' ids as the wire recorded them: a call the wire gave no id
+    (legacy function_call) gets the converter's own, `<span id>:<position>`, to pair its
+    result; that is not a recorded id, so it is compared as none."""
+    return [
+        "" if i < len(wanted) and wanted[i] == "" and _CONVERTER_ID.fullmatch(str(id_)) else id_
+        for i, id_ in enumerate(got)
+    ]
