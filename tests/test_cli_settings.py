@@ -279,6 +279,7 @@ def test_score_gives_up_on_a_slow_judge_after_the_judge_timeout(
     assert slow_model.requests  # the judge was asked, and not waited for
 
 
+@pytest.mark.heavy("a judge that answers after 2 s, waited for")
 def test_score_waits_for_the_slow_judge_within_the_default_timeout(
     slow_model: ScriptedLLMServer, one_trace: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -287,6 +288,7 @@ def test_score_waits_for_the_slow_judge_within_the_default_timeout(
     assert (summary["scored"], summary["failed"], summary["judge_failures"]) == (1, 0, 0)
 
 
+@pytest.mark.heavy("the command as a process against a judge that answers after 2 s")
 def test_rubric_gives_up_on_a_slow_judge_after_the_judge_timeout(
     slow_model: ScriptedLLMServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

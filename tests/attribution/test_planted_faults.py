@@ -37,6 +37,7 @@ def _planted() -> list[inject.Planted]:
     return planted
 
 
+@pytest.mark.heavy("every framework recording converted and attributed")
 async def test_planted_faults_in_framework_recordings_are_attributed_first() -> None:
     planted = _planted()
     kinds = Counter(p.kind for p in planted)

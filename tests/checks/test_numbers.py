@@ -130,6 +130,7 @@ def test_the_unit_shown_is_a_unit_not_the_next_word() -> None:
     assert texts == ["120 EUR", "15%", "€25"]
 
 
+@pytest.mark.heavy("measures the growth of the check on texts of up to thousands of values")
 def test_many_values_in_long_texts_stay_linear() -> None:
     def texts(days: int) -> tuple[str, str]:
         """(an answer, its source): the source's dates, times and amounts, the answer

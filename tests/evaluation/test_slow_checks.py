@@ -18,6 +18,7 @@ from tracejudge.testing import ScriptedLLMServer
 SLOW_CHECK = 2.0
 
 
+@pytest.mark.heavy("a user check that takes seconds beside judge calls")
 async def test_a_slow_user_check_does_not_stall_judge_calls_on_the_same_client(
     judge_server: ScriptedLLMServer, make_judge: MakeJudge
 ) -> None:

@@ -167,6 +167,7 @@ def judged_run(agent: ScriptedLLMServer, seed: int, salt: str, path: Path) -> St
         )
 
 
+@pytest.mark.heavy("runs an agent over 100 rows three times, end to end")
 def test_one_trial_of_each_kind_end_to_end_with_a_judge_that_flips_a_tenth(
     composo_tracing: TracerProvider, tmp_path: Path
 ) -> None:

@@ -45,6 +45,7 @@ def _read(text: str) -> None:
 
 
 @pytest.mark.parametrize(("build", "size"), list(HOSTILE.values()), ids=list(HOSTILE))
+@pytest.mark.heavy("replies of hundreds of thousands of tokens, measured as they grow")
 def test_hostile_replies_are_refused_in_linear_time(build: Any, size: int) -> None:
     with pytest.raises(ReplyError):
         extract_object(build(size), keys=("score", "explanation"))

@@ -226,6 +226,7 @@ def test_the_parsers_read_each_servers_shape_and_nothing_else() -> None:
         assert ollama_context(wrong) is None
 
 
+@pytest.mark.heavy("waits out the 2 s the judge gives its server to say its context")
 async def test_a_server_too_slow_to_say_leaves_the_table_and_the_judgement_goes_on() -> None:
     slow = {("GET", "/v1/models"): VLLM_MODELS}
     with InferenceServer(slow, delay=PROBE_TIMEOUT + 1.0) as server:

@@ -226,6 +226,7 @@ class Trickle:
         return all(self.closed)
 
 
+@pytest.mark.heavy("waits out a request body's deadline on real sockets")
 def test_slow_bodies_time_out_and_the_probes_answer_meanwhile(tmp_path) -> None:
     """Issue #32 item 2: connections trickling a request body filled --max-connections,
     nothing timed a body out, and /health failed while they were open. Now connections

@@ -70,6 +70,7 @@ def test_serve_max_concurrency_64_lets_64_judge_calls_run_at_once(tmp_path) -> N
     assert _in_flight_at_judge(64, 80, tmp_path) == 64
 
 
+@pytest.mark.heavy("judge calls held open by a slow scripted judge")
 def test_serve_max_concurrency_below_the_default_is_the_bound(tmp_path) -> None:
     # 6 requests, 3 at a time: a second apart is long enough to overlap three
     assert _in_flight_at_judge(3, 6, tmp_path, seconds=1.0) == 3

@@ -88,6 +88,7 @@ def test_a_trace_whose_scoring_failed_is_failed_not_queued(two_workers: InProces
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+@pytest.mark.heavy("holds a SQLite write lock past the busy timeout and the stall limit")
 def test_an_outside_write_lock_stalls_the_workers_but_does_not_stop_them(
     db_url: str,
     judge_model: ScriptedLLMServer,
