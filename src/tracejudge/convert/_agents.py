@@ -41,12 +41,11 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert._common import as_str
 from tracejudge.convert._join_turns import join_turns
-from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._records import SpanRecord, moved
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import LANGGRAPH, Convention, Identity, Kind
 
@@ -198,16 +197,7 @@ def _take_turns(
                 new_end[active[0]] = max(new_end.get(active[0], 0), span.end_ns)
     if not new_parent:
         return spans
-    result = []
-    for span in spans:
-        changes: dict[str, Any] = {}
-        if span.span_id in new_parent:
-            changes["parent_id"] = new_parent[span.span_id]
-        end = new_end.get(span.span_id)
-        if end is not None and span.end_ns is not None and end > span.end_ns:
-            changes["end_ns"] = end
-        result.append(dataclasses.replace(span, **changes) if changes else span)
-    return result
+    return moved(spans, new_parent, new_end)
 
 
 def _adopt_covered_siblings(

@@ -18,12 +18,10 @@ instrumentation that records neither are left as it wrote them.
 
 from __future__ import annotations
 
-import dataclasses
 import json
-from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._records import SpanRecord, moved
 from tracejudge.convert.conventions import Identity
 
 __all__ = ["join_turns"]
@@ -73,16 +71,7 @@ def join_turns(
     for span_id, first in first_turn.items():
         del identities[span_id]
         output_spans[first] = output_spans.pop(span_id, []) + output_spans.get(first, [])
-    result = []
-    for span in spans:
-        changes: dict[str, Any] = {}
-        if span.span_id in first_turn:
-            changes["parent_id"] = first_turn[span.span_id]
-        last_end = end.get(span.span_id)
-        if last_end is not None and span.end_ns is not None and last_end > span.end_ns:
-            changes["end_ns"] = last_end
-        result.append(dataclasses.replace(span, **changes) if changes else span)
-    return result, set(first_turn)
+    return moved(spans, first_turn, end), set(first_turn)
 
 
 def _messages(span: SpanRecord, key: str) -> list[str] | None:

@@ -16,7 +16,15 @@ from typing import Any
 
 from tracejudge import semconv
 
-__all__ = ["EventRecord", "SpanRecord", "span_record", "log_event", "attach_events", "hex_id"]
+__all__ = [
+    "EventRecord",
+    "SpanRecord",
+    "attach_events",
+    "hex_id",
+    "log_event",
+    "moved",
+    "span_record",
+]
 
 STATUS_UNSET = "UNSET"
 STATUS_OK = "OK"
@@ -72,6 +80,24 @@ class SpanRecord:
     @property
     def running(self) -> bool:
         return self.end_ns is None
+
+
+def moved(
+    spans: list[SpanRecord], new_parent: Mapping[str, str], new_end: Mapping[str, int]
+) -> list[SpanRecord]:
+    """`spans` with those named in `new_parent` re-parented (copies), and those named in
+    `new_end` running until then when that is later than their own end (a span that
+    gained steps ends when its last step does)."""
+    result = []
+    for span in spans:
+        changes: dict[str, Any] = {}
+        if span.span_id in new_parent:
+            changes["parent_id"] = new_parent[span.span_id]
+        end = new_end.get(span.span_id)
+        if end is not None and span.end_ns is not None and end > span.end_ns:
+            changes["end_ns"] = end
+        result.append(dataclasses.replace(span, **changes) if changes else span)
+    return result
 
 
 def hex_id(value: Any, width: int) -> str | None:
