@@ -101,3 +101,71 @@ def test_a_store_migrated_before_runs_gets_them(tmp_path: object) -> None:
         assert store.runs.get("r1") is not None
     finally:
         store.close()
+
+
+def test_a_rows_trace_and_answers_are_stored_with_it_once(db_url: str) -> None:
+    from tracejudge.models import (
+        AgentInstance,
+        AgentTraceResult,
+        LLMInput,
+        LLMInteraction,
+        LLMOutput,
+        MultiAgentTrace,
+        MultiAgentTraceResponse,
+        ScoreResponse,
+    )
+    from tracejudge.server.store import RUN_SOURCE, EvaluationRow, TraceRow
+
+    trace = MultiAgentTrace(
+        root_agent_instance_id="a1",
+        agent_instance_by_id={
+            "a1": AgentInstance(
+                id="a1",
+                name="writer",
+                interactions=[
+                    LLMInteraction(
+                        input_messages=[LLMInput(role="user", content="q")],
+                        output_messages=[LLMOutput(content="a")],
+                    )
+                ],
+            )
+        },
+    )
+    answer = MultiAgentTraceResponse(
+        request_id="x",
+        criterion="exact",
+        results_by_agent_name={
+            "writer": AgentTraceResult(
+                agent_name="writer",
+                results_by_agent_instance_id={"a1": ScoreResponse(score=0.0, explanation="no")},
+            )
+        },
+    )
+    row = TraceRow(
+        trace_id="t1",
+        source=RUN_SOURCE,
+        status="scored",
+        first_seen=1.0,
+        last_span_at=1.0,
+        root_agent="writer",
+        agents=["writer"],
+        trace_json=trace.to_json(),
+        tags={"run": "r1"},
+    )
+
+    def evaluation(n: int) -> EvaluationRow:
+        return EvaluationRow(
+            f"e{n}", "trace", "exact", answer.model_dump_json(), 0.0, 1.0, "t1", RUN_SOURCE
+        )
+
+    store = open_store(db_url)
+    try:
+        store.runs.save(_run("r1"))
+        store.runs.add_results([_result("r1", "row0", 0, 0, False)], [(row, [evaluation(1)])])
+        store.runs.add_results([_result("r1", "row0", 0, 0, False)], [(row, [evaluation(2)])])
+        stored = store.traces.get("t1")
+        assert stored is not None and stored.tags == {"run": "r1"}
+        assert [e.id for e in store.evaluations.of_trace("t1")] == ["e2"]  # retried: replaced
+        assert stored.verdict == "failed"  # the list's columns computed from the answer
+    finally:
+        store.close()

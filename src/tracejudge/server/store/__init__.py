@@ -40,7 +40,13 @@ from tracejudge.server.store.base import (
 )
 from tracejudge.server.store.labels import LabelCursorError
 from tracejudge.server.store.migrations import SCHEMA_VERSION
-from tracejudge.server.store.runs import RunCursorError, RunPage, RunResultRow, RunRow
+from tracejudge.server.store.runs import (
+    RUN_SOURCE,
+    RunCursorError,
+    RunPage,
+    RunResultRow,
+    RunRow,
+)
 
 __all__ = [
     "AttributionRow",
@@ -74,6 +80,7 @@ __all__ = [
     "too_large_reason",
     "describe_store",
     "StoreUnavailableError",
+    "RUN_SOURCE",
     "RunCursorError",
     "RunPage",
     "RunResultRow",

@@ -40,7 +40,7 @@ class Store:
         self.labels = Labels(core)
         self.attributions = Attributions(core)
         self.spend = Spend(core)
-        self.runs = Runs(core)
+        self.runs = Runs(core, self.traces, self.evaluations, self._digests)
 
     @property
     def single_process(self) -> bool:

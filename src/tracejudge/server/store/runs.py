@@ -2,9 +2,11 @@
 
 A run is its record (what identifies it: name, git commit, models, params, times, cost;
 JSON text) and its row results, one per row and repeat (JSON text, in the order the run
-gave them), each naming the trace it scored. Storing a run or a result again replaces it,
-so an upload that is retried stores each once. Runs page newest first by (created_at, id),
-the cursor naming the last one shown.
+gave them), each naming the trace it scored. A row's trace is stored with the traces (the
+trace list shows it, tagged with the run) and the answers it was scored with (source
+"run"), in the transaction that stores its result. Storing a run, a result or a row's
+answers again replaces them, so an upload that is retried stores each once. Runs page
+newest first by (created_at, id), the cursor naming the last one shown.
 """
 
 from __future__ import annotations
@@ -17,8 +19,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.server.store._core import SQLCore, where_clause
+from tracejudge.server.store._digests import Digests
+from tracejudge.server.store.base import EvaluationRow, TraceRow
+from tracejudge.server.store.evaluations import Evaluations
+from tracejudge.server.store.traces import Traces
 
-__all__ = ["RunCursorError", "RunPage", "RunResultRow", "RunRow", "Runs"]
+__all__ = ["RUN_SOURCE", "RunCursorError", "RunPage", "RunResultRow", "RunRow", "Runs"]
+
+#: The source of a run's traces and of the answers stored with them.
+RUN_SOURCE = "run"
 
 
 @dataclass
@@ -83,10 +92,16 @@ def _run(row: Sequence[Any]) -> RunRow:
 
 
 class Runs:
-    """Experiment runs through `core`."""
+    """Experiment runs through `core`; a row's trace and answers go to `traces` and
+    `evaluations` in the same transaction, `digests` keeping the list's columns."""
 
-    def __init__(self, core: SQLCore) -> None:
+    def __init__(
+        self, core: SQLCore, traces: Traces, evaluations: Evaluations, digests: Digests
+    ) -> None:
         self.core = core
+        self.traces = traces
+        self.evaluations = evaluations
+        self.digests = digests
 
     def save(self, run: RunRow) -> None:
         """Insert `run`, or replace the record of the run with its id (its time and its
@@ -99,11 +114,23 @@ class Runs:
                 [run.id, run.name, run.record, run.created_at],
             )
 
-    def add_results(self, results: Sequence[RunResultRow]) -> None:
-        """Store row results (each replacing the one of its run, row and repeat)."""
-        if not results:
+    def add_results(
+        self,
+        results: Sequence[RunResultRow],
+        traces: Sequence[tuple[TraceRow, Sequence[EvaluationRow]]] = (),
+    ) -> None:
+        """Store row results (each replacing the one of its run, row and repeat), and the
+        rows' traces with their answers (each trace's answers from a run replaced)."""
+        if not results and not traces:
             return
         with self.core.transaction() as cursor:
+            for trace, evaluations in sorted(traces, key=lambda item: item[0].trace_id):
+                self.evaluations.delete_source(cursor, trace.trace_id, RUN_SOURCE)
+                self.traces.write_posted(cursor, trace)
+                self.evaluations.insert(cursor, evaluations)
+                self.digests.refresh(cursor, trace.trace_id)
+            if not results:
+                return
             self.core.run_many(
                 cursor,
                 "INSERT INTO run_results (run_id, row_id, repeat_index, position, trace_id, "
