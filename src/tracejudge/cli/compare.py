@@ -31,33 +31,13 @@ from tracejudge.cli._errors import UsageError
 from tracejudge.cli._settings import fraction, positive
 from tracejudge.report import format_comparison, render_comparison_html
 
-__all__ = ["add_parser", "read_any_run", "run"]
-
-
-def read_any_run(text: str, server: str | None = None) -> Any:
-    """The run `text` names: a directory or a score-lines file, a run's address on a
-    server, or (with `server`) a run's id or name there. Raises a `ComposoError` saying
-    what is wrong."""
-    from pathlib import Path
-
-    from tracejudge.experiments import RunServer, read_run, run_address
-
-    if Path(text).exists():
-        return read_run(text)
-    found = run_address(text)
-    if found is not None:
-        with RunServer(found[0]) as remote:
-            return remote.read(found[1])
-    if server is not None:
-        with RunServer(server) as remote:
-            return remote.read(text)
-    return read_run(text)  # says it is no run directory
+__all__ = ["add_parser", "run"]
 
 
 def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring."""
     from tracejudge.errors import ComposoError
-    from tracejudge.experiments import GatePolicy, compare_runs
+    from tracejudge.experiments import GatePolicy, compare_runs, read_any_run
 
     try:
         baseline = read_any_run(args.baseline, args.server)

@@ -17,7 +17,7 @@ from typing import Any
 from tracejudge.experiments.compare import Comparison, GatePolicy, compare_runs
 from tracejudge.experiments.dataset import DatasetLike, Row, read_dataset
 from tracejudge.experiments.record import AgentScore, RowResult, RunRecord, StoredRun, read_run
-from tracejudge.experiments.remote import RunServer, run_address
+from tracejudge.experiments.remote import RunServer, read_any_run, run_address
 from tracejudge.experiments.runner import (
     DEFAULT_RUNS,
     ExperimentCriterion,
@@ -38,6 +38,7 @@ __all__ = [
     "aexperiment",
     "compare_runs",
     "experiment",
+    "read_any_run",
     "read_dataset",
     "read_run",
     "run_address",

@@ -36,7 +36,7 @@ from tracejudge.experiments.record import (
     run_from_json,
 )
 
-__all__ = ["RUNS_PATH", "RowUpload", "RunServer", "run_address"]
+__all__ = ["RUNS_PATH", "RowUpload", "RunServer", "read_any_run", "run_address"]
 
 RUNS_PATH = "/api/v1/runs"
 #: At most this many rows, and about this many bytes, per upload request (the server's
@@ -59,6 +59,26 @@ def run_address(text: str) -> tuple[str, str] | None:
         return None
     base = f"{parts.scheme}://{parts.netloc}{found['base']}"
     return base, found["id"]
+
+
+def read_any_run(text: str, server: str | None = None) -> StoredRun:
+    """The run `text` names: a run directory or `tracejudge score --out` lines, a run's
+    address on a server (`URL/runs/ID`), or with `server` a run's id or name there (a
+    name: its newest run). Raises a `ComposoError` saying what is wrong."""
+    from pathlib import Path
+
+    from tracejudge.experiments.record import read_run
+
+    if Path(text).exists():
+        return read_run(text)
+    found = run_address(text)
+    if found is not None:
+        with RunServer(found[0]) as remote:
+            return remote.read(found[1])
+    if server is not None:
+        with RunServer(server) as remote:
+            return remote.read(text)
+    return read_run(text)  # says it is no run directory
 
 
 class RowUpload:
