@@ -216,3 +216,55 @@ def test_the_pages_answer_without_a_browser(two_runs: Runs) -> None:
         missing = client.get("/ui/runs/compare", params={"baseline": "x", "candidate": cand_id})
         assert missing.status_code == 404 and "no run" in missing.text
         assert httpx.get(f"{runs.server.url}/ui/runs").status_code == 401  # keyed, as the API
+
+
+EXPERIMENT = """
+dataset = [{"id": f"q{i}", "input": i, "expected": i + 1} for i in range(12)]
+name = "adder-cli"
+
+
+def task(number):
+    return number + 1
+
+
+def correct(output, expected):
+    return output == expected
+
+
+criteria = [correct]
+"""
+
+
+def test_tracejudge_run_to_a_server_and_a_run_kept_when_the_server_is_away(
+    server: InProcessServer,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    for name in ("TRACEJUDGE_API_KEY", "COMPOSO_API_KEY", "TRACEJUDGE_JUDGE", "OPENAI_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)
+    experiment = tmp_path / "adder.py"
+    experiment.write_text(EXPERIMENT)
+    keyed = server.url.replace("http://", f"http://{API_KEY}@")
+    assert main(["run", str(experiment), "--to", keyed, "--param", "prompt=v3"]) == 0
+    out = capsys.readouterr()
+    page = out.out.strip().splitlines()[-1]
+    assert page.startswith(f"{server.url}/ui/runs/")  # its page, last
+    assert API_KEY not in out.out + out.err
+    assert not (tmp_path / ".tracejudge").exists()  # only on the server, as asked
+    with server.client() as client:
+        stored = client.get("/api/v1/runs/" + page.rsplit("/", 1)[-1]).json()
+    assert stored["record"]["name"] == "adder-cli"
+    assert stored["record"]["params"] == {"prompt": "v3"}
+    assert stored["run"]["results"] == 12
+    # a wrong key: refused, the key not shown, and the run not lost
+    wrong = server.url.replace("http://", "http://wrong-key-4321@")
+    assert main(["run", str(experiment), "--to", wrong]) == 1
+    err = capsys.readouterr().err
+    assert "wrong-key-4321" not in err
+    assert "wants a valid API key" in err and "the run is kept in" in err
+    (kept,) = (tmp_path / ".tracejudge" / "runs").iterdir()
+    assert (kept / "run.json").is_file() and len(
+        (kept / "rows.jsonl").read_text().splitlines()
+    ) == 12

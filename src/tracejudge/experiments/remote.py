@@ -152,7 +152,7 @@ class RunServer:
             raise APIError(f"{self.url}: cannot {what} ({problem})") from None
         if answer.status_code == 401:
             raise AuthenticationError(
-                f"{self.url} wants an API key to {what}: write it into the URL "
+                f"{self.url} wants a valid API key to {what}: write it into the URL "
                 "(http://KEY@host:port) or set TRACEJUDGE_API_KEY"
             )
         return answer
