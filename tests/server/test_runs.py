@@ -156,6 +156,15 @@ def test_runs_api_says_what_is_wrong(server: InProcessServer) -> None:
         )  # fmt: skip
         assert bad_score.status_code == 422 and "score" in bad_score.json()["detail"]
         assert client.get("/api/v1/runs", params={"cursor": "x"}).status_code == 422
+        # numbers JSON cannot carry (Python's json reads NaN): stored as null, answered
+        nan = b'{"id": "r3", "name": "x", "params": {"t": NaN}}'
+        headers = {"Content-Type": "application/json"}
+        assert client.post("/api/v1/runs", content=nan, headers=headers).status_code == 201
+        row = b'{"rows": [{"result": {"id": "a", "output": [Infinity]}}]}'
+        assert client.post("/api/v1/runs/r3/rows", content=row, headers=headers).status_code == 200
+        stored = client.get("/api/v1/runs/r3").json()
+        assert stored["record"]["params"] == {"t": None}
+        assert stored["results"][0]["output"] == [None]
         policy = client.get(
             "/api/v1/runs/compare", params={"baseline": "r1", "candidate": "r1", "level": "2"}
         )

@@ -209,6 +209,18 @@ class RowsStored(TypedDict):
     traces: int
 
 
+def finite(value: Any) -> Any:
+    """`value` with every number JSON cannot carry (NaN, infinity: Python's json reads
+    them) as None, so that what is stored can be answered."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [finite(v) for v in value]
+    return value
+
+
 def run_page(run_id: str) -> str:
     """The address of a run's page."""
     return f"/ui/runs/{run_id}"
@@ -254,7 +266,7 @@ async def post_run(request: Request) -> JSONResponse:
             f"id: {_RESERVED!r} names the comparison's path; choose another id",
             errors=[{"loc": ["body", "id"], "msg": "reserved", "type": "value_error"}],
         )
-    record = body.model_dump(exclude={"id"})
+    record = finite(body.model_dump(exclude={"id"}))
     row = RunRow(run_id, body.name, json.dumps(record), time.time())
     await in_thread(context_of(request).store.runs.save, row)
     stored = await _stored(request, run_id)
@@ -328,7 +340,7 @@ def _rows(
     traces: list[tuple[TraceRow, list[EvaluationRow]]] = []
     for offset, upload in enumerate(body.rows):
         stored = _trace_row(run, upload, offset, now)
-        result = upload.result.model_dump(mode="json")
+        result = finite(upload.result.model_dump(mode="json"))
         if stored is not None:
             traces.append(stored)
             result["trace_id"] = stored[0].trace_id
