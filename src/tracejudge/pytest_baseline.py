@@ -51,13 +51,15 @@ from tracejudge.experiments.record import git_state, write_run
 from tracejudge.experiments.remote import RowUpload
 from tracejudge.report import format_comparison
 
-__all__ = ["SessionRun", "add_options", "finish", "summary_lines"]
+__all__ = ["SessionRun", "add_options", "finish", "session_run", "summary_lines"]
 
 
 class SessionRun:
-    """What the session's `assert_trace` calls scored, test by test."""
+    """What the session's `assert_trace` calls scored, test by test (kept only when
+    `enabled`: baseline mode asked for)."""
 
-    def __init__(self) -> None:
+    def __init__(self, enabled: bool = False) -> None:
+        self.enabled = enabled
         self.started = datetime.now(timezone.utc)
         self.test: str | None = None  # the node id of the test running now
         self.results: list[RowResult] = []
@@ -68,8 +70,8 @@ class SessionRun:
     def record(self, trace: Any, findings: list[Any], min_score: float) -> None:
         """One `assert_trace` of the running test: its findings as that test's row (a
         further call in the same test: a repeat)."""
-        if self.test is None:
-            return  # outside a test (a fixture of a session's setup): no row to name
+        if not self.enabled or self.test is None:
+            return  # not asked for; or outside a test (a session fixture): no row to name
         worst: dict[tuple[str, str], float] = {}
         failed: set[tuple[str, str]] = set()
         for finding in findings:
@@ -115,6 +117,15 @@ def _user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         return ""
+
+
+def session_run(config: pytest.Config) -> SessionRun:
+    """A new session's run, kept when baseline mode is asked for."""
+    options = config.option
+    asked = getattr(options, "tracejudge_save_run", None) or getattr(
+        options, "tracejudge_baseline", None
+    )
+    return SessionRun(enabled=bool(asked))
 
 
 def add_options(parser: pytest.Parser) -> None:

@@ -358,7 +358,7 @@ _RUN = pytest_baseline.SessionRun()
 def pytest_sessionstart(session: pytest.Session) -> None:
     global _RUN
     _SESSION.clear()
-    _RUN = pytest_baseline.SessionRun()
+    _RUN = pytest_baseline.session_run(session.config)
 
 
 @pytest.hookimpl(hookwrapper=True)
