@@ -182,6 +182,7 @@ def test_the_comparison_page_shows_regressions_first_with_both_traces(
         tab.load(f"{signed_in}/ui/runs")
         assert tab.console == []
         assert tab.evaluate("document.querySelectorAll('table tr').length") == 3  # head + 2
+        keep(tab.screenshot(tmp_path / "ui-runs.png"))
         # the form picks the previous run as the baseline and the newest as the candidate
         tab.click("form.pick button")
         tab.wait_until(
@@ -210,6 +211,7 @@ def test_the_comparison_page_shows_regressions_first_with_both_traces(
         assert tab.console == []
         tab.load(f"{signed_in}/ui/runs/{cand_id}")
         assert "20/30" in tab.evaluate("document.body.textContent")  # its pass rate
+        keep(tab.screenshot(tmp_path / "ui-run.png"))
         assert tab.console == []
 
 
