@@ -351,7 +351,11 @@ def _document(body: str) -> str:
 
 def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
     """The list page of `page`, with its filter form and the overview above."""
-    head = [f"<h1>tracejudge: stored traces</h1>{_form(query)}", _overview(overview, page.total)]
+    runs = f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a></p>'
+    head = [
+        f"<h1>tracejudge: stored traces</h1>{runs}{_form(query)}",
+        _overview(overview, page.total),
+    ]
     if page.traces:
         header = "".join(_header(query, *column) for column in _COLUMNS)
         head += [

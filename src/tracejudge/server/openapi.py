@@ -76,6 +76,14 @@ def _schemas() -> dict[str, Any]:
     from tracejudge.server.health import Health
     from tracejudge.server.labels import LabelRequest
     from tracejudge.server.readiness import ReadyReport
+    from tracejudge.server.runs import (
+        RowsStored,
+        RunBody,
+        RunList,
+        RunRowsBody,
+        RunSummary,
+        StoredRunAnswer,
+    )
     from tracejudge.server.traces import (
         EvaluationList,
         OverviewAnswer,
@@ -104,6 +112,12 @@ def _schemas() -> dict[str, Any]:
         (ErrorAnswer, "serialization"),
         (OTLPStatus, "serialization"),
         (OTLPExportAnswer, "serialization"),
+        (RunBody, "validation"),
+        (RunRowsBody, "validation"),
+        (RunSummary, "serialization"),
+        (RunList, "serialization"),
+        (StoredRunAnswer, "serialization"),
+        (RowsStored, "serialization"),
     ]
     _, document = TypeAdapter.json_schemas(
         [(kind, mode, TypeAdapter(kind)) for kind, mode in inputs], ref_template=REF

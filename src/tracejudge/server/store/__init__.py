@@ -5,7 +5,7 @@ attributions.
 (SQLite, the default), or `postgresql://...` (PostgreSQL, for several replicas), and
 returns a `Store`: that dialect core with a repository per area (`store.tasks`,
 `store.traces`, `store.lists`, `store.evaluations`, `store.labels`,
-`store.attributions`, `store.spend`).
+`store.attributions`, `store.spend`, `store.runs`).
 """
 
 from __future__ import annotations
@@ -40,6 +40,13 @@ from tracejudge.server.store.base import (
 )
 from tracejudge.server.store.labels import LabelCursorError
 from tracejudge.server.store.migrations import SCHEMA_VERSION
+from tracejudge.server.store.runs import (
+    RUN_SOURCE,
+    RunCursorError,
+    RunPage,
+    RunResultRow,
+    RunRow,
+)
 
 __all__ = [
     "AttributionRow",
@@ -73,6 +80,11 @@ __all__ = [
     "too_large_reason",
     "describe_store",
     "StoreUnavailableError",
+    "RUN_SOURCE",
+    "RunCursorError",
+    "RunPage",
+    "RunResultRow",
+    "RunRow",
 ]
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")
