@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from tests.bulk.conftest import RayCluster
+from tests.bulk.cluster import RayCluster
 from tracejudge.cli import main
 from tracejudge.testing import Reply, ScriptedLLMServer
 

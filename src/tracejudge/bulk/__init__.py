@@ -58,7 +58,11 @@ class BulkResult:
     warnings: list[str] = field(default_factory=list)
     #: The most judge calls the gate saw in flight at once, over the whole cluster.
     most_in_flight: int = 0
+    #: The largest peak resident memory of a worker process, in KiB.
+    worker_peak_rss_kib: int = 0
     seconds: float = 0.0
+    #: Of `seconds`, those spent scoring the shards (after listing and indexing).
+    scoring_seconds: float = 0.0
 
 
 def _criteria_fingerprint(criteria: Sequence[Any]) -> list[str]:
@@ -156,6 +160,7 @@ def score_archive(
         if shard.number not in done
     }
     already = sum(r.scored + r.without_calls for r in finished)
+    scoring_started = time.monotonic()
     results = list(finished)
     while pending:
         ready, _ = ray.wait(list(pending), num_returns=1, timeout=0.5)
@@ -168,6 +173,7 @@ def score_archive(
         if progress is not None:
             state: dict[str, Any] = ray.get(gate.state.remote())
             progress(already + int(state["scored"]), plan.traces)
+    result.scoring_seconds = time.monotonic() - scoring_started
     final: dict[str, Any] = ray.get(gate.state.remote())
     result.most_in_flight = int(final["most_in_flight"])
     _sum(result, results)
@@ -190,6 +196,7 @@ def _sum(result: BulkResult, shards: Sequence[ShardResult]) -> None:
         result.judge_failures += shard.judge_failures
         result.cost_usd += shard.cost_usd
         result.tokens += shard.tokens
+        result.worker_peak_rss_kib = max(result.worker_peak_rss_kib, shard.peak_rss_kib)
         for criterion, (lines, total, with_score, failing) in shard.criteria.items():
             tally = tallies.setdefault(criterion, [0, 0.0, 0, 0])
             for i, value in enumerate((lines, total, with_score, failing)):

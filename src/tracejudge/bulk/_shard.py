@@ -39,6 +39,8 @@ class ShardResult:
     judge_failures: int = 0
     cost_usd: float = 0.0
     tokens: int = 0
+    #: The worker process's peak resident memory so far, in KiB (Linux's ru_maxrss).
+    peak_rss_kib: int = 0
     #: criterion -> [lines, sum of overall scores, lines with a score, traces failing]
     criteria: dict[str, list[float]] = field(default_factory=dict)
 
@@ -179,8 +181,17 @@ async def _score(
     result.cost_usd = service.spend.total.cost_usd or 0.0
     result.tokens = service.spend.total.total_tokens
     result.rows = len(rows)
+    result.peak_rss_kib = _peak_rss_kib()
     rows.sort(key=lambda row: (row["trace_id"], row["criterion"]))
     return rows, result
+
+
+def _peak_rss_kib() -> int:
+    try:
+        import resource
+    except ImportError:  # not on Windows
+        return 0
+    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
 
 
 def _count(result: ShardResult, line: dict[str, Any]) -> None:

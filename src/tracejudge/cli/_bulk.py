@@ -1,6 +1,8 @@
 """`tracejudge score --ray [ADDRESS] --parquet DIR`: the same scoring on a Ray cluster.
 
-The criteria, the judge settings and the bar are `score`'s; the work is
+The criteria, the judge settings and the bar are `score`'s (`--concurrency`: traces each
+worker scores at once; `--max-concurrency`: the judge's calls in flight over the whole
+cluster, held by one actor); the work is
 `tracejudge.bulk.score_archive`'s (see there); the results are Parquet under `--parquet`
 instead of `--out` lines. Exit status as `score`'s: 1 for a trace or shard that could
 not be scored, a judgement whose judge failed, or a trace failing `--fail-under`.
@@ -52,6 +54,7 @@ def run_on_ray(args: argparse.Namespace, criteria: list[Any]) -> int:
                 address=address,
                 settings=settings,
                 traces_per_shard=args.shard_traces,
+                traces_at_once=args.concurrency,
                 progress=progress,
             )
     except (ConfigurationError, MissingDependencyError) as error:
@@ -70,6 +73,9 @@ def run_on_ray(args: argparse.Namespace, criteria: list[Any]) -> int:
         "judge_cost_usd": round(result.cost_usd, 6),
         "judge_tokens": result.tokens,
         "most_judge_calls_in_flight": result.most_in_flight,
+        "worker_peak_rss_mib": round(result.worker_peak_rss_kib / 1024, 1),
+        "seconds": round(result.seconds, 3),
+        "scoring_seconds": round(result.scoring_seconds, 3),
         "criteria": {
             c: {"lines": n, "mean": mean, "failing_traces": f}
             for c, (n, mean, f) in result.criteria.items()
