@@ -25,11 +25,13 @@ from tracejudge.convert import (
     _evaluations,
     _handoffs,
     _infer_agents,
+    _infer_named_agents,
     _infer_tool_calls,
     _infer_turn_content,
     _infer_unrecorded_calls,
     _merge,
     _missing,
+    _records,
     _tools,
     conventions,
     smolagents,
@@ -388,11 +390,32 @@ class _TraceBuild:
     def infer_agents(self) -> None:
         """Add the agents that only the calls' system prompts and the spans around them
         show (see `_infer_agents`)."""
-        self.inferred = _infer_agents.infer(
+        named = _infer_named_agents.infer_named(
+            self.readable,
+            self.by_id,
+            {span_id: agent.name for span_id, agent in self.agents.items()},
+            self.readings,
+        )
+        if named.later_turns:
+            self._join_later_turns(named.later_turns)
+        for agent in named.agents:
+            self._add_agent(self.by_id[agent.span.span_id], agent.identity)
+        self.inferred = named.agents + _infer_agents.infer(
             self.readable, self.by_id, self.agents, self.readings, self.tool_runs
         )
-        for agent in self.inferred:
+        for agent in self.inferred[len(named.agents) :]:
             self._add_agent(agent.span, agent.identity)
+
+    def _join_later_turns(self, later_turns: dict[str, str]) -> None:
+        """Re-parent each later turn of an agent under its first turn, which ends when
+        its last turn does (copies of the spans, as `_agents.layout` makes)."""
+        ends: dict[str, int] = {}
+        for later, first in later_turns.items():
+            end = self.by_id[later].end_ns
+            if end is not None:
+                ends[first] = max(ends.get(first, 0), end)
+        self.spans = _records.moved(self.spans, later_turns, ends)
+        self.by_id = self.layout.by_id = {span.span_id: span for span in self.spans}
 
     # ----------------------------------------------------------------- 2. place
 

@@ -1,0 +1,131 @@
+"""The name a span gives the run of an agent, read from its attribute keys alone.
+
+A program names its agents, and an instrumentation carries that name on the span that
+runs one, under a key of its own: the AI SDK's `ai.telemetry.functionId`, an
+`agent_name`, a graph's `node`, a `workflow.name`. A span's **agent name** is the value
+of an attribute whose key names an agent, a function, a node or a workflow (the key's
+last words are `agent`, `function`, `node` or `workflow`, or one of these followed by
+`name` or `id`; `name` preferred, `id` last), when that value is short text (one line,
+at most `MAX_NAME` characters, not JSON or a tuple, not a generated id such as a UUID).
+The OpenTelemetry `code.*` attributes name source code, and a `user-agent` an HTTP
+client, and the function of a tool call (`tool_call.function.name`) a tool: none is
+read. No producer's key is listed: the words are the rule.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from tracejudge.convert._records import SpanRecord
+
+__all__ = ["MAX_NAME", "agent_name", "named_keys", "run_name"]
+
+#: The longest attribute value read as an agent's name.
+MAX_NAME = 64
+#: The words that make a key name a run of the program's own.
+_RUNS = frozenset({"agent", "function", "node", "workflow"})
+#: OpenTelemetry's source-code attributes (`code.function`): a Python function, not an agent.
+_NOT_NAMES = ("code.",)
+_SEGMENTS = re.compile(r"[.:/]")
+#: A generated id (a UUID, hex digits, a number): it tells runs apart, it does not name one.
+_GENERATED = re.compile(r"[0-9a-fA-F-]{8,}|[0-9]+")
+_WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
+#: Preference of a naming key by its last word (lower first).
+_RANK = {"name": 0, "agent": 1, "function": 1, "node": 1, "workflow": 1, "id": 2}
+#: What each attribute key seen says: its rank when it names a run, else None.
+_KEY_RANKS: dict[str, int | None] = {}
+_KEY_RANKS_CAP = 4096
+
+
+def _key_rank(key: str) -> int | None:
+    """The key's rank when it names an agent, function, node or workflow, else None."""
+    if key.startswith(_NOT_NAMES):
+        return None
+    words = [w.lower() for segment in _SEGMENTS.split(key) for w in _WORDS.findall(segment)]
+    if not words:
+        return None
+    if words[-1] in ("name", "id") and len(words) > 1:
+        run, rank = words[-2], _RANK[words[-1]]
+        before = words[-3] if len(words) > 2 else None
+    else:
+        run, rank = words[-1], _RANK.get(words[-1], 1)
+        before = words[-2] if len(words) > 1 else None
+    if run not in _RUNS or (run == "agent" and before == "user"):
+        return None  # (a `user-agent` header names an HTTP client)
+    if run == "function" and before in ("call", "tool", "calls", "tools"):
+        return None  # (a tool call's function is a tool)
+    return rank
+
+
+def _is_name(value: Any) -> bool:
+    if not isinstance(value, str):
+        return False
+    text = value.strip()
+    return (
+        0 < len(text) <= MAX_NAME
+        and "\n" not in text
+        and text[0] not in "{[(\"'"
+        and text.lower() not in ("none", "null", "true", "false")
+        and _GENERATED.fullmatch(text) is None
+    )
+
+
+def named_keys(attributes: Mapping[str, Any]) -> list[tuple[int, str, str]]:
+    """(rank, key, name) of each attribute that gives an agent name (see the module's
+    docstring), best first."""
+    found = []
+    for key, value in attributes.items():
+        rank = _KEY_RANKS.get(key, -1)
+        if rank == -1:
+            rank = _key_rank(key)
+            if len(_KEY_RANKS) < _KEY_RANKS_CAP:
+                _KEY_RANKS[key] = rank
+        if rank is not None and _is_name(value):
+            found.append((rank, key, value.strip()))
+    found.sort(key=lambda item: item[0])  # (stable: attribute order among equals)
+    return found
+
+
+def agent_name(attributes: Mapping[str, Any]) -> str | None:
+    """The agent name the span's attributes give, or None."""
+    found = named_keys(attributes)
+    return found[0][2] if found else None
+
+
+def run_name(
+    host: SpanRecord, calls: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord]
+) -> str | None:
+    """The agent name of the run `host` holds: of the spans from `host` down to each of
+    `calls` (not the calls themselves), the outermost that gives one other than the names
+    the span above `host` gives (the caller's, repeated on the steps of its run); None
+    when none does or the calls' spans give different names."""
+    found: set[str] = set()
+    above = by_id.get(host.parent_id) if host.parent_id else None
+    # (a name the span above the host gives too is the caller's run's, repeated on its steps)
+    inherited = {k[2] for k in named_keys(above.attributes)} if above is not None else set()
+    calls = list(calls)
+    held = {call.span_id for call in calls}  # (a call's records nest: none names a run)
+    for call in calls:
+        name = None
+        seen = {call.span_id}
+        parent_id = call.parent_id
+        while parent_id and parent_id not in seen:
+            parent = by_id.get(parent_id)
+            if parent is None:
+                break
+            seen.add(parent_id)
+            if parent_id not in held:
+                given = [k[2] for k in named_keys(parent.attributes) if k[2] not in inherited]
+                name = given[0] if given else name
+            if parent_id == host.span_id:
+                break
+            parent_id = parent.parent_id
+        else:
+            continue
+        if parent_id != host.span_id:
+            continue  # (not under the host: no name from it)
+        if name is not None:
+            found.add(name)
+    return found.pop() if len(found) == 1 else None

@@ -1,0 +1,155 @@
+"""Agents named by the span that groups their model calls, whatever wrote it.
+
+A phase of the walk for every producer, with no row needed: it reads the spans' agent
+names (`_agent_names`: an attribute whose key names an agent, a function, a node or a
+workflow, such as the AI SDK's `ai.telemetry.functionId`) and the kinds the table gave
+(`Readings`), nothing else.
+
+The span that holds a model call's run is the outermost span giving an agent name
+between the call and its nearest agent (not past a tool run or another model call: an
+agent run by a tool, or inside a call, is the caller's child agent, not its step). It is
+an agent of its own unless:
+
+- its name is the name of the agent around it (the spans of one run repeat its name);
+- a name every span of an enclosing agent's run repeats (a workflow's name carried down
+  to each step, the caller's name on the tool run that runs the agent) is no name of a
+  run of its own: such values are passed over;
+- a span further up, past the agent around it, gives a name under the same key: it is a
+  nested step of that run (a graph's node inside another node's subgraph).
+
+Hosts of one name side by side (the same parent, one after the other: no span holding
+other calls between them) are the turns of one agent (a loop that records each turn as
+a span naming its agent): the later turns are re-parented under the first
+(`later_turns`), which is the agent.
+
+Model-call and tool-run spans are never agents here, whatever they carry.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from tracejudge.convert._agent_names import named_keys
+from tracejudge.convert._agents import Readings
+from tracejudge.convert._common import Extraction
+from tracejudge.convert._infer_agents import InferredAgent
+from tracejudge.convert._records import SpanRecord
+from tracejudge.convert.conventions import Kind
+
+__all__ = ["NamedAgents", "infer_named"]
+
+#: Spans that end the search for a call's agent: a tool run (an agent it runs is its
+#: caller's child) and a model call (an agent run inside one is an agent of its own).
+_BOUNDARIES = (Kind.TOOL_RUN, Kind.MODEL_CALL)
+
+
+@dataclass(frozen=True)
+class NamedAgents:
+    """What the phase found: the new agents, in start order, and the later turns of
+    each (span id of a later turn -> span id of the agent's first turn)."""
+
+    agents: list[InferredAgent]
+    later_turns: dict[str, str]
+
+
+def infer_named(
+    readable: list[tuple[SpanRecord, Extraction]],
+    by_id: Mapping[str, SpanRecord],
+    agents: Mapping[str, str],
+    readings: Readings,
+) -> NamedAgents:
+    """The agents named by the spans that group the calls of `readable` (in start order),
+    beyond the agent spans `agents` (span id -> the agent's name)."""
+    hosts: dict[str, str] = {}  # span id -> its agent name
+    keys: dict[str, list[tuple[int, str, str]]] = {}  # the naming keys of each span seen
+    for span, _ in readable:
+        found = _host(span, by_id, agents, readings, keys)
+        if found is not None:
+            hosts[found[0]] = found[1]
+    ordered = sorted(hosts, key=lambda span_id: by_id[span_id].start_ns or 0)
+    # Turn by turn: a host beside the previous host of the same parent, with its name, is
+    # a later turn of that agent (an agent loop that records each turn as a span).
+    later: dict[str, str] = {}
+    by_parent: dict[str | None, list[str]] = {}
+    for span_id in ordered:
+        by_parent.setdefault(by_id[span_id].parent_id, []).append(span_id)
+    if any(len(set(map(hosts.get, group))) < len(group) for group in by_parent.values()):
+        busy = _holding_calls(readable, by_id)
+        previous: dict[str | None, str] = {}  # parent id -> its last child holding calls
+        for span_id in sorted(busy, key=lambda span_id: by_id[span_id].start_ns or 0):
+            parent_id = by_id[span_id].parent_id
+            before = previous.get(parent_id)
+            previous[parent_id] = span_id
+            if span_id in hosts and before in hosts and hosts[before] == hosts[span_id]:
+                later[span_id] = later.get(before, before)
+    return NamedAgents(
+        [
+            InferredAgent(by_id[span_id], (None, hosts[span_id]), None)
+            for span_id in ordered
+            if span_id not in later
+        ],
+        later,
+    )
+
+
+def _holding_calls(
+    readable: list[tuple[SpanRecord, Extraction]], by_id: Mapping[str, SpanRecord]
+) -> set[str]:
+    """The span ids of every span that holds a model call (its ancestors)."""
+    found: set[str] = set()
+    for span, _ in readable:
+        parent_id = span.parent_id
+        while parent_id and parent_id not in found and parent_id in by_id:
+            found.add(parent_id)
+            parent_id = by_id[parent_id].parent_id
+    return found
+
+
+def _host(
+    call: SpanRecord,
+    by_id: Mapping[str, SpanRecord],
+    agents: Mapping[str, str],
+    readings: Readings,
+    keys: dict[str, list[tuple[int, str, str]]],
+) -> tuple[str, str] | None:
+    """(span id, agent name) of the span that holds the call's run as an agent of its
+    own, or None (see the module's docstring)."""
+    # The call's ancestors up to a tool run or model call (or the top), nearest first.
+    chain: list[str] = []
+    seen = {call.span_id}
+    parent_id = call.parent_id
+    boundary: list[tuple[int, str, str]] = []  # the names the tool run or call above gives
+    while parent_id and parent_id not in seen:
+        parent = by_id.get(parent_id)
+        if parent is None:
+            break
+        seen.add(parent_id)
+        reading = readings.get(parent_id)
+        if reading is not None and reading[2] in _BOUNDARIES:
+            boundary = named_keys(parent.attributes)
+            break
+        chain.append(parent_id)
+        if parent_id not in keys:
+            keys[parent_id] = named_keys(parent.attributes)
+        parent_id = parent.parent_id
+    nearest = next((i for i, span_id in enumerate(chain) if span_id in agents), len(chain))
+    # Names that every span of an enclosing agent's run repeats (a workflow's name carried
+    # down to each step) do not name a run of their own.
+    enclosing = {agents[span_id] for span_id in chain[nearest:] if span_id in agents}
+    enclosing.update(k[2] for k in boundary)  # (the caller's name, on its tool run)
+    host: tuple[int, str, str] | None = None  # (position in chain, key, name)
+    for position in range(nearest):
+        named = [k for k in keys[chain[position]] if k[2] not in enclosing]
+        if named:
+            host = (position, named[0][1], named[0][2])
+    if host is None:
+        return None
+    position, key, name = host
+    if nearest < len(chain) and agents[chain[nearest]] == name:
+        return None  # a step of the agent around it, which bears its name
+    # A span named under the same key further up (past the agent around it) makes this
+    # one a nested step of that run (a graph's node inside another node's subgraph).
+    if any(key == k[1] for span_id in chain[position + 1 :] for k in keys[span_id]):
+        return None
+    return chain[position], name

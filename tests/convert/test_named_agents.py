@@ -1,0 +1,166 @@
+"""Agents named by the span that groups their model calls (convert/_infer_named_agents.py,
+convert/_agent_names.py), read with the producer's row taken out of the table: what the
+converter makes of a framework nobody added.
+
+Each recording is a live run of a program whose agents the program names
+(tests/fixtures/frameworks/programs*.py); the facts checked are the program's
+(`expectations`), never the converter's output.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.fixtures.frameworks import expectations
+from tracejudge.convert import conventions
+from tracejudge.convert._agent_names import agent_name, run_name
+from tracejudge.convert._records import SpanRecord
+from tracejudge.models import MultiAgentTrace
+
+#: The AI SDK's agent programs (a lead agent whose tool runs a weather agent), one per
+#: version and exporter: each names its agents only in `ai.telemetry.functionId`.
+AI_SDK_AGENTS = [
+    "vercel_v3_agent",
+    "vercel_v4_agent",
+    "vercel_v5_agent",
+    "vercel_v6_agent",
+    "vercel_v7_legacy_agent",
+]
+AI_SDK_SINGLE = ["vercel_v5_generate", "vercel_v6_generate", "vercel_v6_stream"]
+
+
+def without(row: conventions.Convention, name: str) -> MultiAgentTrace:
+    with conventions.rows_removed(row):
+        traces = expectations.convert(name)
+    return max(traces, key=lambda t: sum(len(a.llm_interactions) for a in t.iter_agents()))
+
+
+def tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
+    """(name, parent name, calls) of every agent, depth first, as `expectations` reads it."""
+    rows: list[tuple[str, str | None, int]] = []
+
+    def walk(agent_id: str, parent: str | None) -> None:
+        agent = trace.agent_instance_by_id[agent_id]
+        rows.append((agent.name, parent, len(agent.llm_interactions)))
+        for child in agent.child_ids:
+            walk(child, agent.name)
+
+    walk(trace.root_agent_instance_id, None)
+    return rows
+
+
+def lost(row: conventions.Convention, name: str) -> list[str]:
+    trace = without(row, name)
+    return [text for text, holds in expectations.facts(name, [trace]) if not holds]
+
+
+# --------------------------------------------------------------------------- recordings
+
+
+@pytest.mark.parametrize("name", AI_SDK_AGENTS)
+def test_the_ai_sdk_agents_are_named_by_their_function_id_without_its_row(name: str) -> None:
+    trace = without(conventions.VERCEL_AI, name)
+    assert tree(trace) == [("lead", None, 2), ("weather_agent", "lead", 2)]
+    assert not [f for f in lost(conventions.VERCEL_AI, name) if f.startswith("agent ")]
+
+
+@pytest.mark.parametrize("name", AI_SDK_SINGLE)
+def test_a_lone_ai_sdk_agent_is_the_root_named_by_its_function_id(name: str) -> None:
+    trace = without(conventions.VERCEL_AI, name)
+    assert tree(trace) == [("weather_agent", None, 2)]
+
+
+@pytest.mark.parametrize("name", ["logfire_openai_agents", "logfire_openai_agents_stream"])
+def test_an_agent_recorded_turn_by_turn_is_one_agent_without_its_row(name: str) -> None:
+    """The Agents SDK under logfire, without logfire's row: each turn's span names its
+    agent (`agent_name`) and holds that turn's model call; the weather specialist's two
+    turns, side by side, are one agent with both calls."""
+    trace = without(conventions.LOGFIRE, name)
+    assert tree(trace) == [
+        ("root", None, 0),
+        ("triage", "root", 1),
+        ("weather_specialist", "root", 2),
+    ]
+
+
+def test_graph_nodes_are_agents_and_a_subgraphs_nodes_their_steps() -> None:
+    """LangGraph under OpenLLMetry without LangGraph's row: each node's spans carry its
+    name (`...langgraph_node`) and the graph's (`traceloop.workflow.name`, on every span:
+    not a run of its own); the researcher's subgraph nodes (`agent`, `tools`) are steps of
+    the researcher node, and the supervisor's three visits three agents."""
+    trace = without(conventions.LANGGRAPH, "langgraph_openllmetry")
+    names = [row[0] for row in tree(trace)]
+    assert names.count("supervisor") == 3
+    assert "agent" not in names and "tools" not in names
+    assert ("researcher", "supervisor_graph", 2) in tree(trace)
+
+
+# --------------------------------------------------------------------------- the key rule
+
+
+@pytest.mark.parametrize(
+    ("attributes", "name"),
+    [
+        ({"ai.telemetry.functionId": "lead"}, "lead"),
+        ({"gen_ai.agent.name": "triage"}, "triage"),
+        ({"agent_name": "writer"}, "writer"),
+        ({"metadata.langgraph_node": "supervisor"}, "supervisor"),
+        ({"workflow.name": "report"}, "report"),
+        ({"agentName": "planner"}, "planner"),
+        # a name is preferred to an id, whatever the order
+        ({"gen_ai.agent.id": "planner-1", "gen_ai.agent.name": "planner"}, "planner"),
+        # not names of a run
+        ({"ai.request.headers.user-agent": "ai/6.0.326"}, None),
+        ({"code.function": "_openai_loop"}, None),
+        ({"llm.tool_calls.0.tool_call.function.name": "get_weather"}, None),
+        ({"gen_ai.agent.id": "01a231f6-addc-7212-bbe2-d194990ca7d7"}, None),
+        ({"gen_ai.agent.name": '{"role": "x"}'}, None),
+        ({"gen_ai.agent.name": "a\nb"}, None),
+        ({"gen_ai.agent.name": "x" * 65}, None),
+        ({"function.args": "('What is the weather?',)"}, None),
+        ({"gen_ai.tool.name": "get_weather"}, None),
+        ({"node.count": 3}, None),
+    ],
+)
+def test_the_agent_name_a_span_gives(attributes: dict[str, object], name: str | None) -> None:
+    assert agent_name(attributes) == name
+
+
+def span(span_id: str, parent: str | None, **attributes: object) -> SpanRecord:
+    return SpanRecord("t", span_id, parent, span_id, attributes=dict(attributes))
+
+
+def test_the_run_name_is_the_outermost_below_the_host_and_one_for_all_calls() -> None:
+    spans = {
+        s.span_id: s
+        for s in (
+            span("tool", None, **{"agent.name": "outer"}),
+            span("run", "tool", **{"agent.name": "inner"}),
+            span("step", "run", **{"node": "step"}),
+            span("call1", "step"),
+            span("call2", "run"),
+            span("other", "tool", **{"agent.name": "else"}),
+            span("call3", "other"),
+        )
+    }
+    host, call1, call2, call3 = (spans[k] for k in ("tool", "call1", "call2", "call3"))
+    assert run_name(host, [call1, call2], spans) == "outer"
+    assert run_name(spans["run"], [call1, call2], spans) == "inner"
+    assert run_name(spans["run"], [call1], spans) == "inner"
+    assert run_name(spans["step"], [call1], spans) == "step"
+    assert run_name(spans["run"], [call1, call3], spans) == "inner"  # call3 is not under it
+    two = {**spans, "tool": span("tool", None)}
+    assert run_name(two["tool"], [call1, call3], two) is None  # two names: none
+
+
+def test_a_name_the_caller_gives_too_is_not_the_run_name() -> None:
+    spans = {
+        s.span_id: s
+        for s in (
+            span("caller", None, **{"ai.telemetry.functionId": "lead"}),
+            span("tool", "caller", **{"ai.telemetry.functionId": "lead"}),
+            span("run", "tool", **{"ai.telemetry.functionId": "weather_agent"}),
+            span("call", "run"),
+        )
+    }
+    assert run_name(spans["tool"], [spans["call"]], spans) == "weather_agent"
