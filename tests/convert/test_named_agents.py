@@ -164,3 +164,57 @@ def test_a_name_the_caller_gives_too_is_not_the_run_name() -> None:
         )
     }
     assert run_name(spans["tool"], [spans["call"]], spans) == "weather_agent"
+
+
+# --------------------------------------------------------------------------- responses apart
+
+LOGFIRE_STREAMS = [
+    "logfire_openai_stream",
+    "logfire_openai_stream_v1",
+    "logfire_openai_responses_stream",
+    "logfire_anthropic_stream",
+    "logfire_openai_parallel_streams",
+]
+
+
+@pytest.mark.parametrize("name", LOGFIRE_STREAMS)
+def test_a_streamed_response_recorded_apart_is_one_call_without_its_row(name: str) -> None:
+    """logfire records a streamed call as its request's span (no output) and, once the
+    stream is read, a log of the response (the input again, and the output). Without
+    logfire's row (which says which records are responses), the shape says it: each call
+    is one interaction with its answer, and no call is said to lack its output."""
+    whole = max(expectations.convert(name), key=expectations._calls)
+    trace = without(conventions.LOGFIRE, name)
+    calls = [i for a in trace.iter_agents() for i in a.llm_interactions]
+    assert len(calls) == expectations.meta(name)["model_calls"]
+    assert all(i.output_messages for i in calls)
+    assert not [w for w in trace.warnings if "not its output" in w]
+    assert [i.output_text for i in calls] == [
+        i.output_text for a in whole.iter_agents() for i in a.llm_interactions
+    ]
+
+
+def _record(span_id: str, start: int, end: int, text: str | None, scope: str = "s") -> tuple:
+    from tracejudge.convert._common import Extraction, message_inputs
+
+    extraction = Extraction(inputs=message_inputs("user", ["hi"], [], []))
+    if text is not None:
+        extraction.add_choice([text], [])
+    record = SpanRecord("t", span_id, "p", span_id, start_ns=start, end_ns=end)
+    record.scope = scope
+    return record, extraction
+
+
+def test_only_an_instant_answer_after_its_request_is_a_response_apart() -> None:
+    from tracejudge.convert._infer_responses import mark_responses_apart
+
+    request, response = _record("a", 0, 10, None), _record("b", 20, 20, "hello")
+    took_time = _record("c", 30, 40, "again")  # a call of its own (a retry)
+    other_scope = _record("d", 50, 50, "x", scope="other")
+    readable = [request, response, took_time, other_scope]
+    mark_responses_apart(readable)
+    assert [e.response_apart for _, e in readable] == [False, True, False, False]
+    # No request left to answer: a second instant answer is a call of its own.
+    late = _record("e", 60, 60, "late")
+    mark_responses_apart([request, response, late])
+    assert late[1].response_apart is False

@@ -26,6 +26,7 @@ from tracejudge.convert import (
     _handoffs,
     _infer_agents,
     _infer_named_agents,
+    _infer_responses,
     _infer_tool_calls,
     _infer_turn_content,
     _infer_unrecorded_calls,
@@ -457,6 +458,8 @@ class _TraceBuild:
         # (calls recorded without messages, in agent turns recorded with them)
         turns = self.agents.keys() | self.layout.later_turns
         _infer_turn_content.fill_from_turns(self.readable, self.by_id, turns)
+        # (a streamed call's response recorded apart from its request: one call)
+        _infer_responses.mark_responses_apart(self.readable)
         places = {span.span_id: self.placement(span) for span, _ in self.readable}
         self.warnings.extend(self.unreadable)
         placed: list[tuple[_merge.Call, str | None]] = []
