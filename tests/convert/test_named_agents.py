@@ -218,3 +218,50 @@ def test_only_an_instant_answer_after_its_request_is_a_response_apart() -> None:
     late = _record("e", 60, 60, "late")
     mark_responses_apart([request, response, late])
     assert late[1].response_apart is False
+
+
+# --------------------------------------------------------------------------- calls by shape
+
+
+@pytest.mark.parametrize("name", ["genkit", "genkit_stream", "genkit_structured"])
+def test_genkit_without_its_row_holds_every_fact(name: str) -> None:
+    """Genkit (Go) writes no model or token key a row outside its own knows: its model
+    calls are found by their shape (messages in `genkit:input`, the answer and usage in
+    `genkit:output`; the `generate` steps around them, shaped alike, hold a call below
+    and are none); the flow `lead` is the root agent, named as the program named it, and
+    the prompt `weather_agent` run by its `ask_weather_agent` tool its child."""
+    assert lost(conventions.GENKIT, name) == []
+    trace = without(conventions.GENKIT, name)
+    assert tree(trace) == [("lead", None, 2), ("weather_agent", "lead", 2)]
+    calls = [i for a in trace.iter_agents() for i in a.llm_interactions]
+    assert all(i.usage is not None and i.usage.output_tokens > 0 for i in calls)
+
+
+def test_openlit_traced_functions_name_their_agents_without_its_row() -> None:
+    """OpenLIT's `@openlit.trace` functions (`lead`, and `weather_agent` run by its
+    `ask_weather_agent` tool) record no agent kind: the root span's name, and the span
+    that holds the other system prompt's calls, name them."""
+    assert tree(without(conventions.OPENLIT, "openlit")) == [
+        ("lead", None, 2),
+        ("weather_agent", "lead", 2),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("name", "given"),
+    [
+        ("weather_agent", True),
+        ("lead", True),
+        ("ask-weather", True),
+        ("ai.generateText", False),
+        ("Agent.run", False),
+        ("chat gpt-4o", False),
+        ("POST", False),
+        ("answering {question}", False),
+        ("scripted/scripted-model", False),
+    ],
+)
+def test_a_span_name_given_by_the_program(name: str, given: bool) -> None:
+    from tracejudge.convert._agent_names import is_given_name
+
+    assert is_given_name(name) is given

@@ -15,12 +15,12 @@ read. No producer's key is listed: the words are the rule.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
 from tracejudge.convert._records import SpanRecord
 
-__all__ = ["MAX_NAME", "agent_name", "named_keys", "run_name"]
+__all__ = ["MAX_NAME", "agent_name", "is_given_name", "named_keys", "run_name"]
 
 #: The longest attribute value read as an agent's name.
 MAX_NAME = 64
@@ -29,6 +29,7 @@ _RUNS = frozenset({"agent", "function", "node", "workflow"})
 #: OpenTelemetry's source-code attributes (`code.function`): a Python function, not an agent.
 _NOT_NAMES = ("code.",)
 _SEGMENTS = re.compile(r"[.:/]")
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 #: A generated id (a UUID, hex digits, a number): it tells runs apart, it does not name one.
 _GENERATED = re.compile(r"[0-9a-fA-F-]{8,}|[0-9]+")
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
@@ -94,38 +95,70 @@ def agent_name(attributes: Mapping[str, Any]) -> str | None:
     return found[0][2] if found else None
 
 
+def is_given_name(name: str) -> bool:
+    """Whether a span's name reads as a name the program gave (an identifier such as
+    `weather_agent`, as a traced function or a flow is named), not an operation's
+    (`ai.generateText`, `Agent.run`, `chat gpt-4o`, `POST`)."""
+    return _IDENTIFIER.fullmatch(name) is not None and not name.isupper()
+
+
 def run_name(
-    host: SpanRecord, calls: Iterable[SpanRecord], by_id: Mapping[str, SpanRecord]
+    host: SpanRecord,
+    calls: Iterable[SpanRecord],
+    by_id: Mapping[str, SpanRecord],
+    tools: Container[str] = (),
 ) -> str | None:
     """The agent name of the run `host` holds: of the spans from `host` down to each of
     `calls` (not the calls themselves), the outermost that gives one other than the names
-    the span above `host` gives (the caller's, repeated on the steps of its run); None
-    when none does or the calls' spans give different names."""
-    found: set[str] = set()
+    the span above `host` gives (the caller's, repeated on the steps of its run); else the
+    outermost whose own name is a given name (`is_given_name`) other than a tool's of
+    `tools` (the tool call that ran the agent names its tool's span). None when none does
+    or the calls' spans give different names."""
     above = by_id.get(host.parent_id) if host.parent_id else None
     # (a name the span above the host gives too is the caller's run's, repeated on its steps)
     inherited = {k[2] for k in named_keys(above.attributes)} if above is not None else set()
     calls = list(calls)
     held = {call.span_id for call in calls}  # (a call's records nest: none names a run)
-    for call in calls:
-        name = None
-        seen = {call.span_id}
-        parent_id = call.parent_id
-        while parent_id and parent_id not in seen:
-            parent = by_id.get(parent_id)
-            if parent is None:
-                break
-            seen.add(parent_id)
-            if parent_id not in held:
-                given = [k[2] for k in named_keys(parent.attributes) if k[2] not in inherited]
-                name = given[0] if given else name
-            if parent_id == host.span_id:
-                break
-            parent_id = parent.parent_id
-        else:
-            continue
-        if parent_id != host.span_id:
-            continue  # (not under the host: no name from it)
+    paths = [path for call in calls if (path := _path(call, host, by_id, held)) is not None]
+    given: set[str] = set()
+    for path in paths:
+        name = _outermost(path, inherited)
         if name is not None:
-            found.add(name)
-    return found.pop() if len(found) == 1 else None
+            given.add(name)
+    if not given:
+        for path in paths:
+            named = [s.name for s in path if is_given_name(s.name) and s.name not in tools]
+            if named:
+                given.add(named[-1])
+    return given.pop() if len(given) == 1 else None
+
+
+def _outermost(path: list[SpanRecord], inherited: set[str]) -> str | None:
+    """The agent name the outermost span of `path` (nearest first) that gives one gives."""
+    found = None
+    for span in path:
+        names = [k[2] for k in named_keys(span.attributes) if k[2] not in inherited]
+        if names:
+            found = names[0]
+    return found
+
+
+def _path(
+    call: SpanRecord, host: SpanRecord, by_id: Mapping[str, SpanRecord], held: Container[str]
+) -> list[SpanRecord] | None:
+    """The spans from the call's parent up to `host` (nearest first, the held calls left
+    out), or None when the call is not under `host`."""
+    path: list[SpanRecord] = []
+    seen = {call.span_id}
+    parent_id = call.parent_id
+    while parent_id and parent_id not in seen:
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return None
+        seen.add(parent_id)
+        if parent_id not in held:
+            path.append(parent)
+        if parent_id == host.span_id:
+            return path
+        parent_id = parent.parent_id
+    return None

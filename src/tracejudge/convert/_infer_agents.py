@@ -233,7 +233,9 @@ def _split(
                 # A step with a prompt of its own that no tool call ran and that uses no
                 # tool (an extractor, a summariser, a router): still the agent's step.
                 continue
-            name = run_name(span, (call.span for call in held), by_id) or _name(
+            ran_by = _tool_calls(_maker(caller, invoked)) if invoked is not None else []
+            tools = {ran_by[invoked[1]].name} if invoked is not None else set()
+            name = run_name(span, (call.span for call in held), by_id, tools) or _name(
                 span, invoked, caller, by_id, agents, tool_names
             )
             found.append(InferredAgent(span, (None, name), invoked))
@@ -342,6 +344,11 @@ def _tool_span_names(
     return names
 
 
+def _maker(caller: list[_Call], invoked: tuple[str, int]) -> Extraction:
+    """The caller's call that made the tool call `invoked`."""
+    return next(c.extraction for c in caller if c.span.span_id == invoked[0])
+
+
 def _name(
     host: SpanRecord,
     invoked: tuple[str, int] | None,
@@ -353,9 +360,7 @@ def _name(
     """The tool call that ran the agent names it, else the tool span around it, else its
     span."""
     if invoked is not None:
-        maker_id, position = invoked
-        maker = next(c for c in caller if c.span.span_id == maker_id)
-        return _tool_calls(maker.extraction)[position].name
+        return _tool_calls(_maker(caller, invoked))[invoked[1]].name
     around = _tool_span_names(host, by_id, agents, tool_names)
     return around[0] if around else host.name
 

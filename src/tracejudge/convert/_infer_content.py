@@ -30,7 +30,7 @@ from tracejudge.convert._common import (
 from tracejudge.convert._view import SpanView
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
-__all__ = ["content_blocks", "infer_content"]
+__all__ = ["content_blocks", "infer_content", "read_shape"]
 
 #: Values longer than this are not looked at (a cap on the work for huge payloads).
 SIZE_CAP = 200_000
@@ -64,6 +64,12 @@ def infer_content(view: SpanView, extraction: Extraction, *, events: bool = Fals
 
 
 _Answer = tuple[list[str], list[LLMToolCall]]
+
+
+def read_shape(attributes: Mapping[str, Any]) -> tuple[list[LLMInput] | None, _Answer | None]:
+    """(inputs, answer: texts and tool calls) that the attribute values hold by their
+    shapes, each None when none is found (what `infer_content` fills a call with)."""
+    return _scan(attributes.items())
 
 
 def _scan(pairs: Iterable[tuple[str, Any]]) -> tuple[list[LLMInput] | None, _Answer | None]:

@@ -30,7 +30,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tracejudge.convert._agent_names import named_keys
+from tracejudge.convert._agent_names import is_given_name, named_keys
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
@@ -144,6 +144,13 @@ def _host(
         if named:
             host = (position, named[0][1], named[0][2])
     if host is None:
+        # Calls outside every agent, under the trace's root span: a root named as a
+        # program names a function or flow (`lead`) is the agent that made them.
+        top = by_id[chain[-1]] if chain and nearest == len(chain) else None
+        if top is not None and top.parent_id is None and is_given_name(top.name):
+            # (`parent_id is None`: the walk reached the trace's root, no tool run or
+            # call stopped it, which would have been the root's span)
+            return top.span_id, top.name
         return None
     position, key, name = host
     if nearest < len(chain) and agents[chain[nearest]] == name:

@@ -25,6 +25,7 @@ from tracejudge.convert import (
     _evaluations,
     _handoffs,
     _infer_agents,
+    _infer_calls,
     _infer_named_agents,
     _infer_responses,
     _infer_tool_calls,
@@ -297,6 +298,8 @@ class _TraceBuild:
 
     def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
         self.readings = classify(spans, memo)
+        # (model calls no row claims, recognised by their shape)
+        _infer_calls.add_shaped_calls(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
         warnings.extend(layout.warnings)  # what agent spans' identities lack
