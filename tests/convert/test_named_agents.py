@@ -265,3 +265,26 @@ def test_a_span_name_given_by_the_program(name: str, given: bool) -> None:
     from tracejudge.convert._agent_names import is_given_name
 
     assert is_given_name(name) is given
+
+
+# --------------------------------------------------------------------------- pipelines, twins
+
+
+def test_agents_run_one_after_the_other_are_a_pipeline_without_its_row() -> None:
+    """OpenLIT's `@openlit.trace` functions `report` -> `researcher`, `writer`, each with
+    its own system prompt and no call of `report`'s own: two agents, named after their
+    functions, children of `report`."""
+    trace = without(conventions.OPENLIT, "openlit_together")
+    assert tree(trace) == [
+        ("report", None, 0),
+        ("researcher", "report", 1),
+        ("writer", "report", 1),
+    ]
+
+
+def test_an_agent_span_named_after_the_agent_around_it_is_that_agents() -> None:
+    """AutoGen AgentChat under OpenInference without its row: the OpenInference AGENT span
+    `weather_agent.on_messages_stream` (its `graph.node.id` is `weather_agent`) inside
+    autogen-core's `invoke_agent weather_agent` is the same agent run, not a child."""
+    trace = without(conventions.OPENINFERENCE_AUTOGEN, "autogen_oi_agentchat")
+    assert tree(trace) == [("root", None, 0), ("weather_agent", "root", 2), ("writer", "root", 1)]

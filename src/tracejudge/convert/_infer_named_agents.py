@@ -27,17 +27,17 @@ Model-call and tool-run spans are never agents here, whatever they carry.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
-from tracejudge.convert._agent_names import is_given_name, named_keys
-from tracejudge.convert._agents import Readings
+from tracejudge.convert._agent_names import agent_name, is_given_name, named_keys, run_name
+from tracejudge.convert._agents import Layout, Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions import Kind
 
-__all__ = ["NamedAgents", "infer_named"]
+__all__ = ["NamedAgents", "fold_named_twins", "infer_named", "infer_pipeline"]
 
 #: Spans that end the search for a call's agent: a tool run (an agent it runs is its
 #: caller's child) and a model call (an agent run inside one is an agent of its own).
@@ -160,3 +160,126 @@ def _host(
     if any(key == k[1] for span_id in chain[position + 1 :] for k in keys[span_id]):
         return None
     return chain[position], name
+
+
+def infer_pipeline(
+    readable: list[tuple[SpanRecord, Extraction]],
+    by_id: Mapping[str, SpanRecord],
+    agents: Container[str],
+    readings: Readings,
+) -> list[InferredAgent]:
+    """The agents of a pipeline: an agent (or the root) that makes no call of its own, all
+    its calls sitting in spans below it, one span per system prompt, each span named
+    (`run_name`) and holding the calls of one prompt only: each such span is an agent
+    (agents run one after the other as the steps of a program or a pipeline component,
+    each with its own prompt). Nothing is found where a call sits in the agent itself, a
+    span holds calls of two prompts or none, or two spans share a prompt or a name."""
+    groups: dict[str | None, list[tuple[SpanRecord, str | None, str | None]]] = {}
+    for span, extraction in readable:
+        top, owner = _top_below_agent(span, by_id, agents, readings)
+        groups.setdefault(owner, []).append((span, top, _system(extraction)))
+    found: list[InferredAgent] = []
+    for members in groups.values():
+        prompts: dict[str, set[str | None]] = {}
+        calls: dict[str, list[SpanRecord]] = {}
+        for span, top, system in members:
+            if top is None:
+                break  # a call of the agent's own
+            prompts.setdefault(top, set()).add(system)
+            calls.setdefault(top, []).append(span)
+        else:
+            if len(prompts) < 2 or any(len(p) != 1 or None in p for p in prompts.values()):
+                continue
+            if len({next(iter(p)) for p in prompts.values()}) != len(prompts):
+                continue  # two spans of one prompt: turns of one agent, or not agents
+            names = {top: run_name(by_id[top], calls[top], by_id) for top in prompts}
+            if None in names.values() or len(set(names.values())) != len(names):
+                continue
+            found.extend(
+                InferredAgent(by_id[top], (None, name), None)
+                for top, name in names.items()
+                if name is not None
+            )
+    return sorted(found, key=lambda agent: agent.span.start_ns or 0)
+
+
+def _top_below_agent(
+    call: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str], readings: Readings
+) -> tuple[str | None, str | None]:
+    """(the highest span between the call and its nearest agent, not a model call, or
+    None when the call sits in the agent itself; the agent's span id, None for the root)."""
+    top = None
+    seen = {call.span_id}
+    parent_id = call.parent_id
+    while parent_id and parent_id not in seen:
+        if parent_id in agents:
+            return top, parent_id
+        parent = by_id.get(parent_id)
+        if parent is None:
+            break
+        seen.add(parent_id)
+        reading = readings.get(parent_id)
+        if reading is None or reading[2] is not Kind.MODEL_CALL:
+            top = parent_id
+        parent_id = parent.parent_id
+    return top, None
+
+
+def _system(extraction: Extraction) -> str | None:
+    """The call's system prompt (its leading system messages' text), or None."""
+    texts = []
+    for item in extraction.inputs:
+        if item.role != "system":
+            break
+        if isinstance(item.content, str):
+            texts.append(item.content)
+    return "\n".join(texts) if texts else None
+
+
+def fold_named_twins(layout: Layout) -> None:
+    """An agent span that is the only agent child of an agent and names itself after it,
+    by an agent-naming attribute (`graph.node.id = weather_agent` under `invoke_agent
+    weather_agent`) or as a method of it (`weather_agent.on_messages_stream`), is that
+    agent's own span, not an agent inside it: two instrumentations' records of one agent
+    run. It is dropped from `layout`, its output spans given to the agent. (`_agents`
+    folds twins of one name; this reads the name the twin gives of itself.)"""
+    identities = layout.identities
+    if len(identities) < 2:
+        return
+    by_id = layout.by_id
+    above = {
+        span_id: _agent_span_above(by_id[span_id], by_id, identities)
+        for span_id in identities
+        if span_id in by_id
+    }
+    children: dict[str, list[str]] = {}
+    for span_id, parent in above.items():
+        if parent is not None:
+            children.setdefault(parent, []).append(span_id)
+    for parent, kids in children.items():
+        if len(kids) != 1 or parent not in identities:
+            continue
+        (child,) = kids
+        name, own = identities[parent][1], identities[child][1]
+        if own == name:
+            continue  # (`_agents` folds those)
+        if agent_name(by_id[child].attributes) != name and not own.startswith(name + "."):
+            continue
+        del identities[child]
+        layout.output_spans.setdefault(parent, []).extend(layout.output_spans.pop(child, []))
+
+
+def _agent_span_above(
+    span: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str]
+) -> str | None:
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    while parent_id and parent_id not in seen:
+        if parent_id in agents:
+            return parent_id
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return None
+        seen.add(parent_id)
+        parent_id = parent.parent_id
+    return None

@@ -302,6 +302,7 @@ class _TraceBuild:
         _infer_calls.add_shaped_calls(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
+        _infer_named_agents.fold_named_twins(layout)  # an agent's span, named after it
         warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
@@ -404,10 +405,16 @@ class _TraceBuild:
             self._join_later_turns(named.later_turns)
         for agent in named.agents:
             self._add_agent(self.by_id[agent.span.span_id], agent.identity)
-        self.inferred = named.agents + _infer_agents.infer(
+        pipeline = _infer_named_agents.infer_pipeline(
+            self.readable, self.by_id, self.agents, self.readings
+        )
+        for agent in pipeline:
+            self._add_agent(agent.span, agent.identity)
+        named_agents = named.agents + pipeline
+        self.inferred = named_agents + _infer_agents.infer(
             self.readable, self.by_id, self.agents, self.readings, self.tool_runs
         )
-        for agent in self.inferred[len(named.agents) :]:
+        for agent in self.inferred[len(named_agents) :]:
             self._add_agent(agent.span, agent.identity)
 
     def _join_later_turns(self, later_turns: dict[str, str]) -> None:
