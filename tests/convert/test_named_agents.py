@@ -288,3 +288,17 @@ def test_an_agent_span_named_after_the_agent_around_it_is_that_agents() -> None:
     autogen-core's `invoke_agent weather_agent` is the same agent run, not a child."""
     trace = without(conventions.OPENINFERENCE_AUTOGEN, "autogen_oi_agentchat")
     assert tree(trace) == [("root", None, 0), ("weather_agent", "root", 2), ("writer", "root", 1)]
+
+
+def test_langgraph_under_openinference_without_its_row_holds_every_fact() -> None:
+    """OpenInference keeps each LangGraph node in its `metadata` JSON (`langgraph_node`)
+    and marks the researcher subgraph's `agent` node an AGENT span: read without the
+    LangGraph row, the nodes are the agents, the subgraph's nodes steps of the node
+    around them, and the graph's root span (`supervisor_graph`) the run above them."""
+    assert lost(conventions.LANGGRAPH, "langgraph_openinference") == []
+
+
+def test_a_conversation_span_naming_an_agent_keeps_the_agents_in_it() -> None:
+    """AG2's `conversation user_proxy` names the agent that started it (`gen_ai.agent.name`):
+    the `invoke_agent assistant` spans inside it are agents, not nested steps."""
+    assert lost(conventions.STRANDS, "ag2_classic") == []  # (a row it has no span of)

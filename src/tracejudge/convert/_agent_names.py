@@ -7,7 +7,9 @@ of an attribute whose key names an agent, a function, a node or a workflow (the 
 last words are `agent`, `function`, `node` or `workflow`, or one of these followed by
 `name` or `id`; `name` preferred, `id` last), when that value is short text (one line,
 at most `MAX_NAME` characters, not JSON or a tuple, not a generated id such as a UUID).
-The OpenTelemetry `code.*` attributes name source code, and a `user-agent` an HTTP
+The keys of a JSON object value are read too, one level down, as `<key>.<its key>`
+(OpenInference keeps LangGraph's `langgraph_node` in its `metadata` JSON). The
+OpenTelemetry `code.*` attributes name source code, and a `user-agent` an HTTP
 client, and the function of a tool call (`tool_call.function.name`) a tool: none is
 read. No producer's key is listed: the words are the rule.
 """
@@ -18,9 +20,17 @@ import re
 from collections.abc import Container, Iterable, Mapping
 from typing import Any
 
+from tracejudge.convert import _json
 from tracejudge.convert._records import SpanRecord
 
-__all__ = ["MAX_NAME", "agent_name", "is_given_name", "named_keys", "run_name"]
+__all__ = [
+    "MAX_NAME",
+    "agent_name",
+    "is_given_name",
+    "named_keys",
+    "names_an_agent",
+    "run_name",
+]
 
 #: The longest attribute value read as an agent's name.
 MAX_NAME = 64
@@ -29,6 +39,8 @@ _RUNS = frozenset({"agent", "function", "node", "workflow"})
 #: OpenTelemetry's source-code attributes (`code.function`): a Python function, not an agent.
 _NOT_NAMES = ("code.",)
 _SEGMENTS = re.compile(r"[.:/]")
+#: The longest JSON object value whose keys are read for an agent name (metadata).
+_MAX_JSON = 8192
 _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 #: A generated id (a UUID, hex digits, a number): it tells runs apart, it does not name one.
 _GENERATED = re.compile(r"[0-9a-fA-F-]{8,}|[0-9]+")
@@ -42,6 +54,19 @@ _KEY_RANKS_CAP = 4096
 
 def _key_rank(key: str) -> int | None:
     """The key's rank when it names an agent, function, node or workflow, else None."""
+    found = _key_run(key)
+    return found[1] if found is not None else None
+
+
+def names_an_agent(key: str) -> bool:
+    """Whether the key names an agent (not a function, a node or a workflow: steps of a
+    program, which nest in one another, where an agent inside an agent is its child)."""
+    found = _key_run(key)
+    return found is not None and found[0] == "agent"
+
+
+def _key_run(key: str) -> tuple[str, int] | None:
+    """(the word of the run the key names, the key's rank), or None."""
     if key.startswith(_NOT_NAMES):
         return None
     words = [w.lower() for segment in _SEGMENTS.split(key) for w in _WORDS.findall(segment)]
@@ -57,7 +82,7 @@ def _key_rank(key: str) -> int | None:
         return None  # (a `user-agent` header names an HTTP client)
     if run == "function" and before in ("call", "tool", "calls", "tools"):
         return None  # (a tool call's function is a tool)
-    return rank
+    return run, rank
 
 
 def _is_name(value: Any) -> bool:
@@ -76,8 +101,17 @@ def _is_name(value: Any) -> bool:
 def named_keys(attributes: Mapping[str, Any]) -> list[tuple[int, str, str]]:
     """(rank, key, name) of each attribute that gives an agent name (see the module's
     docstring), best first."""
-    found = []
-    for key, value in attributes.items():
+    found: list[tuple[int, str, str]] = []
+    _collect(attributes.items(), "", found)
+    found.sort(key=lambda item: item[0])  # (stable: attribute order among equals)
+    return found
+
+
+def _collect(
+    pairs: Iterable[tuple[str, Any]], prefix: str, found: list[tuple[int, str, str]]
+) -> None:
+    for key, value in pairs:
+        key = prefix + key
         rank = _KEY_RANKS.get(key, -1)
         if rank == -1:
             rank = _key_rank(key)
@@ -85,8 +119,14 @@ def named_keys(attributes: Mapping[str, Any]) -> list[tuple[int, str, str]]:
                 _KEY_RANKS[key] = rank
         if rank is not None and _is_name(value):
             found.append((rank, key, value.strip()))
-    found.sort(key=lambda item: item[0])  # (stable: attribute order among equals)
-    return found
+        elif not prefix and isinstance(value, str) and value[:1] == "{" and len(value) <= _MAX_JSON:
+            # A JSON object of metadata (OpenInference's `metadata`): its keys, one level.
+            try:
+                inner = _json.loads(value)
+            except (ValueError, RecursionError):
+                continue
+            if isinstance(inner, Mapping):
+                _collect(((str(k), v) for k, v in inner.items()), key + ".", found)
 
 
 def agent_name(attributes: Mapping[str, Any]) -> str | None:

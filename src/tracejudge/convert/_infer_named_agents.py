@@ -17,6 +17,11 @@ an agent of its own unless:
 - a span further up, past the agent around it, gives a name under the same key: it is a
   nested step of that run (a graph's node inside another node's subgraph).
 
+Where no span is an agent by the table's reading, the trace's root span around every
+call is the program's run, an agent above those found, when it is named as a program
+names a function or a flow (`supervisor_graph`, `lead`); a call with no host under such
+a root is that root's.
+
 Hosts of one name side by side (the same parent, one after the other: no span holding
 other calls between them) are the turns of one agent (a loop that records each turn as
 a span naming its agent): the later turns are re-parented under the first
@@ -30,14 +35,26 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
-from tracejudge.convert._agent_names import agent_name, is_given_name, named_keys, run_name
+from tracejudge.convert._agent_names import (
+    agent_name,
+    is_given_name,
+    named_keys,
+    names_an_agent,
+    run_name,
+)
 from tracejudge.convert._agents import Layout, Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions import Kind
 
-__all__ = ["NamedAgents", "fold_named_twins", "infer_named", "infer_pipeline"]
+__all__ = [
+    "NamedAgents",
+    "drop_nested_runs",
+    "fold_named_twins",
+    "infer_named",
+    "infer_pipeline",
+]
 
 #: Spans that end the search for a call's agent: a tool run (an agent it runs is its
 #: caller's child) and a model call (an agent run inside one is an agent of its own).
@@ -67,6 +84,9 @@ def infer_named(
         found = _host(span, by_id, agents, readings, keys)
         if found is not None:
             hosts[found[0]] = found[1]
+    top = _named_top(readable, by_id) if hosts and not agents else None
+    if top is not None and top.span_id not in hosts:
+        hosts[top.span_id] = top.name  # (the program's run, around its agents)
     ordered = sorted(hosts, key=lambda span_id: by_id[span_id].start_ns or 0)
     # Turn by turn: a host beside the previous host of the same parent, with its name, is
     # a later turn of that agent (an agent loop that records each turn as a span).
@@ -91,6 +111,28 @@ def infer_named(
         ],
         later,
     )
+
+
+def _named_top(
+    readable: list[tuple[SpanRecord, Extraction]], by_id: Mapping[str, SpanRecord]
+) -> SpanRecord | None:
+    """The trace's root span, when every call sits under it and it is named as a program
+    names a function or a flow (`is_given_name`), else None."""
+    tops = set()
+    for span, _ in readable:
+        current = span
+        seen = {span.span_id}
+        while current.parent_id and current.parent_id not in seen:
+            parent = by_id.get(current.parent_id)
+            if parent is None:
+                return None  # (a broken chain: no root known)
+            seen.add(parent.span_id)
+            current = parent
+        tops.add(current.span_id)
+    if len(tops) != 1:
+        return None
+    top = by_id.get(tops.pop())
+    return top if top is not None and is_given_name(top.name) else None
 
 
 def _holding_calls(
@@ -283,3 +325,51 @@ def _agent_span_above(
         seen.add(parent_id)
         parent_id = parent.parent_id
     return None
+
+
+def drop_nested_runs(layout: Layout, readings: Readings) -> None:
+    """An agent span (the table's, with no agent id declared) whose name as a node, a
+    function or a workflow (not as an agent: an agent inside an agent's span is its child,
+    as in a conversation span naming the agent that started it) is given under a key that
+    a span above it gives another name under, with no agent, tool run
+    or model call between them, is a step of that run: a graph's node inside another
+    node's subgraph (OpenInference marks LangGraph's `agent` node an AGENT span, inside
+    the `researcher` node). It is dropped from `layout`; the run above it is the agent
+    (`infer_named`)."""
+    identities = layout.identities
+    by_id = layout.by_id
+    for span_id in list(identities):
+        reading = readings.get(span_id)
+        span = by_id.get(span_id)
+        if span is None or reading is None or reading[2] is not Kind.AGENT:
+            continue
+        if identities[span_id][0] is not None:
+            continue  # an agent id declared: an agent of its own
+        own = {k: name for _, k, name in named_keys(span.attributes) if not names_an_agent(k)}
+        if own and _named_above(span, own, by_id, identities, readings):
+            del identities[span_id]
+            layout.output_spans.pop(span_id, None)
+
+
+def _named_above(
+    span: SpanRecord,
+    own: Mapping[str, str],
+    by_id: Mapping[str, SpanRecord],
+    agents: Container[str],
+    readings: Readings,
+) -> bool:
+    """Whether a span above `span`, before any agent, tool run or model call, gives a name
+    other than `span`'s under one of `own`'s keys."""
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    while parent_id and parent_id not in seen and parent_id not in agents:
+        parent = by_id.get(parent_id)
+        reading = readings.get(parent_id)
+        if parent is None or (reading is not None and reading[2] in _BOUNDARIES):
+            return False
+        seen.add(parent_id)
+        for _, key, name in named_keys(parent.attributes):
+            if key in own and own[key] != name:
+                return True
+        parent_id = parent.parent_id
+    return False

@@ -303,6 +303,7 @@ class _TraceBuild:
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
         _infer_named_agents.fold_named_twins(layout)  # an agent's span, named after it
+        _infer_named_agents.drop_nested_runs(layout, self.readings)  # a subgraph's nodes
         warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
