@@ -302,3 +302,18 @@ def test_a_conversation_span_naming_an_agent_keeps_the_agents_in_it() -> None:
     """AG2's `conversation user_proxy` names the agent that started it (`gen_ai.agent.name`):
     the `invoke_agent assistant` spans inside it are agents, not nested steps."""
     assert lost(conventions.STRANDS, "ag2_classic") == []  # (a row it has no span of)
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "vercel_v6_openinference_agent",
+        "vercel_v6_openinference_generate",
+        "vercel_v6_openinference_stream",
+    ],
+)
+def test_an_agent_span_known_by_its_span_name_takes_its_attributes_name(name: str) -> None:
+    """OpenInference's AI SDK processor marks `ai.generateText lead` an AGENT span; its
+    reading names the agent after the span, the span's `ai.telemetry.functionId` says
+    `lead`: without the AI SDK's row the agents are still `lead` and `weather_agent`."""
+    assert lost(conventions.VERCEL_AI, name) == []

@@ -54,6 +54,7 @@ __all__ = [
     "fold_named_twins",
     "infer_named",
     "infer_pipeline",
+    "name_agents_by_attribute",
 ]
 
 #: Spans that end the search for a call's agent: a tool run (an agent it runs is its
@@ -278,13 +279,15 @@ def _system(extraction: Extraction) -> str | None:
     return "\n".join(texts) if texts else None
 
 
-def fold_named_twins(layout: Layout) -> None:
+def fold_named_twins(layout: Layout, readings: Readings) -> None:
     """An agent span that is the only agent child of an agent and names itself after it,
     by an agent-naming attribute (`graph.node.id = weather_agent` under `invoke_agent
     weather_agent`) or as a method of it (`weather_agent.on_messages_stream`), is that
     agent's own span, not an agent inside it: two instrumentations' records of one agent
-    run. It is dropped from `layout`, its output spans given to the agent. (`_agents`
-    folds twins of one name; this reads the name the twin gives of itself.)"""
+    run (unless a tool run or a model call lies between them). It is dropped from
+    `layout`, its output spans given to the agent. (`_agents` folds twins of one name
+    before the agents are renamed by `name_agents_by_attribute`; this reads the name the
+    twin gives of itself.)"""
     identities = layout.identities
     if len(identities) < 2:
         return
@@ -303,12 +306,31 @@ def fold_named_twins(layout: Layout) -> None:
             continue
         (child,) = kids
         name, own = identities[parent][1], identities[child][1]
-        if own == name:
-            continue  # (`_agents` folds those)
-        if agent_name(by_id[child].attributes) != name and not own.startswith(name + "."):
+        named = own == name or agent_name(by_id[child].attributes) == name
+        if not (named or own.startswith(name + ".")):
             continue
+        if _call_between(by_id[child], parent, by_id, readings):
+            continue  # an agent run by a tool or a call: its own, whatever its name
         del identities[child]
         layout.output_spans.setdefault(parent, []).extend(layout.output_spans.pop(child, []))
+
+
+def _call_between(
+    span: SpanRecord, agent: str, by_id: Mapping[str, SpanRecord], readings: Readings
+) -> bool:
+    """Whether a tool run or model call lies between `span` and its agent ancestor."""
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    while parent_id and parent_id != agent and parent_id not in seen:
+        reading = readings.get(parent_id)
+        if reading is not None and reading[2] in _BOUNDARIES:
+            return True
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return False
+        seen.add(parent_id)
+        parent_id = parent.parent_id
+    return False
 
 
 def _agent_span_above(
@@ -373,3 +395,17 @@ def _named_above(
                 return True
         parent_id = parent.parent_id
     return False
+
+
+def name_agents_by_attribute(layout: Layout) -> None:
+    """An agent span that the table names only by the span's own name (`ai.generateText
+    lead`: a format's reading of a span it knows as an agent, with no agent name key of
+    its own) takes the agent name an attribute of the span gives (`_agent_names`)."""
+    by_id = layout.by_id
+    for span_id, (declared, name) in list(layout.identities.items()):
+        span = by_id.get(span_id)
+        if span is None or name != span.name:
+            continue
+        given = agent_name(span.attributes)
+        if given is not None and given != name:
+            layout.identities[span_id] = (declared, given)

@@ -302,7 +302,10 @@ class _TraceBuild:
         _infer_calls.add_shaped_calls(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
-        _infer_named_agents.fold_named_twins(layout)  # an agent's span, named after it
+        _infer_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
+        _infer_named_agents.fold_named_twins(
+            layout, self.readings
+        )  # an agent's span, named after it
         _infer_named_agents.drop_nested_runs(layout, self.readings)  # a subgraph's nodes
         warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
