@@ -317,3 +317,10 @@ def test_an_agent_span_known_by_its_span_name_takes_its_attributes_name(name: st
     reading names the agent after the span, the span's `ai.telemetry.functionId` says
     `lead`: without the AI SDK's row the agents are still `lead` and `weather_agent`."""
     assert lost(conventions.VERCEL_AI, name) == []
+
+
+@pytest.mark.parametrize("name", ["agent_framework_sequential", "agent_framework_handoff"])
+def test_a_named_span_around_agents_is_the_workflow_above_them(name: str) -> None:
+    """Agent Framework's `workflow.run` (its `workflow.name`), without its row: it holds
+    two agents (`invoke_agent`, read through the GenAI row), so it is the run above them."""
+    assert lost(conventions.AGENT_FRAMEWORK, name) == []

@@ -17,6 +17,9 @@ an agent of its own unless:
 - a span further up, past the agent around it, gives a name under the same key: it is a
   nested step of that run (a graph's node inside another node's subgraph).
 
+A span that gives an agent name and holds two agents or more (a workflow of agents no
+row knows) is the agent above them.
+
 Where no span is an agent by the table's reading, the trace's root span around every
 call is the program's run, an agent above those found, when it is named as a program
 names a function or a flow (`supervisor_graph`, `lead`); a call with no host under such
@@ -85,6 +88,7 @@ def infer_named(
         found = _host(span, by_id, agents, readings, keys)
         if found is not None:
             hosts[found[0]] = found[1]
+    hosts.update(_runs_around_agents(by_id, agents, readings, keys))
     top = _named_top(readable, by_id) if hosts and not agents else None
     if top is not None and top.span_id not in hosts:
         hosts[top.span_id] = top.name  # (the program's run, around its agents)
@@ -112,6 +116,68 @@ def infer_named(
         ],
         later,
     )
+
+
+def _runs_around_agents(
+    by_id: Mapping[str, SpanRecord],
+    agents: Mapping[str, str],
+    readings: Readings,
+    keys: dict[str, list[tuple[int, str, str]]],
+) -> dict[str, str]:
+    """The spans that give an agent name and hold two agents or more with no agent between
+    (a workflow of agents no row knows: Agent Framework's `workflow.run`, named by its
+    `workflow.name`), with their names: the agent above those agents. Not past a tool run
+    or a model call, and not a name of an agent around it or of one it holds."""
+    held: dict[str, set[str]] = {}  # span id -> the agents it holds
+    names: dict[str, str] = {}
+    for span_id in agents:
+        span = by_id.get(span_id)
+        if span is None:
+            continue
+        enclosing: set[str] = set()
+        chain: list[str] = []
+        seen = {span_id}
+        parent_id = span.parent_id
+        while parent_id and parent_id not in seen:
+            if parent_id in agents:
+                enclosing.add(agents[parent_id])
+                break
+            parent = by_id.get(parent_id)
+            reading = readings.get(parent_id)
+            if parent is None or (reading is not None and reading[2] in _BOUNDARIES):
+                break
+            seen.add(parent_id)
+            chain.append(parent_id)
+            parent_id = parent.parent_id
+        for span_in_chain in chain:
+            if span_in_chain not in keys:
+                keys[span_in_chain] = named_keys(by_id[span_in_chain].attributes)
+            given = [k[2] for k in keys[span_in_chain] if k[2] not in enclosing]
+            if given:
+                held.setdefault(span_in_chain, set()).add(span_id)
+                names[span_in_chain] = given[0]
+    found = {}
+    for span_id, inside in held.items():
+        if len(inside) >= 2 and names[span_id] not in {agents[a] for a in inside}:
+            found[span_id] = names[span_id]
+    # The outermost of nested ones (each holds the same agents): the run's own span.
+    return {
+        span_id: name
+        for span_id, name in found.items()
+        if not any(_is_above(other, span_id, by_id) for other in found if other != span_id)
+    }
+
+
+def _is_above(ancestor: str, span_id: str, by_id: Mapping[str, SpanRecord]) -> bool:
+    seen = {span_id}
+    parent_id = by_id[span_id].parent_id if span_id in by_id else None
+    while parent_id and parent_id not in seen:
+        if parent_id == ancestor:
+            return True
+        seen.add(parent_id)
+        parent = by_id.get(parent_id)
+        parent_id = parent.parent_id if parent is not None else None
+    return False
 
 
 def _named_top(
