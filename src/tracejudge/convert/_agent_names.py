@@ -7,8 +7,9 @@ of an attribute whose key names an agent, a function, a node or a workflow (the 
 last words are `agent`, `function`, `node` or `workflow`, or one of these followed by
 `name` or `id`; `name` preferred, `id` last), when that value is short text (one line,
 at most `MAX_NAME` characters, not JSON or a tuple, not a generated id such as a UUID).
-The keys of a JSON object value are read too, one level down, as `<key>.<its key>`
-(OpenInference keeps LangGraph's `langgraph_node` in its `metadata` JSON). The
+The keys of a JSON object held by a key of metadata (its last word `metadata`,
+`properties`, `attributes`, `context`, `labels` or `tags`) are read too, one level down,
+as `<key>.<its key>` (OpenInference keeps LangGraph's `langgraph_node` in its `metadata`). The
 OpenTelemetry `code.*` attributes name source code, and a `user-agent` an HTTP
 client, and the function of a tool call (`tool_call.function.name`) a tool: none is
 read. No producer's key is listed: the words are the rule.
@@ -47,9 +48,13 @@ _GENERATED = re.compile(r"[0-9a-fA-F-]{8,}|[0-9]+")
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 #: Preference of a naming key by its last word (lower first).
 _RANK = {"name": 0, "agent": 1, "function": 1, "node": 1, "workflow": 1, "id": 2}
-#: What each attribute key seen says: its rank when it names a run, else None.
-_KEY_RANKS: dict[str, int | None] = {}
-_KEY_RANKS_CAP = 4096
+#: What each attribute key seen says (`_verdict`).
+_VERDICTS: dict[str, int | object | None] = {}
+_UNSEEN = object()
+#: A key holding a JSON object of metadata, whose keys are read one level down.
+_CONTAINER = object()
+_CONTAINER_WORDS = frozenset({"metadata", "properties", "attributes", "context", "labels", "tags"})
+_VERDICTS_CAP = 4096
 
 
 def _key_rank(key: str) -> int | None:
@@ -111,22 +116,35 @@ def _collect(
     pairs: Iterable[tuple[str, Any]], prefix: str, found: list[tuple[int, str, str]]
 ) -> None:
     for key, value in pairs:
+        if not isinstance(value, str):
+            continue  # (names are text; a JSON object is text too)
         key = prefix + key
-        rank = _KEY_RANKS.get(key, -1)
-        if rank == -1:
-            rank = _key_rank(key)
-            if len(_KEY_RANKS) < _KEY_RANKS_CAP:
-                _KEY_RANKS[key] = rank
-        if rank is not None and _is_name(value):
-            found.append((rank, key, value.strip()))
-        elif not prefix and isinstance(value, str) and value[:1] == "{" and len(value) <= _MAX_JSON:
-            # A JSON object of metadata (OpenInference's `metadata`): its keys, one level.
-            try:
-                inner = _json.loads(value)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(inner, Mapping):
-                _collect(((str(k), v) for k, v in inner.items()), key + ".", found)
+        verdict = _VERDICTS.get(key, _UNSEEN)
+        if verdict is _UNSEEN:
+            verdict = _verdict(key)
+            if len(_VERDICTS) < _VERDICTS_CAP:
+                _VERDICTS[key] = verdict
+        if verdict is None:
+            continue
+        if verdict is _CONTAINER:
+            if not prefix and value[:1] == "{" and len(value) <= _MAX_JSON:
+                try:
+                    inner = _json.loads(value)
+                except (ValueError, RecursionError):
+                    continue
+                if isinstance(inner, Mapping):
+                    _collect(((str(k), v) for k, v in inner.items()), key + ".", found)
+        elif _is_name(value):
+            found.append((verdict, key, value.strip()))  # type: ignore[arg-type]
+
+
+def _verdict(key: str) -> int | object | None:
+    """The key's rank when it names a run, `_CONTAINER` when it holds metadata, else None."""
+    rank = _key_rank(key)
+    if rank is not None:
+        return rank
+    last = _WORDS.findall(_SEGMENTS.split(key)[-1])
+    return _CONTAINER if last and last[-1].lower() in _CONTAINER_WORDS else None
 
 
 def agent_name(attributes: Mapping[str, Any]) -> str | None:

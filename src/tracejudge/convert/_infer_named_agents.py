@@ -84,7 +84,11 @@ def infer_named(
     beyond the agent spans `agents` (span id -> the agent's name)."""
     hosts: dict[str, str] = {}  # span id -> its agent name
     keys: dict[str, list[tuple[int, str, str]]] = {}  # the naming keys of each span seen
+    done: set[str | None] = set()  # (the host depends on the call's parent alone)
     for span, _ in readable:
+        if span.parent_id in done or span.parent_id in agents:
+            continue  # (a call in an agent's own span: no span between to name a run)
+        done.add(span.parent_id)
         found = _host(span, by_id, agents, readings, keys)
         if found is not None:
             hosts[found[0]] = found[1]
@@ -283,10 +287,13 @@ def infer_pipeline(
     (agents run one after the other as the steps of a program or a pipeline component,
     each with its own prompt). Nothing is found where a call sits in the agent itself, a
     span holds calls of two prompts or none, or two spans share a prompt or a name."""
+    systems = [_system(extraction) for _, extraction in readable]
+    if len({s for s in systems if s is not None}) < 2:
+        return []  # (one system prompt in the whole trace, or none: no pipeline to see)
     groups: dict[str | None, list[tuple[SpanRecord, str | None, str | None]]] = {}
-    for span, extraction in readable:
+    for (span, _), system in zip(readable, systems, strict=True):
         top, owner = _top_below_agent(span, by_id, agents, readings)
-        groups.setdefault(owner, []).append((span, top, _system(extraction)))
+        groups.setdefault(owner, []).append((span, top, system))
     found: list[InferredAgent] = []
     for members in groups.values():
         prompts: dict[str, set[str | None]] = {}
