@@ -6,7 +6,10 @@ nothing else of a span's attributes. Each model call belongs to its nearest agen
 ancestor; calls outside every agent, and spans whose parent is missing, belong to the
 root. Agents no span names (an agent run as a tool or a pipeline component, told apart by
 its own system prompt), agent spans that are steps and wrapper workflows are phases of
-their own (`_infer_agents`), for every producer. Items are ordered by start time. A call
+their own (`_infer_agents`), for every producer; so are agents named by the span that
+groups their calls (`_infer_named_agents`), model calls recognised by their shape on spans
+no row claims (`_infer_calls`), and streamed responses recorded apart from their request
+(`_infer_responses`). Items are ordered by start time. A call
 recorded by several instrumentations (nested or side by side) is one interaction: see
 `_merge` for how such records are matched and merged.
 """
