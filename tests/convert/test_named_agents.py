@@ -1,6 +1,8 @@
-"""Agents named by the span that groups their model calls (convert/_infer_named_agents.py,
-convert/_agent_names.py), read with the producer's row taken out of the table: what the
-converter makes of a framework nobody added.
+"""Agents and calls read from the spans' structure with the producer's row taken out of
+the table, what the converter makes of a framework nobody added: agents named by the span
+that groups their calls (convert/_agent_names.py, _infer_named_agents.py,
+_settle_named_agents.py, _infer_pipeline.py), model calls recognised by their shape
+(_infer_calls.py), streamed responses recorded apart (_infer_responses.py).
 
 Each recording is a live run of a program whose agents the program names
 (tests/fixtures/frameworks/programs*.py); the facts checked are the program's

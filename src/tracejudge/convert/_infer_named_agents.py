@@ -30,39 +30,28 @@ other calls between them) are the turns of one agent (a loop that records each t
 a span naming its agent): the later turns are re-parented under the first
 (`later_turns`), which is the agent.
 
-Model-call and tool-run spans are never agents here, whatever they carry.
+Model-call and tool-run spans are never agents here, whatever they carry. (The agent
+spans the table found are settled by `_settle_named_agents` first; a pipeline of agents
+with no agent span is `_infer_pipeline`'s.)
 """
 
 from __future__ import annotations
 
-from collections.abc import Container, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tracejudge.convert._agent_names import (
-    agent_name,
-    is_given_name,
-    named_keys,
-    names_an_agent,
-    run_name,
-)
-from tracejudge.convert._agents import Layout, Readings
+from tracejudge.convert._agent_names import is_given_name, named_keys
+from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions import Kind
 
-__all__ = [
-    "NamedAgents",
-    "drop_nested_runs",
-    "fold_named_twins",
-    "infer_named",
-    "infer_pipeline",
-    "name_agents_by_attribute",
-]
+__all__ = ["BOUNDARIES", "NamedAgents", "infer_named"]
 
 #: Spans that end the search for a call's agent: a tool run (an agent it runs is its
 #: caller's child) and a model call (an agent run inside one is an agent of its own).
-_BOUNDARIES = (Kind.TOOL_RUN, Kind.MODEL_CALL)
+BOUNDARIES = (Kind.TOOL_RUN, Kind.MODEL_CALL)
 
 
 @dataclass(frozen=True)
@@ -148,7 +137,7 @@ def _runs_around_agents(
                 break
             parent = by_id.get(parent_id)
             reading = readings.get(parent_id)
-            if parent is None or (reading is not None and reading[2] in _BOUNDARIES):
+            if parent is None or (reading is not None and reading[2] in BOUNDARIES):
                 break
             seen.add(parent_id)
             chain.append(parent_id)
@@ -239,7 +228,7 @@ def _host(
             break
         seen.add(parent_id)
         reading = readings.get(parent_id)
-        if reading is not None and reading[2] in _BOUNDARIES:
+        if reading is not None and reading[2] in BOUNDARIES:
             boundary = named_keys(parent.attributes)
             break
         chain.append(parent_id)
@@ -273,212 +262,3 @@ def _host(
     if any(key == k[1] for span_id in chain[position + 1 :] for k in keys[span_id]):
         return None
     return chain[position], name
-
-
-def infer_pipeline(
-    readable: list[tuple[SpanRecord, Extraction]],
-    by_id: Mapping[str, SpanRecord],
-    agents: Container[str],
-    readings: Readings,
-) -> list[InferredAgent]:
-    """The agents of a pipeline: an agent (or the root) that makes no call of its own, all
-    its calls sitting in spans below it, one span per system prompt, each span named
-    (`run_name`) and holding the calls of one prompt only: each such span is an agent
-    (agents run one after the other as the steps of a program or a pipeline component,
-    each with its own prompt). Nothing is found where a call sits in the agent itself, a
-    span holds calls of two prompts or none, or two spans share a prompt or a name."""
-    systems = [_system(extraction) for _, extraction in readable]
-    if len({s for s in systems if s is not None}) < 2:
-        return []  # (one system prompt in the whole trace, or none: no pipeline to see)
-    groups: dict[str | None, list[tuple[SpanRecord, str | None, str | None]]] = {}
-    for (span, _), system in zip(readable, systems, strict=True):
-        top, owner = _top_below_agent(span, by_id, agents, readings)
-        groups.setdefault(owner, []).append((span, top, system))
-    found: list[InferredAgent] = []
-    for members in groups.values():
-        prompts: dict[str, set[str | None]] = {}
-        calls: dict[str, list[SpanRecord]] = {}
-        for span, top, system in members:
-            if top is None:
-                break  # a call of the agent's own
-            prompts.setdefault(top, set()).add(system)
-            calls.setdefault(top, []).append(span)
-        else:
-            if len(prompts) < 2 or any(len(p) != 1 or None in p for p in prompts.values()):
-                continue
-            if len({next(iter(p)) for p in prompts.values()}) != len(prompts):
-                continue  # two spans of one prompt: turns of one agent, or not agents
-            names = {top: run_name(by_id[top], calls[top], by_id) for top in prompts}
-            if None in names.values() or len(set(names.values())) != len(names):
-                continue
-            found.extend(
-                InferredAgent(by_id[top], (None, name), None)
-                for top, name in names.items()
-                if name is not None
-            )
-    return sorted(found, key=lambda agent: agent.span.start_ns or 0)
-
-
-def _top_below_agent(
-    call: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str], readings: Readings
-) -> tuple[str | None, str | None]:
-    """(the highest span between the call and its nearest agent, not a model call, or
-    None when the call sits in the agent itself; the agent's span id, None for the root)."""
-    top = None
-    seen = {call.span_id}
-    parent_id = call.parent_id
-    while parent_id and parent_id not in seen:
-        if parent_id in agents:
-            return top, parent_id
-        parent = by_id.get(parent_id)
-        if parent is None:
-            break
-        seen.add(parent_id)
-        reading = readings.get(parent_id)
-        if reading is None or reading[2] is not Kind.MODEL_CALL:
-            top = parent_id
-        parent_id = parent.parent_id
-    return top, None
-
-
-def _system(extraction: Extraction) -> str | None:
-    """The call's system prompt (its leading system messages' text), or None."""
-    texts = []
-    for item in extraction.inputs:
-        if item.role != "system":
-            break
-        if isinstance(item.content, str):
-            texts.append(item.content)
-    return "\n".join(texts) if texts else None
-
-
-def fold_named_twins(layout: Layout, readings: Readings) -> None:
-    """An agent span that is the only agent child of an agent and names itself after it,
-    by an agent-naming attribute (`graph.node.id = weather_agent` under `invoke_agent
-    weather_agent`) or as a method of it (`weather_agent.on_messages_stream`), is that
-    agent's own span, not an agent inside it: two instrumentations' records of one agent
-    run (unless a tool run or a model call lies between them). It is dropped from
-    `layout`, its output spans given to the agent. (`_agents` folds twins of one name
-    before the agents are renamed by `name_agents_by_attribute`; this reads the name the
-    twin gives of itself.)"""
-    identities = layout.identities
-    if len(identities) < 2:
-        return
-    by_id = layout.by_id
-    above = {
-        span_id: _agent_span_above(by_id[span_id], by_id, identities)
-        for span_id in identities
-        if span_id in by_id
-    }
-    children: dict[str, list[str]] = {}
-    for span_id, parent in above.items():
-        if parent is not None:
-            children.setdefault(parent, []).append(span_id)
-    for parent, kids in children.items():
-        if len(kids) != 1 or parent not in identities:
-            continue
-        (child,) = kids
-        name, own = identities[parent][1], identities[child][1]
-        named = own == name or agent_name(by_id[child].attributes) == name
-        if not (named or own.startswith(name + ".")):
-            continue
-        if _call_between(by_id[child], parent, by_id, readings):
-            continue  # an agent run by a tool or a call: its own, whatever its name
-        del identities[child]
-        layout.output_spans.setdefault(parent, []).extend(layout.output_spans.pop(child, []))
-
-
-def _call_between(
-    span: SpanRecord, agent: str, by_id: Mapping[str, SpanRecord], readings: Readings
-) -> bool:
-    """Whether a tool run or model call lies between `span` and its agent ancestor."""
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id != agent and parent_id not in seen:
-        reading = readings.get(parent_id)
-        if reading is not None and reading[2] in _BOUNDARIES:
-            return True
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return False
-        seen.add(parent_id)
-        parent_id = parent.parent_id
-    return False
-
-
-def _agent_span_above(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str]
-) -> str | None:
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id not in seen:
-        if parent_id in agents:
-            return parent_id
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return None
-        seen.add(parent_id)
-        parent_id = parent.parent_id
-    return None
-
-
-def drop_nested_runs(layout: Layout, readings: Readings) -> None:
-    """An agent span (the table's, with no agent id declared) whose name as a node, a
-    function or a workflow (not as an agent: an agent inside an agent's span is its child,
-    as in a conversation span naming the agent that started it) is given under a key that
-    a span above it gives another name under, with no agent, tool run
-    or model call between them, is a step of that run: a graph's node inside another
-    node's subgraph (OpenInference marks LangGraph's `agent` node an AGENT span, inside
-    the `researcher` node). It is dropped from `layout`; the run above it is the agent
-    (`infer_named`)."""
-    identities = layout.identities
-    by_id = layout.by_id
-    for span_id in list(identities):
-        reading = readings.get(span_id)
-        span = by_id.get(span_id)
-        if span is None or reading is None or reading[2] is not Kind.AGENT:
-            continue
-        if identities[span_id][0] is not None:
-            continue  # an agent id declared: an agent of its own
-        own = {k: name for _, k, name in named_keys(span.attributes) if not names_an_agent(k)}
-        if own and _named_above(span, own, by_id, identities, readings):
-            del identities[span_id]
-            layout.output_spans.pop(span_id, None)
-
-
-def _named_above(
-    span: SpanRecord,
-    own: Mapping[str, str],
-    by_id: Mapping[str, SpanRecord],
-    agents: Container[str],
-    readings: Readings,
-) -> bool:
-    """Whether a span above `span`, before any agent, tool run or model call, gives a name
-    other than `span`'s under one of `own`'s keys."""
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id not in seen and parent_id not in agents:
-        parent = by_id.get(parent_id)
-        reading = readings.get(parent_id)
-        if parent is None or (reading is not None and reading[2] in _BOUNDARIES):
-            return False
-        seen.add(parent_id)
-        for _, key, name in named_keys(parent.attributes):
-            if key in own and own[key] != name:
-                return True
-        parent_id = parent.parent_id
-    return False
-
-
-def name_agents_by_attribute(layout: Layout) -> None:
-    """An agent span that the table names only by the span's own name (`ai.generateText
-    lead`: a format's reading of a span it knows as an agent, with no agent name key of
-    its own) takes the agent name an attribute of the span gives (`_agent_names`)."""
-    by_id = layout.by_id
-    for span_id, (declared, name) in list(layout.identities.items()):
-        span = by_id.get(span_id)
-        if span is None or name != span.name:
-            continue
-        given = agent_name(span.attributes)
-        if given is not None and given != name:
-            layout.identities[span_id] = (declared, given)

@@ -7,7 +7,8 @@ ancestor; calls outside every agent, and spans whose parent is missing, belong t
 root. Agents no span names (an agent run as a tool or a pipeline component, told apart by
 its own system prompt), agent spans that are steps and wrapper workflows are phases of
 their own (`_infer_agents`), for every producer; so are agents named by the span that
-groups their calls (`_infer_named_agents`), model calls recognised by their shape on spans
+groups their calls (`_infer_named_agents`, `_settle_named_agents`, `_infer_pipeline`),
+model calls recognised by their shape on spans
 no row claims (`_infer_calls`), and streamed responses recorded apart from their request
 (`_infer_responses`). Items are ordered by start time. A call
 recorded by several instrumentations (nested or side by side) is one interaction: see
@@ -30,6 +31,7 @@ from tracejudge.convert import (
     _infer_agents,
     _infer_calls,
     _infer_named_agents,
+    _infer_pipeline,
     _infer_responses,
     _infer_tool_calls,
     _infer_turn_content,
@@ -37,6 +39,7 @@ from tracejudge.convert import (
     _merge,
     _missing,
     _records,
+    _settle_named_agents,
     _tools,
     conventions,
     smolagents,
@@ -305,11 +308,10 @@ class _TraceBuild:
         _infer_calls.add_shaped_calls(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
-        _infer_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
-        _infer_named_agents.fold_named_twins(
-            layout, self.readings
-        )  # an agent's span, named after it
-        _infer_named_agents.drop_nested_runs(layout, self.readings)  # a subgraph's nodes
+        _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
+        # (an agent's span named after it; a node nested in another node's run)
+        _settle_named_agents.fold_named_twins(layout, self.readings)
+        _settle_named_agents.drop_nested_runs(layout, self.readings)
         warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
@@ -412,7 +414,7 @@ class _TraceBuild:
             self._join_later_turns(named.later_turns)
         for agent in named.agents:
             self._add_agent(self.by_id[agent.span.span_id], agent.identity)
-        pipeline = _infer_named_agents.infer_pipeline(
+        pipeline = _infer_pipeline.infer_pipeline(
             self.readable, self.by_id, self.agents, self.readings
         )
         for agent in pipeline:
