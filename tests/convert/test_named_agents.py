@@ -326,3 +326,32 @@ def test_a_named_span_around_agents_is_the_workflow_above_them(name: str) -> Non
     """Agent Framework's `workflow.run` (its `workflow.name`), without its row: it holds
     two agents (`invoke_agent`, read through the GenAI row), so it is the run above them."""
     assert lost(conventions.AGENT_FRAMEWORK, name) == []
+
+
+@pytest.mark.parametrize(
+    "name",
+    ["logfire_openai_agents_researcher_tool", "logfire_openai_agents_researcher_tool_chat"],
+)
+def test_an_agent_run_by_a_tool_no_row_knows_is_the_callers_child(name: str) -> None:
+    """The Agents SDK's `as_tool` under logfire, without logfire's row: the researcher's
+    turns (`agent_name = researcher`) sit inside the manager's first turn, through a tool
+    span no row reads. The nearest span naming an agent holds its calls: the researcher
+    is the manager's child, each with its two calls, and every fact holds (the answers
+    and tool calls from the `events` conversation; `response_id` is no answer)."""
+    trace = without(conventions.LOGFIRE, name)
+    assert tree(trace) == [("manager", None, 2), ("researcher", "manager", 2)]
+    assert lost(conventions.LOGFIRE, name) == []
+
+
+def test_an_id_is_no_prompt_or_answer() -> None:
+    from tracejudge.convert._infer_content import read_shape
+
+    inputs, answer = read_shape(
+        {
+            "response_id": "resp_1",
+            "raw_input": '[{"role": "user", "content": "hi"}]',
+            "events": '[{"role": "user", "content": "hi"}, {"role": "assistant", "content": "yo"}]',
+        }
+    )
+    assert answer == (["yo"], [])
+    assert inputs is not None and [i.content for i in inputs] == ["hi"]

@@ -7,15 +7,18 @@ workflow, such as the AI SDK's `ai.telemetry.functionId`) and the kinds the tabl
 
 The span that holds a model call's run is the outermost span giving an agent name
 between the call and its nearest agent (not past a tool run or another model call: an
-agent run by a tool, or inside a call, is the caller's child agent, not its step). It is
-an agent of its own unless:
+agent run by a tool, or inside a call, is the caller's child agent, not its step); where
+the name is an agent's (its key names an agent, not a function, node or workflow), the
+nearest such span, and the spans above it of the same name, up to one giving another
+agent's name (its caller's). It is an agent of its own unless:
 
 - its name is the name of the agent around it (the spans of one run repeat its name);
 - a name every span of an enclosing agent's run repeats (a workflow's name carried down
   to each step, the caller's name on the tool run that runs the agent) is no name of a
   run of its own: such values are passed over;
-- a span further up, past the agent around it, gives a name under the same key: it is a
-  nested step of that run (a graph's node inside another node's subgraph).
+- a span further up, past the agent around it, gives a name under the same key, not an
+  agent's: it is a nested step of that run (a graph's node inside another node's
+  subgraph).
 
 A span that gives an agent name and holds two agents or more (a workflow of agents no
 row knows) is the agent above them.
@@ -40,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from tracejudge.convert._agent_names import is_given_name, named_keys
+from tracejudge.convert._agent_names import is_given_name, named_keys, names_an_agent
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
@@ -243,8 +246,18 @@ def _host(
     host: tuple[int, str, str] | None = None  # (position in chain, key, name)
     for position in range(nearest):
         named = [k for k in keys[chain[position]] if k[2] not in enclosing]
-        if named:
-            host = (position, named[0][1], named[0][2])
+        if not named:
+            continue
+        if host is not None and names_an_agent(host[1]):
+            # An agent's span is the agent: a span above it giving another agent's name
+            # is its caller's (an agent run by a tool no row knows); the same name, the
+            # run's outer span.
+            if any(k[2] != host[2] and names_an_agent(k[1]) for k in named):
+                break
+            if any(k[2] == host[2] for k in named):
+                host = (position, host[1], host[2])
+            continue
+        host = (position, named[0][1], named[0][2])
     if host is None:
         # Calls outside every agent, under the trace's root span: a root named as a
         # program names a function or flow (`lead`) is the agent that made them.
@@ -258,7 +271,10 @@ def _host(
     if nearest < len(chain) and agents[chain[nearest]] == name:
         return None  # a step of the agent around it, which bears its name
     # A span named under the same key further up (past the agent around it) makes this
-    # one a nested step of that run (a graph's node inside another node's subgraph).
-    if any(key == k[1] for span_id in chain[position + 1 :] for k in keys[span_id]):
+    # one a nested step of that run (a graph's node inside another node's subgraph); not
+    # an agent's name: an agent inside an agent's run is its child.
+    if not names_an_agent(key) and any(
+        key == k[1] for span_id in chain[position + 1 :] for k in keys[span_id]
+    ):
         return None
     return chain[position], name
