@@ -189,7 +189,7 @@ _RAW_RESPONSES = [
 
 @pytest.mark.parametrize("raw", _RAW_RESPONSES, ids=range(len(_RAW_RESPONSES)))
 def test_openinference_reads_the_raw_response_only_when_it_matters(raw: str) -> None:
-    from tracejudge.convert import openinference
+    from tracejudge.convert.conventions.formats import openinference
 
     try:
         parsed = json.loads(raw)
