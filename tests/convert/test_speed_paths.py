@@ -311,15 +311,17 @@ def test_a_programs_frozen_objects_stay_frozen_through_a_conversion(
     from tracejudge.convert import _gc
 
     monkeypatch.setattr(_gc, "LARGE", 0)
-    # The `re` module's pattern cache drops its oldest entry when full: a conversion that
-    # compiles a pattern (a tool's name searched in text) would then free a frozen entry,
-    # freed, not thawed, but counted. Emptied first, whatever earlier tests compiled.
+    # A bounded cache (the `re` module's patterns, an lru_cache) drops its oldest entry when
+    # full: a conversion may free a few frozen objects, freed, not thawed, but no longer
+    # counted. Thawing (gc.unfreeze) would empty the permanent generation instead.
     re.purge()
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
         assert frozen and traces_from_otlp(FIXTURES / "openllmetry.jsonl")
-        assert gc.get_freeze_count() == frozen  # nothing thawed, nothing added
+        after = gc.get_freeze_count()
+        assert after <= frozen  # nothing added to the permanent generation
+        assert after >= frozen * 0.99  # nothing thawed: at most a cache's evictions freed
     finally:
         gc.unfreeze()
 
