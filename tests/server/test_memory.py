@@ -1,0 +1,69 @@
+"""The server's memory after one large request (issue #32 item 8): a real server process
+judging one 10 MiB `POST /api/v1/evals/reward` (4,800 messages) stayed at 3.4x its idle
+RSS (220-260 MB from 64 MB): the judge's trace material kept the request's trace alive in
+a reference cycle until a full collection, which an idle server never runs, and glibc's
+malloc kept the 150 MB the request had freed. RSS is read from /proc and compared with
+the same process's RSS before the request, after a small one of the same kind (so that
+what the first request imports counts in the baseline)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.server.harness import ServerProcess, verdict, wait_for
+from tracejudge.server.heap import HeapTrimmer
+from tracejudge.testing import ScriptedLLMServer
+
+#: RSS after the large request, against the idle RSS, that counts as back (3.4x before).
+BACK = 1.6
+
+
+def _rss(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def _reward(messages: int) -> bytes:
+    body = [
+        {"role": "user" if n % 2 == 0 else "assistant", "content": f"word{n} " * 250}
+        for n in range(messages)
+    ]
+    return json.dumps({"messages": body, "evaluation_criteria": "Reward accuracy"}).encode()
+
+
+@pytest.mark.heavy("a server process judging a 10 MiB request")
+def test_rss_returns_near_idle_after_a_10_mib_request(tmp_path: Path) -> None:
+    big = _reward(4_800)
+    assert len(big) > 10 * 2**20
+    with ScriptedLLMServer(default=verdict()) as judge:
+        server = ServerProcess(str(tmp_path / "t.db"), judge=judge, args=["--rate-limit", "0"])
+        server.start()
+        try:
+            assert server.process is not None
+            pid = server.process.pid
+            with httpx.Client(base_url=server.url, headers=server.headers, timeout=120) as http:
+                headers = {"Content-Type": "application/json"}
+                small = http.post("/api/v1/evals/reward", content=_reward(48), headers=headers)
+                assert small.status_code == 200, small.text
+                idle = _rss(pid)
+                answer = http.post("/api/v1/evals/reward", content=big, headers=headers)
+                assert answer.status_code == 200, answer.text
+                peak = _rss(pid)
+                # the request grew the process (what is measured is what it gives back)
+                assert peak > 1.8 * idle, (peak, idle)
+                wait_for(lambda: _rss(pid) < BACK * idle, timeout=30)
+        finally:
+            server.stop()
+
+
+def test_the_heap_is_trimmed_past_its_threshold_only() -> None:
+    trimmer = HeapTrimmer(threshold=2**62)
+    assert trimmer.available  # glibc (Debian)
+    assert not trimmer.trim() and trimmer.trims == 0
+    assert HeapTrimmer(threshold=0).trim()
