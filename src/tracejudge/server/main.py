@@ -114,7 +114,7 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     gc.collect()
     gc.freeze()
     # Large blocks mapped on their own: what a large request frees goes back to the
-    # system when freed (benchmarks/RESULTS.md section 17).
+    # system when freed (benchmarks/RESULTS.md section 19).
     map_large_blocks()
     server.run(sockets=[listening])
     return 0
