@@ -12,7 +12,10 @@ same probe on the idle server, in the same run, first.
 Printed: the share of probes answered 200 and their p50/worst time, idle and under the
 slow bodies, and when the server closed the slow connections (408) after the deadline.
 
-    python benchmarks/slow_bodies.py [--slow 1000] [--probes 40]
+    python benchmarks/slow_bodies.py [--slow 1000] [--probes 40] [--store postgres]
+
+`--store postgres` runs the server on a throwaway PostgreSQL cluster (Debian's, started
+and removed by the benchmark) instead of a SQLite file.
 
 Targets: every probe answered 200 while the slow bodies are open (before: none was, once
 they filled the cap); their p50 under 100 ms; every slow connection closed within 10 s
@@ -22,6 +25,7 @@ of the body deadline (before: none was).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import socket
 import statistics
 import sys
@@ -124,10 +128,17 @@ def main() -> int:
     parser.add_argument("--slow", type=int, default=1050)
     parser.add_argument("--probes", type=int, default=40)
     parser.add_argument("--max-connections", type=int, default=1000)
+    parser.add_argument("--store", choices=["sqlite", "postgres"], default="sqlite")
     options = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
+    with contextlib.ExitStack() as stack:
+        tmp = stack.enter_context(tempfile.TemporaryDirectory())
+        db = str(Path(tmp) / "db")
+        if options.store == "postgres":
+            from tests.server.postgres import postgres_cluster
+
+            db = stack.enter_context(postgres_cluster()).database()
         args = ["--max-connections", str(options.max_connections), "--rate-limit", "0"]
-        server = ServerProcess(str(Path(tmp) / "db"), args=args, log=Path(tmp) / "log").start()
+        server = ServerProcess(db, args=args, log=Path(tmp) / "log").start()
         try:
             idle = probes(server.url, options.probes)
             socks = open_slow(server.port, options.slow)
@@ -152,7 +163,7 @@ def main() -> int:
             server.stop()
     print(
         f"{options.slow} connections trickling a 1 MB body at 2 bytes/s "
-        f"(--max-connections {options.max_connections})"
+        f"(--max-connections {options.max_connections}, {options.store})"
     )
     summary("/health idle", idle)
     share, p50, _ = summary("/health under slow", under)

@@ -32,13 +32,18 @@ render (`ui._render`: read the stored trace, draw the page) and the served page 
 HTTP (median of 3), and the time per span at 20,000 against 2,000 (target: within 1.5x,
 linear; and under 2 s served at 20,000).
 
-    python benchmarks/trace_page.py --at-cap [--long-rounds 100]
+    python benchmarks/trace_page.py --at-cap [--long-rounds 100] [--quick]
+
+Each line gives the machine's load average at the time, and the served page's CPU time
+in the server process (from /proc) beside its wall time. `--quick` measures the long
+agents only (the larger stored trace): about 3 minutes instead of 13.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import sys
 import tempfile
@@ -133,6 +138,7 @@ def _work(client: Any, worker: int) -> None:
 def store(db: str, trace: Any, responses: Any) -> str:
     """Save the trace and its answers as the server saves a scored trace."""
     from tracejudge.server.store import EvaluationRow, TraceRow, open_store
+    from tracejudge.server.trace_text import stored_text
 
     trace_id, now = uuid.uuid4().hex, time.time()
     rows = [
@@ -159,7 +165,7 @@ def store(db: str, trace: Any, responses: Any) -> str:
                 last_span_at=now,
                 root_agent=trace.root.name,
                 agents=[a.name for a in trace.iter_agents()],
-                trace_json=trace.to_json(),
+                trace_json=stored_text(trace),
             ),
             rows,
         )
@@ -172,30 +178,41 @@ def repeated(trace: Any, spans: int) -> Any:
     """`trace` (an orchestrator and its workers) with its workers repeated, in order, under
     the orchestrator (new ids, the same calls) until it has about `spans` spans (one per
     agent and per model call)."""
-    from tracejudge.models import MultiAgentTrace
+    from tracejudge.models import LLMInteraction, MultiAgentTrace
 
-    data = json.loads(trace.to_json())
-    agents = data["agent_instance_by_id"]
-    root = agents[data["root_agent_instance_id"]]
-    calls = [i for i in root["interactions"] if isinstance(i, dict)]
-    workers = [agents[i] for i in root["interactions"] if isinstance(i, str)]
-    kept: dict[str, Any] = {root["id"]: root}
+    root = trace.root
+    calls = [i for i in root.interactions if isinstance(i, LLMInteraction)]
+    workers = [trace.agent_instance_by_id[i] for i in root.child_ids]
+    kept: dict[str, Any] = {}
     children: list[str] = []
     total = 1 + len(calls)
     while total < spans:
-        worker = dict(workers[len(children) % len(workers)])
-        worker["id"] = uuid.uuid4().hex
-        worker["name"] = f"worker-{len(children)}"
-        kept[worker["id"]] = worker
-        children.append(worker["id"])
-        total += 1 + len(worker["interactions"])
-    root["interactions"] = [calls[0], *children, *calls[1:]]
-    data["agent_instance_by_id"] = kept
-    return MultiAgentTrace.model_validate(data)
+        # the recorded worker's validated calls, shared: validating copies of the same
+        # calls again costs a minute at 20,000 spans and changes nothing
+        worker = workers[len(children) % len(workers)].model_copy(
+            update={"id": uuid.uuid4().hex, "name": f"worker-{len(children)}"}
+        )
+        kept[worker.id] = worker
+        children.append(worker.id)
+        total += 1 + len(worker.interactions)
+    top = root.model_copy(update={"interactions": [calls[0], *children, *calls[1:]]})
+    return MultiAgentTrace.model_construct(
+        root_agent_instance_id=top.id,
+        agent_instance_by_id={top.id: top, **kept},
+        warnings=[],
+        trace_id=trace.trace_id,
+    )
 
 
-def at_cap(long_rounds: int) -> None:
-    """The server's part of the trace page on two shapes at 2,000 and 20,000 spans."""
+def _cpu_seconds(pid: int) -> float:
+    """A process's CPU time so far (user and system), from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def at_cap(long_rounds: int, quick: bool) -> None:
+    """The server's part of the trace page on two shapes at 2,000 and 20,000 spans (with
+    `quick`, long agents only: the larger stored trace)."""
     import gc
 
     import httpx
@@ -207,7 +224,10 @@ def at_cap(long_rounds: int) -> None:
     from tracejudge.server.store import open_store
 
     shapes = {"many agents": (6, 33), "long agents": (2, long_rounds)}
-    rows: list[tuple[str, int, int, float, float, float, float]] = []
+    if quick:
+        del shapes["many agents"]
+    rows: list[tuple[str, int, int, float, float, int, float, float, list[float]]] = []
+    print(f"load average at the start: {_load()}", flush=True)
     with tempfile.TemporaryDirectory(prefix="tracejudge-trace-cap-") as folder:
         db = str(Path(folder) / "bench.db")
         for shape, (workers, rounds) in shapes.items():
@@ -231,34 +251,51 @@ def at_cap(long_rounds: int) -> None:
                         renders.append(time.perf_counter() - began)
                         cpu.append(time.process_time() - used)
                     size = len(row.trace_json.encode())
+                    del row
                 finally:
                     saved.close()
-                server = ServerProcess(db, api_key=None).start()
-                try:
-                    answers = []
-                    for _ in range(3):
-                        began = time.perf_counter()
+                # each round a new server: the first view draws the page (cold), the
+                # second is the page kept (warm)
+                answers, served_cpu, warm = [], [], []
+                for _ in range(3):
+                    server = ServerProcess(db, api_key=None).start()
+                    try:
+                        assert server.process is not None
+                        pid = server.process.pid
+                        began, used = time.perf_counter(), _cpu_seconds(pid)
                         got = httpx.get(server.url + f"/ui/traces/{trace_id}", timeout=300)
                         assert got.status_code == 200, got.status_code
                         answers.append(time.perf_counter() - began)
-                finally:
-                    server.stop()
+                        served_cpu.append(_cpu_seconds(pid) - used)
+                        began = time.perf_counter()
+                        kept = httpx.get(server.url + f"/ui/traces/{trace_id}", timeout=300)
+                        assert 'desc="kept"' in kept.headers.get("server-timing", "")
+                        warm.append(time.perf_counter() - began)
+                    finally:
+                        server.stop()
                 render, served = statistics.median(renders), statistics.median(answers)
-                used = statistics.median(cpu)
-                rows.append((shape, count, size, render, served, len(got.content), used))
+                used, server_used = statistics.median(cpu), statistics.median(served_cpu)
+                page = len(got.content)
+                rows.append((shape, count, size, render, served, page, used, server_used, warm))
                 print(
                     f"{shape}: {count:,} spans, stored {size / 1e6:.1f} MB, page "
-                    f"{len(got.content) / 1e6:.1f} MB; render {render:.2f} s "
+                    f"{page / 1e6:.1f} MB; render {render:.2f} s "
                     f"({render / count * 1e6:.0f} µs a span; CPU {used:.2f} s), "
-                    f"served {served:.2f} s",
+                    f"served {served:.2f} s (server CPU {server_used:.2f} s), again "
+                    f"{statistics.median(warm):.3f} s; "
+                    f"load average {_load()}",
                     flush=True,
                 )
-    print("\n| shape | spans | stored JSON | page | server render (CPU) | per span | served |")
-    print("|---|---|---|---|---|---|---|")
-    for shape, count, size, render, served, page, used in rows:
+    print(
+        "\n| shape | spans | stored trace | page | server render, wall (CPU) | per span, "
+        "wall | served, wall (server CPU) | served again (kept) |"
+    )
+    print("|---|---|---|---|---|---|---|---|")
+    for shape, count, size, render, served, page, used, server_used, warm in rows:
         print(
             f"| {shape} | {count:,} | {size / 1e6:.1f} MB | {page / 1e6:.1f} MB | "
-            f"{render:.2f} s ({used:.2f} s) | {render / count * 1e6:.0f} µs | {served:.2f} s |"
+            f"{render:.2f} s ({used:.2f} s) | {render / count * 1e6:.0f} µs | "
+            f"{served:.2f} s ({server_used:.2f} s) | {statistics.median(warm):.3f} s |"
         )
     for small, big in zip(rows[::2], rows[1::2], strict=True):
         ratio = (big[3] / big[1]) / (small[3] / small[1])
@@ -269,6 +306,13 @@ def at_cap(long_rounds: int) -> None:
             f"(CPU {cpu_ratio:.2f}x; target within 1.5x); served at {big[1]:,}: "
             f"{big[4]:.2f} s (target under {TARGET_SECONDS:g} s): {fine}"
         )
+    print(f"load average at the end: {_load()}")
+
+
+def _load() -> str:
+    """The machine's load averages (1, 5, 15 minutes) and its processor count."""
+    one, five, fifteen = os.getloadavg()
+    return f"{one:.1f} / {five:.1f} / {fifteen:.1f} on {os.cpu_count()} cores"
 
 
 # Milliseconds from navigation start to the first frame after the load event.
@@ -316,9 +360,10 @@ def main() -> None:
     parser.add_argument("--rounds-measured", type=int, default=5)
     parser.add_argument("--at-cap", action="store_true", help="the server's part at the cap")
     parser.add_argument("--long-rounds", type=int, default=100)
+    parser.add_argument("--quick", action="store_true", help="with --at-cap: long agents only")
     options = parser.parse_args()
     if options.at_cap:
-        at_cap(options.long_rounds)
+        at_cap(options.long_rounds, options.quick)
         return
 
     from tracejudge import checks

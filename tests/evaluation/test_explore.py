@@ -4,7 +4,9 @@ calling the tools), or the result is "not evaluated" with the reason."""
 
 from __future__ import annotations
 
+import gc
 import json
+import weakref
 from typing import Any
 
 import pytest
@@ -281,3 +283,19 @@ def test_bad_arguments_are_told_to_the_model(trace, tool, arguments, message) ->
     tools = {t.name: t for t in TraceMaterial(trace).tools}
     with pytest.raises(ValueError, match=message.replace("(", r"\(")):
         tools[tool].run(arguments, 1_000)
+
+
+def test_the_trace_material_is_freed_with_its_last_reference() -> None:
+    """No reference cycle keeps a trace's material (and its trace) alive: a server that
+    judged a 10 MiB request kept its 90 MB until a full collection (issue #32 item 8)."""
+    material = TraceMaterial(long_trace())
+    assert {tool.name for tool in material.tools}  # the tools read, as a judge does
+    gone = weakref.ref(material)
+    was_on = gc.isenabled()
+    gc.disable()  # no collection may run: only reference counting frees it
+    try:
+        del material
+        assert gone() is None
+    finally:
+        if was_on:
+            gc.enable()

@@ -98,7 +98,7 @@ class _Piece:
 
 class TraceMaterial:
     """One trace's material for exploring judges: its steps, their texts, the checks'
-    findings, the digest of each agent and the tools (one per trace, shared)."""
+    findings, the digest of each agent and the tools."""
 
     def __init__(self, trace: MultiAgentTrace) -> None:
         self.trace = trace
@@ -150,8 +150,12 @@ class TraceMaterial:
                     whole.append(f"{check.name}, agent {agent_label(agent)}: {lines[0]}")
         return by_step, whole
 
-    @functools.cached_property
+    @property
     def tools(self) -> tuple[ExplorationTool, ...]:
+        """The tools, made anew on each read: they hold this material's bound methods, so
+        kept on it they would make a reference cycle, and the trace they read (a 10 MiB
+        request's 4,800 messages: 90 MB) would outlive its request until a full
+        collection, which an idle server never runs (issue #32 item 8)."""
         return (
             ExplorationTool(
                 name=READ_STEP,

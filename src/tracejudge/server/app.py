@@ -49,6 +49,7 @@ from tracejudge.server.config import ServerConfig
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
 from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
+from tracejudge.server.heap import HeapTrimmer
 from tracejudge.server.limits import LimitsMiddleware
 from tracejudge.server.metrics import Metrics, MetricsMiddleware, TimedStore
 from tracejudge.server.metrics import routes as metrics_routes
@@ -267,6 +268,7 @@ def create_app(
         await runner.start()
         supervisor.spawn("sweeper", scoring.TraceSweeper(context).run)
         supervisor.spawn("pruner", pruner.run)
+        supervisor.spawn("heap", HeapTrimmer().run)
         try:
             yield
         finally:

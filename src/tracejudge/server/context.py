@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 import anyio.to_thread
@@ -22,6 +22,7 @@ from tracejudge.models import (
 from tracejudge.server.backlog import Backlog
 from tracejudge.server.config import ServerConfig
 from tracejudge.server.offload import Offload
+from tracejudge.server.page_cache import PageCache
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.store import Store
 from tracejudge.server.tasks import TaskRunner
@@ -66,6 +67,8 @@ class ServerContext:
     readiness: Readiness | None = None
     #: The traces waiting to be scored, and their bound (the intake's backpressure).
     backlog: Backlog | None = None
+    #: Trace pages drawn before, by what they were drawn from.
+    pages: PageCache = field(default_factory=PageCache)
 
 
 def context_of(request: Request) -> ServerContext:

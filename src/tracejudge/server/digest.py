@@ -28,6 +28,7 @@ from tracejudge.models import (
     PriceTable,
     TraceVerdict,
 )
+from tracejudge.server.trace_text import read_trace
 
 __all__ = [
     "AgentScore",
@@ -200,7 +201,7 @@ def digest(
     (`MultiAgentTraceResponse` JSON texts; one that is not such an answer is left out),
     costs from `prices` (the shipped table by default). ValueError when `trace_json` is
     not a trace."""
-    trace = MultiAgentTrace.from_json(trace_json) if trace_json else None
+    trace = read_trace(trace_json) if trace_json else None
     responses = []
     for text in responses_json:
         try:

@@ -46,6 +46,7 @@ from tracejudge.server.errors import ApiError, judge_said, validation_error
 from tracejudge.server.operation import JUDGED_ERRORS, ApiRoute, Operation, answer
 from tracejudge.server.store import EvaluationRow, TaskRow, TraceRow
 from tracejudge.server.tasks import Handler, Outcome
+from tracejudge.server.trace_text import stored_text
 
 __all__ = [
     "routes",
@@ -185,7 +186,7 @@ def trace_summary(trace_id: str, request: TraceRewardRequest) -> TraceRow:
         start_time=min(times) if times else None,
         root_agent=trace.root.name,
         agents=agents,
-        trace_json=trace.to_json(),
+        trace_json=stored_text(trace),
         tags=dict(request.tags or {}),
     )
 

@@ -11,6 +11,7 @@ from typing import TextIO
 from tracejudge.errors import ConfigurationError
 from tracejudge.server._listen import listen
 from tracejudge.server.config import ServerConfig, is_loopback, parse_config
+from tracejudge.server.heap import map_large_blocks
 from tracejudge.server.store import describe_store
 
 __all__ = ["main", "serve", "startup_line", "check_bind"]
@@ -112,5 +113,8 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
     # /health 120 ms). This process is the server's own, so nothing else's heap is frozen.
     gc.collect()
     gc.freeze()
+    # Large blocks mapped on their own: what a large request frees goes back to the
+    # system when freed (benchmarks/RESULTS.md section 19).
+    map_large_blocks()
     server.run(sockets=[listening])
     return 0

@@ -39,6 +39,7 @@ from tracejudge.server.store import (
 )
 from tracejudge.server.supervise import Beat, retry
 from tracejudge.server.tasks import Handler, Outcome, describe_error
+from tracejudge.server.trace_text import read_trace, stored_text
 
 __all__ = ["TraceSweeper", "handlers", "resolve_criteria", "INGEST", "RESCORE"]
 
@@ -140,7 +141,7 @@ def _summary(
         start_time=min(starts) if starts else None,
         root_agent=trace.root.name,
         agents=[a.name for a in trace.iter_agents()],
-        trace_json=trace.to_json(),
+        trace_json=stored_text(trace),
     )
 
 
@@ -190,7 +191,7 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
                     {"trace_id": trace_id, "evaluations": [], "error": read.error}, trace=read
                 )
         elif row.trace_json is not None:
-            trace = await context.offload.run(MultiAgentTrace.from_json, row.trace_json)
+            trace = await context.offload.run(read_trace, row.trace_json)
         else:
             raise BadRequestError(
                 f"trace {trace_id!r} has no converted trace to score ({row.error or row.status})"

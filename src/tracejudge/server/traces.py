@@ -57,6 +57,7 @@ from tracejudge.server.store import (
     TraceRow,
 )
 from tracejudge.server.stored import latest_answers
+from tracejudge.server.trace_text import trace_data
 
 __all__ = [
     "routes",
@@ -338,7 +339,7 @@ def _trace_answer(row: TraceRow, evaluations: list[EvaluationRow]) -> JSONRespon
         **summary(row),
         "worst": verdict.worst,
         "failures": verdict.failures,
-        "trace": json.loads(row.trace_json) if row.trace_json else None,
+        "trace": trace_data(row.trace_json) if row.trace_json else None,
         "evaluations": [evaluation(e) for e in evaluations],
     }
     # the verdict's models as JSON, the trace as parsed (walking it again costs)

@@ -27,7 +27,9 @@ import base64
 import hashlib
 import html
 import json
+import time
 from collections.abc import Sequence
+from typing import Any
 from urllib.parse import quote, urlsplit
 
 from starlette.requests import Request
@@ -41,12 +43,8 @@ from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
-from tracejudge.server.store import (
-    AttributionRow,
-    EvaluationRow,
-    LabelRow,
-    TraceRow,
-)
+from tracejudge.server.page_cache import page_key
+from tracejudge.server.store import AttributionRow, EvaluationRow, TraceRow
 from tracejudge.server.stored import collection_paused, latest_answers, read_trace
 
 __all__ = ["routes", "LIST_PATH", "trace_path"]
@@ -100,20 +98,21 @@ def _document(title: str, body: str) -> str:
 def _render(
     row: TraceRow,
     rows: Sequence[EvaluationRow],
-    recorded: Sequence[LabelRow],
+    shown: list[dict[str, Any]],
     who: str | None,
     stored: AttributionRow | None,
-) -> str:
+) -> bytes:
+    """The page, encoded (`shown`: the labels as the page shows them)."""
     with collection_paused():
         # The trace and its page's data are freed before the collector is back on: its
         # first pass then walks what survives, not millions of parsed containers.
-        return _draw(row, rows, recorded, who, stored)
+        return _draw(row, rows, shown, who, stored).encode("utf-8")
 
 
 def _draw(
     row: TraceRow,
     rows: Sequence[EvaluationRow],
-    recorded: Sequence[LabelRow],
+    shown: list[dict[str, Any]],
     who: str | None,
     stored: AttributionRow | None,
 ) -> str:
@@ -121,10 +120,7 @@ def _draw(
     trace = read_trace(row.trace_json)
     answers = latest_answers(rows)
     labelling = labelling_data(
-        trace,
-        post=trace_path(row.trace_id) + "/labels",
-        who=who,
-        labels=[labels.label_json(r) for r in recorded],
+        trace, post=trace_path(row.trace_id) + "/labels", who=who, labels=shown
     )
     return render_trace_page(
         trace,
@@ -162,8 +158,17 @@ async def trace_page(request: Request) -> HTMLResponse:
     recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
     stored = await in_thread(context.store.attributions.latest, row.trace_id)
-    page = await context.offload.run(_render, row, evaluations, recorded, who, stored)
-    return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
+    headers = _headers(content_security_policy(connect_self=True))
+    shown = [labels.label_json(r) for r in recorded]
+    key = await context.offload.run(page_key, row, evaluations, shown, who, stored)
+    kept = context.pages.get(key)
+    if kept is not None:
+        return HTMLResponse(kept, headers={**headers, "Server-Timing": 'page;desc="kept"'})
+    began = time.perf_counter()
+    drawn = await context.offload.run(_render, row, evaluations, shown, who, stored)
+    context.pages.put(key, drawn)
+    timing = f'page;desc="drawn";dur={(time.perf_counter() - began) * 1000:.1f}'
+    return HTMLResponse(drawn, headers={**headers, "Server-Timing": timing})
 
 
 def same_origin_json(request: Request) -> None:
