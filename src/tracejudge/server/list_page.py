@@ -279,6 +279,8 @@ def _form(query: ListQuery) -> str:
             f'value="{_e(tag_value)}" placeholder="team:search"></label>'
         )
         + _field(query, "service", "service", "checkout")
+        + _field(query, "session", "session", "session id")
+        + _field(query, "user", "user", "user id")
         + kept
         + extra_tags
         + f'<button type="submit">filter</button> <a href="{LIST_PATH}">clear</a></form>'

@@ -76,6 +76,9 @@ def _schemas() -> dict[str, Any]:
     from tracejudge.server.health import Health
     from tracejudge.server.labels import LabelRequest
     from tracejudge.server.readiness import ReadyReport
+    from tracejudge.server.rules.model import RuleBody
+    from tracejudge.server.rules_api import BackfillAnswer, BackfillRequest, RuleAnswer, RuleList
+    from tracejudge.server.sessions_api import SessionAnswer, SessionList, SessionScoreRequest
     from tracejudge.server.traces import (
         EvaluationList,
         OverviewAnswer,
@@ -104,6 +107,14 @@ def _schemas() -> dict[str, Any]:
         (ErrorAnswer, "serialization"),
         (OTLPStatus, "serialization"),
         (OTLPExportAnswer, "serialization"),
+        (RuleBody, "validation"),
+        (BackfillRequest, "validation"),
+        (SessionScoreRequest, "validation"),
+        (RuleAnswer, "serialization"),
+        (RuleList, "serialization"),
+        (BackfillAnswer, "serialization"),
+        (SessionList, "serialization"),
+        (SessionAnswer, "serialization"),
     ]
     _, document = TypeAdapter.json_schemas(
         [(kind, mode, TypeAdapter(kind)) for kind, mode in inputs], ref_template=REF

@@ -17,6 +17,8 @@ from tracejudge.server.store._digests import Digests
 from tracejudge.server.store.evaluations import Evaluations
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
+from tracejudge.server.store.rules import Rules
+from tracejudge.server.store.sessions import Sessions
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
 from tracejudge.server.store.traces import Traces
@@ -26,8 +28,8 @@ __all__ = ["Store"]
 
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
-    repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions` and
-    `spend`."""
+    repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
+    `spend`, `rules` and `sessions`."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -39,6 +41,8 @@ class Store:
         self.labels = Labels(core)
         self.attributions = Attributions(core)
         self.spend = Spend(core)
+        self.rules = Rules(core)
+        self.sessions = Sessions(core)
 
     @property
     def single_process(self) -> bool:
