@@ -361,10 +361,10 @@ MIGRATIONS: tuple[Migration, ...] = (
                 trace_id TEXT PRIMARY KEY,
                 session_id TEXT,
                 user_id TEXT,
-                start_time DOUBLE PRECISION
+                started DOUBLE PRECISION
             )""",
-            "CREATE INDEX trace_sessions_by_session ON trace_sessions (session_id, start_time)",
-            "CREATE INDEX trace_sessions_by_user ON trace_sessions (user_id, start_time)",
+            "CREATE INDEX trace_sessions_by_session ON trace_sessions (session_id, started)",
+            "CREATE INDEX trace_sessions_by_user ON trace_sessions (user_id, started)",
             # judge_queued: a score_session task is queued and not started (one at a time)
             """CREATE TABLE sessions (
                 session_id TEXT PRIMARY KEY,

@@ -103,7 +103,7 @@ class Sessions:
                 return
             self.core.run(
                 cursor,
-                "INSERT INTO trace_sessions (trace_id, session_id, user_id, start_time) "
+                "INSERT INTO trace_sessions (trace_id, session_id, user_id, started) "
                 "VALUES (?, ?, ?, ?)",
                 [trace_id, session_id, user_id, start],
             )
