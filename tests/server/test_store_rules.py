@@ -6,6 +6,7 @@ verdict, paged by latest activity; one session judgement waiting at a time."""
 
 from __future__ import annotations
 
+import threading
 import time
 
 import pytest
@@ -143,3 +144,29 @@ def test_sessions_their_traces_in_order_worst_verdict_and_pages(db_url: str) -> 
         assert [e.turns for e in store.sessions.evaluations("session-a")] == [3]
     finally:
         store.close()
+
+
+def test_replicas_loading_the_same_rules_file_at_once_store_it_once(db_url: str) -> None:
+    stores = [open_store(db_url) for _ in range(2)]
+    rules = [(f"rule-{n}", f'{{"n": {n}}}') for n in range(20)]
+    failed: list[BaseException] = []
+
+    def load(store: object) -> None:
+        try:
+            store.rules.load_file(rules)  # type: ignore[attr-defined]
+        except BaseException as error:  # noqa: BLE001 - reported below
+            failed.append(error)
+
+    try:
+        threads = [threading.Thread(target=load, args=(s,)) for s in stores]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        assert failed == []
+        assert {(r.name, r.revision) for r in stores[0].rules.all()} == {
+            (name, 1) for name, _ in rules
+        }
+    finally:
+        for store in stores:
+            store.close()

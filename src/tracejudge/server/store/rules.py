@@ -144,22 +144,20 @@ class Rules:
                     cursor, "SELECT name, body, source FROM rules"
                 ).fetchall()
             }
+            # An upsert, not a read then an insert: replicas starting at once with the
+            # same file write the same rows, the second one changing nothing.
             for name in sorted(given):
-                body = given[name]
-                if name not in stored:
-                    self.core.run(
-                        cursor,
-                        "INSERT INTO rules (name, body, source, revision, created_at, "
-                        "updated_at) VALUES (?, ?, 'file', 1, ?, ?)",
-                        [name, body, now, now],
-                    )
-                elif stored[name] != (body, "file"):
-                    self.core.run(
-                        cursor,
-                        "UPDATE rules SET body = ?, source = 'file', revision = revision + 1, "
-                        "updated_at = ? WHERE name = ?",
-                        [body, now, name],
-                    )
+                self.core.run(
+                    cursor,
+                    "INSERT INTO rules (name, body, source, revision, created_at, updated_at) "
+                    "VALUES (?, ?, 'file', 1, ?, ?) ON CONFLICT (name) DO UPDATE SET "
+                    "revision = CASE WHEN rules.body = excluded.body AND rules.source = 'file' "
+                    "THEN rules.revision ELSE rules.revision + 1 END, "
+                    "updated_at = CASE WHEN rules.body = excluded.body AND "
+                    "rules.source = 'file' THEN rules.updated_at ELSE excluded.updated_at END, "
+                    "body = excluded.body, source = 'file'",
+                    [name, given[name], now, now],
+                )
             gone = [n for n, (_, source) in stored.items() if source == "file" and n not in given]
             for name in sorted(gone):
                 self.core.run(cursor, "DELETE FROM rules WHERE name = ?", [name])
