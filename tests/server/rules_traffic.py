@@ -38,10 +38,12 @@ def run(
     session: str | None = None,
     user: str | None = None,
     start_shift_ns: int = 0,
+    city: str | None = None,
 ) -> bytes:
     """The recorded run as an OTLP/JSON request under `trace_id`: its resource naming
     `service` and `version`, its root span carrying `session.id` and `user.id` (as the
-    application sets them on the request's span), its times shifted by `start_shift_ns`."""
+    application sets them on the request's span), its times shifted by `start_shift_ns`, the user asking about `city` instead of San Francisco (a session's
+    turns told apart)."""
     document = copy.deepcopy(_DOCUMENT)
     for resource_spans in document["resourceSpans"]:
         attributes = resource_spans["resource"]["attributes"]
@@ -59,7 +61,8 @@ def run(
                 for key, value in (("session.id", session), ("user.id", user)):
                     if value is not None:
                         span["attributes"].append(_attribute(key, value))
-    return json.dumps(document).encode()
+    text = json.dumps(document)
+    return (text.replace("San Francisco", city) if city else text).encode()
 
 
 def send(http: httpx.Client, body: bytes) -> None:

@@ -195,7 +195,7 @@ async def score_session(request: Request) -> JSONResponse:
             400,
             "this server has no judge, so it cannot judge a session (its operator sets --judge)",
         )
-    if not any(t.trace_json for t in traces):
+    if not any(t.status in ("scored", "failed") for t in traces):
         raise ApiError(409, f"session {session.session_id!r} has no converted trace yet")
     payload = session_payload(session.session_id, body.criteria, {}, claimed=False)
     task_id = await context.runner.submit("score_session", payload)

@@ -17,13 +17,14 @@ from collections.abc import Sequence
 from typing import Any
 
 from tracejudge.errors import BadRequestError
+from tracejudge.models import MultiAgentTrace
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.rules.apply import held_to_bars
 from tracejudge.server.rules.model import TraceFacts
 from tracejudge.server.rules.plan import ActiveRule
 from tracejudge.server.rules.sampling import sampled
 from tracejudge.server.sessions.conversation import session_trace
-from tracejudge.server.store import SessionEvaluationRow, TraceRow
+from tracejudge.server.store import SessionEvaluationRow
 from tracejudge.server.stored import read_trace
 from tracejudge.server.tasks import Handler, Outcome
 
@@ -62,8 +63,8 @@ async def queue_for_rules(
     return await context.runner.submit("score_session", payload)
 
 
-def _turns(rows: Sequence[TraceRow]) -> list[Any]:
-    return [read_trace(row.trace_json) for row in rows if row.trace_json is not None]
+def _turns(texts: Sequence[str]) -> list[MultiAgentTrace]:
+    return [read_trace(text) for text in texts]
 
 
 def handlers(context: ServerContext) -> dict[str, Handler]:
@@ -71,12 +72,8 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
         session_id = str(payload["session_id"])
         if payload.get("claimed"):
             await in_thread(context.store.sessions.judging_started, session_id)
-        found = await in_thread(context.store.sessions.get, session_id)
-        if found is None:
-            raise BadRequestError(f"session {session_id!r} is not stored here")
-        _, rows = found
-        stored = [r for r in rows if r.trace_json is not None]
-        turns = await context.offload.run(_turns, stored)
+        texts = await in_thread(context.store.sessions.turns, session_id)
+        turns = await context.offload.run(_turns, texts)
         trace = session_trace(turns)
         if trace is None:
             raise BadRequestError(f"session {session_id!r} has no turn with a message to judge")

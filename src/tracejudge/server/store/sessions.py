@@ -158,6 +158,18 @@ class Sessions:
         session.verdict = worst_verdict([t.verdict for t in traces])
         return session, traces
 
+    def turns(self, session_id: str) -> list[str]:
+        """The JSON of a session's converted traces, in start order (its turns)."""
+        with self.core.transaction() as cursor:
+            rows = self.core.run(
+                cursor,
+                "SELECT traces.trace_json FROM traces JOIN trace_sessions s "
+                "ON s.trace_id = traces.trace_id WHERE s.session_id = ? "
+                "AND traces.trace_json IS NOT NULL ORDER BY traces.start_time, traces.trace_id",
+                [session_id],
+            ).fetchall()
+        return [str(r[0]) for r in rows]
+
     def page(self, user_id: str | None, limit: int, cursor: str | None) -> SessionPage:
         """Sessions (of one user when `user_id` is given), the latest activity first."""
         conditions: list[str] = []
