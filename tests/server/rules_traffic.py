@@ -42,8 +42,8 @@ def run(
 ) -> bytes:
     """The recorded run as an OTLP/JSON request under `trace_id`: its resource naming
     `service` and `version`, its root span carrying `session.id` and `user.id` (as the
-    application sets them on the request's span), its times shifted by `start_shift_ns`, the user asking about `city` instead of San Francisco (a session's
-    turns told apart)."""
+    application sets them on the request's span), its times shifted by `start_shift_ns`,
+    the user asking about `city` instead of San Francisco (a session's turns told apart)."""
     document = copy.deepcopy(_DOCUMENT)
     for resource_spans in document["resourceSpans"]:
         attributes = resource_spans["resource"]["attributes"]
