@@ -99,7 +99,10 @@ def plan_scoring(
         body = rule.body
         if not body.enabled or not body.filter.matches(facts):
             continue
-        picked = sampled(facts.trace_id, body.sample_rate)
+        # A rule with no judge criteria to sample (check bars, session criteria: those are
+        # sampled by session id) keeps every trace its filter keeps.
+        samples = bool(body.criteria) or body.sample_checks
+        picked = sampled(facts.trace_id, body.sample_rate) if samples else True
         if body.sample_checks:
             samplers.append(picked)
         if picked or not body.sample_checks:
@@ -124,7 +127,11 @@ def plan_scoring(
                 plan.owners[criterion.text] = body.name
             _raise_bar(plan.bars, criterion.text, criterion.bar)
         judged = f"{len(body.criteria)} judge criteria" if body.criteria else "its checks"
-        sample = "" if body.sample_rate >= 1 else f" (in its {_percent(body.sample_rate)} sample)"
+        sample = ""
+        if samples and body.sample_rate < 1:
+            sample = f" (in its {_percent(body.sample_rate)} sample)"
+        if body.session_criteria:
+            sample += "; its session criteria judge the sessions its sample picks"
         plan.decisions.append(
             Decision(body.name, rule.revision, "scored", f"scored with {judged}{sample}")
         )
