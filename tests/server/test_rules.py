@@ -261,3 +261,31 @@ def test_judge_criteria_without_a_judge_are_refused_at_start_and_through_the_api
         assert answer.status_code == 400 and "has no judge" in answer.json()["detail"]
         bars = http.post("/api/v1/rules", json={"name": "b", "check_bars": {"loops": 0.5}})
         assert bars.status_code == 201
+
+
+def test_the_cli_checks_a_rules_file_and_backfills_a_rule_on_a_server(
+    server: InProcessServer, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.server.harness import API_KEY
+    from tracejudge.cli import main
+
+    assert main(["rules", "check", str(_rules_file(tmp_path, HALF_OF_CHECKOUT))]) == 0
+    assert capsys.readouterr().out == "checkout-quality: 1 judge criteria, 50% sampled\n"
+    ids = trace_ids(3, seed=90)
+    with server.client() as http:
+        for trace_id in ids:
+            send(http, run(trace_id))
+        scored(http, 3)
+        rule = {"name": "later", "criteria": [CITES]}
+        assert http.post("/api/v1/rules", json=rule).status_code == 201
+        address = server.url.replace("http://", f"http://{API_KEY}@")
+        status = main(["rules", "backfill", "later", "--server", address, "--limit", "2"])
+        out = capsys.readouterr()
+        assert status == 0 and API_KEY not in out.out + out.err
+        assert out.out.startswith("rule later: 2 traces queued for its criteria")
+        assert "more stored traces may be left" in out.out
+        wait_for(lambda: sum(CITES in _evaluated(http, t) for t in ids) == 2)
+        assert main(["rules", "backfill", "nothing", "--server", address]) == 1
+        assert "no rule named 'nothing'" in capsys.readouterr().err
+        assert main(["rules", "backfill", "later", "--server", server.url]) == 1  # no key
+        assert "401" in capsys.readouterr().err
