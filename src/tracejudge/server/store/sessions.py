@@ -96,18 +96,15 @@ class Sessions:
         """Record the session and user of a trace (linking it again changes nothing but
         what was unknown), and count it in its session."""
         with self.core.transaction() as cursor:
-            known = self.core.run(
-                cursor, "SELECT session_id FROM trace_sessions WHERE trace_id = ?", [trace_id]
-            ).fetchone()
-            if known is not None:
-                return
-            self.core.run(
+            # Inserted or not in one statement: two replicas scoring the trace at once
+            # (late spans) link it once, and count it once.
+            added = self.core.run(
                 cursor,
                 "INSERT INTO trace_sessions (trace_id, session_id, user_id, started) "
-                "VALUES (?, ?, ?, ?)",
+                "VALUES (?, ?, ?, ?) ON CONFLICT (trace_id) DO NOTHING RETURNING trace_id",
                 [trace_id, session_id, user_id, start],
-            )
-            if session_id is None:
+            ).fetchall()
+            if not added or session_id is None:
                 return
             self.core.run(
                 cursor,
