@@ -107,6 +107,7 @@ def test_half_of_checkout_judged_checks_on_all_and_each_trace_says_why(
             if judged:  # the judge said 8/10; the rule's bar is 0.9
                 (cited,) = [e for e in body["evaluations"] if e["criterion"] == CITES]
                 assert cited["response"]["fail_under"] == 0.9
+                assert cited["tags"] == {"tracejudge.rule": "checkout-quality"}  # for trends
                 assert body["verdict"] == "failed"
             else:
                 assert "not in the rule's 50% sample" in decision["reason"]

@@ -20,7 +20,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracejudge import checks
@@ -31,6 +31,7 @@ from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.server.context import ServerContext, in_thread
 from tracejudge.server.rules.apply import (
     BACKFILL,
+    RULE_TAG,
     active_rules,
     charge,
     facts_of,
@@ -247,7 +248,10 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             await _record_rules(context, row, trace, plan, responses)
         if context.writeback is not None:
             await in_thread(context.writeback.emit, trace, responses)
-        rows, result = await context.offload.run(_evaluation_rows, trace_id, source, responses)
+        owners = plan.owners if plan is not None else {}
+        rows, result = await context.offload.run(
+            _evaluation_rows, trace_id, source, responses, owners
+        )
         return Outcome(
             result,
             evaluations=rows,
@@ -277,10 +281,15 @@ async def _record_rules(
 
 
 def _evaluation_rows(
-    trace_id: str, source: str, responses: Sequence[MultiAgentTraceResponse]
+    trace_id: str,
+    source: str,
+    responses: Sequence[MultiAgentTraceResponse],
+    owners: Mapping[str, str] | None = None,
 ) -> tuple[list[EvaluationRow], dict[str, Any]]:
     """The rows to store and the task's result (encoded off the event loop: the answer
-    for a trace of thousands of agents is large)."""
+    for a trace of thousands of agents is large). `owners`: the rule that asked for each
+    judged criterion, kept as the answer's `RULE_TAG` tag (the trends count per rule)."""
+    owners = owners or {}
     now = time.time()
     rows = [
         EvaluationRow(
@@ -293,6 +302,7 @@ def _evaluation_rows(
             trace_id=trace_id,
             source=source,
             judge_cost_usd=r.usage.cost_usd if r.usage is not None else None,
+            tags={RULE_TAG: owners[r.criterion]} if r.criterion in owners else {},
         )
         for r in responses
     ]

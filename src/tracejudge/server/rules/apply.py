@@ -32,6 +32,7 @@ from tracejudge.server.store import RuleDecisionRow, Store, TaskRow, TraceRow
 
 __all__ = [
     "BACKFILL",
+    "RULE_TAG",
     "Backfilled",
     "active_rules",
     "backfill",
@@ -46,6 +47,9 @@ logger = logging.getLogger("tracejudge.server")
 
 #: The `source` of the evaluations a backfill makes.
 BACKFILL = "backfill"
+#: The tag naming the rule that asked for a judged criterion, on its stored answer (what
+#: the trends count per rule: `store.rollups.RULE_TAG` reads the same name).
+RULE_TAG = "tracejudge.rule"
 #: Stored traces read per statement while a backfill looks for the rule's traces.
 _SCAN_BATCH = 500
 #: A backfill looks at no more than this many stored traces per trace it may queue.
