@@ -51,13 +51,17 @@ def test_rules_their_decisions_and_spend(db_url: str) -> None:
         assert store.rules.delete("api-one") and not store.rules.delete("api-one")
 
         # decisions: one per trace and rule, the latest kept
-        store.rules.decide([_decision("t1", "a", "queued"), _decision("t2", "a", "sampled_out")])
-        store.rules.decide([_decision("t1", "a", "scored", 2), _decision("t1", "b", "over_budget")])
-        assert [(d.rule, d.outcome, d.revision) for d in store.rules.of_trace("t1")] == [
+        store.decisions.decide(
+            [_decision("t1", "a", "queued"), _decision("t2", "a", "sampled_out")]
+        )
+        store.decisions.decide(
+            [_decision("t1", "a", "scored", 2), _decision("t1", "b", "over_budget")]
+        )
+        assert [(d.rule, d.outcome, d.revision) for d in store.decisions.of_trace("t1")] == [
             ("a", "scored", 2),
             ("b", "over_budget", 1),
         ]
-        tallies = store.rules.tallies()
+        tallies = store.decisions.tallies()
         assert (tallies["a"].scored, tallies["a"].sampled_out) == (1, 1)
         assert tallies["b"].over_budget == 1
 
@@ -79,20 +83,23 @@ def test_a_rules_undecided_traces_newest_first_and_decisions_go_with_their_trace
             row, rows = stored(f"t{n}", trace, [answer(trace, "c", {"writer": 0.9})])
             row.resource = {"service.name": "checkout"}
             store.traces.save(row, rows)
-        store.rules.decide([_decision("t3", "r", "scored")])
-        first = store.rules.undecided("r", None, None, None, 2)
+        store.decisions.decide([_decision("t3", "r", "scored")])
+        first = store.decisions.undecided("r", None, None, None, 2)
         assert [t.trace_id for t in first] == ["t4", "t2"]
         assert first[0].resource == {"service.name": "checkout"}
         last = first[-1]
-        rest = store.rules.undecided("r", None, None, (last.start_time, last.trace_id), 10)
+        rest = store.decisions.undecided("r", None, None, (last.start_time, last.trace_id), 10)
         assert [t.trace_id for t in rest] == ["t1", "t0"]
-        window = store.rules.undecided("r", 1_700_000_001.0, 1_700_000_003.0, None, 10)
+        window = store.decisions.undecided("r", 1_700_000_001.0, 1_700_000_003.0, None, 10)
         assert [t.trace_id for t in window] == ["t2", "t1"]
         # retention deletes a trace's decisions and session with it
         store.sessions.link("t0", "s", "u", 1.0)
-        store.rules.decide([_decision("t0", "r", "scored")])
+        store.decisions.decide([_decision("t0", "r", "scored")])
         store.traces.delete_before(time.time() + 1)
-        assert store.rules.of_trace("t0") == [] and store.sessions.of_trace("t0") == (None, None)
+        assert store.decisions.of_trace("t0") == [] and store.sessions.of_trace("t0") == (
+            None,
+            None,
+        )
     finally:
         store.close()
 

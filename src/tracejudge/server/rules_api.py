@@ -128,7 +128,7 @@ def _file_owned(name: str) -> ApiError:
 async def list_rules(request: Request) -> JSONResponse:
     store = context_of(request).store
     rows = await in_thread(store.rules.all)
-    tallies = await in_thread(store.rules.tallies)
+    tallies = await in_thread(store.decisions.tallies)
     return _json({"rules": [rule_answer(r, tallies.get(r.name)) for r in rows]})
 
 
@@ -155,7 +155,7 @@ async def _stored(request: Request) -> RuleRow:
 
 async def get_rule(request: Request) -> JSONResponse:
     row = await _stored(request)
-    tallies = await in_thread(context_of(request).store.rules.tallies)
+    tallies = await in_thread(context_of(request).store.decisions.tallies)
     return _json(rule_answer(row, tallies.get(row.name)))
 
 

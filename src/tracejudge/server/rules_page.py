@@ -131,7 +131,7 @@ def render_rules(
 async def rules_page(request: Request) -> HTMLResponse:
     store = context_of(request).store
     rows = await in_thread(store.rules.all)
-    tallies = await in_thread(store.rules.tallies)
+    tallies = await in_thread(store.decisions.tallies)
     spent = await in_thread(store.rules.spent, utc_day(time.time()))
     return HTMLResponse(render_rules(rows, tallies, spent), headers=plainpage.headers())
 

@@ -20,7 +20,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tracejudge import checks
@@ -243,9 +243,10 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             failed = describe_error(error)
             summary.status, summary.error = "failed", failed
             return Outcome(None, trace=summary, failed=failed)
+        after = None
         if plan is not None:
             responses = held_to_bars(responses, plan.bars)
-            await _record_rules(context, row, trace, plan, responses)
+            after = await _record_rules(context, row, trace, plan, responses)
         if context.writeback is not None:
             await in_thread(context.writeback.emit, trace, responses)
         owners = plan.owners if plan is not None else {}
@@ -257,6 +258,7 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             evaluations=rows,
             trace=summary,
             replace_source=INGEST if source == INGEST else None,
+            after=after,
         )
 
     return {"score_trace": score_trace}
@@ -268,16 +270,23 @@ async def _record_rules(
     trace: MultiAgentTrace,
     plan: ScoringPlan,
     responses: Sequence[MultiAgentTraceResponse],
-) -> None:
-    """Store what each rule decided and what its judge spent; queue the session criteria
-    of the rules that keep the trace (see `sessions.judging`)."""
+) -> Callable[[], Awaitable[None]] | None:
+    """Store what each rule decided and what its judge spent; the follow-up that queues
+    the session criteria of the rules that keep the trace (see `sessions.judging`), run
+    once the trace is stored so that the session's judgement reads it."""
     store = context.store
-    await in_thread(store.rules.decide, stored_decisions(row.trace_id, plan.decisions))
+    await in_thread(store.decisions.decide, stored_decisions(row.trace_id, plan.decisions))
     await in_thread(charge, store, plan, responses)
     session_id, _ = await in_thread(store.sessions.of_trace, row.trace_id)
-    if session_id is not None:
+    if session_id is None:
+        return None
+    facts = facts_of(row, trace)
+
+    async def judge_session() -> None:
         rules = await in_thread(active_rules, store)
-        await queue_for_rules(context, facts_of(row, trace), session_id, rules)
+        await queue_for_rules(context, facts, session_id, rules)
+
+    return judge_session
 
 
 def _evaluation_rows(

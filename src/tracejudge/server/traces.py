@@ -393,7 +393,7 @@ async def get_trace(request: Request) -> JSONResponse:
     context = context_of(request)
     row = await stored_trace(request)
     evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
-    decisions = await in_thread(context.store.rules.of_trace, row.trace_id)
+    decisions = await in_thread(context.store.decisions.of_trace, row.trace_id)
     session = await in_thread(context.store.sessions.of_trace, row.trace_id)
     # A stored trace may be tens of megabytes of JSON: decoded and encoded off the loop.
     return await context.offload.run(_trace_answer, row, evaluations, decisions, session)

@@ -206,7 +206,7 @@ async def trace_page(request: Request) -> HTMLResponse:
     recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
     stored = await in_thread(context.store.attributions.latest, row.trace_id)
-    decisions = await in_thread(context.store.rules.of_trace, row.trace_id)
+    decisions = await in_thread(context.store.decisions.of_trace, row.trace_id)
     session = await in_thread(context.store.sessions.of_trace, row.trace_id)
     preface = _preface(decisions, session)
     page = await context.offload.run(_render, row, evaluations, recorded, who, stored, preface)

@@ -199,7 +199,7 @@ def backfill(
     most = limit * _SCAN_FACTOR
     more = True
     while len(queued) < limit and scanned < most:
-        rows = store.rules.undecided(rule.name, since, until, before, _SCAN_BATCH)
+        rows = store.decisions.undecided(rule.name, since, until, before, _SCAN_BATCH)
         for row in rows:
             scanned += 1
             before = (row.start_time or 0.0, row.trace_id)
@@ -213,7 +213,7 @@ def backfill(
             break
     now = time.time()
     rate = f"{rule.body.sample_rate * 100:.3g}%"
-    store.rules.decide(
+    store.decisions.decide(
         [
             RuleDecisionRow(
                 trace_id,
@@ -237,5 +237,5 @@ def backfill(
             for trace_id in queued
         ]
     )
-    store.rules.queue(queued, lambda trace_id: backfill_task(trace_id, rule.name))
+    store.decisions.queue(queued, lambda trace_id: backfill_task(trace_id, rule.name))
     return Backfilled(queued=queued, sampled_out=len(out), scanned=scanned, capped=more)

@@ -20,7 +20,7 @@ from tracejudge.server.store._task_rows import insert_task
 from tracejudge.server.store.base import TaskRow, TraceRow
 from tracejudge.server.store.traces import LISTED_COLUMNS, decorate, trace_row
 
-__all__ = ["RuleDecisionRow", "RuleRow", "RuleTally", "Rules", "RuleSourceError"]
+__all__ = ["RuleDecisionRow", "RuleDecisions", "RuleRow", "RuleTally", "Rules", "RuleSourceError"]
 
 _RULE_COLUMNS = "name, body, source, revision, created_at, updated_at"
 
@@ -63,7 +63,8 @@ class RuleSourceError(ValueError):
 
 
 class Rules:
-    """Rules, their decisions and their spend, through `core`."""
+    """Rules and what each rule's judge spent per day, through `core` (their decisions:
+    `RuleDecisions`)."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -162,6 +163,36 @@ class Rules:
             for name in sorted(gone):
                 self.core.run(cursor, "DELETE FROM rules WHERE name = ?", [name])
 
+    # ------------------------------------------------------------------ spend
+
+    def add_spend(self, day: str, rule: str, cost_usd: float, tokens: int) -> None:
+        """Add what the judge spent for a rule on `day` (UTC, YYYY-MM-DD)."""
+        with self.core.transaction() as cursor:
+            self.core.run(
+                cursor,
+                "INSERT INTO rule_spend (day, rule, cost_usd, tokens) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (day, rule) DO UPDATE SET "
+                "cost_usd = rule_spend.cost_usd + excluded.cost_usd, "
+                "tokens = rule_spend.tokens + excluded.tokens",
+                [day, rule, float(cost_usd), int(tokens)],
+            )
+
+    def spent(self, day: str) -> dict[str, tuple[float, int]]:
+        """Per rule, (dollars, tokens) its judge spent on `day`."""
+        with self.core.transaction() as cursor:
+            rows = self.core.run(
+                cursor, "SELECT rule, cost_usd, tokens FROM rule_spend WHERE day = ?", [day]
+            ).fetchall()
+        return {rule: (float(cost), int(tokens)) for rule, cost, tokens in rows}
+
+
+class RuleDecisions:
+    """What each rule decided for each trace, through `core`; the stored traces a rule has
+    not decided for, and their backfill tasks."""
+
+    def __init__(self, core: SQLCore) -> None:
+        self.core = core
+
     # ------------------------------------------------------------------ decisions
 
     def decide(self, decisions: Sequence[RuleDecisionRow]) -> None:
@@ -247,25 +278,3 @@ class Rules:
         with self.core.transaction() as cursor:
             for trace_id in trace_ids:
                 insert_task(self.core, cursor, make_task(trace_id))
-
-    # ------------------------------------------------------------------ spend
-
-    def add_spend(self, day: str, rule: str, cost_usd: float, tokens: int) -> None:
-        """Add what the judge spent for a rule on `day` (UTC, YYYY-MM-DD)."""
-        with self.core.transaction() as cursor:
-            self.core.run(
-                cursor,
-                "INSERT INTO rule_spend (day, rule, cost_usd, tokens) VALUES (?, ?, ?, ?) "
-                "ON CONFLICT (day, rule) DO UPDATE SET "
-                "cost_usd = rule_spend.cost_usd + excluded.cost_usd, "
-                "tokens = rule_spend.tokens + excluded.tokens",
-                [day, rule, float(cost_usd), int(tokens)],
-            )
-
-    def spent(self, day: str) -> dict[str, tuple[float, int]]:
-        """Per rule, (dollars, tokens) its judge spent on `day`."""
-        with self.core.transaction() as cursor:
-            rows = self.core.run(
-                cursor, "SELECT rule, cost_usd, tokens FROM rule_spend WHERE day = ?", [day]
-            ).fetchall()
-        return {rule: (float(cost), int(tokens)) for rule, cost, tokens in rows}
