@@ -350,5 +350,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
     app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
+    if file_rules is not None:  # the rules say what is judged
+        app.state.text_criteria = len({c.text for r in file_rules for c in r.criteria})
     app.state.budget_note = budget_note
     return app
