@@ -61,8 +61,15 @@ class ScoringPlan:
         for decision in self.decisions:
             if decision.rule == rule:
                 decision.outcome, decision.reason = "over_budget", reason
+        dropped = {c.text for r in self.scored if r.name == rule for c in r.body.criteria}
         self.scored = [r for r in self.scored if r.name != rule]
         others = {c.text for r in self.scored for c in r.body.criteria}
+        for text in dropped:  # held to the bars of the rules still asking for it
+            self.bars.pop(text, None)
+            for kept in self.scored:
+                for criterion in kept.body.criteria:
+                    if criterion.text == text:
+                        _raise_bar(self.bars, text, criterion.bar)
         self.criteria = [c for c in self.criteria if not isinstance(c, str) or c in others]
         self.owners = {c: r for c, r in self.owners.items() if c in others}
         for criterion in list(self.owners):
