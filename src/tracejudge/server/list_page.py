@@ -102,6 +102,8 @@ _COLUMNS = (
 _ASCENDING_FIRST = frozenset({"root_agent", "status"})
 _DESCRIPTIONS = {name: text for name, _, text in PARAMETERS}
 _SHOWN_CRITERION = 80
+#: The server's other pages, above the list.
+_NAV = f'<nav class="pages"><a href="{LIST_PATH}/rules">rules</a></nav>'
 
 
 def _href(params: list[tuple[str, str]]) -> str:
@@ -353,7 +355,10 @@ def _document(body: str) -> str:
 
 def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
     """The list page of `page`, with its filter form and the overview above."""
-    head = [f"<h1>tracejudge: stored traces</h1>{_form(query)}", _overview(overview, page.total)]
+    head = [
+        f"{_NAV}<h1>tracejudge: stored traces</h1>{_form(query)}",
+        _overview(overview, page.total),
+    ]
     if page.traces:
         header = "".join(_header(query, *column) for column in _COLUMNS)
         head += [
