@@ -67,9 +67,9 @@ class ScoringPlan:
         for text in dropped:  # held to the bars of the rules still asking for it
             self.bars.pop(text, None)
             for kept in self.scored:
-                for criterion in kept.body.criteria:
-                    if criterion.text == text:
-                        _raise_bar(self.bars, text, criterion.bar)
+                for asked in kept.body.criteria:
+                    if asked.text == text:
+                        _raise_bar(self.bars, text, asked.bar)
         self.criteria = [c for c in self.criteria if not isinstance(c, str) or c in others]
         self.owners = {c: r for c, r in self.owners.items() if c in others}
         for criterion in list(self.owners):
