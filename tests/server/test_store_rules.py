@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -96,10 +97,10 @@ def test_a_rules_undecided_traces_newest_first_and_decisions_go_with_their_trace
         store.sessions.link("t0", "s", "u", 1.0)
         store.decisions.decide([_decision("t0", "r", "scored")])
         store.traces.delete_before(time.time() + 1)
-        assert store.decisions.of_trace("t0") == [] and store.sessions.of_trace("t0") == (
-            None,
-            None,
-        )
+        assert store.decisions.of_trace("t0") == []
+        assert store.sessions.of_trace("t0") == (None, None)
+        assert store.sessions.prune(0.5) == 0  # active after the cutoff
+        assert store.sessions.prune(2.0) == 1 and store.sessions.get("s") is None
     finally:
         store.close()
 
@@ -177,3 +178,31 @@ def test_replicas_loading_the_same_rules_file_at_once_store_it_once(db_url: str)
     finally:
         for store in stores:
             store.close()
+
+
+def test_retention_forgets_the_sessions_whose_traces_went(tmp_path: Path) -> None:
+    import anyio
+
+    from tracejudge.server.retention import Pruner
+
+    store = open_store(str(tmp_path / "db"))
+    try:
+        old = agent_trace(["orchestrator"], start=1_000.0)
+        row, rows = stored("old", old, [answer(old, "c", {"orchestrator": 0.9})], seen=1_000.0)
+        store.traces.save(row, rows)
+        store.sessions.link("old", "gone-session", "ann", 1_000.0)
+        store.sessions.save_evaluations(
+            [SessionEvaluationRow("e", "gone-session", "c", "{}", 0.9, 1, None, 1_000.0)]
+        )
+        fresh = agent_trace(["orchestrator"])
+        row, rows = stored("new", fresh, [], seen=time.time())
+        store.traces.save(row, rows)
+        store.sessions.link("new", "live-session", "ann", time.time())
+        pruner = Pruner(store, task_retention_seconds=3600, retain_seconds=86_400)
+        totals = anyio.run(pruner.prune_once)
+        assert totals["traces"] == 1 and totals["sessions"] == 1
+        assert store.sessions.get("gone-session") is None
+        assert store.sessions.evaluations("gone-session") == []
+        assert store.sessions.get("live-session") is not None
+    finally:
+        store.close()

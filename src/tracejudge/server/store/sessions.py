@@ -204,6 +204,28 @@ class Sessions:
             next_cursor = _encode(last.last_start, last.session_id)
         return SessionPage(sessions=sessions, cursor=next_cursor)
 
+    def prune(self, cutoff: float, batch: int = 500) -> int:
+        """Delete up to `batch` sessions last active before `cutoff` with no stored trace
+        left (retention took them), with their answers; how many. Call again while any."""
+        with self.core.transaction() as cursor:
+            gone = [
+                r[0]
+                for r in self.core.run(
+                    cursor,
+                    "SELECT session_id FROM sessions WHERE last_start < ? AND NOT EXISTS "
+                    "(SELECT 1 FROM trace_sessions s WHERE s.session_id = sessions.session_id) "
+                    "ORDER BY last_start LIMIT ?",
+                    [cutoff, batch],
+                ).fetchall()
+            ]
+            if gone:
+                marks = ", ".join("?" for _ in gone)
+                for table in ("session_evaluations", "sessions"):
+                    self.core.run(
+                        cursor, f"DELETE FROM {table} WHERE session_id IN ({marks})", gone
+                    )
+        return len(gone)
+
     # ------------------------------------------------------------------ session judgements
 
     def claim_judging(self, session_id: str) -> bool:
