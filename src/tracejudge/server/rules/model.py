@@ -165,9 +165,10 @@ class RuleBody(BaseModel):
     max_judge_tokens_per_day: int | None = Field(default=None, gt=0, description="tokens (UTC day)")
     enabled: bool = True
 
-    _split = field_validator("criteria", "session_criteria", mode="before")(
-        lambda cls, value: _criteria(value)
-    )
+    @field_validator("criteria", "session_criteria", mode="before")
+    @classmethod
+    def _texts_alone(cls, value: Any) -> Any:
+        return _criteria(value)
 
     @field_validator("check_bars")
     @classmethod
