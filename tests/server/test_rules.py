@@ -290,3 +290,14 @@ def test_the_cli_checks_a_rules_file_and_backfills_a_rule_on_a_server(
         assert "no rule named 'nothing'" in capsys.readouterr().err
         assert main(["rules", "backfill", "later", "--server", server.url]) == 1  # no key
         assert "401" in capsys.readouterr().err
+
+
+def test_the_readmes_rules_file_is_read_as_it_says(tmp_path: Path) -> None:
+    from tracejudge.server.rules import read_rules_file
+
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    block = readme.split("```toml\n# rules.toml\n", 1)[1].split("```", 1)[0]
+    (rule,) = read_rules_file(_rules_file(tmp_path, block))
+    assert (rule.name, rule.sample_rate) == ("writer-quality", 0.1)
+    assert rule.filter.root_agent == "writer"
+    assert rule.criteria[0].bar == 0.7 and rule.max_judge_cost_per_day == 5.0
