@@ -164,6 +164,10 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         "experiment",
         "read_dataset",
         "read_run",
+        # runs on a server (issue #34)
+        "RunServer",
+        "read_any_run",
+        "run_address",
     ],
     "tracejudge.testing": [
         "Cassette",

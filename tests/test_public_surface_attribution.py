@@ -55,6 +55,7 @@ PUBLIC_NAMES: dict[str, list[str]] = {
         # experiments (issue #34)
         "format_comparison",
         "render_comparison_html",
+        "comparison_policy",
     ],
 }
 

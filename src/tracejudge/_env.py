@@ -67,7 +67,7 @@ OTLP_TIMEOUT_VARIABLES = ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OT
 #: Milliseconds the OTLP batch processor may take to shut down (and flush at exit).
 OTEL_BSP_EXPORT_TIMEOUT = "OTEL_BSP_EXPORT_TIMEOUT"
 
-#: Every variable tracejudge itself reads, with what it does (the README's table).
+#: Every variable tracejudge itself reads, with what it does.
 VARIABLES: dict[str, str] = {
     COMPOSO_API_KEY: "key of a remote Composo-compatible server; selects it (precedence 4)",
     TRACEJUDGE_JUDGE: "judge spec such as openai:gpt-4.1-mini; selects it (precedence 3)",

@@ -21,6 +21,12 @@ Installed with tracejudge (the `pytest11` entry point), it offers:
   in one line (judge calls, tokens in, cached, out, dollars for a priced model), and
   after the tests one line gives the session's total.
 
+Baseline mode (`tracejudge.pytest_baseline`): `--tracejudge-save-run DIR|URL` saves the
+session's `assert_trace` scores as a run (each test a row); `--tracejudge-baseline
+DIR|URL` compares them with a saved run and fails the session only on a significant drop
+of at least `--tracejudge-min-effect` (too few tests, or a drop that is not significant,
+is inconclusive: said, never a failure).
+
 A failure reads as pytest's own do: the test's line, then the findings; the plugin's
 frames are hidden (`__tracebackhide__`), and the short summary line names the worst
 agent, its criterion and score, then the cause (`TraceAssertionError: writer scored 0.00
@@ -42,7 +48,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from tracejudge import _sync
+from tracejudge import _sync, pytest_baseline
 from tracejudge.evaluation import Criterion, TraceCheck, validate_criteria
 from tracejudge.evaluation.attribution import from_answers
 from tracejudge.evaluation.evaluator import criterion_name
@@ -280,6 +286,7 @@ def assert_trace(
         if service.judge is not None and service.judge is not judge:  # built here
             _sync.run(service.aclose())
     _SESSION.append(verdict.usage)
+    _RUN.record(multi, verdict.findings, min_score)
     if verdict.of("failed"):
         verdict.attribution = from_answers(
             multi, verdict.responses, criteria=checked, fail_under=min_score
@@ -344,23 +351,47 @@ def _assess(
 
 #: The judge usage of every `assert_trace` of this session, for the terminal summary.
 _SESSION: list[JudgeUsage] = []
+#: The session's scores as a run (baseline mode: `tracejudge.pytest_baseline`).
+_RUN = pytest_baseline.SessionRun()
 
 
 def pytest_sessionstart(session: pytest.Session) -> None:
+    global _RUN
     _SESSION.clear()
+    _RUN = pytest_baseline.session_run(session.config)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item: pytest.Item) -> Generator[None, None, None]:
+    """The test running now: the row its `assert_trace` calls are recorded under."""
+    _RUN.test = item.nodeid
+    try:
+        yield
+    finally:
+        _RUN.test = None
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """Baseline mode: save the session's run, compare it with the baseline, and fail the
+    session on a significant regression (`tracejudge.pytest_baseline`)."""
+    pytest_baseline.finish(session, _RUN)
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """One line after the tests: what the judge used for every `assert_trace`."""
+    """One line after the tests: what the judge used for every `assert_trace`; then what
+    baseline mode found."""
     total = JudgeUsage()
     for usage in _SESSION:
         total = total + usage
     _SESSION.clear()  # said once (a pytester run inside a test session has its own)
     if total.calls or total.cached_calls:
         terminalreporter.write_line(f"tracejudge: {usage_sentence(total)}")
+    for line in pytest_baseline.summary_lines(_RUN):
+        terminalreporter.write_line(f"tracejudge: {line}" if line else "")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    pytest_baseline.add_options(parser)
     parser.addini(
         _INSTRUMENTS_OPTION,
         "model clients the tracejudge_trace fixture instruments when tracing is not set up "

@@ -2,7 +2,7 @@
 people's labels.
 
 LABELS is a labels file (JSON lines: trace_id, agent and/or agent_instance_id, criterion,
-verdict pass/fail and/or score 0..1, note, who, when; README "Measure your own judge").
+verdict pass/fail and/or score 0..1, note, who, when; docs/guides/attribution-and-calibration.md).
 The traces it names are read from `--traces` (files, directories, globs, as `tracejudge
 score` reads them; a trace is found by its OTLP trace id, its MultiAgentTrace
 `trace_id`, or its file's name without the extension). The judge scores each labelled

@@ -1,4 +1,9 @@
-"""`tracejudge compare BASELINE CANDIDATE`: two run directories compared, row by row.
+"""`tracejudge compare BASELINE CANDIDATE`: two runs compared, row by row.
+
+Each run is a run directory (`tracejudge run --out`), the lines `tracejudge score --out`
+wrote, or a run on a `tracejudge serve`: its address (`http://host:8000/runs/ID`, or its
+page's), or with `--server URL` its id or name (a name: the newest run of that name). A
+server's key is written into its URL or read from TRACEJUDGE_API_KEY, and never printed.
 
 Per agent and criterion: each run's pass rate and mean score, the paired difference with
 its bootstrap interval, the exact sign test (McNemar's with one repeat) of the rows that
@@ -31,12 +36,13 @@ __all__ = ["add_parser", "run"]
 
 def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring."""
-    from tracejudge.errors import BadRequestError
-    from tracejudge.experiments import GatePolicy, compare_runs, read_run
+    from tracejudge.errors import ComposoError
+    from tracejudge.experiments import GatePolicy, compare_runs, read_any_run
 
     try:
-        baseline, candidate = read_run(args.baseline), read_run(args.candidate)
-    except BadRequestError as error:
+        baseline = read_any_run(args.baseline, args.server)
+        candidate = read_any_run(args.candidate, args.server)
+    except ComposoError as error:
         raise UsageError(str(error)) from None
     policy = GatePolicy(
         level=args.level,
@@ -80,12 +86,23 @@ def add_parser(commands: Any) -> None:
         "compare",
         help="compare two experiment runs row by row; gate CI on a significant regression",
         description="Compare the CANDIDATE run with the BASELINE run (directories written by "
-        "`tracejudge run`) per agent and criterion, row by row. Exit status: 0 no failure "
-        "(inconclusive is not one), 1 a regression with --fail-on-regression (or a hard "
-        "break with --fail-on-hard-break), 2 bad usage.",
+        "`tracejudge run`, or runs on a tracejudge server) per agent and criterion, row by "
+        "row. Exit status: 0 no failure (inconclusive is not one), 1 a regression with "
+        "--fail-on-regression (or a hard break with --fail-on-hard-break), 2 bad usage.",
     )
-    parser.add_argument("baseline", metavar="BASELINE", help="the run compared against")
-    parser.add_argument("candidate", metavar="CANDIDATE", help="the new run")
+    parser.add_argument(
+        "baseline",
+        metavar="BASELINE",
+        help="the run compared against: a directory, score lines, URL/runs/ID, or with "
+        "--server a run's id or name",
+    )
+    parser.add_argument("candidate", metavar="CANDIDATE", help="the new run (the same forms)")
+    parser.add_argument(
+        "--server",
+        metavar="URL",
+        help="read runs given by id or name from this tracejudge server (its API key written "
+        "into the URL, or TRACEJUDGE_API_KEY); a name is its newest run",
+    )
     parser.add_argument(
         "--fail-on-regression",
         action="store_true",

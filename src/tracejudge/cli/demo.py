@@ -75,7 +75,7 @@ The model's replies were scripted (a ScriptedLLMServer on loopback: no network, 
 with two planted faults. The same program against a real model:
   OPENAI_API_KEY=... tracejudge demo --base-url https://api.openai.com/v1 --model gpt-4.1-mini
   tracejudge demo --base-url http://localhost:11434/v1 --model llama3.1      (Ollama)
-Tracing your own program: see "Trace a multi-agent program" in the README."""
+Tracing your own program: see docs/guides/tracing.md ("Trace a multi-agent program")."""
 
 
 def _ingest_criteria() -> list[Any]:

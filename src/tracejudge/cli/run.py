@@ -5,7 +5,10 @@ file, or a list of dicts), `task` (the agent's function, sync or async) and `cri
 (checks, judged criteria as text, functions `fn(output, expected)`); optionally `name`,
 `params` (a dict recorded with the run) and `repeats`. It sets up its own tracing
 (`ComposoTracer.init(instruments=...)`) as the application does. The run goes to `--out`
-(default: a new directory under `.tracejudge/runs`), whose path is printed last.
+(default: a new directory under `.tracejudge/runs`), whose path is printed last; with
+`--to URL` it goes to that `tracejudge serve` (its key written into the URL, or
+TRACEJUDGE_API_KEY), each row's trace with its scores, and its page there is printed last
+(with `--out` too, it goes to both).
 
 Exit status: 0 done; 1 some rows could not be run or scored (their errors are in the
 run's rows); 2 bad usage (the file, its names, the dataset, the judge).
@@ -104,6 +107,7 @@ def run(args: argparse.Namespace) -> int:
                 concurrency=args.concurrency,
                 params=params,
                 directory=args.out,
+                to=args.to,
                 service=service,
                 progress=bar,
             )
@@ -125,7 +129,10 @@ def run(args: argparse.Namespace) -> int:
             f"tracejudge run: row {result.id} (repeat {result.repeat}): {result.error}",
             file=sys.stderr,
         )
-    print(stored.directory)
+    if stored.directory is not None:
+        print(stored.directory)
+    if stored.url is not None:
+        print(stored.url)
     return 1 if failed else 0
 
 
@@ -140,7 +147,16 @@ def add_parser(commands: Any) -> None:
         "Exit status: 0 done, 1 rows that could not be run or scored, 2 bad usage.",
     )
     parser.add_argument("file", metavar="FILE.py", help="the Python file describing the experiment")
-    parser.add_argument("--out", help="the run directory (default: new under .tracejudge/runs)")
+    parser.add_argument(
+        "--out",
+        help="the run directory (default: new under .tracejudge/runs, unless --to is given)",
+    )
+    parser.add_argument(
+        "--to",
+        metavar="URL",
+        help="store the run on this tracejudge server (http://host:port; its API key written "
+        "into the URL, or TRACEJUDGE_API_KEY): its rows' traces and scores, listed at URL/ui/runs",
+    )
     parser.add_argument("--name", help="the run's name (default: the file's `name`, or the task's)")
     parser.add_argument(
         "--repeats", type=positive(int), help="runs of the task per row (default: the file's, or 1)"

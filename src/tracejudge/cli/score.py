@@ -224,6 +224,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"bad criterion: {error}") from None
     service = judged_service(args, keep_judge_failures=True)  # the checks always stand
     service.require_judge(criteria)  # a missing judge fails now, not after reading
+    if args.ray is not None:
+        from tracejudge.cli._bulk import run_on_ray
+
+        return run_on_ray(args, criteria)
     sources = expand_inputs(args.inputs)
     if sum(s.path is None for s in sources) > 1:
         raise UsageError("- (standard input) can be given once")
@@ -426,5 +430,26 @@ def add_parser(commands: Any) -> None:
         action="store_true",
         help="print each result line (as --out writes them) as it is scored, then the "
         "summary object",
+    )
+    score.add_argument(
+        "--ray",
+        nargs="?",
+        const="local",
+        metavar="ADDRESS",
+        help="score on a Ray cluster (pip install 'tracejudge[ray]'): its address "
+        "(127.0.0.1:6379, ray://host:10001, auto), or none for RAY_ADDRESS or a cluster on "
+        "this machine; inputs may be s3://, gs:// or file:// URIs; needs --parquet",
+    )
+    score.add_argument(
+        "--parquet",
+        metavar="DIR",
+        help="with --ray: write the results as Parquet under this directory (path or URI), "
+        "partitioned by date and criterion; a stopped run given the same DIR resumes",
+    )
+    score.add_argument(
+        "--shard-traces",
+        type=positive(int),
+        default=200,
+        help="with --ray: traces a worker scores as one unit (its memory; default 200)",
     )
     score.set_defaults(run=run)

@@ -17,7 +17,9 @@ calls' extractions, nothing else.
   system prompt, inside a span that holds none of the agent's own calls, are another
   agent's: a ReAct loop run through a tool of the first, an agent wrapped as a tool
   (Haystack's `AgentTool`), an agent run as a pipeline component. That span is the
-  other agent, named after the tool call that ran it (the caller's call whose arguments
+  other agent, named by the spans between it and its calls where they give an agent
+  name (`_agent_names`: the AI SDK's `ai.telemetry.functionId`), else after the tool
+  call that ran it (the caller's call whose arguments
   hold the new agent's first user message, or its only pending tool call), else its tool
   span, else the span itself; when no tool call or tool span is known to have run it and
   it calls no tool, it is a step of the agent (an extractor or summariser with a prompt
@@ -33,6 +35,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from tracejudge.convert import _json
+from tracejudge.convert._agent_names import run_name
 from tracejudge.convert._agents import Layout, Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._json import is_mapping
@@ -230,7 +233,11 @@ def _split(
                 # A step with a prompt of its own that no tool call ran and that uses no
                 # tool (an extractor, a summariser, a router): still the agent's step.
                 continue
-            name = _name(span, invoked, caller, by_id, agents, tool_names)
+            ran_by = _tool_calls(_maker(caller, invoked)) if invoked is not None else []
+            tools = {ran_by[invoked[1]].name} if invoked is not None else set()
+            name = run_name(span, (call.span for call in held), by_id, tools) or _name(
+                span, invoked, caller, by_id, agents, tool_names
+            )
             found.append(InferredAgent(span, (None, name), invoked))
     return found
 
@@ -337,6 +344,11 @@ def _tool_span_names(
     return names
 
 
+def _maker(caller: list[_Call], invoked: tuple[str, int]) -> Extraction:
+    """The caller's call that made the tool call `invoked`."""
+    return next(c.extraction for c in caller if c.span.span_id == invoked[0])
+
+
 def _name(
     host: SpanRecord,
     invoked: tuple[str, int] | None,
@@ -348,9 +360,7 @@ def _name(
     """The tool call that ran the agent names it, else the tool span around it, else its
     span."""
     if invoked is not None:
-        maker_id, position = invoked
-        maker = next(c for c in caller if c.span.span_id == maker_id)
-        return _tool_calls(maker.extraction)[position].name
+        return _tool_calls(_maker(caller, invoked))[invoked[1]].name
     around = _tool_span_names(host, by_id, agents, tool_names)
     return around[0] if around else host.name
 

@@ -30,7 +30,7 @@ from tracejudge.convert._common import (
 from tracejudge.convert._view import SpanView
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
-__all__ = ["content_blocks", "infer_content"]
+__all__ = ["content_blocks", "infer_content", "read_shape"]
 
 #: Values longer than this are not looked at (a cap on the work for huge payloads).
 SIZE_CAP = 200_000
@@ -66,6 +66,12 @@ def infer_content(view: SpanView, extraction: Extraction, *, events: bool = Fals
 _Answer = tuple[list[str], list[LLMToolCall]]
 
 
+def read_shape(attributes: Mapping[str, Any]) -> tuple[list[LLMInput] | None, _Answer | None]:
+    """(inputs, answer: texts and tool calls) that the attribute values hold by their
+    shapes, each None when none is found (what `infer_content` fills a call with)."""
+    return _scan(attributes.items())
+
+
 def _scan(pairs: Iterable[tuple[str, Any]]) -> tuple[list[LLMInput] | None, _Answer | None]:
     """(inputs, answer) from the values of these keys, by their shapes and key names."""
     inputs: list[LLMInput] | None = None
@@ -84,8 +90,11 @@ def _scan(pairs: Iterable[tuple[str, Any]]) -> tuple[list[LLMInput] | None, _Ans
         is_whole, is_input, is_output, is_calls = sides
         value = _parsed(raw)
         if is_whole:
-            if inputs is None and answer is None and isinstance(value, list):
-                inputs, answer = _conversation(value)
+            if answer is None and isinstance(value, list):
+                # (the conversation's answer, where no key held one; its inputs where
+                # none did: a request may be recorded apart, its answer only here)
+                found_inputs, answer = _conversation(value)
+                inputs = inputs if inputs is not None else found_inputs
             continue
         if value is None:  # loose text
             if is_input and loose_input is None:
@@ -119,8 +128,12 @@ _KEY_SIDES_CAP = 4096
 
 def _key_sides(key: str) -> tuple[bool, bool, bool, bool]:
     """(a whole conversation, input, output, tool calls): what the key's last segment
-    names, remembered."""
-    last = _SEGMENTS.split(key)[-1].lower()
+    names, remembered. An id (`response_id`) names none: it is no prompt or answer."""
+    segment = _SEGMENTS.split(key)[-1]
+    last = segment.lower()
+    if last == "id" or last.endswith(("_id", "-id")) or segment.endswith("Id"):
+        sides = _KEY_SIDES[key] = (False, False, False, False)
+        return sides
     is_whole = any(word in last for word in _CONVERSATION_WORDS)
     is_output = not is_whole and any(word in last for word in _OUTPUT_WORDS)
     is_input = not is_whole and not is_output and any(w in last for w in _INPUT_WORDS)

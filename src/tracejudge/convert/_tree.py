@@ -6,7 +6,11 @@ nothing else of a span's attributes. Each model call belongs to its nearest agen
 ancestor; calls outside every agent, and spans whose parent is missing, belong to the
 root. Agents no span names (an agent run as a tool or a pipeline component, told apart by
 its own system prompt), agent spans that are steps and wrapper workflows are phases of
-their own (`_infer_agents`), for every producer. Items are ordered by start time. A call
+their own (`_infer_agents`), for every producer; so are agents named by the span that
+groups their calls (`_infer_named_agents`, `_settle_named_agents`, `_infer_pipeline`),
+model calls recognised by their shape on spans
+no row claims (`_infer_calls`), and streamed responses recorded apart from their request
+(`_infer_responses`). Items are ordered by start time. A call
 recorded by several instrumentations (nested or side by side) is one interaction: see
 `_merge` for how such records are matched and merged.
 """
@@ -25,11 +29,17 @@ from tracejudge.convert import (
     _evaluations,
     _handoffs,
     _infer_agents,
+    _infer_calls,
+    _infer_named_agents,
+    _infer_pipeline,
+    _infer_responses,
     _infer_tool_calls,
     _infer_turn_content,
     _infer_unrecorded_calls,
     _merge,
     _missing,
+    _records,
+    _settle_named_agents,
     _tools,
     conventions,
     smolagents,
@@ -294,8 +304,14 @@ class _TraceBuild:
 
     def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
         self.readings = classify(spans, memo)
+        # (model calls no row claims, recognised by their shape)
+        _infer_calls.add_shaped_calls(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
+        _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
+        # (an agent's span named after it; a node nested in another node's run)
+        _settle_named_agents.fold_named_twins(layout, self.readings)
+        _settle_named_agents.drop_nested_runs(layout, self.readings)
         warnings.extend(layout.warnings)  # what agent spans' identities lack
         self.spans = layout.spans
         self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
@@ -388,11 +404,38 @@ class _TraceBuild:
     def infer_agents(self) -> None:
         """Add the agents that only the calls' system prompts and the spans around them
         show (see `_infer_agents`)."""
-        self.inferred = _infer_agents.infer(
+        named = _infer_named_agents.infer_named(
+            self.readable,
+            self.by_id,
+            {span_id: agent.name for span_id, agent in self.agents.items()},
+            self.readings,
+        )
+        if named.later_turns:
+            self._join_later_turns(named.later_turns)
+        for agent in named.agents:
+            self._add_agent(self.by_id[agent.span.span_id], agent.identity)
+        pipeline = _infer_pipeline.infer_pipeline(
+            self.readable, self.by_id, self.agents, self.readings
+        )
+        for agent in pipeline:
+            self._add_agent(agent.span, agent.identity)
+        named_agents = named.agents + pipeline
+        self.inferred = named_agents + _infer_agents.infer(
             self.readable, self.by_id, self.agents, self.readings, self.tool_runs
         )
-        for agent in self.inferred:
+        for agent in self.inferred[len(named_agents) :]:
             self._add_agent(agent.span, agent.identity)
+
+    def _join_later_turns(self, later_turns: dict[str, str]) -> None:
+        """Re-parent each later turn of an agent under its first turn, which ends when
+        its last turn does (copies of the spans, as `_agents.layout` makes)."""
+        ends: dict[str, int] = {}
+        for later, first in later_turns.items():
+            end = self.by_id[later].end_ns
+            if end is not None:
+                ends[first] = max(ends.get(first, 0), end)
+        self.spans = _records.moved(self.spans, later_turns, ends)
+        self.by_id = self.layout.by_id = {span.span_id: span for span in self.spans}
 
     # ----------------------------------------------------------------- 2. place
 
@@ -434,6 +477,8 @@ class _TraceBuild:
         # (calls recorded without messages, in agent turns recorded with them)
         turns = self.agents.keys() | self.layout.later_turns
         _infer_turn_content.fill_from_turns(self.readable, self.by_id, turns)
+        # (a streamed call's response recorded apart from its request: one call)
+        _infer_responses.mark_responses_apart(self.readable)
         places = {span.span_id: self.placement(span) for span, _ in self.readable}
         self.warnings.extend(self.unreadable)
         placed: list[tuple[_merge.Call, str | None]] = []

@@ -17,6 +17,7 @@ from typing import Any
 from tracejudge.experiments.compare import Comparison, GatePolicy, compare_runs
 from tracejudge.experiments.dataset import DatasetLike, Row, read_dataset
 from tracejudge.experiments.record import AgentScore, RowResult, RunRecord, StoredRun, read_run
+from tracejudge.experiments.remote import RunServer, read_any_run, run_address
 from tracejudge.experiments.runner import (
     DEFAULT_RUNS,
     ExperimentCriterion,
@@ -32,12 +33,15 @@ __all__ = [
     "Row",
     "RowResult",
     "RunRecord",
+    "RunServer",
     "StoredRun",
     "aexperiment",
     "compare_runs",
     "experiment",
+    "read_any_run",
     "read_dataset",
     "read_run",
+    "run_address",
 ]
 
 
@@ -51,6 +55,7 @@ async def aexperiment(
     concurrency: int = 8,
     params: Mapping[str, Any] | None = None,
     directory: str | Path | None = None,
+    to: str | None = None,
     judge: Any = None,
     settings: Any = None,
     service: Any = None,
@@ -78,6 +83,7 @@ async def aexperiment(
             concurrency=concurrency,
             params=params,
             directory=directory,
+            to=to,
             progress=progress,
         )
     finally:
@@ -95,6 +101,7 @@ def experiment(
     concurrency: int = 8,
     params: Mapping[str, Any] | None = None,
     directory: str | Path | None = None,
+    to: str | None = None,
     judge: Any = None,
     settings: Any = None,
     service: Any = None,
@@ -114,9 +121,14 @@ def experiment(
       `EvaluationSettings`), or a ready `service`; none: the environment's judge.
     - `name`, `params`: recorded with the run, with its git commit and dirty flag, the
       models seen, start and end, and cost.
-    - `directory`: where the run is written (default: a new one under `.tracejudge/runs`).
+    - `directory`: where the run is written (default: a new one under `.tracejudge/runs`,
+      unless it goes to a server).
+    - `to`: a `tracejudge serve` address (`http://host:8000`; its key written into it, or
+      TRACEJUDGE_API_KEY): the run is stored there too (only there, without `directory`),
+      each row's trace with its scores, tagged `run:ID` in the server's trace list.
 
-    Returns the `StoredRun` (its record, a `RowResult` per row and repeat, its directory).
+    Returns the `StoredRun` (its record, a `RowResult` per row and repeat, its directory,
+    and with `to` its page on the server: `url`).
     """
     from tracejudge import _sync
 
@@ -130,6 +142,7 @@ def experiment(
             concurrency=concurrency,
             params=params,
             directory=directory,
+            to=to,
             judge=judge,
             settings=settings,
             service=service,

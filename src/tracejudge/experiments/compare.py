@@ -328,8 +328,8 @@ def compare_runs(
     cost_before, cost_after = _cost(baseline), _cost(candidate)
     latency_before, latency_after = _latency(baseline.results), _latency(candidate.results)
     return Comparison(
-        baseline=str(baseline.directory or baseline.record.name),
-        candidate=str(candidate.directory or candidate.record.name),
+        baseline=baseline.where,
+        candidate=candidate.where,
         policy=policy,
         criteria=criteria,
         cost={

@@ -36,6 +36,9 @@ __all__ = [
     "git_state",
     "read_run",
     "read_score_lines",
+    "record_json",
+    "result_json",
+    "run_from_json",
     "write_run",
 ]
 
@@ -101,11 +104,20 @@ class RunRecord:
 
 @dataclass(frozen=True)
 class StoredRun:
-    """A run as read back: its record, its row results and where it is."""
+    """A run as read back: its record, its row results and where it is (a directory, a
+    run on a server: `url`, or both)."""
 
     record: RunRecord
     results: list[RowResult]
     directory: Path | None = None
+    url: str | None = None
+
+    @property
+    def where(self) -> str:
+        """Where the run is, for people: its directory, else its address, else its name."""
+        if self.directory is not None:
+            return str(self.directory)
+        return self.url or self.record.name
 
 
 def git_state(where: Path | None = None) -> dict[str, Any]:
@@ -136,6 +148,40 @@ def _plain(value: Any) -> Any:
     return value
 
 
+def result_json(result: RowResult) -> dict[str, Any]:
+    """A row result as JSON holds it (what JSON cannot hold of its input, expected output
+    and output: their text)."""
+    line = result.as_dict()
+    for key in ("input", "expected", "output"):
+        line[key] = _plain(line[key])
+    return line
+
+
+def record_json(record: RunRecord) -> dict[str, Any]:
+    """A run's record as JSON holds it (its params' values JSON cannot hold: their text)."""
+    document = asdict(record)
+    document["params"] = {k: _plain(v) for k, v in record.params.items()}
+    return document
+
+
+def run_from_json(
+    record: dict[str, Any],
+    results: Iterable[dict[str, Any]],
+    *,
+    url: str | None = None,
+    where: str = "the run",
+) -> StoredRun:
+    """A run from its record and row results as JSON (a server's answer). Raises
+    `BadRequestError` naming `where` and the problem."""
+    try:
+        known = {f for f in RunRecord.__dataclass_fields__}
+        chosen = RunRecord(**{k: v for k, v in record.items() if k in known})
+        rows = [RowResult.from_dict(line) for line in results]
+    except (ValueError, TypeError) as error:
+        raise BadRequestError(f"{where}: not a run ({error})") from None
+    return StoredRun(chosen, rows, url=url)
+
+
 def write_run(
     directory: Path,
     record: RunRecord,
@@ -146,16 +192,12 @@ def write_run(
     directory.mkdir(parents=True, exist_ok=True)
     with open(directory / ROWS_FILE, "w", encoding="utf-8") as out:
         for result in results:
-            line = result.as_dict()
-            for key in ("input", "expected", "output"):
-                line[key] = _plain(line[key])
-            out.write(json.dumps(line) + "\n")
+            out.write(json.dumps(result_json(result)) + "\n")
     with open(directory / TRACES_FILE, "w", encoding="utf-8") as out:
         for trace in traces:
             out.write(json.dumps(trace) + "\n")
-    record_dict = asdict(record)
-    record_dict["params"] = {k: _plain(v) for k, v in record.params.items()}
-    (directory / RUN_FILE).write_text(json.dumps(record_dict, indent=2) + "\n", encoding="utf-8")
+    document = json.dumps(record_json(record), indent=2)
+    (directory / RUN_FILE).write_text(document + "\n", encoding="utf-8")
 
 
 def read_run(directory: str | Path) -> StoredRun:

@@ -36,6 +36,7 @@ from tracejudge.experiments.record import (
     git_state,
     write_run,
 )
+from tracejudge.experiments.remote import RowUpload, RunServer
 from tracejudge.models import (
     AgentInstance,
     LLMInput,
@@ -203,12 +204,14 @@ async def run_experiment(
     concurrency: int = 8,
     params: Mapping[str, Any] | None = None,
     directory: str | Path | None = None,
+    to: str | None = None,
     progress: Progress | None = None,
 ) -> StoredRun:
     """Run `task` on every row of `dataset` (`repeats` times), score each trace with
     `criteria` through `service` (an `EvaluationService`), and record the run in
-    `directory` (default: a new directory under `DEFAULT_RUNS`). See the module's
-    docstring."""
+    `directory` (default: a new directory under `DEFAULT_RUNS`, unless the run goes to
+    a server), and on the server at `to` (a `tracejudge serve` address) when given.
+    See the module's docstring."""
     if not callable(task):
         raise BadRequestError(f"task: expected your agent's function, got {type(task).__name__}")
     if repeats < 1:
@@ -217,6 +220,7 @@ async def run_experiment(
         raise BadRequestError(f"concurrency: must be at least 1, got {concurrency}")
     rows = read_dataset(dataset)
     chosen = _criteria(criteria)
+    server = RunServer(to) if to is not None else None  # a bad address said before the run
     service.require_judge([c for c in chosen.items if isinstance(c, str)])
     agent = getattr(task, "__name__", "task")
     run_name = name or agent
@@ -233,23 +237,34 @@ async def run_experiment(
     work = [(row, repeat) for repeat in range(repeats) for row in rows]
     results: dict[tuple[str, int], RowResult] = {}
     traces: dict[tuple[str, int], dict[str, Any]] = {}
+    answers: dict[tuple[str, int], list[dict[str, Any]]] = {}
     limit = asyncio.Semaphore(concurrency)
     done = 0
 
     async def one(row: Row, repeat: int) -> None:
         nonlocal done
         async with limit:
-            result, trace = await _run_row(service, task, agent, row, repeat, chosen, threads)
+            result, trace, scored = await _run_row(
+                service, task, agent, row, repeat, chosen, threads
+            )
         results[row.id, repeat] = result
         if trace is not None:
             traces[row.id, repeat] = trace.to_wire()  # with its trace_id
+        if server is not None:  # what the server shows with the trace
+            answers[row.id, repeat] = [r.model_dump(mode="json") for r in scored]
         done += 1
         if progress is not None:
             progress(done, len(work))
 
-    # the task's own threads: the loop's default pool has a few per core, not `concurrency`
-    with ThreadPoolExecutor(concurrency, thread_name_prefix="tracejudge-task") as threads:
-        await asyncio.gather(*(one(row, repeat) for row, repeat in work))
+    try:
+        # the task's own threads: the loop's default pool has a few per core, not
+        # `concurrency`
+        with ThreadPoolExecutor(concurrency, thread_name_prefix="tracejudge-task") as threads:
+            await asyncio.gather(*(one(row, repeat) for row, repeat in work))
+    except BaseException:
+        if server is not None:
+            server.close()
+        raise
     ordered = [results[row.id, repeat] for row, repeat in work]
     record.ended_at = datetime.now(timezone.utc).isoformat()
     record.models = sorted({m for result in ordered for m in result.models})
@@ -260,12 +275,31 @@ async def run_experiment(
         "judge_cost_usd": total.cost_usd,
         "task_seconds": round(sum(result.seconds for result in ordered), 6),
     }
-    where = Path(directory) if directory is not None else _new_directory(run_name, started)
-    stored_traces = [  # in the rows' order
-        traces[row.id, repeat] for row, repeat in work if (row.id, repeat) in traces
-    ]
-    write_run(where, record, ordered, stored_traces)
-    return StoredRun(record, ordered, where)
+    where: Path | None = None
+    if directory is not None or server is None:
+        where = Path(directory) if directory is not None else _new_directory(run_name, started)
+        stored_traces = [  # in the rows' order
+            traces[row.id, repeat] for row, repeat in work if (row.id, repeat) in traces
+        ]
+        write_run(where, record, ordered, stored_traces)
+    url = None
+    if server is not None:
+        uploads = [
+            RowUpload(results[key], traces.get(key), answers.get(key, ()))
+            for key in ((row.id, repeat) for row, repeat in work)
+        ]
+        try:
+            with server:
+                run_id = await asyncio.to_thread(server.upload, record, uploads)
+        except ComposoError as error:
+            if where is not None:
+                raise
+            # the run is not lost with the server: kept where a run goes by default
+            kept = _new_directory(run_name, started)
+            write_run(kept, record, ordered, [traces[k] for k in traces])
+            raise type(error)(f"{error.message}; the run is kept in {kept}") from None
+        url = server.page_of(run_id)
+    return StoredRun(record, ordered, where, url)
 
 
 def _new_directory(name: str, started: datetime) -> Path:
@@ -286,7 +320,7 @@ async def _run_row(
     repeat: int,
     chosen: _Criteria,
     threads: ThreadPoolExecutor,
-) -> tuple[RowResult, MultiAgentTrace | None]:
+) -> tuple[RowResult, MultiAgentTrace | None, list[MultiAgentTraceResponse]]:
     began = time.perf_counter()
     try:
         output, tracer = await _call_task(task, agent, row, threads)
@@ -301,7 +335,7 @@ async def _run_row(
             seconds,
             error=f"the task raised {type(error).__name__}: {error}",
         )
-        return failed, None
+        return failed, None, []
     seconds = time.perf_counter() - began
     trace = _with_task_call(tracer.trace, row, output)
     base = dict(
@@ -317,7 +351,7 @@ async def _run_row(
     try:
         responses = await service.score_trace(trace, chosen.for_row(output, row.expected))
     except ComposoError as error:
-        return RowResult(**base, error=f"could not be scored: {error}"), trace
+        return RowResult(**base, error=f"could not be scored: {error}"), trace, []
     costs = [r.usage.cost_usd for r in responses if r.usage is not None and r.usage.cost_usd]
     return (
         RowResult(
@@ -326,4 +360,5 @@ async def _run_row(
             judge_cost_usd=sum(costs) if costs else None,
         ),
         trace,
+        list(responses),
     )

@@ -56,8 +56,9 @@ Everything being judged is placed between the lines `<<<TRACE_DATA` and `TRACE_D
 (any look-alike of these delimiters inside the data is escaped), and the system prompt says
 it is data to evaluate, never instructions to follow. The system prompt is the same for
 every criterion; the data comes first in the user message and the target and criterion
-last, so that providers' prompt caches serve the criteria of one material (README "The
-judge reply contract" has the layout, the input budget and exploration, and spans).
+last, so that providers' prompt caches serve the criteria of one material
+(docs/guides/judge.md, "The judge reply contract", has the layout, the input budget and
+exploration, and spans).
 
 Reliability: `timeout` (default 60 s) is the total time of one judgement, retries and re-ask
 included (`TimeoutError` when it runs out). 429, 5xx, timeouts and connection errors are

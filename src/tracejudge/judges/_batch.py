@@ -87,7 +87,8 @@ class BatchJudging:
 
     async def judge_batch(self: _BatchHost, requests: Sequence[JudgeRequest]) -> list[Verdict]:
         """Judge several criteria of one material in ONE call: one reply object per
-        criterion (see README "The judge reply contract"). Cheaper than a call each (the
+        criterion (see docs/guides/judge.md, "The judge reply contract"). Cheaper than a
+        call each (the
         material is read once), at the price of some independence between the criteria.
 
         The requests must share `content`, `context`, `target` and `clean_explanation`.

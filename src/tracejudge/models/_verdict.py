@@ -1,8 +1,8 @@
 """Verdicts: which agents failed which criteria, read the same way everywhere.
 
-The one statement of what "failing" means (README "How scores become verdicts" says the
-same; the CLI, the report, the server's list and API and the pytest plugin all read it
-from here):
+The one statement of what "failing" means (docs/guides/scoring.md, "How scores become
+verdicts", says the same; the CLI, the report, the server's list and API and the pytest
+plugin all read it from here):
 
 - An agent instance **fails** a criterion when its score is below the criterion's bar,
   `fail_under`. The bar is the one the user sets (`fail_under=`, `--fail-under`, the

@@ -42,7 +42,11 @@ from __future__ import annotations
 
 from tracejudge.report.attribution import format_attribution, format_bench, render_bench_html
 from tracejudge.report.calibration import format_calibration
-from tracejudge.report.comparison import format_comparison, render_comparison_html
+from tracejudge.report.comparison import (
+    comparison_policy,
+    format_comparison,
+    render_comparison_html,
+)
 from tracejudge.report.html import write_report
 from tracejudge.report.inspection import format_inspection
 from tracejudge.report.page import content_security_policy
@@ -66,6 +70,7 @@ __all__ = [
     "format_attribution",
     "format_bench",
     "format_calibration",
+    "comparison_policy",
     "format_comparison",
     "render_bench_html",
     "render_comparison_html",

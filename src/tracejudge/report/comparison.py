@@ -6,11 +6,15 @@ types only), so this room needs nothing of the experiments room.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
 import json
+from collections.abc import Sequence
 from typing import Any
+from urllib.parse import quote
 
-__all__ = ["format_comparison", "render_comparison_html"]
+__all__ = ["comparison_policy", "format_comparison", "render_comparison_html"]
 
 #: Regressions first, then what could not be told, then the rest.
 _ORDER = {"regressed": 0, "inconclusive": 1, "improved": 2, "unchanged": 3}
@@ -102,10 +106,30 @@ body{font:14px/1.45 system-ui,sans-serif;margin:2em;color:#1b1f24}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccd;padding:4px 8px;
 vertical-align:top;text-align:left}.regressed{background:#fde2e1}.improved{background:#e1f5e4}
 .inconclusive{background:#fff4d6}pre{white-space:pre-wrap;margin:0;max-width:40em}
+nav a{margin-right:14px}.gate{font-weight:600}
 """
 
 
-def _side(side: dict[str, Any] | None) -> str:
+def comparison_policy() -> str:
+    """The Content-Security-Policy of the comparison page: its own style, nothing else
+    (no script, no external URL, no form, no frame around it)."""
+    digest = base64.b64encode(hashlib.sha256(_STYLE.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; "
+        "form-action 'none'; frame-ancestors 'none'"
+    )
+
+
+def _trace(trace_id: str | None, trace_href: str | None) -> str:
+    if not trace_id:
+        return "trace -"
+    if trace_href is None:
+        return f"trace {_e(trace_id)}"
+    href = trace_href.format(trace_id=quote(trace_id, safe=""))
+    return f"<a href='{_e(href)}'>trace {_e(trace_id)}</a>"
+
+
+def _side(side: dict[str, Any] | None, trace_href: str | None = None) -> str:
     if side is None:
         return "<td>not in this run</td>"
     verdicts = "".join(
@@ -117,14 +141,35 @@ def _side(side: dict[str, Any] | None) -> str:
     text = side["error"] if side["error"] else side["output"]
     return (
         f"<td><pre>{_e(text)}</pre><ul>{verdicts}</ul>"
-        f"<small>trace {_e(side['trace_id'] or '-')}</small></td>"
+        f"<small>{_trace(side['trace_id'], trace_href)}</small></td>"
     )
 
 
-def render_comparison_html(report: dict[str, Any], *, title: str = "Run comparison") -> str:
+def _gate(report: dict[str, Any]) -> str:
+    gate = report.get("gate")
+    if not gate:
+        return ""
+    said = {
+        "fail": "REGRESSION: a significant drop of at least the minimum effect",
+        "inconclusive": "INCONCLUSIVE: not enough evidence either way; not a failure",
+        "pass": "no regression",
+    }[gate["result"]]
+    reasons = "".join(f"<li>{_e(r)}</li>" for r in gate.get("reasons") or [])
+    return f"<p class='gate {_e(gate['result'])}'>{_e(said)}</p><ul>{reasons}</ul>"
+
+
+def render_comparison_html(
+    report: dict[str, Any],
+    *,
+    title: str = "Run comparison",
+    trace_href: str | None = None,
+    nav: Sequence[tuple[str, str]] = (),
+) -> str:
     """The comparison as one self-contained page (no script, no external URL, every text
-    escaped): each agent and criterion, regressions first, then every changed row with the
-    two runs' outputs and verdicts side by side."""
+    escaped): the gate's result when the report has one, each agent and criterion,
+    regressions first, then every changed row with the two runs' outputs and verdicts
+    side by side. `trace_href` (with `{trace_id}`) makes each trace a link; `nav` is
+    (label, address) links above the title."""
     head = (
         "<tr><th>agent</th><th>criterion</th><th>verdict</th><th>pass rate</th>"
         "<th>difference (interval)</th><th>worse / better</th><th>p</th><th>why</th></tr>"
@@ -143,14 +188,16 @@ def render_comparison_html(report: dict[str, Any], *, title: str = "Run comparis
     row_html = "".join(
         f"<tr class='{'regressed' if row in regressed else 'improved'}'><td>{_e(row)}</td>"
         f"<td><pre>{_e(detail['input'])}</pre></td><td><pre>{_e(detail['expected'])}</pre></td>"
-        f"{_side(detail['baseline'])}{_side(detail['candidate'])}</tr>"
+        f"{_side(detail['baseline'], trace_href)}{_side(detail['candidate'], trace_href)}</tr>"
         for row, detail in changed
     )
+    links = "".join(f"<a href='{_e(href)}'>{_e(label)}</a>" for label, href in nav)
     return (
         "<!doctype html><html><head><meta charset='utf-8'>"
         f"<title>{_e(title)}</title><style>{_STYLE}</style></head><body>"
-        f"<h1>{_e(title)}</h1><p>baseline {_e(report['baseline'])}<br>"
-        f"candidate {_e(report['candidate'])}</p>"
+        + (f"<nav>{links}</nav>" if links else "")
+        + f"<h1>{_e(title)}</h1><p>baseline {_e(report['baseline'])}<br>"
+        f"candidate {_e(report['candidate'])}</p>{_gate(report)}"
         f"<table>{head}{rows}</table>"
         f"<h2>Rows that changed ({len(changed)})</h2>"
         "<table><tr><th>row</th><th>input</th><th>expected</th><th>baseline</th>"

@@ -103,7 +103,7 @@ _ASCENDING_FIRST = frozenset({"root_agent", "status"})
 _DESCRIPTIONS = {name: text for name, _, text in PARAMETERS}
 _SHOWN_CRITERION = 80
 #: The server's other pages, above the list.
-_NAV = f'<nav class="pages"><a href="{LIST_PATH}/rules">rules</a></nav>'
+_NAV = f' <a href="{LIST_PATH}/rules">evaluation rules &rarr;</a>'
 
 
 def _href(params: list[tuple[str, str]]) -> str:
@@ -355,8 +355,9 @@ def _document(body: str) -> str:
 
 def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
     """The list page of `page`, with its filter form and the overview above."""
+    runs = f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a>{_NAV}</p>'
     head = [
-        f"{_NAV}<h1>tracejudge: stored traces</h1>{_form(query)}",
+        f"<h1>tracejudge: stored traces</h1>{runs}{_form(query)}",
         _overview(overview, page.total),
     ]
     if page.traces:

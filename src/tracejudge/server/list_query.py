@@ -1,7 +1,8 @@
 """The query parameters of a trace list, read the same way by the API and the page.
 
 `GET /api/v1/traces`, `GET /api/v1/overview` and `GET /ui` take the parameters of
-`PARAMETERS` (the OpenAPI document and the README describe these same ones). A bad value,
+`PARAMETERS` (the OpenAPI document and docs/guides/server.md describe these same ones).
+A bad value,
 an unknown name or a name given twice is a 422 that names the parameter and says what to
 give instead.
 """

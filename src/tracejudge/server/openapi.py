@@ -78,6 +78,14 @@ def _schemas() -> dict[str, Any]:
     from tracejudge.server.readiness import ReadyReport
     from tracejudge.server.rules.model import RuleBody
     from tracejudge.server.rules_api import BackfillAnswer, BackfillRequest, RuleAnswer, RuleList
+    from tracejudge.server.runs import (
+        RowsStored,
+        RunBody,
+        RunList,
+        RunRowsBody,
+        RunSummary,
+        StoredRunAnswer,
+    )
     from tracejudge.server.sessions_api import SessionAnswer, SessionList, SessionScoreRequest
     from tracejudge.server.traces import (
         EvaluationList,
@@ -115,6 +123,12 @@ def _schemas() -> dict[str, Any]:
         (BackfillAnswer, "serialization"),
         (SessionList, "serialization"),
         (SessionAnswer, "serialization"),
+        (RunBody, "validation"),
+        (RunRowsBody, "validation"),
+        (RunSummary, "serialization"),
+        (RunList, "serialization"),
+        (StoredRunAnswer, "serialization"),
+        (RowsStored, "serialization"),
     ]
     _, document = TypeAdapter.json_schemas(
         [(kind, mode, TypeAdapter(kind)) for kind, mode in inputs], ref_template=REF

@@ -5,7 +5,8 @@ attributions.
 (SQLite, the default), or `postgresql://...` (PostgreSQL, for several replicas), and
 returns a `Store`: that dialect core with a repository per area (`store.tasks`,
 `store.traces`, `store.lists`, `store.evaluations`, `store.labels`,
-`store.attributions`, `store.spend`, `store.rules`, `store.sessions`).
+`store.attributions`, `store.spend`, `store.runs`, `store.rules`, `store.decisions`,
+`store.sessions`).
 """
 
 from __future__ import annotations
@@ -41,6 +42,13 @@ from tracejudge.server.store.base import (
 from tracejudge.server.store.labels import LabelCursorError
 from tracejudge.server.store.migrations import SCHEMA_VERSION
 from tracejudge.server.store.rules import RuleDecisionRow, RuleRow, RuleSourceError, RuleTally
+from tracejudge.server.store.runs import (
+    RUN_SOURCE,
+    RunCursorError,
+    RunPage,
+    RunResultRow,
+    RunRow,
+)
 from tracejudge.server.store.sessions import (
     SessionEvaluationRow,
     SessionPage,
@@ -88,6 +96,11 @@ __all__ = [
     "SessionPage",
     "SessionRow",
     "worst_verdict",
+    "RUN_SOURCE",
+    "RunCursorError",
+    "RunPage",
+    "RunResultRow",
+    "RunRow",
 ]
 
 _POSTGRES_SCHEMES = ("postgresql://", "postgres://")

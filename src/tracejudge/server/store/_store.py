@@ -18,6 +18,7 @@ from tracejudge.server.store.evaluations import Evaluations
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
 from tracejudge.server.store.rules import RuleDecisions, Rules
+from tracejudge.server.store.runs import Runs
 from tracejudge.server.store.sessions import Sessions
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
@@ -29,7 +30,7 @@ __all__ = ["Store"]
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
     repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
-    `spend`, `rules`, `decisions` (the rules') and `sessions`."""
+    `spend`, `runs`, `rules`, `decisions` (the rules') and `sessions`."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -44,6 +45,7 @@ class Store:
         self.rules = Rules(core)
         self.decisions = RuleDecisions(core)
         self.sessions = Sessions(core)
+        self.runs = Runs(core, self.traces, self.evaluations, self._digests)
 
     @property
     def single_process(self) -> bool:

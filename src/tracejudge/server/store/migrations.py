@@ -390,6 +390,34 @@ MIGRATIONS: tuple[Migration, ...] = (
             "(session_id, created_at)",
         ),
     ),
+    # Experiment runs stored on the server (#34). Its own tables, read by no other
+    # migration: it applies in any order (versions 7 and 8 are left to other areas).
+    Migration(
+        9,
+        "experiment runs: each run's record and its row results (a row per row and repeat)",
+        (
+            # record: the run's record as JSON (name, git, models, params, times, cost)
+            """CREATE TABLE runs (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                record TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX runs_by_time ON runs (created_at, id)",
+            "CREATE INDEX runs_by_name ON runs (name, created_at)",
+            # result: a row result as JSON (its input, output, seconds, scores, error)
+            """CREATE TABLE run_results (
+                run_id TEXT NOT NULL,
+                row_id TEXT NOT NULL,
+                repeat_index INTEGER NOT NULL,
+                position INTEGER NOT NULL,
+                trace_id TEXT,
+                result TEXT NOT NULL,
+                PRIMARY KEY (run_id, row_id, repeat_index)
+            )""",
+            "CREATE INDEX run_results_in_order ON run_results (run_id, position)",
+        ),
+    ),
 )
 
 #: The schema version this code expects (the highest: versions may land out of order).
