@@ -410,7 +410,7 @@ def test_help_names_the_command() -> None:
 def test_an_unreadable_model_call_is_ignored_and_the_warning_says_why(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from tracejudge.convert import openinference
+    from tracejudge.convert.conventions.formats import openinference
 
     records, _, _ = decode(LANGGRAPH.with_suffix(".pb").read_bytes())
     broken = next(r.span_id for r in records if r.name == "ChatOpenAI")

@@ -102,8 +102,8 @@ OI_TOOL_CALL = "tool_call"
 OI_MESSAGE_CONTENT = "message_content"
 LLM_FINISH_REASON = "llm.finish_reason"
 
-# Agent frameworks and their instrumentations (convert/_agents.py, convert/langgraph.py,
-# convert/smolagents.py, convert/_answers.py, convert/_tools.py)
+# Agent frameworks and their instrumentations (convert/_agents.py, convert/conventions/,
+# convert/_answers.py, convert/_tools.py)
 OPENINFERENCE_KIND_TOOL = "TOOL"
 OPENINFERENCE_METADATA = "metadata"  # JSON: LangChain run metadata (langgraph_node ...)
 TOOL_NAME = "tool.name"

@@ -11,10 +11,11 @@ from typing import Any
 import pytest
 
 from tracejudge import semconv
-from tracejudge.convert import _common, _legacy_keys, openllmetry
+from tracejudge.convert import _common
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions.formats import _legacy_keys, openllmetry
 
 SEED = 20261201
 PROMPT, COMPLETION, FUNCTIONS = (

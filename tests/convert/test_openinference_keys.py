@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from tests.convert._helpers import fixture
-from tracejudge.convert import _oi_keys, openinference
 from tracejudge.convert._otlp import decode_stream
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
+from tracejudge.convert.conventions.formats import _oi_keys, openinference
 
 SEED = 20261201
 _IN = "llm.input_messages"

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 
 from tracejudge import semconv
-from tracejudge.convert import _common, genai_semconv
+from tracejudge.convert import _common
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert.conventions.formats import genai_semconv
 
 SEED = 20261201
 

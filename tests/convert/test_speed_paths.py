@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import gc
 import json
+import re
 from pathlib import Path
 from typing import Any
 
@@ -189,7 +190,7 @@ _RAW_RESPONSES = [
 
 @pytest.mark.parametrize("raw", _RAW_RESPONSES, ids=range(len(_RAW_RESPONSES)))
 def test_openinference_reads_the_raw_response_only_when_it_matters(raw: str) -> None:
-    from tracejudge.convert import openinference
+    from tracejudge.convert.conventions.formats import openinference
 
     try:
         parsed = json.loads(raw)
@@ -310,11 +311,17 @@ def test_a_programs_frozen_objects_stay_frozen_through_a_conversion(
     from tracejudge.convert import _gc
 
     monkeypatch.setattr(_gc, "LARGE", 0)
+    # A bounded cache (the `re` module's patterns, an lru_cache) drops its oldest entry when
+    # full: a conversion may free a few frozen objects, freed, not thawed, but no longer
+    # counted. Thawing (gc.unfreeze) would empty the permanent generation instead.
+    re.purge()
     gc.freeze()
     try:
         frozen = gc.get_freeze_count()
         assert frozen and traces_from_otlp(FIXTURES / "openllmetry.jsonl")
-        assert gc.get_freeze_count() == frozen  # nothing thawed, nothing added
+        after = gc.get_freeze_count()
+        assert after <= frozen  # nothing added to the permanent generation
+        assert after >= frozen * 0.99  # nothing thawed: at most a cache's evictions freed
     finally:
         gc.unfreeze()
 

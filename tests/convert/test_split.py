@@ -227,12 +227,12 @@ def test_many_gzip_members_inflate_in_work_linear_in_the_body(monkeypatch, membe
     cost about 4e11 bytes of copying and held the event loop 14 s. Each member's inflater
     is now handed a few hundred bytes: the work is a constant times the body's size, the
     same for 2,000 members as for 200,000."""
-    from tracejudge.convert import split
+    from tracejudge.convert import _inflate
 
     last = _recorded_request().SerializeToString()
     body = gzip.compress(b"", mtime=0) * members + gzip.compress(last, mtime=0)
     counting = _CountingInflaters()
-    monkeypatch.setattr(split, "zlib", counting)
+    monkeypatch.setattr(_inflate, "zlib", counting)
     assert split_otlp(body, "protobuf", gzipped=True, max_bytes=1 << 20).accepted == 12
     assert counting.members == members + 1
     assert counting.fed + counting.copied <= 64 * len(body)

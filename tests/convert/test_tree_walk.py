@@ -19,9 +19,6 @@ from tracejudge.convert import (
     SpanRecord,
     _merge,
     _tree,
-    genai_semconv,
-    openinference,
-    openllmetry,
     traces_from_otlp,
 )
 from tracejudge.convert._common import as_str
@@ -40,6 +37,7 @@ from tracejudge.convert.conventions import (
 )
 from tracejudge.convert.conventions import classify as classify_span
 from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
+from tracejudge.convert.conventions.formats import genai_semconv, openinference, openllmetry
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
 from tracejudge.convert.conventions.genkit import GENKIT
 from tracejudge.convert.conventions.llamaindex_openinference import OPENINFERENCE_LLAMAINDEX

@@ -1,11 +1,11 @@
 """Each agent's answer, and the answer the user got.
 
-An agent span's own recorded output is that agent's answer (`AgentInstance.output`):
-pydantic-ai's `final_result`, OpenInference's `output.value` on AGENT spans (smolagents
-answers through a `final_answer` tool call, so its model's last text is not the answer),
-`gen_ai.output.messages` on `invoke_agent` spans, OpenLLMetry's
-`traceloop.entity.output` / `gen_ai.task.output` on workflows, CrewAI's crew result and
-the `raw` answer of its task outputs. A
+An agent span's own recorded output is that agent's answer (`AgentInstance.output`), at
+the keys the producers' rows declare (`Convention.answer_keys`: pydantic-ai's
+`final_result`, OpenInference's `output.value` on AGENT spans, `gen_ai.output.messages`
+on `invoke_agent` spans, OpenLLMetry's `traceloop.entity.output` / `gen_ai.task.output`
+on workflows, CrewAI's crew result ...), read here by their form: the text, an object's
+output field (or the `raw` answer of CrewAI's task outputs), or the last message. A
 graph's recorded output is its final state: the answer is its last message.
 
 An agent whose run ended with its tools' results (no text after them, each result
@@ -33,10 +33,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._common import as_str, parts_message
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert.conventions import ANSWER_KEYS
 from tracejudge.models import AgentInstance, is_routing_decision
 
 __all__ = ["recorded_output", "tool_answer", "field_answer", "fill_answers"]
@@ -46,30 +46,25 @@ _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
 
 
 def recorded_output(span: SpanRecord) -> str | None:
-    """The answer the span's own attributes record, or None."""
+    """The answer the span's own attributes record, or None: at the keys the rows of the
+    table declare (`Convention.answer_keys`)."""
     attrs = span.attributes
-    for key in (semconv.PYDANTIC_AI_FINAL_RESULT, semconv.CREWAI_CREW_RESULT):
-        text = _answer_text(attrs.get(key), parse=False)
-        if text:
-            return text
-    text = _output_messages_text(attrs.get(semconv.GEN_AI_OUTPUT_MESSAGES))
-    if text:
-        return text
-    for key in _PARSED_OUTPUT_KEYS:
-        text = _answer_text(attrs.get(key), parse=True)
+    for key, form in ANSWER_KEYS:
+        value = attrs.get(key)
+        if value is None:  # most keys asked about
+            continue
+        if form == "messages":
+            text = _output_messages_text(value)
+        else:
+            text = _answer_text(value, parse=form == "json")
         if text:
             return text
     return None
 
 
-#: Recorded outputs that are JSON text (or plain text): OpenInference's `output.value`,
-#: OpenLLMetry's entity and task outputs, a Genkit flow's `genkit:output`.
-_PARSED_OUTPUT_KEYS = (
-    semconv.OUTPUT_VALUE,
-    semconv.TRACELOOP_ENTITY_OUTPUT,
-    semconv.GEN_AI_TASK_OUTPUT,
-    semconv.GENKIT_OUTPUT,
-)
+#: Recorded outputs that are JSON text (or plain text), where a step records what it
+#: parsed out of a model call's text.
+_PARSED_OUTPUT_KEYS = tuple(key for key, form in ANSWER_KEYS if form == "json")
 
 
 def _output_messages_text(value: Any) -> str | None:

@@ -14,7 +14,6 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
@@ -242,22 +241,6 @@ def finish_reasons(value: Any) -> list[str]:
             value = listed
     items = value if isinstance(value, (list, tuple)) else (value,)
     return [reason for reason in map(finish_reason, items) if reason]
-
-
-def model_and_usage(attrs: Mapping[str, Any], extraction: Extraction) -> None:
-    """Model and token usage from the `gen_ai.*` attributes (semconv, OpenLLMetry)."""
-    extraction.model = as_str(attrs.get(semconv.GEN_AI_RESPONSE_MODEL)) or as_str(
-        attrs.get(semconv.GEN_AI_REQUEST_MODEL)
-    )
-    extraction.usage = usage(
-        attrs,
-        (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.GEN_AI_USAGE_PROMPT_TOKENS),
-        (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS),
-        (semconv.GEN_AI_USAGE_TOTAL_TOKENS, semconv.LLM_USAGE_TOTAL_TOKENS),
-    )
-    extraction.finish_reasons = finish_reasons(
-        attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
-    ) or finish_reasons(attrs.get(semconv.ANTHROPIC_STOP_REASON))
 
 
 def usage(

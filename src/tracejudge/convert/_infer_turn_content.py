@@ -21,9 +21,9 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from tracejudge import semconv
-from tracejudge.convert import genai_semconv
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert.conventions.formats import genai_semconv
 
 __all__ = ["fill_from_turns"]
 

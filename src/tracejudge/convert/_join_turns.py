@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 
 from tracejudge import semconv
+from tracejudge.convert import _json
 from tracejudge.convert._records import SpanRecord, moved
 from tracejudge.convert.conventions import Identity
 
@@ -39,39 +40,59 @@ def join_turns(
     agents (not workflows)."""
     first_turn: dict[str, str] = {}  # later turn's span id -> the agent's first turn
     end: dict[str, int] = {}  # first turn -> the end of its last turn
-    # (parent id, identity) -> (the agent's first turn, its conversation's messages so far)
-    latest: dict[tuple[str | None, Identity], tuple[str, list[str] | None]] = {}
+    # (parent id, identity) -> (the agent's first turn, its latest turn's span)
+    latest: dict[tuple[str | None, Identity], tuple[str, SpanRecord]] = {}
+    # A turn's conversation so far (its input and output messages) is read only when a
+    # later turn of its agent is compared with it: most agents have one turn per parent.
+    read: dict[tuple[str, str], list[str] | None] = {}  # (span id, key) -> `_messages`
     for span in spans:
         span_id = span.span_id
         if span_id not in agent_spans or span_id not in identities:
             continue
         identity = identities[span_id]
         key = (span.parent_id, identity)
-        messages = _messages(span, semconv.GEN_AI_INPUT_MESSAGES)
-        output = _messages(span, semconv.GEN_AI_OUTPUT_MESSAGES)
         earlier = latest.get(key)
-        if (
-            earlier is not None
-            and identity[1]
-            and earlier[1] is not None
-            and messages is not None
-            and len(messages) > len(earlier[1])
-            and messages[: len(earlier[1])] == earlier[1]
-        ):
-            first = earlier[0]
-            first_turn[span_id] = first
-            if span.end_ns is not None:
-                end[first] = max(end.get(first, 0), span.end_ns)
-        else:
-            first = span_id
-        so_far = None if messages is None or output is None else messages + output
-        latest[key] = (first, so_far)
+        first = span_id
+        if earlier is not None and identity[1]:
+            before = _conversation(earlier[1], read)
+            messages = _read(span, semconv.GEN_AI_INPUT_MESSAGES, read) if before else None
+            if (
+                before is not None
+                and messages is not None
+                and len(messages) > len(before)
+                and messages[: len(before)] == before
+            ):
+                first = earlier[0]
+                first_turn[span_id] = first
+                if span.end_ns is not None:
+                    end[first] = max(end.get(first, 0), span.end_ns)
+        latest[key] = (first, span)
     if not first_turn:
         return spans, set()
     for span_id, first in first_turn.items():
         del identities[span_id]
         output_spans[first] = output_spans.pop(span_id, []) + output_spans.get(first, [])
     return moved(spans, first_turn, end), set(first_turn)
+
+
+def _conversation(
+    span: SpanRecord, read: dict[tuple[str, str], list[str] | None]
+) -> list[str] | None:
+    """The span's input then output messages (see `_messages`), or None when it records
+    either as no JSON list."""
+    messages = _read(span, semconv.GEN_AI_INPUT_MESSAGES, read)
+    output = _read(span, semconv.GEN_AI_OUTPUT_MESSAGES, read)
+    return None if messages is None or output is None else messages + output
+
+
+def _read(
+    span: SpanRecord, key: str, read: dict[tuple[str, str], list[str] | None]
+) -> list[str] | None:
+    """`_messages`, read once per span and key."""
+    where = (span.span_id, key)
+    if where not in read:
+        read[where] = _messages(span, key)
+    return read[where]
 
 
 def _messages(span: SpanRecord, key: str) -> list[str] | None:
@@ -81,8 +102,8 @@ def _messages(span: SpanRecord, key: str) -> list[str] | None:
     if not isinstance(raw, str):
         return None
     try:
-        value = json.loads(raw)
-    except ValueError:
+        value = _json.loads(raw)
+    except (ValueError, RecursionError):
         return None
     if not isinstance(value, list) or not value:
         return None

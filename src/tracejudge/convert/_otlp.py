@@ -23,8 +23,11 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from tracejudge import semconv
+from tracejudge._protowire import WireError, WireStream
 from tracejudge.convert import _json
+from tracejudge.convert._errors import OTLPDecodeError
 from tracejudge.convert._ids import SPAN_ID_BYTES, TRACE_ID_BYTES, json_id_bytes, valid_id
+from tracejudge.convert._inflate import inflating
 from tracejudge.convert._records import (
     STATUS_ERROR,
     STATUS_OK,
@@ -32,7 +35,7 @@ from tracejudge.convert._records import (
     EventRecord,
     SpanRecord,
 )
-from tracejudge.convert._source import Opener, OTLPDecodeError, inflating
+from tracejudge.convert._source import Opener
 
 try:  # the `speed` extra: OTLP/JSON lines of the usual shape decoded into Structs
     from tracejudge.convert import _otlp_structs as _structs
@@ -169,10 +172,6 @@ def _proto(module: str) -> Any:
         ) from exc
 
 
-class _Broken(Exception):
-    """The protobuf stream cannot be read past this point."""
-
-
 # Where spans lie in an ExportTraceServiceRequest: field 1 (ResourceSpans), then its
 # field 2 (ScopeSpans), then its field 2 (Span). Everything else is skipped unread.
 _SPAN_PATH = (1, 2, 2)
@@ -186,21 +185,21 @@ class _ProtobufReader:
 
     Each ResourceSpans (or, in a very large one, each ScopeSpans) is parsed with one call
     when it parses cleanly. When it does not, or holds a field its schema does not know,
-    it is walked field by field instead, one span in memory at a time: a span that does
-    not parse is skipped (its length is known); a framing that breaks ends the reading
-    with what was read before it. Both ways read the same spans. (They differ only where
-    protobuf itself has a say: in a ScopeSpans that parses cleanly its `scope` applies to
-    all of its spans, as protobuf reads it; walked, a span takes the scope before it.)
+    it is walked field by field instead (the one wire reader, `_protowire`), one span in
+    memory at a time: a span that does not parse is skipped (its length is known); a
+    framing that breaks ends the reading with what was read before it. Both ways read
+    the same spans. (They differ only where protobuf itself has a say: in a ScopeSpans
+    that parses cleanly its `scope` applies to all of its spans, as protobuf reads it;
+    walked, a span takes the scope before it.)
     """
 
     def __init__(
         self, stream: io.BufferedReader | io.BytesIO, types: tuple[Any, Any, Any, Any], unknown: Any
     ) -> None:
-        self.stream = stream
+        self.wire = WireStream(stream)
         self.unknown_fields = unknown  # google.protobuf's UnknownFieldSet
         # ResourceSpans, ScopeSpans, Span, InstrumentationScope
         self.resource_type, self.scopes_type, self.span_type, self.scope_type = types
-        self.offset = 0
         self.spans: list[SpanRecord] = []
         self.broken = 0
         self.bad_ids = 0  # spans that break the id rule (`_ids`), skipped
@@ -208,67 +207,11 @@ class _ProtobufReader:
         self.scope: str | None = None  # the instrumentation scope of the ScopeSpans read
         self.scope_version: str | None = None  # and its version
 
-    def varint(self) -> int | None:
-        """The next varint; None at a clean end of the stream."""
-        byte = self.stream.read(1)
-        if byte and byte[0] < 0x80:  # the usual one-byte varint
-            self.offset += 1
-            return byte[0]
-        shift = result = 0
-        while True:
-            if not byte:
-                if shift:
-                    raise _Broken("it ends inside a field's header")
-                return None
-            self.offset += 1
-            result |= (byte[0] & 0x7F) << shift
-            if not byte[0] & 0x80:
-                return result
-            shift += 7
-            if shift >= 64:
-                raise _Broken("a field's header is not a varint")
-            byte = self.stream.read(1)
-
-    def skip(self, length: int) -> None:
-        while length > 0:
-            got = len(self.stream.read(min(length, 1 << 16)))
-            if not got:
-                raise _Broken("it ends inside a field")
-            self.offset += got
-            length -= got
-
     def message(self, depth: int, length: int | None) -> None:
         """Read the fields of a message at `depth` on the span path, `length` bytes long
         (None: to the end of the stream)."""
-        end = None if length is None else self.offset + length
-        while end is None or self.offset < end:
-            field_start = self.offset
-            key = self.varint()
-            if key is None:
-                if end is not None:
-                    raise _Broken("it ends inside a message")
-                return
-            if end is not None and self.offset > end:
-                # (the key itself crosses the message's end: what a walk of the message
-                # copied on its own finds as a field cut off by that end)
-                raise _Broken("a field runs past its message")
-            number, wire = key >> 3, key & 7
-            if number == 0:
-                raise _Broken(f"field number 0 at byte {self.offset}")
-            if wire == 0:
-                if self.varint() is None:
-                    raise _Broken("it ends inside a field")
-            elif wire in (1, 5):
-                self.skip(8 if wire == 1 else 4)
-            elif wire == 2:
-                size = self.varint()
-                if size is None or (end is not None and self.offset + size > end):
-                    raise _Broken(f"a field at byte {field_start} runs past its message")
-                self.field(depth, number, size)
-            else:  # groups (3, 4) are not used by OTLP; 6 and 7 do not exist
-                raise _Broken(f"wire type {wire} at byte {self.offset}")
-        if end is not None and self.offset > end:
-            raise _Broken("a field runs past its message")
+        for number, size in self.wire.fields(length):
+            self.field(depth, number, size)
 
     def field(self, depth: int, number: int, size: int) -> None:
         if depth == 2 and number == 1:  # ScopeSpans.scope: its name goes on the spans
@@ -276,27 +219,28 @@ class _ProtobufReader:
             self.scope = (scope.name or None) if scope is not None else None
             self.scope_version = (scope.version or None) if scope is not None else None
         elif number != _SPAN_PATH[depth]:
-            self.skip(size)
+            self.wire.skip(size)
         elif depth < len(_SPAN_PATH) - 1:
             self.resources += depth == 0
             if size > _WHOLE_BYTES:
                 self.walk(depth, size)
                 return
-            payload = self.stream.read(size)
+            wire = self.wire
+            payload = wire.stream.read(size)
             if len(payload) == size and self.whole(depth, payload):
-                self.offset += size
+                wire.offset += size
                 return
-            outer, self.stream = self.stream, io.BytesIO(payload)
+            outer, wire.stream = wire.stream, io.BytesIO(payload)
             try:
                 self.walk(depth, size)
-            except _Broken as error:
+            except WireError as error:
                 # The copy ends where the message does: a field cut off by its end runs past
                 # the message, as the walk of the stream itself finds it.
                 if len(payload) == size and str(error).startswith("it ends inside"):
-                    raise _Broken("a field runs past its message") from None
+                    raise WireError("a field runs past its message") from None
                 raise
             finally:
-                self.stream = outer
+                wire.stream = outer
         else:
             span = self.parse(self.span_type, size)
             if span is None:
@@ -336,11 +280,10 @@ class _ProtobufReader:
 
     def parse(self, message_type: Any, size: int) -> Any | None:
         """The next `size` bytes as a `message_type`, or None when they do not parse."""
-        payload = self.stream.read(size)
-        self.offset += len(payload)
+        payload = self.wire.read(size)
         if len(payload) < size:
             self.broken += 1
-            raise _Broken("it ends inside a span")
+            raise WireError("it ends inside a span")
         message = message_type()
         try:
             message.ParseFromString(payload)
@@ -379,7 +322,7 @@ def _decode_protobuf_stream(
     reader = _ProtobufReader(stream, types, unknown)
     try:
         reader.message(0, None)
-    except _Broken as problem:
+    except WireError as problem:
         if not reader.spans:
             raise OTLPDecodeError(
                 "not OTLP trace data: protobuf ExportTraceServiceRequest does not parse "
@@ -391,8 +334,9 @@ def _decode_protobuf_stream(
         )
     else:
         if not reader.resources:
+            read = reader.wire.offset
             raise OTLPDecodeError(
-                f"not OTLP trace data: the bytes hold no resource spans ({reader.offset} bytes)"
+                f"not OTLP trace data: the bytes hold no resource spans ({read} bytes)"
             )
         if reader.broken:
             warnings.append(

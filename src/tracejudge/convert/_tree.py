@@ -42,7 +42,6 @@ from tracejudge.convert import (
     _settle_named_agents,
     _tools,
     conventions,
-    smolagents,
 )
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
@@ -51,7 +50,7 @@ from tracejudge.convert._infer_content import infer_content
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions import Convention, Kind
+from tracejudge.convert.conventions import Convention, Kind, smolagents
 from tracejudge.models import (
     AgentInstance,
     LLMInput,

@@ -1,11 +1,11 @@
 """One OTLP/HTTP trace request split by trace, without decoding its spans.
 
 What a receiver of OTLP (the server's `POST /v1/traces`) needs before it stores spans:
-the body inflated (gzip, any number of members, linear in its size and bounded), its
-spans grouped by trace id, each group as an OTLP request of its own in the request's
-encoding (protobuf stays protobuf, cut from the request's own bytes; OTLP/JSON stays
-JSON), which the converter reads back as it reads any OTLP; whether the group holds a
-root span; the scalar attributes of its resource, and its tags (attributes named
+the body inflated (`_inflate`, strict: gzip, any number of members, linear in its size
+and bounded), its spans grouped by trace id, each group as an OTLP request of its own in
+the request's encoding (protobuf stays protobuf, cut from the request's own bytes;
+OTLP/JSON stays JSON), which the converter reads back as it reads any OTLP; whether the
+group holds a root span; the scalar attributes of its resource, and its tags (attributes named
 `tracejudge.tags.<key>` on that resource or on any of its spans); its earliest span
 start and latest span end; and the spans rejected, with the reason. The HTTP concerns
 (content types, size answers, encodings of the answer) stay with the receiver.
@@ -16,26 +16,27 @@ that breaks it is rejected and counted. Spans of the `tracejudge.evaluation` sco
 (scores written back onto traces) are counted as ignored, not kept: a pipeline that
 sends them back must not reopen a scored trace.
 
-A protobuf request is walked field by field at the byte level: only a span's ids, times
-and tag attributes are read, everything else is copied as bytes. A framing error
-anywhere makes the whole request unreadable (`OTLPDecodeError`), as a receiver answers 400 to it.
+A protobuf request is walked field by field at the byte level (`_protowire.fields`, the
+one wire reader): only a span's ids, times and tag attributes are read, everything else
+is copied as bytes. A framing error anywhere makes the whole request unreadable
+(`OTLPDecodeError`), as a receiver answers 400 to it.
 """
 
 from __future__ import annotations
 
 import json
-import re
 import struct
-import zlib
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from tracejudge import semconv
-from tracejudge._protowire import length_delimited
+from tracejudge._protowire import WireError, length_delimited, read_varint
+from tracejudge._protowire import fields as _fields
 from tracejudge.convert import _json
+from tracejudge.convert._errors import OTLPDecodeError, OTLPTooLargeError
 from tracejudge.convert._ids import json_id_bytes, valid_id
-from tracejudge.convert._source import OTLPDecodeError
+from tracejudge.convert._inflate import inflate_gzip
 
 __all__ = [
     "OTLPSplit",
@@ -47,14 +48,6 @@ __all__ = [
 ]
 
 Encoding = Literal["protobuf", "json"]
-
-
-class OTLPTooLargeError(OTLPDecodeError):
-    """The (inflated) request is larger than the limit given."""
-
-    def __init__(self, limit: int) -> None:
-        super().__init__(f"the request inflates to more than {limit} bytes")
-        self.limit = limit
 
 
 @dataclass
@@ -102,85 +95,7 @@ class OTLPSplit:
         return sum(part.span_count for part in self.parts)
 
 
-# --------------------------------------------------------------------------- gzip
-
-
-#: The first byte that is not zero padding.
-_NOT_ZERO = re.compile(rb"[^\x00]")
-
-
-def inflate_gzip(body: bytes, limit: int) -> bytes:
-    """Every gzip member of `body`, inflated, in time linear in its size; at most `limit`
-    bytes (`OTLPTooLargeError` past it); `OTLPDecodeError` for gzip that does not
-    inflate or is truncated."""
-    out: list[bytes] = []
-    size = 0
-    view = memoryview(body)
-    position = 0
-    while position < len(view):
-        if view[position] == 0:  # zero padding between members, skipped at C speed
-            found = _NOT_ZERO.search(body, position)
-            position = found.start() if found else len(view)
-            continue
-        inflater = zlib.decompressobj(wbits=31)
-        piece = 512  # small first, so a body of many tiny members stays linear
-        while not inflater.eof:
-            if position >= len(view):
-                raise OTLPDecodeError("the gzip body is truncated")
-            chunk = view[position : position + piece]
-            try:
-                data = inflater.decompress(chunk, limit - size + 1)
-            except zlib.error as error:
-                raise OTLPDecodeError(f"the body is not valid gzip ({error})") from None
-            size += len(data)
-            if size > limit or inflater.unconsumed_tail:
-                raise OTLPTooLargeError(limit)
-            out.append(data)
-            position += len(chunk) - len(inflater.unused_data)
-            piece = min(piece * 2, 1 << 20)
-    return b"".join(out)
-
-
 # --------------------------------------------------------------------------- protobuf
-
-
-def _varint(data: bytes, position: int, end: int) -> tuple[int, int]:
-    result = shift = 0
-    while True:
-        if position >= end:
-            raise OTLPDecodeError("a protobuf field's header runs past its message")
-        byte = data[position]
-        position += 1
-        result |= (byte & 0x7F) << shift
-        if byte < 0x80:
-            return result, position
-        shift += 7
-        if shift >= 64:
-            raise OTLPDecodeError("a protobuf varint is longer than 64 bits")
-
-
-def _fields(data: bytes, start: int, end: int) -> Iterator[tuple[int, int, int, int]]:
-    """(field number, wire type, payload start, payload end) of each field of the message
-    in data[start:end]; a varint's payload is its bytes."""
-    position = start
-    while position < end:
-        key, position = _varint(data, position, end)
-        number, wire = key >> 3, key & 7
-        if number == 0:
-            raise OTLPDecodeError("a protobuf field numbered 0")
-        if wire == 0:
-            _, after = _varint(data, position, end)
-        elif wire == 2:
-            size, position = _varint(data, position, end)
-            after = position + size
-        elif wire in (1, 5):
-            after = position + (8 if wire == 1 else 4)
-        else:
-            raise OTLPDecodeError(f"protobuf wire type {wire}, which OTLP does not use")
-        if after > end:
-            raise OTLPDecodeError("a protobuf field runs past its message")
-        yield number, wire, position, after
-        position = after
 
 
 _TAG_PREFIX = semconv.TRACEJUDGE_TAG_PREFIX
@@ -216,9 +131,9 @@ def _pb_any(data: bytes, start: int, end: int) -> str | None:
         if number == 1 and wire == 2:
             return data[a:b].decode("utf-8", "replace")
         if number == 2 and wire == 0:
-            return _text(bool(_varint(data, a, b)[0]))
+            return _text(bool(read_varint(data, a, b)[0]))
         if number == 3 and wire == 0:
-            value = _varint(data, a, b)[0]
+            value = read_varint(data, a, b)[0]
             return str(value - (1 << 64) if value >= 1 << 63 else value)
         if number == 4 and wire == 1:
             return str(struct.unpack_from("<d", data, a)[0])
@@ -521,7 +436,10 @@ def split_otlp(
         raise OTLPTooLargeError(max_bytes)
     split = OTLPSplit()
     if encoding == "protobuf":
-        _split_protobuf(body, split)
+        try:
+            _split_protobuf(body, split)
+        except WireError as error:
+            raise OTLPDecodeError(f"the protobuf body does not parse: {error}") from None
         return split
     try:
         document = loads(body)

@@ -19,18 +19,17 @@ read becomes a warning); only input that is not OTLP at all raises `OTLPDecodeEr
 
 from __future__ import annotations
 
-import gzip
 import io
 import json
 import os
 import re
-import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import IO, Any, Protocol
+from typing import IO, Any
 
-from tracejudge._protowire import length_delimited
+from tracejudge._protowire import Readable, WireError, WireStream, length_delimited
 from tracejudge.convert import _json
+from tracejudge.convert._inflate import inflating
 from tracejudge.convert._otlp import OTLPDecodeError, decode, decode_protobuf
 from tracejudge.convert._records import EventRecord, SpanRecord
 
@@ -69,8 +68,16 @@ def read_otlp_batches(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OT
             yield from read_otlp_batches(handle)
         return
     problems: list[str] = []
-    stream = _uncompressed(source, problems)
-    head = stream.peek(65536)[:65536]
+    buffered = source if isinstance(source, io.BufferedReader) else io.BufferedReader(_Raw(source))
+    # Inflated leniently with no cap: the reading holds one piece at a time, however
+    # large the whole (a truncated or corrupt gzip ends the data where it breaks, with a
+    # warning in `problems`: what came before is read, as a Collector's half-written file is).
+    stream = inflating(buffered, None, problems)
+    try:
+        head = stream.peek(65536)[:65536]
+    except OTLPDecodeError as error:  # not even the first gzip member inflates
+        yield OTLPBatch(warnings=[str(error)])
+        return
     if not head.strip():
         yield OTLPBatch(warnings=problems or ["the input is empty"])
         return
@@ -85,42 +92,20 @@ def read_otlp_batches(source: str | os.PathLike[str] | IO[bytes]) -> Iterator[OT
 # --------------------------------------------------------------------------- input
 
 
-def _uncompressed(raw: IO[bytes], problems: list[str]) -> io.BufferedReader:
-    """A peekable stream of the data, inflated as it is read when it is gzip (every
-    member). A truncated or corrupt gzip ends the data where it breaks, with a warning
-    in `problems`: what came before is read, as a Collector's half-written file is."""
-    buffered = raw if isinstance(raw, io.BufferedReader) else io.BufferedReader(_Raw(raw))
-    if buffered.peek(2)[:2] == b"\x1f\x8b":
-        inflated = gzip.GzipFile(fileobj=buffered, mode="rb")
-        return io.BufferedReader(_Raw(inflated, problems), 1 << 16)
-    return buffered
-
-
 class _Raw(io.RawIOBase):
-    """Any binary stream (stdin's buffer, a BytesIO, a GzipFile) as the raw stream a
-    BufferedReader takes; with `problems`, a read error ends the stream and is noted."""
+    """Any binary stream (stdin's buffer, a BytesIO) as the raw stream a BufferedReader
+    takes."""
 
-    def __init__(
-        self, stream: IO[bytes] | gzip.GzipFile, problems: list[str] | None = None
-    ) -> None:
+    def __init__(self, stream: IO[bytes]) -> None:
         self._stream = stream
-        self._problems = problems
 
     def readable(self) -> bool:
         return True
 
     def readinto(self, buffer: Any) -> int:
-        # read1: one underlying read, so that data before a break is not lost with it.
+        # read1: one underlying read, as much as is there (a pipe need not fill the buffer).
         read = getattr(self._stream, "read1", self._stream.read)
-        try:
-            data = read(len(buffer))
-        except (EOFError, OSError, zlib.error) as error:
-            if self._problems is None:
-                raise
-            self._problems.append(f"gzip input breaks off ({error}); read what came before")
-            self._problems = None  # noted once; the stream now ends
-            self._stream = io.BytesIO()
-            return 0
+        data = read(len(buffer))
         buffer[: len(data)] = data
         return len(data)
 
@@ -269,16 +254,10 @@ def _pb_batch(request: bytes) -> OTLPBatch:
     return OTLPBatch(spans=spans, events=events, warnings=warnings)
 
 
-class _Reads(Protocol):
-    """A binary stream as the protobuf walk reads it (a BufferedReader, or `_Limited`)."""
-
-    def read(self, size: int, /) -> bytes: ...
-
-
 class _Limited:
     """The next `size` bytes of a stream, as a stream."""
 
-    def __init__(self, stream: _Reads, size: int) -> None:
+    def __init__(self, stream: Readable, size: int) -> None:
         self._stream = stream
         self._left = size
 
@@ -288,42 +267,17 @@ class _Limited:
         return data
 
 
-def _read_varint(stream: _Reads) -> int | None:
-    result = shift = 0
-    while shift < 64:
-        byte = stream.read(1)
-        if not byte:
-            return None
-        result |= (byte[0] & 0x7F) << shift
-        if not byte[0] & 0x80:
-            return result
-        shift += 7
-    return None
+def _field_headers(stream: Readable) -> Iterator[tuple[int, int]]:
+    """(field number, payload size) of each length-delimited field (`_protowire`'s walk);
+    other wire types are skipped. Stops at the end, or where the framing breaks (the rest
+    is not OTLP). The caller reads or skips each payload before the next."""
+    try:
+        yield from WireStream(stream).fields(None)
+    except WireError:
+        return
 
 
-def _field_headers(stream: _Reads) -> Iterator[tuple[int, int]]:
-    """(field number, payload size) of each length-delimited field; other wire types are
-    skipped. Stops at the end, or at a key that cannot be read (the rest is not OTLP)."""
-    while True:
-        key = _read_varint(stream)
-        if key is None or key >> 3 == 0:
-            return
-        wire = key & 7
-        if wire == 2:
-            size = _read_varint(stream)
-            if size is None:
-                return
-            yield key >> 3, size
-        elif wire == 0:
-            if _read_varint(stream) is None:
-                return
-        elif wire in (1, 5):
-            stream.read(8 if wire == 1 else 4)
-        else:
-            return
-
-
-def _skip(stream: _Reads, size: int) -> None:
+def _skip(stream: Readable, size: int) -> None:
     while size > 0:
         chunk = stream.read(min(size, 1 << 20))
         if not chunk:

@@ -31,7 +31,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions._base import AnswerKey, Convention, Identity, Kind
 from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
 from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
@@ -50,8 +50,10 @@ from tracejudge.convert.conventions.unrecognised import UNRECOGNISED
 from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
+    "ANSWER_KEYS",
     "ADK",
     "AGENT_FRAMEWORK",
+    "AnswerKey",
     "GENAI",
     "GENKIT",
     "LANGGRAPH",
@@ -173,6 +175,17 @@ _REMEMBERED_SIGNATURES = 1024
 
 _WHOLE = _Rows(TABLE)
 #: The table `classify` reads, where `rows_removed` set one; else the whole one.
+_ANSWER_FORMS = ("text", "messages", "json")
+#: Every row's answer keys (`Convention.answer_keys`): the answer itself first, then
+#: output messages, then JSON text; rows in table order within each form. Taken from the
+#: whole table, also inside `rows_removed`: a span's recorded answer is read wherever it
+#: is, as the keys are not a row's marks.
+ANSWER_KEYS: tuple[AnswerKey, ...] = tuple(
+    dict.fromkeys(  # (a row that extends another declares its keys again: asked once)
+        key for form in _ANSWER_FORMS for row in TABLE for key in row.answer_keys if key[1] == form
+    )
+)
+
 _ACTIVE: ContextVar[_Rows | None] = ContextVar("tracejudge_convention_rows", default=None)
 
 

@@ -10,7 +10,7 @@ from `tracejudge.semconv`; it knows nothing of the tree.
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Literal
 
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._handoffs import Handoff
@@ -18,10 +18,14 @@ from tracejudge.convert._tools import ToolRun
 from tracejudge.convert._view import SpanView
 from tracejudge.models import LLMToolDefinition
 
-__all__ = ["Convention", "Identity", "Kind"]
+__all__ = ["AnswerKey", "Convention", "Identity", "Kind"]
 
 #: (the agent id the span declares, or None; the agent's name)
 Identity = tuple["str | None", str]
+#: An attribute in which a producer records an agent's answer, and its form: `text` (the
+#: answer itself, or an object with an output field), `messages` (GenAI output messages:
+#: the last one's text), `json` (JSON text holding either, or plain text).
+AnswerKey = tuple[str, Literal["text", "messages", "json"]]
 
 
 class Kind:
@@ -66,6 +70,10 @@ class Convention:
     marker_keys: ClassVar[frozenset[str] | None] = None
     marker_scopes: ClassVar[frozenset[str]] = frozenset()
     marker_names: ClassVar[frozenset[str]] = frozenset()
+    #: Where the producer records an agent's answer on the agent's span (or on a span
+    #: that holds its output): asked by `_answers` of every span that may, in the order
+    #: `conventions.ANSWER_KEYS` gives.
+    answer_keys: ClassVar[tuple[AnswerKey, ...]] = ()
 
     def content_hint(self, span: SpanView) -> str | None:
         """How to get the messages of a model call this span recorded without them."""

@@ -42,13 +42,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _json, _tools, genai_semconv, openinference
+from tracejudge.convert import _handoffs, _json, _tools
 from tracejudge.convert._common import (
     Extraction,
     as_str,
     finish_reason,
     message_inputs,
-    model_and_usage,
     text_value,
     tool_call,
     tool_response,
@@ -57,6 +56,8 @@ from tracejudge.convert._common import (
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv, openinference
+from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
 __all__ = ["ADK", "GoogleADK"]

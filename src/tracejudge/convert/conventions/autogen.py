@@ -19,11 +19,12 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _json, openinference
+from tracejudge.convert import _json
 from tracejudge.convert._common import Extraction, as_str, load_json, tool_response
 from tracejudge.convert._construct import build
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Identity
+from tracejudge.convert.conventions.formats import openinference
 from tracejudge.convert.conventions.openinference import OpenInference
 from tracejudge.models import LLMInput, LLMToolResponse
 

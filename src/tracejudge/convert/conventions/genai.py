@@ -3,7 +3,7 @@ agent spans and any GenAI instrumentation's (`invoke_agent`, `invoke_workflow`, 
 `execute_tool`, `handoff` ...), and model-call spans that carry GenAI messages without an
 operation (OpenLLMetry's `llm.request.type` spans since 0.55, older semconv).
 
-Messages are read by `convert.genai_semconv`: the `gen_ai.input.messages` family of
+Messages are read by `conventions.formats.genai_semconv`: the `gen_ai.input.messages` family of
 attributes, the inference-details event, or the per-message events.
 """
 
@@ -13,10 +13,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _tools, genai_semconv, openllmetry
+from tracejudge.convert import _handoffs, _tools
 from tracejudge.convert._common import Extraction, as_str, load_json, remembered_tools, tools
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv, openllmetry
 from tracejudge.models import LLMToolDefinition
 
 __all__ = ["GENAI", "GenAISemconv", "LLM_OPERATIONS"]
@@ -78,6 +79,12 @@ def _answer_only(attrs: Mapping[str, Any]) -> bool:
 
 class GenAISemconv(Convention):
     name = "genai"
+    # An `invoke_agent` span's output messages; CrewAI's crew span (OpenLLMetry's CrewAI
+    # instrumentation) its crew's result.
+    answer_keys = (
+        (semconv.CREWAI_CREW_RESULT, "text"),
+        (semconv.GEN_AI_OUTPUT_MESSAGES, "messages"),
+    )
     content_setting = f"{_CONTRIB_CONTENT} (OTel contrib), {_OPENLLMETRY_CONTENT} (OpenLLMetry)"
     kind_attribute = semconv.GEN_AI_OPERATION_NAME
 

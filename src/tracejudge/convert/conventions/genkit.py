@@ -57,6 +57,7 @@ _FINISH = {"blocked": "content_filter", "interrupted": "tool_calls"}
 
 class Genkit(Convention):
     name = "genkit"
+    answer_keys = ((semconv.GENKIT_OUTPUT, "json"),)  # a flow's output
     marker_keys = frozenset({semconv.GENKIT_TYPE})
     kind_attribute = semconv.GENKIT_TYPE
 

@@ -18,10 +18,11 @@ LlamaIndex's instrumentation dispatcher, one per decorated method.
 from __future__ import annotations
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _json, openinference
+from tracejudge.convert import _handoffs, _json
 from tracejudge.convert._common import as_str
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Identity, Kind
+from tracejudge.convert.conventions.formats import openinference
 from tracejudge.convert.conventions.openinference import OpenInference
 
 __all__ = ["OPENINFERENCE_LLAMAINDEX", "agent_in_repr"]

@@ -23,7 +23,7 @@ from __future__ import annotations
 from typing import Any, ClassVar
 
 from tracejudge import semconv
-from tracejudge.convert import _json, _tools, genai_semconv
+from tracejudge.convert import _json, _tools
 from tracejudge.convert._common import (
     Extraction,
     as_str,
@@ -34,6 +34,7 @@ from tracejudge.convert._common import (
 )
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv
 from tracejudge.convert.conventions.genai import LLM_OPERATIONS
 
 __all__ = ["OPENLLMETRY_LLAMAINDEX"]

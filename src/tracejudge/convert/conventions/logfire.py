@@ -34,7 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _tools, genai_semconv
+from tracejudge.convert import _handoffs, _tools
 from tracejudge.convert._common import (
     Extraction,
     as_int,
@@ -42,7 +42,6 @@ from tracejudge.convert._common import (
     finish_reason,
     load_json,
     message_inputs,
-    model_and_usage,
     openai_message,
     text_value,
     tool_call,
@@ -52,6 +51,8 @@ from tracejudge.convert._common import (
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv
+from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 from tracejudge.convert.conventions.genai import LLM_OPERATIONS
 from tracejudge.models import LLMToolCall, LLMToolDefinition, LLMToolResponse
 
@@ -92,6 +93,8 @@ _KINDS = {
 
 class Logfire(Convention):
     name = "logfire"
+    # pydantic-ai's agent run span records the run's result.
+    answer_keys = ((semconv.PYDANTIC_AI_FINAL_RESULT, "text"),)
     marker_keys = frozenset({semconv.LOGFIRE_MSG_TEMPLATE, semconv.LOGFIRE_EVENTS})
 
     def kind(self, span: SpanView) -> str | None:

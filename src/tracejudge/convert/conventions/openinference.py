@@ -12,10 +12,11 @@ also names a GenAI operation.
 from __future__ import annotations
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _tools, genai_semconv, openinference
+from tracejudge.convert import _handoffs, _tools
 from tracejudge.convert._common import Extraction, as_str
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv, openinference
 
 __all__ = ["OPENINFERENCE"]
 
@@ -30,6 +31,7 @@ _CREW = "crew"
 
 class OpenInference(Convention):
     name = "openinference"
+    answer_keys = ((semconv.OUTPUT_VALUE, "json"),)  # on AGENT and CHAIN spans
     marker_keys = frozenset({semconv.OPENINFERENCE_SPAN_KIND})
     content_setting = "unset OPENINFERENCE_HIDE_INPUTS / OPENINFERENCE_HIDE_OUTPUTS"
     kind_attribute = semconv.OPENINFERENCE_SPAN_KIND

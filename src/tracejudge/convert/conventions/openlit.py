@@ -30,17 +30,17 @@ import re
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import genai_semconv
 from tracejudge.convert._common import (
     Extraction,
     as_str,
     finish_reasons,
     message_inputs,
-    model_and_usage,
     tool_call,
 )
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv
+from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 from tracejudge.convert.conventions.genai import LLM_OPERATIONS
 
 __all__ = ["OPENLIT", "OpenLIT"]

@@ -9,10 +9,10 @@ OpenLLMetry's other spans (`invoke_agent`, `execute_tool`, `handoff`, and model 
 from __future__ import annotations
 
 from tracejudge import semconv
-from tracejudge.convert import genai_semconv, openllmetry
 from tracejudge.convert._common import Extraction, as_str
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv, openllmetry
 from tracejudge.convert.conventions.genai import LEGACY_REQUEST_TYPES, LLM_OPERATIONS
 
 __all__ = ["TRACELOOP", "LEGACY_OPENLLMETRY"]
@@ -22,6 +22,11 @@ class Traceloop(Convention):
     """OpenLLMetry's framework spans: workflows and tasks."""
 
     name = "openllmetry-frameworks"
+    # A workflow's or task's entity output, and the GenAI task output of `execute_task`.
+    answer_keys = (
+        (semconv.TRACELOOP_ENTITY_OUTPUT, "json"),
+        (semconv.GEN_AI_TASK_OUTPUT, "json"),
+    )
     marker_keys = frozenset({semconv.TRACELOOP_SPAN_KIND})
     kind_attribute = semconv.TRACELOOP_SPAN_KIND
 

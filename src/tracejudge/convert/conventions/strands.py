@@ -33,7 +33,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _handoffs, _json, _tools, genai_semconv
+from tracejudge.convert import _handoffs, _json, _tools
 from tracejudge.convert._common import (
     PART_TEXT,
     PART_TOOL_CALL,
@@ -43,7 +43,6 @@ from tracejudge.convert._common import (
     finish_reason,
     load_json,
     message_inputs,
-    model_and_usage,
     parts_message,
     tool_response,
     tools,
@@ -51,6 +50,8 @@ from tracejudge.convert._common import (
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions.formats import genai_semconv
+from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 from tracejudge.convert.conventions.genai import GENAI
 from tracejudge.models import LLMInput, LLMToolDefinition, LLMToolResponse, to_json_string
 

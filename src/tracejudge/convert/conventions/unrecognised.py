@@ -11,9 +11,10 @@ alone is a framework's total; both together are one call.
 from __future__ import annotations
 
 from tracejudge import semconv
-from tracejudge.convert._common import Extraction, as_str, model_and_usage, usage
+from tracejudge.convert._common import Extraction, as_str, usage
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Kind
+from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 
 __all__ = ["UNRECOGNISED", "Unrecognised"]
 

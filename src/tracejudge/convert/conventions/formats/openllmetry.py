@@ -18,7 +18,7 @@ from __future__ import annotations
 from typing import Any, cast
 
 from tracejudge import semconv
-from tracejudge.convert import _json, _legacy_keys
+from tracejudge.convert import _json
 from tracejudge.convert._common import (
     FINISH_TOOL_CALLS,
     UNRECORDED_SERVER_TOOL,
@@ -28,7 +28,6 @@ from tracejudge.convert._common import (
     hashable,
     indexed,
     load_json,
-    model_and_usage,
     openai_message,
     openai_tool_call,
     remembered_tools,
@@ -39,9 +38,11 @@ from tracejudge.convert._common import (
 )
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
-from tracejudge.convert._legacy_keys import TOOL_CALLS
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView, view_of
+from tracejudge.convert.conventions.formats import _legacy_keys
+from tracejudge.convert.conventions.formats._legacy_keys import TOOL_CALLS
+from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 from tracejudge.models import LLMInput, LLMToolDefinition
 
 __all__ = ["is_legacy", "extract_legacy", "unrecorded_server_tools"]

@@ -34,10 +34,10 @@ from tracejudge.convert._common import (
     as_int,
     as_str,
     finish_reason,
+    finish_reasons,
     indexed,
     load_json,
     message_inputs,
-    model_and_usage,
     openai_message,
     openai_message_inputs,
     openai_tool_call,
@@ -47,6 +47,7 @@ from tracejudge.convert._common import (
     tool_call,
     tool_response,
     tools,
+    usage,
 )
 from tracejudge.convert._construct import build
 from tracejudge.convert._infer_content import content_blocks
@@ -55,7 +56,7 @@ from tracejudge.convert._records import EventRecord, SpanRecord
 from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, LLMToolResponse
 
-__all__ = ["extract", "has_content"]
+__all__ = ["extract", "has_content", "model_and_usage"]
 
 _ROLE_EVENTS = {
     semconv.EVENT_SYSTEM_MESSAGE: "system",
@@ -85,6 +86,22 @@ _CONTENT_KEYS = (*_MESSAGE_KEYS, semconv.GEN_AI_TOOL_DEFINITIONS)
 _EVENT_META_KEYS = frozenset(
     {semconv.GEN_AI_SYSTEM, semconv.GEN_AI_PROVIDER_NAME, semconv.EVENT_NAME}
 )
+
+
+def model_and_usage(attrs: Mapping[str, Any], extraction: Extraction) -> None:
+    """Model and token usage from the `gen_ai.*` attributes (semconv, OpenLLMetry)."""
+    extraction.model = as_str(attrs.get(semconv.GEN_AI_RESPONSE_MODEL)) or as_str(
+        attrs.get(semconv.GEN_AI_REQUEST_MODEL)
+    )
+    extraction.usage = usage(
+        attrs,
+        (semconv.GEN_AI_USAGE_INPUT_TOKENS, semconv.GEN_AI_USAGE_PROMPT_TOKENS),
+        (semconv.GEN_AI_USAGE_OUTPUT_TOKENS, semconv.GEN_AI_USAGE_COMPLETION_TOKENS),
+        (semconv.GEN_AI_USAGE_TOTAL_TOKENS, semconv.LLM_USAGE_TOTAL_TOKENS),
+    )
+    extraction.finish_reasons = finish_reasons(
+        attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS)
+    ) or finish_reasons(attrs.get(semconv.ANTHROPIC_STOP_REASON))
 
 
 def has_content(span: SpanRecord | SpanView) -> bool:

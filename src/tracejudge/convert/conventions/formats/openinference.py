@@ -19,7 +19,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.convert import _json, _oi_keys
+from tracejudge.convert import _json
 from tracejudge.convert._common import (
     REASONING_PARTS,
     SERVER_TOOL_ITEMS,
@@ -38,9 +38,10 @@ from tracejudge.convert._common import (
 )
 from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
-from tracejudge.convert._oi_keys import Record
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView, view_of
+from tracejudge.convert.conventions.formats import _oi_keys
+from tracejudge.convert.conventions.formats._oi_keys import Record
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, TokenUsage
 
 __all__ = [
