@@ -302,6 +302,14 @@ TRACEJUDGE_AGENT_INSTANCE_ID = "tracejudge.agent_instance.id"
 # other resource attributes are kept apart, the service name shown as such.
 TRACEJUDGE_TAG_PREFIX = "tracejudge.tags."
 SERVICE_NAME = "service.name"
+SERVICE_VERSION = "service.version"
+# the session and the user a trace belongs to (on any span, or on the resource): OTel's
+# general attributes first, then the GenAI conversation id; the user by `user.id`, else
+# the older `enduser.id`
+SESSION_ID = "session.id"
+GEN_AI_CONVERSATION_ID = "gen_ai.conversation.id"
+USER_ID = "user.id"
+ENDUSER_ID = "enduser.id"
 EVALUATION_SCOPE = "tracejudge.evaluation"
 EVALUATION_SPAN_PREFIX = "evaluate"
 

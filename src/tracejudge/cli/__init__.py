@@ -16,9 +16,11 @@
     tracejudge compare BASE CAND     compare two runs row by row; --fail-on-regression gates
                                      CI only on a significant drop
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
+    tracejudge rules check FILE      check a rules file as serve --rules reads it
+    tracejudge rules backfill NAME   run a rule on a server's stored traces (capped)
 
 One module per command (`demo`, `score`, `inspect`, `attribute`, `bench`,
-`calibrate`, `rubric`, `run`, `compare`, `serve`), each with
+`calibrate`, `rubric`, `run`, `compare`, `serve`, `rules`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
@@ -43,6 +45,7 @@ from tracejudge.cli import (
     demo,
     inspect,
     rubric,
+    rules,
     run,
     score,
     serve,
@@ -54,7 +57,7 @@ __all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, run, compare, serve)
+COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, run, compare, serve, rules)
 
 
 def build_parser() -> argparse.ArgumentParser:

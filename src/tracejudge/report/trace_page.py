@@ -34,13 +34,15 @@ def render_trace_page(
     prices: PriceTable | None = None,
     labelling: Mapping[str, Any] | None = None,
     attribution: Attribution | None = None,
+    preface: str = "",
 ) -> str:
     """A complete, self-contained HTML page for one scored trace (one response per
     criterion). `home`: the address of a page to link back to (the server's list).
     `labelling`: where and as whom a person records labels on the page (the server's
     page; see `labelling_data`), None for a page without them. `attribution`: the
     trace's ranked causes, listed and the most likely step marked on the timeline when
-    the trace failed."""
+    the trace failed. `preface`: HTML the caller escaped, shown between the title and
+    the viewer (the server's: which rules scored the trace, its session)."""
     lines = result_lines(trace_id, trace, responses)
     entry = trace_entry(
         trace_id,
@@ -52,6 +54,7 @@ def render_trace_page(
     )
     return (
         document_head(title or f"tracejudge: trace {trace_id}", home)
+        + preface
         + '<main id="tj-trace"></main>\n'
         + json_block("tj-data", [entry])
         + (json_block("tj-labels", dict(labelling)) if labelling is not None else "")

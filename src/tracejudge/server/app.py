@@ -35,9 +35,12 @@ from tracejudge.server import (
     labels,
     list_page,
     otlp,
+    rules_api,
+    rules_page,
     run_pages,
     runs,
     scoring,
+    sessions_api,
     traces,
     ui,
 )
@@ -57,12 +60,14 @@ from tracejudge.server.offload import Offload, ServiceLoop
 from tracejudge.server.openapi import openapi_document
 from tracejudge.server.readiness import Readiness
 from tracejudge.server.retention import Pruner
+from tracejudge.server.rules import RuleBody, check_judged, read_rules_file
+from tracejudge.server.sessions import judging as sessions_judging
 from tracejudge.server.store import StoreFullError, StoreOutageError, open_store
 from tracejudge.server.supervise import Supervisor
 from tracejudge.server.tasks import TaskRunner
 from tracejudge.server.writeback import WriteBack
 
-__all__ = ["create_app", "judge_settings", "server_criteria"]
+__all__ = ["create_app", "judge_settings", "rules_from_file", "server_criteria"]
 
 logger = logging.getLogger("tracejudge.server")
 
@@ -100,6 +105,22 @@ def server_criteria(config: ServerConfig, judged: bool) -> list[str | TraceCheck
     elif judged:
         texts = list(criteria.agent)
     return [*texts, *checks.ALL]
+
+
+def rules_from_file(config: ServerConfig, judged: bool) -> list[RuleBody] | None:
+    """The `--rules` file's rules, checked (None: no file). `ConfigurationError`, one line,
+    when the file is wrong, a rule needs a judge there is not, or `--criteria-file` is
+    given too (the rules say what is judged)."""
+    if config.rules_file is None:
+        return None
+    if config.criteria_file:
+        raise ConfigurationError(
+            "--criteria-file and --rules: the rules say what is judged; put the file's "
+            'criteria in a rule (criteria = ["..."]) and leave out --criteria-file'
+        )
+    rules = read_rules_file(config.rules_file)
+    check_judged(rules, judged, f"--rules {config.rules_file}")
+    return rules
 
 
 def judge_pricing(config: ServerConfig, judge: Judge | None) -> tuple[PriceTable, bool, str | None]:
@@ -215,12 +236,17 @@ def create_app(
             f"--single-call: the judge {getattr(chosen, 'name', chosen)!r} cannot judge "
             "several criteria in one call; leave out --single-call"
         )
+    file_rules = rules_from_file(config, chosen is not None)
     prices, priced, budget_note = judge_pricing(config, chosen)
     settings = dataclasses.replace(settings, prices=prices)
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         store = TimedStore.around(await in_thread(open_store, config.db), metrics)
+        if file_rules is not None:  # the file owns its rules: they replace the stored ones
+            await in_thread(
+                store.rules.load_file, [(r.name, r.model_dump_json()) for r in file_rules]
+            )
         # Every judgement is counted in the store (the daily budgets, shared by replicas).
         budget = DailyBudget.from_config(store, config, priced=priced)
         budget.on_spent = metrics.judge_spent
@@ -256,7 +282,12 @@ def create_app(
             readiness=Readiness(store, supervisor, backlog),
             backlog=backlog,
         )
-        for kind, handler in {**evals.handlers(context), **scoring.handlers(context)}.items():
+        every = {
+            **evals.handlers(context),
+            **scoring.handlers(context),
+            **sessions_judging.handlers(context),
+        }
+        for kind, handler in every.items():
             runner.handlers[kind] = metrics.counted(kind, handler)
         app.state.context = context
         pruner = Pruner(
@@ -291,6 +322,9 @@ def create_app(
         *otlp.routes,
         *list_page.routes,
         *ui.routes,
+        *rules_api.routes,
+        *rules_page.routes,
+        *sessions_api.routes,
         *metrics_routes,
     ]
     app = Starlette(
@@ -322,5 +356,7 @@ def create_app(
     app.state.metrics = metrics
     app.state.judge_label = getattr(chosen, "name", None) if chosen is not None else None
     app.state.text_criteria = sum(isinstance(c, str) for c in scoring_criteria)
+    if file_rules is not None:  # the rules say what is judged
+        app.state.text_criteria = len({c.text for r in file_rules for c in r.criteria})
     app.state.budget_note = budget_note
     return app

@@ -92,6 +92,8 @@ class ServerConfig:
     # --- outages and load (#32)
     max_backlog_traces: int = 10_000
     insecure_key_on_command_line: bool = False
+    # --- rules and sessions (#33)
+    rules_file: str | None = None
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -569,6 +571,19 @@ SETTINGS += (
         "accept --api-key on the command line, where every user of the machine can read it "
         "(ps, /proc/PID/cmdline)",
         switch=True,
+    ),
+)
+
+SETTINGS += (
+    # --- rules and sessions (#33)
+    Setting(
+        "rules_file",
+        "--rules",
+        "TRACEJUDGE_RULES",
+        str,
+        "evaluation rules, TOML or YAML: which traces get which judge criteria (each with its "
+        "bar), at what sampling rate, within what daily budget; checked at start. The checks "
+        "still run on every trace. Rules made through /api/v1/rules apply too",
     ),
 )
 

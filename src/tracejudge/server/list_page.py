@@ -102,6 +102,8 @@ _COLUMNS = (
 _ASCENDING_FIRST = frozenset({"root_agent", "status"})
 _DESCRIPTIONS = {name: text for name, _, text in PARAMETERS}
 _SHOWN_CRITERION = 80
+#: The server's other pages, above the list.
+_NAV = f' <a href="{LIST_PATH}/rules">evaluation rules &rarr;</a>'
 
 
 def _href(params: list[tuple[str, str]]) -> str:
@@ -279,6 +281,8 @@ def _form(query: ListQuery) -> str:
             f'value="{_e(tag_value)}" placeholder="team:search"></label>'
         )
         + _field(query, "service", "service", "checkout")
+        + _field(query, "session", "session", "session id")
+        + _field(query, "user", "user", "user id")
         + kept
         + extra_tags
         + f'<button type="submit">filter</button> <a href="{LIST_PATH}">clear</a></form>'
@@ -351,7 +355,7 @@ def _document(body: str) -> str:
 
 def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
     """The list page of `page`, with its filter form and the overview above."""
-    runs = f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a></p>'
+    runs = f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a>{_NAV}</p>'
     head = [
         f"<h1>tracejudge: stored traces</h1>{runs}{_form(query)}",
         _overview(overview, page.total),

@@ -89,6 +89,12 @@ PARAMETERS: tuple[tuple[str, dict[str, Any], str], ...] = (
     ),
     ("service", {"type": "string"}, "the service name (the service.name resource attribute)"),
     (
+        "session",
+        {"type": "string"},
+        "the session id (the session.id or gen_ai.conversation.id attribute)",
+    ),
+    ("user", {"type": "string"}, "the user id (the user.id or enduser.id attribute)"),
+    (
         "sort",
         {"type": "string", "enum": list(SORT_KEYS), "default": "start_time"},
         "the column to sort by (empty values last); ties by trace id",
@@ -226,6 +232,8 @@ def _filter(values: Mapping[str, list[str]]) -> TraceFilter:
         since=_moment("since", one["since"]) if "since" in one else None,
         until=_moment("until", one["until"]) if "until" in one else None,
         q=one.get("q"),
+        session=one.get("session"),
+        user=one.get("user"),
     )
     if where.q is not None:
         try:

@@ -76,6 +76,8 @@ def _schemas() -> dict[str, Any]:
     from tracejudge.server.health import Health
     from tracejudge.server.labels import LabelRequest
     from tracejudge.server.readiness import ReadyReport
+    from tracejudge.server.rules.model import RuleBody
+    from tracejudge.server.rules_api import BackfillAnswer, BackfillRequest, RuleAnswer, RuleList
     from tracejudge.server.runs import (
         RowsStored,
         RunBody,
@@ -84,6 +86,7 @@ def _schemas() -> dict[str, Any]:
         RunSummary,
         StoredRunAnswer,
     )
+    from tracejudge.server.sessions_api import SessionAnswer, SessionList, SessionScoreRequest
     from tracejudge.server.traces import (
         EvaluationList,
         OverviewAnswer,
@@ -112,6 +115,14 @@ def _schemas() -> dict[str, Any]:
         (ErrorAnswer, "serialization"),
         (OTLPStatus, "serialization"),
         (OTLPExportAnswer, "serialization"),
+        (RuleBody, "validation"),
+        (BackfillRequest, "validation"),
+        (SessionScoreRequest, "validation"),
+        (RuleAnswer, "serialization"),
+        (RuleList, "serialization"),
+        (BackfillAnswer, "serialization"),
+        (SessionList, "serialization"),
+        (SessionAnswer, "serialization"),
         (RunBody, "validation"),
         (RunRowsBody, "validation"),
         (RunSummary, "serialization"),

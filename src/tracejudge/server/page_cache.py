@@ -65,6 +65,7 @@ def page_key(
     labels: Sequence[dict[str, Any]],
     who: str | None,
     stored: AttributionRow | None,
+    preface: str = "",
 ) -> str:
     """The digest of everything a trace's page is drawn from (20 ms for a 20 MB stored
     trace: run it off the event loop)."""
@@ -82,4 +83,5 @@ def page_key(
     add(json.dumps(list(labels), sort_keys=True, default=str))
     add("\0" if who is None else who)
     add(repr(stored))
+    add(preface)  # the rules' decisions and the session, drawn above the trace
     return digest.hexdigest()

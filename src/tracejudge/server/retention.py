@@ -56,6 +56,9 @@ class Pruner:
                     totals[table] = totals.get(table, 0) + count
                 if not any(deleted.values()):
                     break
+            # the sessions whose traces all went (their turns' answers with them)
+            while sessions := await self._call(self.store.sessions.prune, cutoff):
+                totals["sessions"] = totals.get("sessions", 0) + int(sessions)
         if any(v for k, v in totals.items() if k != "tasks"):
             logger.info(
                 "tracejudge: retention deleted %s",

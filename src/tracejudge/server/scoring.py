@@ -20,7 +20,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from tracejudge import checks
@@ -29,6 +29,19 @@ from tracejudge.errors import BadRequestError
 from tracejudge.evaluation import TraceCheck, validate_criteria
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
 from tracejudge.server.context import ServerContext, in_thread
+from tracejudge.server.rules.apply import (
+    BACKFILL,
+    RULE_TAG,
+    active_rules,
+    charge,
+    facts_of,
+    held_to_bars,
+    rule_plan,
+    stored_decisions,
+)
+from tracejudge.server.rules.plan import ScoringPlan
+from tracejudge.server.sessions.judging import queue_for_rules
+from tracejudge.server.sessions.keys import SessionKeys, session_keys
 from tracejudge.server.store import (
     EvaluationRow,
     SpanEncoding,
@@ -88,10 +101,11 @@ def score_task(trace_id: str, source: str, criteria: Sequence[str | TraceCheck] 
 
 def _converted(
     batches: list[tuple[SpanEncoding, bytes]],
-) -> tuple[MultiAgentTrace | None, str | None]:
-    """The trace from its span batches, or why not. The protobuf batches, one after the
-    other, are one protobuf request (repeated fields concatenate); the OTLP/JSON ones, one
-    per line, are OTLP/JSON lines: the converter reads each as it reads any OTLP."""
+) -> tuple[MultiAgentTrace | None, str | None, SessionKeys]:
+    """The trace from its span batches, or why not, and the session and user its spans
+    name. The protobuf batches, one after the other, are one protobuf request (repeated
+    fields concatenate); the OTLP/JSON ones, one per line, are OTLP/JSON lines: the
+    converter reads each as it reads any OTLP."""
     records: list[Any] = []
     events: list[Any] = []
     warnings: list[str] = []
@@ -103,13 +117,14 @@ def _converted(
             records.extend(batch.spans)
             events.extend(batch.events)
             warnings.extend(batch.warnings)
+    keys = session_keys(r.attributes for r in records)
     traces = traces_from_records(records, events, warnings=warnings)
     scorable = [t for t in traces if t.has_llm_interactions]
     if not scorable:
         reason = "; ".join(traces.warnings[:3]) or "no agent or model call in its spans"
-        return None, f"not scored: no LLM interactions in this trace ({reason})"
+        return None, f"not scored: no LLM interactions in this trace ({reason})", keys
     # One trace id gives one trace; keep the largest should the converter split it.
-    return max(scorable, key=lambda t: len(t.agent_instance_by_id)), None
+    return max(scorable, key=lambda t: len(t.agent_instance_by_id)), None, keys
 
 
 def _summary(
@@ -147,11 +162,14 @@ def _summary(
 
 def _read_stored(
     row: TraceRow, batches: list[tuple[SpanEncoding, bytes]], spans: int
-) -> tuple[MultiAgentTrace | None, TraceRow]:
-    """The converted trace (None when it holds no model call) and its summary row, made in
-    a worker thread (converting and encoding a large trace takes seconds)."""
-    trace, error = _converted(batches)
-    return trace, _summary(row, trace, error, spans)
+) -> tuple[MultiAgentTrace | None, TraceRow, SessionKeys]:
+    """The converted trace (None when it holds no model call), its summary row and its
+    session, made in a worker thread (converting and encoding a large trace takes
+    seconds)."""
+    trace, error, keys = _converted(batches)
+    if not keys:
+        keys = session_keys((), row.resource)
+    return trace, _summary(row, trace, error, spans), keys
 
 
 def _too_large(row: TraceRow, max_trace_spans: int) -> TraceRow:
@@ -184,8 +202,16 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
                     trace=summary,
                 )
             batches, spans = await in_thread(context.store.traces.span_batches, trace_id)
-            trace, read = await context.offload.run(_read_stored, row, batches, spans)
+            trace, read, keys = await context.offload.run(_read_stored, row, batches, spans)
             summary = read
+            if keys:
+                await in_thread(
+                    context.store.sessions.link,
+                    trace_id,
+                    keys.session_id,
+                    keys.user_id,
+                    read.start_time if read.start_time is not None else row.start_time,
+                )
             if trace is None:
                 return Outcome(
                     {"trace_id": trace_id, "evaluations": [], "error": read.error}, trace=read
@@ -196,12 +222,18 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             raise BadRequestError(
                 f"trace {trace_id!r} has no converted trace to score ({row.error or row.status})"
             )
+        plan: ScoringPlan | None = None
         if "criteria" in payload or "checks" in payload:
             criteria = resolve_criteria(payload.get("criteria", []), payload.get("checks", []))
+        elif source in (INGEST, BACKFILL):
+            only = str(payload["rule"]) if source == BACKFILL else None
+            plan = await in_thread(rule_plan, context.store, row, trace, only)
+            criteria = list(context.criteria) if plan is None else plan.criteria
         else:
             criteria = list(context.criteria)
         try:
-            responses = await context.service.score_trace(trace, criteria)
+            # a rule's plan may hold nothing to score (a backfill whose rule is gone)
+            responses = await context.service.score_trace(trace, criteria) if criteria else []
         except asyncio.CancelledError:
             raise
         except Exception as error:
@@ -212,24 +244,62 @@ def handlers(context: ServerContext) -> dict[str, Handler]:
             failed = describe_error(error)
             summary.status, summary.error = "failed", failed
             return Outcome(None, trace=summary, failed=failed)
+        after = None
+        if plan is not None:
+            responses = held_to_bars(responses, plan.bars)
+            after = await _record_rules(context, row, trace, plan, responses)
         if context.writeback is not None:
             await in_thread(context.writeback.emit, trace, responses)
-        rows, result = await context.offload.run(_evaluation_rows, trace_id, source, responses)
+        owners = plan.owners if plan is not None else {}
+        rows, result = await context.offload.run(
+            _evaluation_rows, trace_id, source, responses, owners
+        )
         return Outcome(
             result,
             evaluations=rows,
             trace=summary,
             replace_source=INGEST if source == INGEST else None,
+            after=after,
         )
 
     return {"score_trace": score_trace}
 
 
+async def _record_rules(
+    context: ServerContext,
+    row: TraceRow,
+    trace: MultiAgentTrace,
+    plan: ScoringPlan,
+    responses: Sequence[MultiAgentTraceResponse],
+) -> Callable[[], Awaitable[None]] | None:
+    """Store what each rule decided and what its judge spent; the follow-up that queues
+    the session criteria of the rules that keep the trace (see `sessions.judging`), run
+    once the trace is stored so that the session's judgement reads it."""
+    store = context.store
+    await in_thread(store.decisions.decide, stored_decisions(row.trace_id, plan.decisions))
+    await in_thread(charge, store, plan, responses)
+    session_id, _ = await in_thread(store.sessions.of_trace, row.trace_id)
+    if session_id is None:
+        return None
+    facts = facts_of(row, trace)
+
+    async def judge_session() -> None:
+        rules = await in_thread(active_rules, store)
+        await queue_for_rules(context, facts, session_id, rules)
+
+    return judge_session
+
+
 def _evaluation_rows(
-    trace_id: str, source: str, responses: Sequence[MultiAgentTraceResponse]
+    trace_id: str,
+    source: str,
+    responses: Sequence[MultiAgentTraceResponse],
+    owners: Mapping[str, str] | None = None,
 ) -> tuple[list[EvaluationRow], dict[str, Any]]:
     """The rows to store and the task's result (encoded off the event loop: the answer
-    for a trace of thousands of agents is large)."""
+    for a trace of thousands of agents is large). `owners`: the rule that asked for each
+    judged criterion, kept as the answer's `RULE_TAG` tag (the trends count per rule)."""
+    owners = owners or {}
     now = time.time()
     rows = [
         EvaluationRow(
@@ -242,6 +312,7 @@ def _evaluation_rows(
             trace_id=trace_id,
             source=source,
             judge_cost_usd=r.usage.cost_usd if r.usage is not None else None,
+            tags={RULE_TAG: owners[r.criterion]} if r.criterion in owners else {},
         )
         for r in responses
     ]

@@ -43,6 +43,9 @@ class Outcome:
     trace: TraceRow | None = None
     replace_source: str | None = None
     failed: str | None = None
+    #: Run once the outcome is stored (work that must see it: a session's judgement
+    #: reading the trace just scored); not run when it is not, nor again on a retry.
+    after: Callable[[], Awaitable[None]] | None = None
 
 
 #: A task kind's handler: the task's payload in, its outcome out.
@@ -215,6 +218,13 @@ class TaskRunner:
             except Exception:
                 logger.exception("tracejudge: task %s could not be marked failed", task.id)
                 return
+        if owned and outcome.after is not None and not outcome.failed:
+            try:
+                await outcome.after()
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                logger.exception("tracejudge: the follow-up of task %s failed", task.id)
         if not owned:
             logger.warning(
                 "tracejudge: task %s ran past its lease and was taken over; its result "

@@ -53,6 +53,7 @@ from tracejudge.server.store import (
     EvaluationRow,
     InvalidCursorError,
     Overview,
+    RuleDecisionRow,
     TracePage,
     TraceRow,
 )
@@ -64,6 +65,7 @@ __all__ = [
     "EvaluationList",
     "OverviewAnswer",
     "RescoreRequest",
+    "RuleDecisionAnswer",
     "StoredEvaluation",
     "StoredTrace",
     "TraceList",
@@ -196,6 +198,17 @@ class StoredEvaluation(TypedDict):
     response: dict[str, Any]
 
 
+class RuleDecisionAnswer(TypedDict):
+    """What a rule decided for a trace: scored, sampled_out, over_budget, or queued (by a
+    backfill), with one line saying why."""
+
+    rule: str
+    outcome: Literal["scored", "sampled_out", "over_budget", "queued"]
+    reason: str
+    revision: int
+    decided_at: float
+
+
 class StoredTrace(TraceSummary):
     """GET /api/v1/traces/{trace_id}: the summary, the verdict in full, the
     MultiAgentTrace (None until the spans are converted) and the evaluations."""
@@ -206,6 +219,11 @@ class StoredTrace(TraceSummary):
     failures: list[Failure]
     trace: dict[str, Any] | None
     evaluations: list[StoredEvaluation]
+    #: What each rule decided for it: which scored it, which sampled it out, and why.
+    rules: list[RuleDecisionAnswer]
+    #: The session and user it belongs to (None: not recorded).
+    session_id: str | None
+    user_id: str | None
 
 
 class EvaluationList(TypedDict):
@@ -333,7 +351,12 @@ async def stored_trace(request: Request) -> TraceRow:
     return row
 
 
-def _trace_answer(row: TraceRow, evaluations: list[EvaluationRow]) -> JSONResponse:
+def _trace_answer(
+    row: TraceRow,
+    evaluations: list[EvaluationRow],
+    decisions: list[RuleDecisionRow],
+    session: tuple[str | None, str | None],
+) -> JSONResponse:
     verdict = TraceVerdict.of(latest_answers(evaluations))
     body: StoredTrace = {
         **summary(row),
@@ -341,6 +364,18 @@ def _trace_answer(row: TraceRow, evaluations: list[EvaluationRow]) -> JSONRespon
         "failures": verdict.failures,
         "trace": trace_data(row.trace_json) if row.trace_json else None,
         "evaluations": [evaluation(e) for e in evaluations],
+        "rules": [
+            {
+                "rule": d.rule,
+                "outcome": d.outcome,  # type: ignore[typeddict-item]  # one of the outcomes
+                "reason": d.reason,
+                "revision": d.revision,
+                "decided_at": d.decided_at,
+            }
+            for d in decisions
+        ],
+        "session_id": session[0],
+        "user_id": session[1],
     }
     # the verdict's models as JSON, the trace as parsed (walking it again costs)
     verdict_json = {
@@ -359,8 +394,10 @@ async def get_trace(request: Request) -> JSONResponse:
     context = context_of(request)
     row = await stored_trace(request)
     evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
+    decisions = await in_thread(context.store.decisions.of_trace, row.trace_id)
+    session = await in_thread(context.store.sessions.of_trace, row.trace_id)
     # A stored trace may be tens of megabytes of JSON: decoded and encoded off the loop.
-    return await context.offload.run(_trace_answer, row, evaluations)
+    return await context.offload.run(_trace_answer, row, evaluations, decisions, session)
 
 
 async def get_evaluations(request: Request) -> JSONResponse:

@@ -44,10 +44,10 @@ from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
 from tracejudge.server.page_cache import page_key
-from tracejudge.server.store import AttributionRow, EvaluationRow, TraceRow
+from tracejudge.server.store import AttributionRow, EvaluationRow, RuleDecisionRow, TraceRow
 from tracejudge.server.stored import collection_paused, latest_answers, read_trace
 
-__all__ = ["routes", "LIST_PATH", "trace_path"]
+__all__ = ["routes", "LIST_PATH", "session_path", "trace_path"]
 
 LIST_PATH = "/ui"
 _CSS = """
@@ -86,6 +86,46 @@ def trace_path(trace_id: str) -> str:
     return f"{LIST_PATH}/traces/{quote(trace_id, safe='')}"
 
 
+def session_path(session_id: str) -> str:
+    """The address of a session's page."""
+    return f"{LIST_PATH}/sessions/{quote(session_id, safe='')}"
+
+
+#: How each rule outcome reads on the trace page.
+_OUTCOMES = {
+    "scored": "scored it",
+    "sampled_out": "sampled it out",
+    "over_budget": "did not judge it (budget spent)",
+    "queued": "queued it (backfill)",
+}
+
+
+def _preface(decisions: Sequence[RuleDecisionRow], session: tuple[str | None, str | None]) -> str:
+    """Which rules scored the trace and which sampled it out, and its session: what the
+    trace page says above the viewer ("why was this not judged?")."""
+    e = html.escape
+    parts = []
+    session_id, user_id = session
+    if session_id is not None or user_id is not None:
+        facts = []
+        if session_id is not None:
+            facts.append(f'session <a href="{e(session_path(session_id))}">{e(session_id)}</a>')
+        if user_id is not None:
+            facts.append(f"user {e(user_id)}")
+        parts.append(f'<p id="tj-session">{" · ".join(facts)}</p>')
+    if decisions:
+        items = "".join(
+            f'<li data-outcome="{e(d.outcome)}"><b>{e(d.rule)}</b> '
+            f"{e(_OUTCOMES.get(d.outcome, d.outcome))}: {e(d.reason)}</li>"
+            for d in decisions
+        )
+        parts.append(
+            f'<section id="tj-rules"><b>Rules</b> (<a href="{LIST_PATH}/rules">all rules</a>)'
+            f"<ul>{items}</ul></section>"
+        )
+    return "\n".join(parts) + ("\n" if parts else "")
+
+
 def _document(title: str, body: str) -> str:
     e = html.escape
     return (
@@ -101,12 +141,13 @@ def _render(
     shown: list[dict[str, Any]],
     who: str | None,
     stored: AttributionRow | None,
+    preface: str = "",
 ) -> bytes:
     """The page, encoded (`shown`: the labels as the page shows them)."""
     with collection_paused():
         # The trace and its page's data are freed before the collector is back on: its
         # first pass then walks what survives, not millions of parsed containers.
-        return _draw(row, rows, shown, who, stored).encode("utf-8")
+        return _draw(row, rows, shown, who, stored, preface).encode("utf-8")
 
 
 def _draw(
@@ -115,6 +156,7 @@ def _draw(
     shown: list[dict[str, Any]],
     who: str | None,
     stored: AttributionRow | None,
+    preface: str = "",
 ) -> str:
     assert row.trace_json is not None
     trace = read_trace(row.trace_json)
@@ -129,6 +171,7 @@ def _draw(
         home=LIST_PATH,
         labelling=labelling,
         attribution=page_attribution(trace, answers, rows, stored),
+        preface=preface,
     )
 
 
@@ -158,14 +201,17 @@ async def trace_page(request: Request) -> HTMLResponse:
     recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
     stored = await in_thread(context.store.attributions.latest, row.trace_id)
+    decisions = await in_thread(context.store.decisions.of_trace, row.trace_id)
+    session = await in_thread(context.store.sessions.of_trace, row.trace_id)
+    preface = _preface(decisions, session)
     headers = _headers(content_security_policy(connect_self=True))
     shown = [labels.label_json(r) for r in recorded]
-    key = await context.offload.run(page_key, row, evaluations, shown, who, stored)
+    key = await context.offload.run(page_key, row, evaluations, shown, who, stored, preface)
     kept = context.pages.get(key)
     if kept is not None:
         return HTMLResponse(kept, headers={**headers, "Server-Timing": 'page;desc="kept"'})
     began = time.perf_counter()
-    drawn = await context.offload.run(_render, row, evaluations, shown, who, stored)
+    drawn = await context.offload.run(_render, row, evaluations, shown, who, stored, preface)
     context.pages.put(key, drawn)
     timing = f'page;desc="drawn";dur={(time.perf_counter() - began) * 1000:.1f}'
     return HTMLResponse(drawn, headers={**headers, "Server-Timing": timing})

@@ -5,7 +5,8 @@ attributions.
 (SQLite, the default), or `postgresql://...` (PostgreSQL, for several replicas), and
 returns a `Store`: that dialect core with a repository per area (`store.tasks`,
 `store.traces`, `store.lists`, `store.evaluations`, `store.labels`,
-`store.attributions`, `store.spend`, `store.runs`).
+`store.attributions`, `store.spend`, `store.runs`, `store.rules`, `store.decisions`,
+`store.sessions`).
 """
 
 from __future__ import annotations
@@ -40,12 +41,19 @@ from tracejudge.server.store.base import (
 )
 from tracejudge.server.store.labels import LabelCursorError
 from tracejudge.server.store.migrations import SCHEMA_VERSION
+from tracejudge.server.store.rules import RuleDecisionRow, RuleRow, RuleSourceError, RuleTally
 from tracejudge.server.store.runs import (
     RUN_SOURCE,
     RunCursorError,
     RunPage,
     RunResultRow,
     RunRow,
+)
+from tracejudge.server.store.sessions import (
+    SessionEvaluationRow,
+    SessionPage,
+    SessionRow,
+    worst_verdict,
 )
 
 __all__ = [
@@ -80,6 +88,14 @@ __all__ = [
     "too_large_reason",
     "describe_store",
     "StoreUnavailableError",
+    "RuleDecisionRow",
+    "RuleRow",
+    "RuleSourceError",
+    "RuleTally",
+    "SessionEvaluationRow",
+    "SessionPage",
+    "SessionRow",
+    "worst_verdict",
     "RUN_SOURCE",
     "RunCursorError",
     "RunPage",

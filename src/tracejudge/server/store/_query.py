@@ -348,6 +348,10 @@ def conditions(
         add("traces.start_time < ?", where.until)
     if where.q is not None:
         side(search(SearchQuery.parse(where.q)))
+    if where.session is not None:
+        side(Side("trace_sessions", "session_id = ?", (where.session,), unique=True))
+    if where.user is not None:
+        side(Side("trace_sessions", "user_id = ?", (where.user,), unique=True))
     return Conditions(parts)
 
 

@@ -17,7 +17,9 @@ from tracejudge.server.store._digests import Digests
 from tracejudge.server.store.evaluations import Evaluations
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
+from tracejudge.server.store.rules import RuleDecisions, Rules
 from tracejudge.server.store.runs import Runs
+from tracejudge.server.store.sessions import Sessions
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
 from tracejudge.server.store.traces import Traces
@@ -28,7 +30,7 @@ __all__ = ["Store"]
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
     repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
-    `spend` and `runs`."""
+    `spend`, `runs`, `rules`, `decisions` (the rules') and `sessions`."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -40,6 +42,9 @@ class Store:
         self.labels = Labels(core)
         self.attributions = Attributions(core)
         self.spend = Spend(core)
+        self.rules = Rules(core)
+        self.decisions = RuleDecisions(core)
+        self.sessions = Sessions(core)
         self.runs = Runs(core, self.traces, self.evaluations, self._digests)
 
     @property

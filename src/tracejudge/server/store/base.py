@@ -206,6 +206,10 @@ class TraceFilter:
     since: float | None = None
     until: float | None = None
     q: str | None = None
+    #: The session (`session.id` / `gen_ai.conversation.id`) and the user (`user.id` /
+    #: `enduser.id`) the trace belongs to.
+    session: str | None = None
+    user: str | None = None
 
 
 #: What a list can be sorted by: the name a caller gives, the column it reads.

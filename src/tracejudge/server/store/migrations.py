@@ -321,6 +321,75 @@ MIGRATIONS: tuple[Migration, ...] = (
             "ALTER TABLE span_batches ADD COLUMN body {blob}",
         ),
     ),
+    # Rules and sessions (#33 items 1 and 2): the rules (from a file or the API), what each
+    # decided for each trace, what each rule's judge spent per day; which session and user
+    # each trace belongs to, the sessions, and their session-level answers. Its own tables
+    # only, so it applies in any order with the other features' migrations.
+    Migration(
+        8,
+        "evaluation rules, their decision per trace and their spend per day; sessions and "
+        "users, and session-level answers",
+        (
+            # body: the rule as JSON (`tracejudge.server.rules.RuleBody`); source: file or api
+            """CREATE TABLE rules (
+                name TEXT PRIMARY KEY,
+                body TEXT NOT NULL,
+                source TEXT NOT NULL,
+                revision INTEGER NOT NULL DEFAULT 1,
+                created_at DOUBLE PRECISION NOT NULL,
+                updated_at DOUBLE PRECISION NOT NULL
+            )""",
+            # outcome: scored, sampled_out, over_budget, queued (by a backfill); reason: why
+            """CREATE TABLE trace_rules (
+                trace_id TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                outcome TEXT NOT NULL,
+                reason TEXT NOT NULL,
+                revision INTEGER NOT NULL,
+                decided_at DOUBLE PRECISION NOT NULL,
+                PRIMARY KEY (trace_id, rule)
+            )""",
+            "CREATE INDEX trace_rules_by_rule ON trace_rules (rule, outcome)",
+            """CREATE TABLE rule_spend (
+                day TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                cost_usd DOUBLE PRECISION NOT NULL DEFAULT 0,
+                tokens BIGINT NOT NULL DEFAULT 0,
+                PRIMARY KEY (day, rule)
+            )""",
+            """CREATE TABLE trace_sessions (
+                trace_id TEXT PRIMARY KEY,
+                session_id TEXT,
+                user_id TEXT,
+                started DOUBLE PRECISION
+            )""",
+            "CREATE INDEX trace_sessions_by_session ON trace_sessions (session_id, started)",
+            "CREATE INDEX trace_sessions_by_user ON trace_sessions (user_id, started)",
+            # judge_queued: a score_session task is queued and not started (one at a time)
+            """CREATE TABLE sessions (
+                session_id TEXT PRIMARY KEY,
+                user_id TEXT,
+                first_start DOUBLE PRECISION,
+                last_start DOUBLE PRECISION,
+                traces INTEGER NOT NULL DEFAULT 0,
+                judge_queued INTEGER NOT NULL DEFAULT 0
+            )""",
+            "CREATE INDEX sessions_by_last ON sessions (last_start, session_id)",
+            "CREATE INDEX sessions_by_user ON sessions (user_id, last_start)",
+            """CREATE TABLE session_evaluations (
+                id TEXT PRIMARY KEY,
+                session_id TEXT NOT NULL,
+                criterion TEXT NOT NULL,
+                response TEXT NOT NULL,
+                overall_score DOUBLE PRECISION,
+                turns INTEGER NOT NULL,
+                judge_cost_usd DOUBLE PRECISION,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+            "CREATE INDEX session_evaluations_by_session ON session_evaluations "
+            "(session_id, created_at)",
+        ),
+    ),
     # Experiment runs stored on the server (#34). Its own tables, read by no other
     # migration: it applies in any order (versions 7 and 8 are left to other areas).
     Migration(

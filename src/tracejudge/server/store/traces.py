@@ -50,6 +50,8 @@ SIDE_TABLES = (
     "trace_criteria",
     "attributions",
     "human_labels",
+    "trace_rules",
+    "trace_sessions",
 )
 #: Rows deleted per statement by the retention sweep.
 _DELETE_BATCH = 500
