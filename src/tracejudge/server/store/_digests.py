@@ -4,8 +4,8 @@
 its latest answer per criterion and writes it in the caller's transaction: the list's
 columns on `traces`, its latest score per criterion and agent instance (`agent_scores`),
 each criterion's worst score (`trace_criteria`), its agents' case-folded names with their
-worst scores (`trace_agent_keys`, `agent_names`), and its full-text document. Listing
-reads only those (see `_query`).
+worst scores (`trace_agent_keys`, `agent_names`), its full-text document, and what it adds
+to the trend rollups (`rollups`). Listing reads only those (see `_query`).
 """
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from tracejudge.server.store._core import SQLCore, storable
 from tracejudge.server.store._query import agent_key
 from tracejudge.server.store._search import index_words
 from tracejudge.server.store.base import EvaluationRow, TraceRow
+from tracejudge.server.store.rollups import Rollups
 
 __all__ = ["Digests"]
 
@@ -34,6 +35,7 @@ class Digests:
     def __init__(self, core: SQLCore) -> None:
         self.core = core
         self.prices: PriceTable | None = None
+        self.rollups = Rollups(core)
 
     def refresh_all(self, cursor: Any, trace_ids: Iterable[str]) -> None:
         """`refresh` each trace, in id order (one lock order for every writer)."""
@@ -118,6 +120,7 @@ class Digests:
             self._write_agent_keys(cursor, trace_id, found, new=new)
         self._write_scores(cursor, trace_id, found, new=new)
         self.core.index(cursor, trace_id, index_words(found.text), new=new)
+        self.rollups.record(cursor, trace_id, found, start_time, end_time)
 
     def _write_columns(
         self,

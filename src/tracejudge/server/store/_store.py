@@ -20,14 +20,15 @@ from tracejudge.server.store.listing import TraceLists
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
 from tracejudge.server.store.traces import Traces
+from tracejudge.server.store.trends import Trends
 
 __all__ = ["Store"]
 
 
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
-    repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions` and
-    `spend`."""
+    repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
+    `spend` and `trends` (with `rollups`, their writer)."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -39,6 +40,9 @@ class Store:
         self.labels = Labels(core)
         self.attributions = Attributions(core)
         self.spend = Spend(core)
+        self.trends = Trends(core)
+        #: The trends' writer (kept current by every digest; bulk loads go through it).
+        self.rollups = self._digests.rollups
 
     @property
     def single_process(self) -> bool:

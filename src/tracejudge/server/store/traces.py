@@ -50,6 +50,7 @@ SIDE_TABLES = (
     "trace_criteria",
     "attributions",
     "human_labels",
+    "trend_marks",  # what the trace added to the trends (the trends themselves stay)
 )
 #: Rows deleted per statement by the retention sweep.
 _DELETE_BATCH = 500
