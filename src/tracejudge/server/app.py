@@ -37,6 +37,8 @@ from tracejudge.server import (
     otlp,
     scoring,
     traces,
+    trends,
+    trends_page,
     ui,
 )
 from tracejudge.server.auth import AuthMiddleware, KeyRing
@@ -285,6 +287,8 @@ def create_app(
         *otlp.routes,
         *list_page.routes,
         *ui.routes,
+        *trends.routes,
+        *trends_page.routes,
         *metrics_routes,
     ]
     app = Starlette(

@@ -351,7 +351,11 @@ def _document(body: str) -> str:
 
 def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
     """The list page of `page`, with its filter form and the overview above."""
-    head = [f"<h1>tracejudge: stored traces</h1>{_form(query)}", _overview(overview, page.total)]
+    head = [
+        f'<h1>tracejudge: stored traces</h1><p><a href="{LIST_PATH}/trends">trends</a></p>'
+        f"{_form(query)}",
+        _overview(overview, page.total),
+    ]
     if page.traces:
         header = "".join(_header(query, *column) for column in _COLUMNS)
         head += [

@@ -36,7 +36,7 @@ METRICS = {
     "failure_rate": "failing / scored (a unit fails when an answer is below its bar)",
     "mean_score": "mean of the scored units' worst scores",
     "not_evaluated_rate": "units not evaluated / units",
-    "judge_cost": "dollars the judge cost (criteria of every agent)",
+    "judge_cost": "dollars the judge cost (per criterion: none for one agent's series)",
     "volume": "traces",
     "latency_p50": "median trace duration, seconds (from a fixed-bucket histogram)",
     "latency_p95": "95th percentile trace duration, seconds (same histogram)",
@@ -84,6 +84,8 @@ class TrendPoint:
 
     bucket: int
     counts: list[float] = field(default_factory=lambda: [0.0] * len(TREND_COUNTS))
+    #: One agent's point: the judge's cost is not split between agents, so it has none.
+    one_agent: bool = False
 
     def get(self, name: str) -> float:
         return self.counts[COUNT_INDEX[name]]
@@ -101,7 +103,7 @@ class TrendPoint:
         if name == "volume":
             return self.get("traces")
         if name == "judge_cost":
-            return self.get("judge_cost")
+            return None if self.one_agent else self.get("judge_cost")
         if name in ("latency_p50", "latency_p95"):
             return percentile(self.counts[_LATENCY], 0.5 if name == "latency_p50" else 0.95)
         below = self.get(_COUNT_OF[name])
@@ -125,7 +127,8 @@ class TrendSeries:
 
     def total(self) -> TrendPoint:
         """Every point summed (a monitor's window)."""
-        whole = TrendPoint(self.points[0].bucket if self.points else 0)
+        first = self.points[0] if self.points else TrendPoint(0)
+        whole = TrendPoint(first.bucket, one_agent=first.one_agent)
         for point in self.points:
             whole.add(point.counts)
         return whole
@@ -143,6 +146,7 @@ class Trends:
             groups = self._series_keys(cursor, query)
             rows = self._rows(cursor, query, sorted(groups))
         buckets = query.buckets()
+        one_agent = query.agent is not None or query.by == "agent"
         found: dict[str | None, dict[int, TrendPoint]] = {}
         if query.by is None:
             found[None] = {}
@@ -150,10 +154,12 @@ class Trends:
             points = found.setdefault(groups[key], {})
             point = points.get(bucket)
             if point is None:
-                point = points[bucket] = TrendPoint(bucket)
+                point = points[bucket] = TrendPoint(bucket, one_agent=one_agent)
             point.add(counts)
         return [
-            TrendSeries(group, [points.get(b) or TrendPoint(b) for b in buckets])
+            TrendSeries(
+                group, [points.get(b) or TrendPoint(b, one_agent=one_agent) for b in buckets]
+            )
             for group, points in sorted(found.items(), key=lambda item: item[0] or "")
         ]
 
