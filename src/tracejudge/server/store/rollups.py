@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from tracejudge import semconv
@@ -73,20 +73,22 @@ class Rollups:
     ) -> None:
         """Move what trace `trace_id` adds to the rollups to what `found` (its new
         digest; `start`/`end`: its span times) says, in the caller's transaction."""
-        facts = self._facts(cursor, trace_id, found, start, end)
-        if facts is None:
+        read = self._facts(cursor, trace_id, found, start, end)
+        if read is None:
             return
-        mark = self.core.run(
-            cursor, "SELECT body FROM trend_marks WHERE trace_id = ?", [trace_id]
-        ).fetchone()
+        facts, mark = read
         pending = self._pending(cursor)
         if mark is not None:
-            _add_mark(pending.deltas, json.loads(mark[0]), sign=-1.0)
+            _add_mark(pending.deltas, json.loads(mark), sign=-1.0)
         added = contributions(facts)
         body = {
             "hour": bucket_of(facts.start, "hour"),
             "day": bucket_of(facts.start, "day"),
-            "rows": {series_key(d): row for d, row in added.items()},
+            # sparse: {series key: {count index: value}} (most counts are zero)
+            "rows": {
+                series_key(d): {str(i): v for i, v in enumerate(row) if v}
+                for d, row in added.items()
+            },
         }
         _add_mark(pending.deltas, body, sign=1.0)
         pending.series.update({series_key(d): d for d in added})
@@ -104,19 +106,21 @@ class Rollups:
         found: TraceDigest,
         start: float | None,
         end: float | None,
-    ) -> TraceFacts | None:
-        """The trace's facts: its digest with what the rollups read beside it."""
+    ) -> tuple[TraceFacts, str | None] | None:
+        """The trace's facts (its digest with what the rollups read beside it), and what
+        it added to the rollups so far (None: nothing yet)."""
         row = self.core.run(
             cursor,
             "SELECT t.status, COALESCE(t.service, (SELECT r.value FROM trace_resource r "
             "WHERE r.trace_id = t.trace_id AND r.key = ?)), t.first_seen, (SELECT r.value "
-            "FROM trace_resource r WHERE r.trace_id = t.trace_id AND r.key = ?) FROM traces t "
+            "FROM trace_resource r WHERE r.trace_id = t.trace_id AND r.key = ?), "
+            "(SELECT m.body FROM trend_marks m WHERE m.trace_id = t.trace_id) FROM traces t "
             "WHERE t.trace_id = ?",
             [semconv.SERVICE_NAME, semconv.SERVICE_VERSION, trace_id],
         ).fetchone()
         if row is None:
             return None
-        status, service, first_seen, version = row
+        status, service, first_seen, version, mark = row
         costs: dict[str, float] = {}
         rules: dict[str, str] = {}
         for criterion, tags, cost in self.core.run(
@@ -132,7 +136,7 @@ class Rollups:
         starts = [t for t in (start, found.start_time) if t is not None]
         ends = [t for t in (end, found.end_time) if t is not None]
         began = min(starts) if starts else float(first_seen)
-        return TraceFacts(
+        facts = TraceFacts(
             start=began,
             duration=max(0.0, max(ends) - began) if ends else None,
             status=status,
@@ -143,6 +147,7 @@ class Rollups:
             costs=costs,
             rules=rules,
         )
+        return facts, mark
 
     def _pending(self, cursor: Any) -> _Pending:
         """This transaction's changes, written before it commits."""
@@ -195,10 +200,11 @@ class _Pending:
 
 
 def _add_mark(deltas: Deltas, mark: Mapping[str, Any], *, sign: float) -> None:
-    rows: Mapping[str, Iterable[float]] = mark["rows"]
-    for grain in ("hour", "day"):
+    """Add (sign 1) or take back (sign -1) what a trace's mark says it adds."""
+    rows: Mapping[str, Mapping[str, float]] = mark["rows"]
+    for grain in GRAINS:
         bucket = int(mark[grain])
         for key, counts in rows.items():
             total = deltas.setdefault((grain, key, bucket), [0.0] * len(TREND_COUNTS))
-            for index, value in enumerate(counts):
-                total[index] += sign * value
+            for index, value in counts.items():
+                total[int(index)] += sign * value
