@@ -115,24 +115,40 @@ def test_failure_rate_per_version_matches_the_traces_answers(site: Site) -> None
     body = site.trends(agent="writer", criterion=FINAL, grain="day", by="version")
     assert [s["group"] for s in body["series"]] == list(VERSIONS)
     for series in body["series"]:
-        failing = sum(p["failing"] for p in series["points"])
-        scored = sum(p["scored"] for p in series["points"])
+        failing = sum(series["counts"]["failing"])
+        scored = sum(series["counts"]["scored"])
         assert (failing, scored) == expected[series["group"]]
-        rates = [p["failure_rate"] for p in series["points"] if p["scored"]]
+        rates = [
+            rate
+            for rate, n in zip(
+                series["metrics"]["failure_rate"], series["counts"]["scored"], strict=True
+            )
+            if n
+        ]
         assert rates and all(0.0 < r <= 1.0 for r in rates)
+        # a bucket with nothing scored has no rate (null), not a zero
+        assert all(
+            rate is None
+            for rate, n in zip(
+                series["metrics"]["failure_rate"], series["counts"]["scored"], strict=True
+            )
+            if not n
+        )
 
 
 def test_volume_and_latency_count_every_scored_trace(site: Site) -> None:
     body = site.trends(grain="hour")
     (series,) = body["series"]
     assert series["group"] is None
-    assert sum(p["volume"] for p in series["points"]) == site.runs
-    busy = [p for p in series["points"] if p["traces"]]
-    assert busy and all(p["latency_p50"] is not None for p in busy)
-    assert all(p["latency_p50"] <= p["latency_p95"] for p in busy)
-    # each point names its bucket, and buckets follow each other by the hour
-    buckets = [p["bucket"] for p in series["points"]]
+    metrics, counts = series["metrics"], series["counts"]
+    assert sum(metrics["volume"]) == sum(counts["traces"]) == site.runs
+    busy = [i for i, n in enumerate(counts["traces"]) if n]
+    assert busy and all(metrics["latency_p50"][i] is not None for i in busy)
+    assert all(metrics["latency_p50"][i] <= metrics["latency_p95"][i] for i in busy)
+    # the buckets follow each other by the hour, every column one value per bucket
+    buckets = series["buckets"]
     assert all(b - a == 3600 for a, b in zip(buckets, buckets[1:], strict=False))
+    assert {len(v) for v in [*metrics.values(), *counts.values()]} == {len(buckets)}
 
 
 @pytest.mark.parametrize(

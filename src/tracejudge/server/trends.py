@@ -4,8 +4,9 @@ Per hour or day (`grain`), from `since` to `until` (ISO 8601 or Unix seconds; de
 the last 48 hours by the hour, the last 30 days by the day), for one agent and one
 criterion (`agent`, `criterion`; left out: every agent, every criterion), narrowed to a
 `service`, `version` (`service.version`) or `rule` when given, split by one of them
-(`by`): each point carries every metric of `METRICS` (failure rate, mean score,
-not-evaluated rate, judge cost, volume, latency p50/p95) with the counts they are of.
+(`by`): each series gives, column by column, its buckets and every metric of `METRICS`
+(failure rate, mean score, not-evaluated rate, judge cost, volume, latency p50/p95) with
+the counts they are of.
 The numbers come from rollups kept current as traces are scored (`store.rollups`), so an
 answer reads a few rows per bucket whatever the number of traces stored.
 """
@@ -29,7 +30,6 @@ from tracejudge.server.store.trends import (
     DIMENSIONS,
     GRAIN_SECONDS,
     METRICS,
-    TrendPoint,
     TrendQuery,
     TrendSeries,
 )
@@ -38,7 +38,7 @@ __all__ = [
     "TRENDS_PATH",
     "failing_traces_path",
     "iso",
-    "point_json",
+    "COUNTS",
     "routes",
     "series_json",
     "trend_query",
@@ -102,19 +102,28 @@ def failing_traces_path(asked: TrendQuery, since: float, until: float) -> str:
     return "/ui?" + urlencode(params)
 
 
-def point_json(point: TrendPoint) -> dict[str, Any]:
-    """One bucket: its start, every metric, and the counts they are of."""
-    found: dict[str, Any] = {"t": iso(point.bucket), "bucket": point.bucket}
-    for metric in METRICS:
-        value = point.metric(metric)
-        found[metric] = None if value is None else round(value, 6)
-    for count in ("traces", "units", "scored", "failing", "not_evaluated", "timed"):
-        found[count] = int(round(point.get(count)))
-    return found
+#: The counts each series carries beside its metrics.
+COUNTS = ("traces", "units", "scored", "failing", "not_evaluated", "timed")
 
 
 def series_json(series: TrendSeries) -> dict[str, Any]:
-    return {"group": series.group, "points": [point_json(p) for p in series.points]}
+    """One series, column by column: the buckets' starts (Unix seconds), each metric and
+    each count, one value per bucket (a metric is null where there is nothing to
+    measure)."""
+    metrics: dict[str, list[float | None]] = {m: [] for m in METRICS}
+    counts: dict[str, list[int]] = {c: [] for c in COUNTS}
+    for point in series.points:
+        for metric, values in metrics.items():
+            value = point.metric(metric)
+            values.append(None if value is None else round(value, 6))
+        for count, numbers in counts.items():
+            numbers.append(int(round(point.get(count))))
+    return {
+        "group": series.group,
+        "buckets": [p.bucket for p in series.points],
+        "metrics": metrics,
+        "counts": counts,
+    }
 
 
 def answer_json(asked: TrendQuery, found: list[TrendSeries]) -> dict[str, Any]:
@@ -124,7 +133,7 @@ def answer_json(asked: TrendQuery, found: list[TrendSeries]) -> dict[str, Any]:
         "until": iso(asked.until),
         "by": asked.by,
         "filters": {d: getattr(asked, d) for d in DIMENSIONS if d != asked.by},
-        "metrics": METRICS,
+        "metric_definitions": METRICS,
         "series": [series_json(s) for s in found],
     }
 

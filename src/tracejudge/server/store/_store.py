@@ -17,6 +17,7 @@ from tracejudge.server.store._digests import Digests
 from tracejudge.server.store.evaluations import Evaluations
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
+from tracejudge.server.store.monitors import Monitors
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
 from tracejudge.server.store.traces import Traces
@@ -28,7 +29,7 @@ __all__ = ["Store"]
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
     repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
-    `spend` and `trends` (with `rollups`, their writer)."""
+    `spend`, `trends` (with `rollups`, their writer) and `monitors`."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -43,6 +44,7 @@ class Store:
         self.trends = Trends(core)
         #: The trends' writer (kept current by every digest; bulk loads go through it).
         self.rollups = self._digests.rollups
+        self.monitors = Monitors(core)
 
     @property
     def single_process(self) -> bool:

@@ -403,6 +403,7 @@ MIGRATIONS += (
                 next_attempt_at DOUBLE PRECISION NOT NULL,
                 lease_until DOUBLE PRECISION,
                 last_error TEXT,
+                log TEXT NOT NULL DEFAULT '[]',
                 created_at DOUBLE PRECISION NOT NULL,
                 delivered_at DOUBLE PRECISION
             )""",

@@ -143,25 +143,26 @@ class Trends:
     def series(self, query: TrendQuery) -> list[TrendSeries]:
         """The series `query` asks for (one when not split), groups in name order."""
         with self.core.transaction() as cursor:
-            groups = self._series_keys(cursor, query)
-            rows = self._rows(cursor, query, sorted(groups))
+            groups: dict[str | None, list[str]] = {} if query.by is not None else {None: []}
+            for key, group in self._series_keys(cursor, query).items():
+                groups.setdefault(group, []).append(key)
+            summed = {g: self._summed(cursor, query, sorted(keys)) for g, keys in groups.items()}
         buckets = query.buckets()
         one_agent = query.agent is not None or query.by == "agent"
-        found: dict[str | None, dict[int, TrendPoint]] = {}
-        if query.by is None:
-            found[None] = {}
-        for key, bucket, counts in rows:
-            points = found.setdefault(groups[key], {})
-            point = points.get(bucket)
-            if point is None:
-                point = points[bucket] = TrendPoint(bucket, one_agent=one_agent)
-            point.add(counts)
-        return [
-            TrendSeries(
-                group, [points.get(b) or TrendPoint(b, one_agent=one_agent) for b in buckets]
+        found = []
+        for group, points in sorted(summed.items(), key=lambda item: item[0] or ""):
+            found.append(
+                TrendSeries(
+                    group,
+                    [
+                        TrendPoint(b, points[b], one_agent)
+                        if b in points
+                        else TrendPoint(b, one_agent=one_agent)
+                        for b in buckets
+                    ],
+                )
             )
-            for group, points in sorted(found.items(), key=lambda item: item[0] or "")
-        ]
+        return found
 
     def dimension_values(self) -> dict[str, list[str]]:
         """Every value seen of each dimension (the page's choices)."""
@@ -205,19 +206,24 @@ class Trends:
             key: (group if query.by is not None and group != ALL else None) for key, group in rows
         }
 
-    def _rows(
-        self, cursor: Any, query: TrendQuery, keys: list[str]
-    ) -> list[tuple[str, int, Sequence[float]]]:
-        found: list[tuple[str, int, Sequence[float]]] = []
-        columns = ", ".join(TREND_COUNTS)
+    def _summed(self, cursor: Any, query: TrendQuery, keys: list[str]) -> dict[int, list[float]]:
+        """The counts of the series `keys`, summed per bucket of the range (by the
+        database: a chart reads one row per bucket)."""
+        found: dict[int, list[float]] = {}
+        sums = ", ".join(f"SUM({c})" for c in TREND_COUNTS)
         for first in range(0, len(keys), _IN_CHUNK):
             chunk = keys[first : first + _IN_CHUNK]
             marks = ", ".join("?" for _ in chunk)
-            for row in self.core.run(
+            for bucket, *counts in self.core.run(
                 cursor,
-                f"SELECT series_key, bucket, {columns} FROM trend_rollups WHERE grain = ? "
-                f"AND series_key IN ({marks}) AND bucket >= ? AND bucket < ?",
+                f"SELECT bucket, {sums} FROM trend_rollups WHERE grain = ? "
+                f"AND series_key IN ({marks}) AND bucket >= ? AND bucket < ? GROUP BY bucket",
                 [query.grain, *chunk, bucket_of(query.since, query.grain), int(query.until)],
             ).fetchall():
-                found.append((row[0], int(row[1]), row[2:]))
+                known = found.get(int(bucket))
+                if known is None:
+                    found[int(bucket)] = [float(c) for c in counts]
+                else:
+                    for index, value in enumerate(counts):
+                        known[index] += float(value)
         return found
