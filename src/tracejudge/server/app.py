@@ -34,6 +34,7 @@ from tracejudge.server import (
     health,
     labels,
     list_page,
+    monitors,
     otlp,
     scoring,
     traces,
@@ -41,6 +42,7 @@ from tracejudge.server import (
     trends_page,
     ui,
 )
+from tracejudge.server.alerts import AlertLoop
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.backlog import Backlog
 from tracejudge.server.buckets import TokenBuckets
@@ -267,6 +269,16 @@ def create_app(
         await runner.start()
         supervisor.spawn("sweeper", scoring.TraceSweeper(context).run)
         supervisor.spawn("pruner", pruner.run)
+        supervisor.spawn(
+            "alerts",
+            AlertLoop(
+                store,
+                base_url=config.public_url or f"http://{config.host}:{config.port}",
+                interval=config.alert_interval_seconds,
+                retry_seconds=config.alert_retry_seconds,
+                attempts=config.alert_attempts,
+            ).run,
+        )
         try:
             yield
         finally:
@@ -289,6 +301,7 @@ def create_app(
         *ui.routes,
         *trends.routes,
         *trends_page.routes,
+        *monitors.routes,
         *metrics_routes,
     ]
     app = Starlette(

@@ -168,9 +168,7 @@ class ServerConfig:
                 f"{setting.flag} (or {setting.env}) is {endpoint!r}; give the OTLP/HTTP base "
                 "URL, such as http://collector:4318"
             )
-        if self.public_url is not None and not self.public_url.startswith(
-            ("http://", "https://")
-        ):
+        if self.public_url is not None and not self.public_url.startswith(("http://", "https://")):
             raise ConfigurationError(
                 f"--public-url (or TRACEJUDGE_PUBLIC_URL) is {self.public_url!r}; give the "
                 "address people open the server at, such as https://tracejudge.example.com"

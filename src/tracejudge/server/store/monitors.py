@@ -222,9 +222,15 @@ class Monitors:
         """Log one attempt: delivered, to be retried at `retry_at`, or failed for good
         (neither)."""
         now = time.time()
-        log = [*delivery.log, {"at": now, "attempt": delivery.attempts, "outcome": outcome}]
         status = "delivered" if delivered else ("pending" if retry_at is not None else "failed")
         with self.core.transaction() as cursor:
+            row = self.core.run(
+                cursor, "SELECT log FROM alert_deliveries WHERE id = ?", [delivery.id]
+            ).fetchone()
+            log = [
+                *json.loads(row[0] if row else "[]"),
+                {"at": now, "attempt": delivery.attempts, "outcome": outcome},
+            ]
             self.core.run(
                 cursor,
                 "UPDATE alert_deliveries SET status = ?, log = ?, last_error = ?, "
