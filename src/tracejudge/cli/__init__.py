@@ -16,9 +16,10 @@
     tracejudge compare BASE CAND     compare two runs row by row; --fail-on-regression gates
                                      CI only on a significant drop
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
+    tracejudge export --since DATE   a store's scores and verdicts as Parquet or CSV
 
 One module per command (`demo`, `score`, `inspect`, `attribute`, `bench`,
-`calibrate`, `rubric`, `run`, `compare`, `serve`), each with
+`calibrate`, `rubric`, `run`, `compare`, `serve`, `export`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
@@ -41,6 +42,7 @@ from tracejudge.cli import (
     calibrate,
     compare,
     demo,
+    export,
     inspect,
     rubric,
     run,
@@ -54,7 +56,19 @@ __all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, run, compare, serve)
+COMMANDS = (
+    demo,
+    score,
+    inspect,
+    attribute,
+    bench,
+    calibrate,
+    rubric,
+    run,
+    compare,
+    serve,
+    export,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

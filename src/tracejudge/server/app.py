@@ -31,6 +31,7 @@ from tracejudge.models import PriceTable
 from tracejudge.server import (
     attribution,
     evals,
+    export,
     health,
     labels,
     list_page,
@@ -302,6 +303,7 @@ def create_app(
         *trends.routes,
         *trends_page.routes,
         *monitors.routes,
+        *export.routes,
         *metrics_routes,
     ]
     app = Starlette(

@@ -27,11 +27,13 @@ from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.list_query import parse_moment, query_error
 from tracejudge.server.operation import OBJECT, ApiRoute, Operation, query, text_query
 from tracejudge.server.store.trends import (
+    COUNT_INDEX,
     DIMENSIONS,
     GRAIN_SECONDS,
     METRICS,
     TrendQuery,
     TrendSeries,
+    percentile,
 )
 
 __all__ = [
@@ -106,18 +108,47 @@ def failing_traces_path(asked: TrendQuery, since: float, until: float) -> str:
 COUNTS = ("traces", "units", "scored", "failing", "not_evaluated", "timed")
 
 
+_AT = COUNT_INDEX
+_LATENCY = slice(_AT["lat_0"], _AT["lat_0"] + 16)
+
+
+def _ratio(above: float, below: float) -> float | None:
+    return round(above / below, 6) if below > 0 else None
+
+
 def series_json(series: TrendSeries) -> dict[str, Any]:
     """One series, column by column: the buckets' starts (Unix seconds), each metric and
     each count, one value per bucket (a metric is null where there is nothing to
-    measure)."""
+    measure). The same numbers as `TrendPoint.metric`, computed in one pass (a chart of a
+    month by the hour, split six ways, is 4,000 points)."""
     metrics: dict[str, list[float | None]] = {m: [] for m in METRICS}
     counts: dict[str, list[int]] = {c: [] for c in COUNTS}
+    failure, mean, unjudged = (
+        metrics["failure_rate"],
+        metrics["mean_score"],
+        metrics["not_evaluated_rate"],
+    )
+    cost, volume = metrics["judge_cost"], metrics["volume"]
+    p50, p95 = metrics["latency_p50"], metrics["latency_p95"]
+    columns = [(counts[c], _AT[c]) for c in COUNTS]
+    one_agent = bool(series.points) and series.points[0].one_agent
     for point in series.points:
-        for metric, values in metrics.items():
-            value = point.metric(metric)
-            values.append(None if value is None else round(value, 6))
-        for count, numbers in counts.items():
-            numbers.append(int(round(point.get(count))))
+        c = point.counts
+        scored = c[_AT["scored"]]
+        failure.append(_ratio(c[_AT["failing"]], scored))
+        mean.append(_ratio(c[_AT["score_sum"]], scored))
+        unjudged.append(_ratio(c[_AT["not_evaluated"]], c[_AT["units"]]))
+        cost.append(None if one_agent else round(c[_AT["judge_cost"]], 6))
+        volume.append(c[_AT["traces"]])
+        if c[_AT["timed"]] > 0:
+            histogram = c[_LATENCY]
+            p50.append(percentile(histogram, 0.5))
+            p95.append(percentile(histogram, 0.95))
+        else:
+            p50.append(None)
+            p95.append(None)
+        for numbers, index in columns:
+            numbers.append(int(c[index] + 0.5))
     return {
         "group": series.group,
         "buckets": [p.bucket for p in series.points],

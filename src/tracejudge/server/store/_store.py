@@ -15,6 +15,7 @@ from tracejudge.models import PriceTable
 from tracejudge.server.store._core import SQLCore
 from tracejudge.server.store._digests import Digests
 from tracejudge.server.store.evaluations import Evaluations
+from tracejudge.server.store.exports import Exports
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
 from tracejudge.server.store.monitors import Monitors
@@ -29,7 +30,7 @@ __all__ = ["Store"]
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
     repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
-    `spend`, `trends` (with `rollups`, their writer) and `monitors`."""
+    `spend`, `trends` (with `rollups`, their writer), `monitors` and `exports`."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -45,6 +46,7 @@ class Store:
         #: The trends' writer (kept current by every digest; bulk loads go through it).
         self.rollups = self._digests.rollups
         self.monitors = Monitors(core)
+        self.exports = Exports(core)
 
     @property
     def single_process(self) -> bool:

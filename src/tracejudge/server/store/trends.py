@@ -20,6 +20,7 @@ from tracejudge.server.store._trend_rows import ALL, COUNT_INDEX, bucket_of, per
 from tracejudge.server.store.migrations import TREND_COUNTS
 
 __all__ = [
+    "COUNT_INDEX",
     "DIMENSIONS",
     "METRICS",
     "GRAIN_SECONDS",
@@ -27,6 +28,7 @@ __all__ = [
     "TrendQuery",
     "TrendSeries",
     "Trends",
+    "percentile",
 ]
 
 #: What a trend can be split by.
