@@ -4,6 +4,7 @@ not judge on too few units; and its definition's errors name the field."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
@@ -102,3 +103,12 @@ def test_the_bodies_link_to_the_failing_traces_and_never_carry_the_webhook_url()
         assert link in body
         assert "agent=writer&criterion=final_answer" in body
     assert json.loads(body)["text"].endswith("|failing traces>")  # Slack's link form
+
+
+def test_the_readme_s_monitor_is_a_valid_one() -> None:
+    readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    section = readme.split("**An alert on the writer's failure rate**", 1)[1]
+    body = section.split("-d '", 1)[1].split("'", 1)[0]
+    monitor = MonitorSpec.model_validate_json(body)
+    assert (monitor.metric, monitor.agent, monitor.format) == ("failure_rate", "writer", "slack")
+    assert monitor.recover_at == pytest.approx(0.18)
