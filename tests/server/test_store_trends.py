@@ -166,3 +166,25 @@ def test_trends_outlive_retention(store: Store) -> None:
     assert one(store, metric="failure_rate", agent="writer", criterion=POLITE, grain="day") == [
         (START, 1.0)
     ]
+
+
+def test_traces_stored_before_the_trends_are_rolled_up_once_when_the_store_opens(
+    db_url: str,
+) -> None:
+    store = open_store(db_url)
+    try:
+        save(store, "a", START + 60, {POLITE: {"writer": 0.2}})
+        save(store, "b", START + 70, {POLITE: {"writer": 0.9}})
+        with store.core.transaction() as cursor:  # as an earlier version left them
+            for table in ("trend_rollups", "trend_series", "trend_marks"):
+                store.core.run(cursor, f"DELETE FROM {table}")
+            store.core.run(cursor, "UPDATE traces SET digested = 2")
+    finally:
+        store.close()
+    again = open_store(db_url)
+    try:
+        writer = {"agent": "writer", "criterion": POLITE, "grain": "day"}
+        assert one(again, metric="failure_rate", **writer) == [(START, 0.5)]
+        assert one(again, metric="volume", **writer) == [(START, 2)]
+    finally:
+        again.close()
