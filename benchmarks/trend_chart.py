@@ -375,6 +375,14 @@ def databases(kind: str, folder: str) -> Iterator[list[str] | None]:
         yield None
 
 
+def _reference_ms() -> float:
+    """A fixed CPU loop's time: how loaded the machine was during the run (the figures of
+    a shared machine move with it)."""
+    began = time.perf_counter()
+    sum(range(10**7))
+    return (time.perf_counter() - began) * 1000
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--traces", type=int, default=1_000_000)
@@ -383,6 +391,9 @@ def main() -> None:
     parser.add_argument("--raw-traces", type=int, default=20_000)
     parser.add_argument("--db", default="sqlite,postgres")
     args = parser.parse_args()
+    print(
+        f"machine: {_reference_ms():.0f} ms for the reference loop (about 150 ms on an idle core)"
+    )
     for kind in args.db.split(","):
         with tempfile.TemporaryDirectory() as folder, databases(kind, folder) as dbs:
             if dbs is None:
@@ -390,6 +401,7 @@ def main() -> None:
             chart_at_scale(dbs[0], kind, args)
             if args.raw_traces:
                 baseline_and_write(dbs[1], dbs[2], kind, args)
+            print(f"machine after {kind}: {_reference_ms():.0f} ms for the reference loop")
 
 
 if __name__ == "__main__":

@@ -17,7 +17,8 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge import semconv
@@ -32,7 +33,15 @@ from tracejudge.server.store._trend_rows import (
 )
 from tracejudge.server.store.migrations import TREND_COUNTS
 
-__all__ = ["GRAINS", "RULE_TAG", "Rollups"]
+__all__ = [
+    "GRAINS",
+    "RULE_TAG",
+    "TRACE_COLUMNS",
+    "TRACE_PARAMS",
+    "Rollups",
+    "TraceContext",
+    "answers_context",
+]
 
 #: The evaluation tag that names the rule which ran a criterion on a trace.
 RULE_TAG = "tracejudge.rule"
@@ -54,6 +63,51 @@ _SERIES = (
 Deltas = dict[tuple[str, str, int], list[float]]
 
 
+#: What a digest's read of `traces` adds for the rollups (after its own columns), and its
+#: parameters: the service (the column, else the resource attribute), the first-seen time,
+#: the service's version, and what the trace added to the rollups so far.
+TRACE_COLUMNS = (
+    "COALESCE(traces.service, (SELECT r.value FROM trace_resource r WHERE r.trace_id = "
+    "traces.trace_id AND r.key = ?)), traces.first_seen, (SELECT r.value FROM "
+    "trace_resource r WHERE r.trace_id = traces.trace_id AND r.key = ?), (SELECT m.body "
+    "FROM trend_marks m WHERE m.trace_id = traces.trace_id)"
+)
+TRACE_PARAMS = (semconv.SERVICE_NAME, semconv.SERVICE_VERSION)
+
+
+@dataclass(frozen=True)
+class TraceContext:
+    """What the rollups need of a trace beside its digest: its status, service, version
+    and first-seen time, the judge's cost and the rule per criterion (`answers_context`),
+    and what it added to the rollups so far (`mark`, JSON; None: nothing yet)."""
+
+    status: str
+    service: str
+    version: str
+    first_seen: float
+    costs: Mapping[str, float] = field(default_factory=dict)
+    rules: Mapping[str, str] = field(default_factory=dict)
+    mark: str | None = None
+
+
+def answers_context(
+    answers: Iterable[tuple[str, Mapping[str, str] | str | None, float | None]],
+) -> tuple[dict[str, float], dict[str, str]]:
+    """(the judge's cost per criterion, the rule per criterion) of a trace's answers,
+    oldest first: (criterion, tags (a dict or its JSON), judge cost)."""
+    costs: dict[str, float] = {}
+    rules: dict[str, str] = {}
+    for criterion, tags, cost in answers:
+        costs[criterion] = costs.get(criterion, 0.0) + float(cost or 0.0)
+        given = json.loads(tags or "{}") if isinstance(tags, str) or tags is None else tags
+        rule = given.get(RULE_TAG)
+        if rule:
+            rules[criterion] = str(rule)
+        else:
+            rules.pop(criterion, None)
+    return costs, rules
+
+
 class Rollups:
     """Writes the trend rollups through `core` (see the module's docstring)."""
 
@@ -70,84 +124,47 @@ class Rollups:
         found: TraceDigest,
         start: float | None,
         end: float | None,
+        context: TraceContext,
     ) -> None:
         """Move what trace `trace_id` adds to the rollups to what `found` (its new
-        digest; `start`/`end`: its span times) says, in the caller's transaction."""
-        read = self._facts(cursor, trace_id, found, start, end)
-        if read is None:
-            return
-        facts, mark = read
+        digest; `start`/`end`: its span times; `context`: what else is known of it) says,
+        in the caller's transaction. Nothing is read here (the digest's reads bring
+        `context`): a bulk store keeps its statements pipelined."""
+        starts = [t for t in (start, found.start_time) if t is not None]
+        ends = [t for t in (end, found.end_time) if t is not None]
+        began = min(starts) if starts else context.first_seen
+        facts = TraceFacts(
+            start=began,
+            duration=max(0.0, max(ends) - began) if ends else None,
+            status=context.status,
+            verdict=found.verdict,
+            service=context.service,
+            version=context.version,
+            scores=found.scores,
+            costs=context.costs,
+            rules=context.rules,
+        )
         pending = self._pending(cursor)
-        if mark is not None:
-            _add_mark(pending.deltas, json.loads(mark), sign=-1.0)
+        if context.mark is not None:
+            _add_mark(pending.deltas, json.loads(context.mark), sign=-1.0)
         added = contributions(facts)
+        keys = {series_key(d): d for d in added}
         body = {
             "hour": bucket_of(facts.start, "hour"),
             "day": bucket_of(facts.start, "day"),
             # sparse: {series key: {count index: value}} (most counts are zero)
             "rows": {
-                series_key(d): {str(i): v for i, v in enumerate(row) if v}
-                for d, row in added.items()
+                key: {str(i): v for i, v in enumerate(added[d]) if v} for key, d in keys.items()
             },
         }
         _add_mark(pending.deltas, body, sign=1.0)
-        pending.series.update({series_key(d): d for d in added})
+        pending.series.update(keys)
         self.core.run(
             cursor,
             "INSERT INTO trend_marks (trace_id, body) VALUES (?, ?) ON CONFLICT (trace_id) "
             "DO UPDATE SET body = excluded.body",
             [trace_id, json.dumps(body, separators=(",", ":"))],
         )
-
-    def _facts(
-        self,
-        cursor: Any,
-        trace_id: str,
-        found: TraceDigest,
-        start: float | None,
-        end: float | None,
-    ) -> tuple[TraceFacts, str | None] | None:
-        """The trace's facts (its digest with what the rollups read beside it), and what
-        it added to the rollups so far (None: nothing yet)."""
-        row = self.core.run(
-            cursor,
-            "SELECT t.status, COALESCE(t.service, (SELECT r.value FROM trace_resource r "
-            "WHERE r.trace_id = t.trace_id AND r.key = ?)), t.first_seen, (SELECT r.value "
-            "FROM trace_resource r WHERE r.trace_id = t.trace_id AND r.key = ?), "
-            "(SELECT m.body FROM trend_marks m WHERE m.trace_id = t.trace_id) FROM traces t "
-            "WHERE t.trace_id = ?",
-            [semconv.SERVICE_NAME, semconv.SERVICE_VERSION, trace_id],
-        ).fetchone()
-        if row is None:
-            return None
-        status, service, first_seen, version, mark = row
-        costs: dict[str, float] = {}
-        rules: dict[str, str] = {}
-        for criterion, tags, cost in self.core.run(
-            cursor,
-            "SELECT criterion, tags, judge_cost_usd FROM evaluations WHERE trace_id = ? "
-            "AND kind = 'trace' ORDER BY created_at, id",
-            [trace_id],
-        ).fetchall():
-            costs[criterion] = costs.get(criterion, 0.0) + float(cost or 0.0)
-            rule = json.loads(tags or "{}").get(RULE_TAG)
-            if rule:
-                rules[criterion] = str(rule)
-        starts = [t for t in (start, found.start_time) if t is not None]
-        ends = [t for t in (end, found.end_time) if t is not None]
-        began = min(starts) if starts else float(first_seen)
-        facts = TraceFacts(
-            start=began,
-            duration=max(0.0, max(ends) - began) if ends else None,
-            status=status,
-            verdict=found.verdict,
-            service=service or "",
-            version=version or "",
-            scores=found.scores,
-            costs=costs,
-            rules=rules,
-        )
-        return facts, mark
 
     def _pending(self, cursor: Any) -> _Pending:
         """This transaction's changes, written before it commits."""
