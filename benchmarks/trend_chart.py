@@ -21,7 +21,7 @@ write.
    ratio is what the rollups add to storing a scored trace.
 
     python benchmarks/trend_chart.py [--traces 1000000] [--days 60] [--repeat 20]
-                                     [--raw-traces 20000] [--db sqlite,postgres]
+                                     [--raw-traces 5000] [--db sqlite,postgres]
 
 PostgreSQL is skipped, saying why, when its binaries or psycopg are missing.
 """
@@ -388,7 +388,7 @@ def main() -> None:
     parser.add_argument("--traces", type=int, default=1_000_000)
     parser.add_argument("--days", type=int, default=60)
     parser.add_argument("--repeat", type=int, default=20)
-    parser.add_argument("--raw-traces", type=int, default=20_000)
+    parser.add_argument("--raw-traces", type=int, default=5_000)
     parser.add_argument("--db", default="sqlite,postgres")
     args = parser.parse_args()
     print(

@@ -246,9 +246,15 @@ class AlertLoop:
         async with httpx.AsyncClient(timeout=_SEND_TIMEOUT) as http:
             while True:
                 await retry(beat, "check the monitors", self.check_once, transient=self._transient)
-                await retry(
-                    beat, "send due alerts", lambda: self.send_due(http), transient=self._transient
-                )
+                # A receiver that takes its time is not the loop stalling (as a task's
+                # handler is not): each send is bounded by its own timeout.
+                with beat.busy("sending"):
+                    await retry(
+                        beat,
+                        "send due alerts",
+                        lambda: self.send_due(http),
+                        transient=self._transient,
+                    )
                 await beat.wait(self._next_wait())
 
     def _transient(self, error: BaseException) -> bool:
