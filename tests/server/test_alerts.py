@@ -13,6 +13,7 @@ import time
 import uuid
 from calendar import timegm
 from collections.abc import Callable, Iterator
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from time import strptime
@@ -133,16 +134,19 @@ def test_fires_once_retries_while_the_receiver_is_down_and_recovers(
     port = free_port()
     monitor_id = monitor(server, port)
 
-    def failed_twice() -> bool:
+    def failed_four_times() -> bool:
         found = deliveries(server, monitor_id)
-        return bool(found) and len(found[0]["log"]) >= 2
+        return bool(found) and len(found[0]["log"]) >= 4
 
-    wait_for(failed_twice)
+    wait_for(failed_four_times)
     (down,) = deliveries(server, monitor_id)
     assert down["status"] == "pending" and down["event"] == "firing"
     assert {e["outcome"] for e in down["log"]} == {"not sent: ConnectError"}
-    waits = [b["at"] for b in down["log"]]
-    assert waits == sorted(waits)
+    # the waits between attempts double: 0.2 s, 0.4 s, 0.8 s at least
+    moments = [datetime.fromisoformat(e["at"]).timestamp() for e in down["log"][:4]]
+    gaps = [later - earlier for earlier, later in zip(moments, moments[1:], strict=False)]
+    assert all(gap >= 0.2 * 2**i - 0.01 for i, gap in enumerate(gaps)), gaps
+    assert [e["attempt"] for e in down["log"]][:4] == [1, 2, 3, 4]
     receiver = receivers(port)  # the receiver comes up: the next retry gets through
     wait_for(lambda: deliveries(server, monitor_id)[0]["status"] == "delivered")
     (fired,) = receiver.received

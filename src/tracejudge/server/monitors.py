@@ -12,6 +12,7 @@ A webhook URL may hold a secret (Slack's do): answers show its scheme and host o
 
 from __future__ import annotations
 
+import datetime as _dt
 import json
 from typing import Any
 from urllib.parse import urlsplit
@@ -36,6 +37,12 @@ MONITORS_PATH = "/api/v1/monitors"
 def _hidden_url(url: str) -> str:
     parts = urlsplit(url)
     return f"{parts.scheme}://{parts.hostname or ''}{f':{parts.port}' if parts.port else ''}/…"
+
+
+def _precise(moment: float) -> str:
+    """A moment as ISO 8601 with milliseconds (the attempts of a backoff are that close)."""
+    stamp = _dt.datetime.fromtimestamp(moment, _dt.timezone.utc).isoformat(timespec="milliseconds")
+    return stamp.replace("+00:00", "Z")
 
 
 def _when(moment: float | None) -> str | None:
@@ -70,7 +77,7 @@ def delivery_json(row: DeliveryRow) -> dict[str, Any]:
         "delivered_at": _when(row.delivered_at),
         "next_attempt_at": None if row.status != "pending" else iso(row.next_attempt_at),
         "last_error": row.last_error,
-        "log": [{**entry, "at": iso(entry["at"])} for entry in row.log],
+        "log": [{**entry, "at": _precise(entry["at"])} for entry in row.log],
         "body": json.loads(row.body),
     }
 
