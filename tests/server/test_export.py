@@ -5,6 +5,9 @@ Parquet file, pandas on the CSV; the rows are the stored answers, no more, no fe
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -158,3 +161,49 @@ def test_the_api_exports_the_same_rows(server: InProcessServer) -> None:
     assert wrong.json()["detail"].startswith("query parameter format: ")
     assert missing.status_code == 422
     assert missing.json()["detail"].startswith("query parameter since: ")
+
+
+#: A Python with pyspark (a virtualenv of its own: `pip install pyspark`; Spark needs Java
+#: 17 or later), to read the Parquet export in Spark.
+SPARK_PYTHON = os.environ.get("TRACEJUDGE_SPARK_PYTHON")
+_SPARK_READ = """
+import json, sys
+from pyspark.sql import SparkSession
+spark = SparkSession.builder.master("local[1]").appName("export").getOrCreate()
+frame = spark.read.parquet(sys.argv[1])
+types = {f.name: f.dataType.simpleString() for f in frame.schema.fields}
+failing = frame.where("verdict = 'fail'").groupBy("agent_name").count().collect()
+first = frame.orderBy("trace_start").first()
+print(json.dumps({"rows": frame.count(), "types": types,
+                  "failing": {r["agent_name"]: r["count"] for r in failing},
+                  "first": first["trace_start"].isoformat()}))
+spark.stop()
+"""
+
+
+@pytest.mark.heavy("a Spark session in a JVM")
+@pytest.mark.skipif(
+    not SPARK_PYTHON,
+    reason="TRACEJUDGE_SPARK_PYTHON is not set (a Python with pyspark, and Java 17+)",
+)
+def test_spark_reads_the_parquet_export_as_it_is(tmp_path: Path) -> None:
+    db = str(tmp_path / "spark.db")
+    starts = seed(db)
+    out = tmp_path / "scores.parquet"
+    since, until = "2025-12-02", "2025-12-03"
+    assert main(["export", "--db", db, "--since", since, "--until", until, "-o", str(out)]) == 0
+    env = {**os.environ, "TZ": "UTC", "PYSPARK_PYTHON": str(SPARK_PYTHON)}
+    done = subprocess.run(
+        [str(SPARK_PYTHON), "-c", _SPARK_READ, str(out)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["rows"] == 4 * len(middle_day(starts))
+    assert found["types"]["trace_start"] == "timestamp"
+    assert found["types"]["score"] == "double" and found["types"]["criterion"] == "string"
+    assert found["failing"] == {"writer": 1}
+    assert found["first"].startswith("2025-12-02T01:00:00")
