@@ -213,8 +213,22 @@ def _seed_two_days(db: str, now: float) -> None:
 def test_the_trends_page_in_chromium(tmp_path: Path) -> None:
     db = str(tmp_path / "seeded.db")
     _seed_two_days(db, time.time())
-    server = InProcessServer(db, api_key=None, log=tmp_path / "log").start()
+    fast = ["--alert-interval-seconds", "0.2"]
+    server = InProcessServer(db, args=fast, api_key=None, log=tmp_path / "log").start()
     try:
+        watch = {
+            "name": "writer fails on 1.1",
+            "metric": "failure_rate",
+            "agent": "writer",
+            "version": "1.1",
+            "window_hours": 24,
+            "threshold": 0.3,
+            "webhook_url": "http://127.0.0.1:9/hook",
+        }
+        created = httpx.post(f"{server.url}/api/v1/monitors", json=watch, timeout=30)
+        assert created.status_code == 201, created.text
+        monitor = f"{server.url}/api/v1/monitors/{created.json()['id']}"
+        wait_for(lambda: httpx.get(monitor).json()["state"]["state"] == "firing")
         with Browser(tmp_path / "profile") as tab:
             tab.load(f"{server.url}/ui/trends?agent=writer&criterion={FINAL}&by=version")
             assert tab.console == []
@@ -225,6 +239,8 @@ def test_the_trends_page_in_chromium(tmp_path: Path) -> None:
                 ".getBoundingClientRect().width"
             )
             assert drawn > 100
+            firing = "[...document.querySelectorAll('td b.error')].map(b => b.textContent)"
+            assert tab.evaluate(firing) == ["firing"]  # the monitor, on the page
             keep(tab.screenshot(tmp_path / "ui-trends.png", full_page=True))
     finally:
         server.stop()

@@ -1,7 +1,7 @@
 """The trends page, `GET /ui/trends`: the same query parameters as `GET /api/v1/trends`,
 one chart per metric (failure rate, mean score, not-evaluated rate, judge cost, volume,
-latency p50 and p95), a line per series, and a table of each series over the range with
-a link to its failed traces.
+latency p50 and p95), a line per series, a table of each series over the range with a
+link to its failed traces, and the monitors (`alerts`) with where each stands.
 
 The charts are inline SVG drawn here (no script, no external URL, no chart library);
 the page is sent with a Content-Security-Policy that allows only its own style. A bucket
@@ -13,8 +13,10 @@ from __future__ import annotations
 import base64
 import hashlib
 import html
+import json
 import math
 from collections.abc import Sequence
+from urllib.parse import quote
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
@@ -22,6 +24,7 @@ from starlette.responses import HTMLResponse
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
+from tracejudge.server.store.monitors import MonitorRow, MonitorState
 from tracejudge.server.store.trends import DIMENSIONS, METRICS, TrendQuery, TrendSeries
 from tracejudge.server.trends import failing_traces_path, iso, parameters, trend_query
 from tracejudge.server.ui import LIST_PATH
@@ -86,6 +89,11 @@ def _number(value: float | None, metric: str) -> str:
     return f"{value:.2f}"
 
 
+def _tick(value: float, metric: str) -> str:
+    """An axis label: a count may fall between whole numbers (1.25 traces)."""
+    return f"{value:,.3g}" if metric == "volume" else _number(value, metric)
+
+
 def _top(values: Sequence[float], metric: str) -> float:
     """The chart's upper bound: 1 for rates and scores, else a round number above."""
     high = max(values, default=0.0)
@@ -120,7 +128,7 @@ def _chart(metric: str, found: list[TrendSeries], asked: TrendQuery) -> str:
         parts.append(
             f'<line x1="{_LEFT}" x2="{_WIDTH - _RIGHT}" y1="{at:.1f}" y2="{at:.1f}" '
             f'stroke="#e6e6e6"/><text x="{_LEFT - 4}" y="{at + 4:.1f}" font-size="10" '
-            f'text-anchor="end" fill="#666">{_e(_number(value, metric))}</text>'
+            f'text-anchor="end" fill="#666">{_e(_tick(value, metric))}</text>'
         )
     for index in sorted({0, len(buckets) // 2, len(buckets) - 1}):
         if 0 <= index < len(buckets):
@@ -219,10 +227,46 @@ def _table(asked: TrendQuery, found: list[TrendSeries]) -> str:
     )
 
 
+def _monitors(watching: Sequence[tuple[MonitorRow, MonitorState]]) -> str:
+    """The monitors and where each stands (firing first)."""
+    if not watching:
+        return (
+            '<p class="none">No monitor: create one with POST /api/v1/monitors (see the '
+            "README's alerts).</p>"
+        )
+    rows = []
+    for monitor, state in sorted(watching, key=lambda pair: pair[1].state != "firing"):
+        spec = json.loads(monitor.body)
+        where = (
+            ", ".join(f"{d} {spec[d]}" for d in DIMENSIONS if spec.get(d) is not None)
+            or "every trace"
+        )
+        metric = spec["metric"]
+        sign = ">" if spec["direction"] == "above" else "<"
+        status = '<b class="error">firing</b>' if state.state == "firing" else "ok"
+        log = f"/api/v1/monitors/{quote(monitor.id, safe='')}/deliveries"
+        rows.append(
+            f"<tr><td>{_e(monitor.name)}</td><td>{_e(_TITLES.get(metric, metric))}, "
+            f"{_e(where[:120])}</td><td>{sign} {_e(_number(spec['threshold'], metric))}, "
+            f"{spec['window_hours']} h, at least {spec['min_count']}</td><td>{status}</td>"
+            f"<td>{_e(_number(state.value, metric))}</td><td>{state.crossings}</td>"
+            f'<td><a href="{_e(log)}">deliveries</a></td></tr>'
+        )
+    return (
+        "<table><thead><tr><th>monitor</th><th>watches</th><th>fires when</th><th>state"
+        "</th><th>last value</th><th>fired</th><th>log</th></tr></thead><tbody>"
+        f"{''.join(rows)}</tbody></table>"
+    )
+
+
 def render_trends(
-    asked: TrendQuery, found: list[TrendSeries], values: dict[str, list[str]], given: dict[str, str]
+    asked: TrendQuery,
+    found: list[TrendSeries],
+    values: dict[str, list[str]],
+    given: dict[str, str],
+    watching: Sequence[tuple[MonitorRow, MonitorState]] = (),
 ) -> str:
-    """The page: the form, a chart per metric, the table."""
+    """The page: the form, a chart per metric, the table, the monitors."""
     charts = "".join(
         f'<div class="chart"><h2>{_e(_TITLES[m])}</h2><p>{_e(METRICS[m])}</p>'
         f"{_chart(m, found, asked)}{_legend(found)}</div>"
@@ -235,7 +279,7 @@ def render_trends(
     )
     return _document(
         f'{_form(asked, values, given)}{empty}<div class="charts">{charts}</div>'
-        f"{_table(asked, found)}"
+        f"{_table(asked, found)}<h2>Monitors</h2>{_monitors(watching)}"
     )
 
 
@@ -259,7 +303,8 @@ async def trends_page(request: Request) -> HTMLResponse:
         page = _document(f'{_form(None, values, given)}<p class="error">{_e(error.detail)}</p>')
         return HTMLResponse(page, status_code=error.status, headers=_HEADERS)
     found = await in_thread(store.trends.series, asked)
-    return HTMLResponse(render_trends(asked, found, values, given), headers=_HEADERS)
+    watching = await in_thread(store.monitors.all)
+    return HTMLResponse(render_trends(asked, found, values, given, watching), headers=_HEADERS)
 
 
 routes = [
