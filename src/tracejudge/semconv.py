@@ -323,3 +323,6 @@ TRACEJUDGE_JUDGE_CRITERION = "tracejudge.judge.criterion"  # the criterion a jud
 SERVER_ADDRESS = "server.address"
 SERVER_PORT = "server.port"
 SERVICE_NAME = "service.name"
+
+# --- read by the server's trends (a resource attribute): the version a trace's service ran
+SERVICE_VERSION = "service.version"

@@ -59,6 +59,10 @@ def test_the_store_is_a_core_and_a_small_repository_per_area(db_url: str) -> Non
             "decisions",
             "sessions",
             "runs",
+            "trends",
+            "rollups",
+            "monitors",
+            "exports",
         }
         for name, repository in [("store", store), *areas.items()]:
             methods = _public_methods(repository)

@@ -18,9 +18,10 @@
     tracejudge serve                 the evaluation API and OTLP/HTTP trace intake
     tracejudge rules check FILE      check a rules file as serve --rules reads it
     tracejudge rules backfill NAME   run a rule on a server's stored traces (capped)
+    tracejudge export --since DATE   a store's scores and verdicts as Parquet or CSV
 
 One module per command (`demo`, `score`, `inspect`, `attribute`, `bench`,
-`calibrate`, `rubric`, `run`, `compare`, `serve`, `rules`), each with
+`calibrate`, `rubric`, `run`, `compare`, `serve`, `rules`, `export`), each with
 `add_parser(commands)`, which registers the command's arguments and its
 `run(args) -> exit status`. Reports are
 printed through `tracejudge.report`. Exit status: 0 done, 1 the work failed (a judge
@@ -43,6 +44,7 @@ from tracejudge.cli import (
     calibrate,
     compare,
     demo,
+    export,
     inspect,
     rubric,
     rules,
@@ -57,7 +59,20 @@ __all__ = ["UsageError", "build_parser", "main"]
 
 #: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
 #: is a module beside these with the same `add_parser`, added here.
-COMMANDS = (demo, score, inspect, attribute, bench, calibrate, rubric, run, compare, serve, rules)
+COMMANDS = (
+    demo,
+    score,
+    inspect,
+    attribute,
+    bench,
+    calibrate,
+    rubric,
+    run,
+    compare,
+    serve,
+    rules,
+    export,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

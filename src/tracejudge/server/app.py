@@ -31,9 +31,11 @@ from tracejudge.models import PriceTable
 from tracejudge.server import (
     attribution,
     evals,
+    export,
     health,
     labels,
     list_page,
+    monitors,
     otlp,
     rules_api,
     rules_page,
@@ -42,8 +44,11 @@ from tracejudge.server import (
     scoring,
     sessions_api,
     traces,
+    trends,
+    trends_page,
     ui,
 )
+from tracejudge.server.alerts import AlertLoop
 from tracejudge.server.auth import AuthMiddleware, KeyRing
 from tracejudge.server.backlog import Backlog
 from tracejudge.server.buckets import TokenBuckets
@@ -300,6 +305,16 @@ def create_app(
         supervisor.spawn("sweeper", scoring.TraceSweeper(context).run)
         supervisor.spawn("pruner", pruner.run)
         supervisor.spawn("heap", HeapTrimmer().run)
+        supervisor.spawn(
+            "alerts",
+            AlertLoop(
+                store,
+                base_url=config.public_url or f"http://{config.host}:{config.port}",
+                interval=config.alert_interval_seconds,
+                retry_seconds=config.alert_retry_seconds,
+                attempts=config.alert_attempts,
+            ).run,
+        )
         try:
             yield
         finally:
@@ -325,6 +340,10 @@ def create_app(
         *rules_api.routes,
         *rules_page.routes,
         *sessions_api.routes,
+        *trends.routes,
+        *trends_page.routes,
+        *monitors.routes,
+        *export.routes,
         *metrics_routes,
     ]
     app = Starlette(

@@ -94,6 +94,11 @@ class ServerConfig:
     insecure_key_on_command_line: bool = False
     # --- rules and sessions (#33)
     rules_file: str | None = None
+    # --- alerts (#33): monitors on the trends, webhooks
+    public_url: str | None = None
+    alert_interval_seconds: float = 30.0
+    alert_retry_seconds: float = 5.0
+    alert_attempts: int = 8
 
     def __post_init__(self) -> None:
         checks: list[tuple[str, bool, str]] = [
@@ -131,6 +136,9 @@ class ServerConfig:
             ("parse_threads", self.parse_threads >= 1, "at least 1"),
             ("max_trace_spans", self.max_trace_spans >= 1, "at least 1"),
             ("max_backlog_traces", self.max_backlog_traces >= 0, "0 (no bound) or more"),
+            ("alert_interval_seconds", self.alert_interval_seconds > 0, "more than 0"),
+            ("alert_retry_seconds", self.alert_retry_seconds > 0, "more than 0"),
+            ("alert_attempts", self.alert_attempts >= 1, "at least 1"),
         ]
         for budget in (
             "max_judge_cost_per_day",
@@ -161,6 +169,11 @@ class ServerConfig:
             raise ConfigurationError(
                 f"{setting.flag} (or {setting.env}) is {endpoint!r}; give the OTLP/HTTP base "
                 "URL, such as http://collector:4318"
+            )
+        if self.public_url is not None and not self.public_url.startswith(("http://", "https://")):
+            raise ConfigurationError(
+                f"--public-url (or TRACEJUDGE_PUBLIC_URL) is {self.public_url!r}; give the "
+                "address people open the server at, such as https://tracejudge.example.com"
             )
         if any(not key.strip() for key in self.api_keys):
             raise ConfigurationError("--api-key (or TRACEJUDGE_API_KEYS) holds an empty key")
@@ -584,6 +597,36 @@ SETTINGS += (
         "evaluation rules, TOML or YAML: which traces get which judge criteria (each with its "
         "bar), at what sampling rate, within what daily budget; checked at start. The checks "
         "still run on every trace. Rules made through /api/v1/rules apply too",
+    # --- alerts (#33)
+    Setting(
+        "public_url",
+        "--public-url",
+        "TRACEJUDGE_PUBLIC_URL",
+        str,
+        "the address people open this server at: alerts link to its pages there "
+        "(default: http://HOST:PORT as it listens)",
+    ),
+    Setting(
+        "alert_interval_seconds",
+        "--alert-interval-seconds",
+        "TRACEJUDGE_ALERT_INTERVAL_SECONDS",
+        float,
+        "how often the monitors are checked against the trends, and due webhooks sent",
+    ),
+    Setting(
+        "alert_retry_seconds",
+        "--alert-retry-seconds",
+        "TRACEJUDGE_ALERT_RETRY_SECONDS",
+        float,
+        "the first wait before a webhook the receiver did not take is sent again (doubled "
+        "at each attempt, at most 10 minutes)",
+    ),
+    Setting(
+        "alert_attempts",
+        "--alert-attempts",
+        "TRACEJUDGE_ALERT_ATTEMPTS",
+        int,
+        "attempts to deliver one alert before it is logged as failed",
     ),
 )
 

@@ -43,7 +43,8 @@ __all__ = [
 
 #: Bumped when what a digest holds changes: stored traces with an older one are digested
 #: again when the store opens. 2: a trace that will never be scored is not "pending".
-DIGEST_VERSION = 2
+#: 3: what the trace adds to the trend rollups (traces stored before are rolled up once).
+DIGEST_VERSION = 3
 #: Trace statuses that are final without a score: too_large (over --max-trace-spans) and
 #: unscorable (no model call in it).
 NEVER_SCORED = frozenset({"too_large", "unscorable"})

@@ -355,7 +355,10 @@ def _document(body: str) -> str:
 
 def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
     """The list page of `page`, with its filter form and the overview above."""
-    runs = f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a>{_NAV}</p>'
+    runs = (
+        f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a> '
+        f'<a href="{LIST_PATH}/trends">trends &rarr;</a>{_NAV}</p>'
+    )
     head = [
         f"<h1>tracejudge: stored traces</h1>{runs}{_form(query)}",
         _overview(overview, page.total),

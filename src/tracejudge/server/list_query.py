@@ -36,6 +36,7 @@ __all__ = [
     "page_limit",
     "query_error",
     "parse_tag",
+    "parse_moment",
     "format_tag",
     "DEFAULT_LIMIT",
     "MAX_LIMIT",
@@ -171,6 +172,10 @@ def _moment(name: str, text: str) -> float:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.timestamp()
+
+
+#: A time given as a query parameter (the trends and the export read them as the list does).
+parse_moment = _moment
 
 
 def _choice(name: str, text: str, allowed: tuple[str, ...]) -> str:

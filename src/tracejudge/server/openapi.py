@@ -72,6 +72,7 @@ Mode = Literal["validation", "serialization"]
 
 
 def _schemas() -> dict[str, Any]:
+    from tracejudge.server.alerts import MonitorSpec
     from tracejudge.server.attribution import AttributionBody
     from tracejudge.server.health import Health
     from tracejudge.server.labels import LabelRequest
@@ -101,6 +102,7 @@ def _schemas() -> dict[str, Any]:
         (RescoreRequest, "validation"),
         (LabelRequest, "validation"),
         (AttributionBody, "validation"),
+        (MonitorSpec, "validation"),
         (Attribution, "serialization"),
         (EvaluationResponse, "serialization"),
         (MultiAgentTraceResponse, "serialization"),

@@ -22,7 +22,7 @@ import logging
 import re
 import threading
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -138,9 +138,12 @@ class SQLCore:
         """A cursor inside one transaction: committed on success, rolled back on error;
         `StoreOutageError` when the database cannot take it now."""
         self._local.wrote = False
+        self._local.at_commit = {}
         try:
             with self._transaction() as cursor:
                 yield cursor
+                for action in self._local.at_commit.values():
+                    action(cursor)
         except StoreOutageError as error:
             self._failed(error)
             raise
@@ -151,6 +154,13 @@ class SQLCore:
             self._failed(outage)
             raise outage from error
         self._worked(wrote=self._local.wrote)
+
+    def at_commit(self, name: str, action: Callable[[Any], None]) -> None:
+        """Run `action(cursor)` once at the end of the current transaction, before it
+        commits (the trends' rollups: their rows written last, in one order, so that two
+        writers never wait on each other's rows in opposite orders). `name` registers it
+        once however often it is asked."""
+        self._local.at_commit.setdefault(name, action)
 
     def _failed(self, error: StoreOutageError) -> None:
         now = time.monotonic()

@@ -4,8 +4,8 @@
 its latest answer per criterion and writes it in the caller's transaction: the list's
 columns on `traces`, its latest score per criterion and agent instance (`agent_scores`),
 each criterion's worst score (`trace_criteria`), its agents' case-folded names with their
-worst scores (`trace_agent_keys`, `agent_names`), and its full-text document. Listing
-reads only those (see `_query`).
+worst scores (`trace_agent_keys`, `agent_names`), its full-text document, and what it adds
+to the trend rollups (`rollups`). Listing reads only those (see `_query`).
 """
 
 from __future__ import annotations
@@ -15,12 +15,20 @@ import logging
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from tracejudge import semconv
 from tracejudge.models import PriceTable
 from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest, settled_verdict
 from tracejudge.server.store._core import SQLCore, storable
 from tracejudge.server.store._query import agent_key
 from tracejudge.server.store._search import index_words
 from tracejudge.server.store.base import EvaluationRow, TraceRow
+from tracejudge.server.store.rollups import (
+    TRACE_COLUMNS,
+    TRACE_PARAMS,
+    Rollups,
+    TraceContext,
+    answers_context,
+)
 
 __all__ = ["Digests"]
 
@@ -34,6 +42,7 @@ class Digests:
     def __init__(self, core: SQLCore) -> None:
         self.core = core
         self.prices: PriceTable | None = None
+        self.rollups = Rollups(core)
 
     def refresh_all(self, cursor: Any, trace_ids: Iterable[str]) -> None:
         """`refresh` each trace, in id order (one lock order for every writer)."""
@@ -44,34 +53,52 @@ class Digests:
         """Compute and write the digest of a stored trace from what is stored of it."""
         row = self.core.run(
             cursor,
-            "SELECT trace_json, start_time, end_time, status FROM traces WHERE trace_id = ?",
-            [trace_id],
+            f"SELECT trace_json, start_time, end_time, status, {TRACE_COLUMNS} FROM traces "
+            "WHERE trace_id = ?",
+            [*TRACE_PARAMS, trace_id],
         ).fetchone()
         if row is None:
             return  # evaluations of a trace that is not stored (a chat's trace_id)
-        trace_json, start_time, end_time, status = row
+        trace_json, start_time, end_time, status, service, first_seen, version, mark = row
         latest: dict[str, str] = {}
-        for criterion, response in self.core.run(
+        answers = []
+        for criterion, response, tags, cost in self.core.run(
             cursor,
-            "SELECT criterion, response FROM evaluations WHERE trace_id = ? AND kind = 'trace' "
-            "ORDER BY created_at, id",
+            "SELECT criterion, response, tags, judge_cost_usd FROM evaluations "
+            "WHERE trace_id = ? AND kind = 'trace' ORDER BY created_at, id",
             [trace_id],
         ).fetchall():
             latest[criterion] = response
+            answers.append((criterion, tags, cost))
         found = self._digested(trace_id, trace_json, list(latest.values()))
         found.verdict = settled_verdict(found.verdict, status)
-        self._write(cursor, trace_id, found, start_time, end_time)
+        costs, rules = answers_context(answers)
+        context = TraceContext(
+            status, service or "", version or "", float(first_seen), costs, rules, mark
+        )
+        self._write(cursor, trace_id, found, start_time, end_time, context)
 
     def write_new(self, cursor: Any, trace: TraceRow, evaluations: Sequence[EvaluationRow]) -> None:
         """The digest of a trace stored in this transaction, from what is at hand (no read)."""
         latest: dict[str, str] = {}
+        answers = []
         for e in sorted(evaluations, key=lambda e: (e.created_at, e.id)):
             if e.kind == "trace" and e.trace_id == trace.trace_id:
                 latest[e.criterion] = e.response
+                answers.append((e.criterion, e.tags, e.judge_cost_usd))
         start = trace.start_time if trace.start_time is not None else trace.first_seen
         found = self._digested(trace.trace_id, trace.trace_json, list(latest.values()))
         found.verdict = settled_verdict(found.verdict, trace.status)
-        self._write(cursor, trace.trace_id, found, start, None, new=True)
+        costs, rules = answers_context(answers)
+        context = TraceContext(
+            trace.status,
+            trace.service or trace.resource.get(semconv.SERVICE_NAME, ""),
+            trace.resource.get(semconv.SERVICE_VERSION, ""),
+            trace.first_seen,
+            costs,
+            rules,
+        )
+        self._write(cursor, trace.trace_id, found, start, None, context, new=True)
 
     def pending(self, batch: int = 200) -> int:
         """Digest the traces stored before this version (or whose digest is older), a batch
@@ -108,16 +135,19 @@ class Digests:
         found: TraceDigest,
         start_time: float | None,
         end_time: float | None,
+        context: TraceContext,
         *,
         new: bool = False,
     ) -> None:
         """Write a digest; `new`: the trace was stored in this transaction, so it has no
-        agents, scores or document to take out first."""
+        agents, scores or document to take out first; `context`: what the rollups need
+        beside it."""
         self._write_columns(cursor, trace_id, found, start_time, end_time)
         if found.agents:
             self._write_agent_keys(cursor, trace_id, found, new=new)
         self._write_scores(cursor, trace_id, found, new=new)
         self.core.index(cursor, trace_id, index_words(found.text), new=new)
+        self.rollups.record(cursor, trace_id, found, start_time, end_time, context)
 
     def _write_columns(
         self,

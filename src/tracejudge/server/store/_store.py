@@ -15,14 +15,17 @@ from tracejudge.models import PriceTable
 from tracejudge.server.store._core import SQLCore
 from tracejudge.server.store._digests import Digests
 from tracejudge.server.store.evaluations import Evaluations
+from tracejudge.server.store.exports import Exports
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
 from tracejudge.server.store.rules import RuleDecisions, Rules
 from tracejudge.server.store.runs import Runs
 from tracejudge.server.store.sessions import Sessions
+from tracejudge.server.store.monitors import Monitors
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
 from tracejudge.server.store.traces import Traces
+from tracejudge.server.store.trends import Trends
 
 __all__ = ["Store"]
 
@@ -30,7 +33,8 @@ __all__ = ["Store"]
 class Store:
     """What the server keeps, whatever the database: `core` (the dialect) and the
     repositories `tasks`, `traces`, `lists`, `evaluations`, `labels`, `attributions`,
-    `spend`, `runs`, `rules`, `decisions` (the rules') and `sessions`."""
+    `spend`, `runs`, `rules`, `decisions` (the rules'), `sessions`, `trends` (with
+    `rollups`, their writer), `monitors` and `exports`."""
 
     def __init__(self, core: SQLCore) -> None:
         self.core = core
@@ -46,6 +50,11 @@ class Store:
         self.decisions = RuleDecisions(core)
         self.sessions = Sessions(core)
         self.runs = Runs(core, self.traces, self.evaluations, self._digests)
+        self.trends = Trends(core)
+        #: The trends' writer (kept current by every digest; bulk loads go through it).
+        self.rollups = self._digests.rollups
+        self.monitors = Monitors(core)
+        self.exports = Exports(core)
 
     @property
     def single_process(self) -> bool:

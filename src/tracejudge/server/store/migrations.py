@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["Migration", "MIGRATIONS", "SCHEMA_VERSION"]
+__all__ = ["Migration", "MIGRATIONS", "SCHEMA_VERSION", "TREND_COUNTS"]
 
 
 @dataclass(frozen=True)
@@ -416,6 +416,96 @@ MIGRATIONS: tuple[Migration, ...] = (
                 PRIMARY KEY (run_id, row_id, repeat_index)
             )""",
             "CREATE INDEX run_results_in_order ON run_results (run_id, position)",
+        ),
+    ),
+)
+
+#: A trend rollup row's counts (see `tracejudge.server.store.rollups`): the fixed-bucket
+#: latency histogram is `lat_0` .. `lat_15`.
+TREND_COUNTS = (
+    "traces",
+    "units",
+    "scored",
+    "failing",
+    "not_evaluated",
+    "score_sum",
+    "judge_cost",
+    "timed",
+    "duration_sum",
+    *(f"lat_{i}" for i in range(16)),
+)
+
+# Trends and monitors (#33 items 3 and 4). They create their own tables and read none
+# another migration makes, so they apply in any order beside the rules' migrations.
+MIGRATIONS += (
+    Migration(
+        9,
+        "trend rollups per hour and day (agent, criterion, rule, service, version), and "
+        "what each trace added to them",
+        (
+            # series_key: a digest of the dimensions ('' = all agents / all criteria / none)
+            """CREATE TABLE trend_series (
+                series_key TEXT PRIMARY KEY,
+                service TEXT NOT NULL,
+                version TEXT NOT NULL,
+                rule TEXT NOT NULL,
+                agent TEXT NOT NULL,
+                criterion TEXT NOT NULL
+            )""",
+            # grain: 'hour' or 'day'; bucket: its start (Unix seconds, UTC)
+            f"""CREATE TABLE trend_rollups (
+                grain TEXT NOT NULL,
+                series_key TEXT NOT NULL,
+                bucket BIGINT NOT NULL,
+                {", ".join(f"{c} DOUBLE PRECISION NOT NULL DEFAULT 0" for c in TREND_COUNTS)},
+                PRIMARY KEY (grain, series_key, bucket)
+            ){{clustered}}""",
+            # what a trace added (JSON), taken back when its digest changes
+            """CREATE TABLE trend_marks (
+                trace_id TEXT PRIMARY KEY,
+                body TEXT NOT NULL
+            )""",
+        ),
+    ),
+    Migration(
+        10,
+        "monitors on the trends, their state (firing once per crossing), and the webhook "
+        "deliveries with their log",
+        (
+            """CREATE TABLE monitors (
+                id TEXT PRIMARY KEY,
+                name TEXT NOT NULL,
+                body TEXT NOT NULL,
+                created_at DOUBLE PRECISION NOT NULL
+            )""",
+            # state: 'ok' or 'firing'; crossings: how many times it fired
+            """CREATE TABLE monitor_states (
+                monitor_id TEXT PRIMARY KEY,
+                state TEXT NOT NULL,
+                value DOUBLE PRECISION,
+                count DOUBLE PRECISION,
+                crossings INTEGER NOT NULL DEFAULT 0,
+                checked_at DOUBLE PRECISION,
+                changed_at DOUBLE PRECISION
+            )""",
+            # id: the delivery key (monitor, crossing, event): one row per event whatever
+            # the number of replicas that saw it
+            """CREATE TABLE alert_deliveries (
+                id TEXT PRIMARY KEY,
+                monitor_id TEXT NOT NULL,
+                event TEXT NOT NULL,
+                body TEXT NOT NULL,
+                status TEXT NOT NULL,
+                attempts INTEGER NOT NULL DEFAULT 0,
+                next_attempt_at DOUBLE PRECISION NOT NULL,
+                lease_until DOUBLE PRECISION,
+                last_error TEXT,
+                log TEXT NOT NULL DEFAULT '[]',
+                created_at DOUBLE PRECISION NOT NULL,
+                delivered_at DOUBLE PRECISION
+            )""",
+            "CREATE INDEX alert_deliveries_due ON alert_deliveries (status, next_attempt_at)",
+            "CREATE INDEX alert_deliveries_by_monitor ON alert_deliveries (monitor_id, created_at)",
         ),
     ),
 )

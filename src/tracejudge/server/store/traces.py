@@ -52,6 +52,7 @@ SIDE_TABLES = (
     "human_labels",
     "trace_rules",
     "trace_sessions",
+    "trend_marks",  # what the trace added to the trends (the trends themselves stay)
 )
 #: Rows deleted per statement by the retention sweep.
 _DELETE_BATCH = 500
