@@ -597,6 +597,7 @@ SETTINGS += (
         "evaluation rules, TOML or YAML: which traces get which judge criteria (each with its "
         "bar), at what sampling rate, within what daily budget; checked at start. The checks "
         "still run on every trace. Rules made through /api/v1/rules apply too",
+    ),
     # --- alerts (#33)
     Setting(
         "public_url",

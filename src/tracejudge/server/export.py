@@ -89,8 +89,8 @@ def write_csv(pages: Iterator[list[ScoreExportRow]], out: IO[str]) -> int:
 
 def _pyarrow() -> Any:
     try:
-        import pyarrow  # type: ignore[import-untyped]
-        import pyarrow.parquet  # type: ignore[import-untyped]
+        import pyarrow
+        import pyarrow.parquet
     except ImportError as error:
         raise MissingDependencyError("pyarrow", "export", "Parquet export") from error
     return pyarrow

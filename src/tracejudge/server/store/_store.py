@@ -18,10 +18,10 @@ from tracejudge.server.store.evaluations import Evaluations
 from tracejudge.server.store.exports import Exports
 from tracejudge.server.store.labels import Attributions, Labels
 from tracejudge.server.store.listing import TraceLists
+from tracejudge.server.store.monitors import Monitors
 from tracejudge.server.store.rules import RuleDecisions, Rules
 from tracejudge.server.store.runs import Runs
 from tracejudge.server.store.sessions import Sessions
-from tracejudge.server.store.monitors import Monitors
 from tracejudge.server.store.spend import Spend
 from tracejudge.server.store.tasks import Tasks
 from tracejudge.server.store.traces import Traces
