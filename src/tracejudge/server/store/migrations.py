@@ -439,7 +439,7 @@ TREND_COUNTS = (
 # another migration makes, so they apply in any order beside the rules' migrations.
 MIGRATIONS += (
     Migration(
-        9,
+        10,
         "trend rollups per hour and day (agent, criterion, rule, service, version), and "
         "what each trace added to them",
         (
@@ -468,7 +468,7 @@ MIGRATIONS += (
         ),
     ),
     Migration(
-        10,
+        11,
         "monitors on the trends, their state (firing once per crossing), and the webhook "
         "deliveries with their log",
         (
@@ -512,3 +512,5 @@ MIGRATIONS += (
 
 #: The schema version this code expects (the highest: versions may land out of order).
 SCHEMA_VERSION = max(m.version for m in MIGRATIONS)
+# Two areas that took the same number would leave one of them never applied.
+assert len({m.version for m in MIGRATIONS}) == len(MIGRATIONS), "two migrations share a version"
