@@ -91,7 +91,11 @@ def _check_groups_kept(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not getattr(config.option, "loadgroup", False):  # not an xdist worker of loadgroup
         return
     for item in items:
-        if item.get_closest_marker("xdist_group") is not None and "@" not in item.nodeid:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names and not item.nodeid.endswith("@" + "_".join(sorted(names))):
             item.stash[GROUP_LOST] = (
                 f"its xdist_group mark is lost: pytest {pytest.__version__} does not keep "
                 "pytest-xdist's group suffix on node ids (pytest-xdist issue 1386), so the "
