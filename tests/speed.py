@@ -9,6 +9,8 @@
 - Hypothesis's example counts come from a profile: TRACEJUDGE_HYPOTHESIS_PROFILE=dev (few
   examples, quick), ci (the default) or thorough (many). Tests leave `max_examples` to
   the profile; Schemathesis's counts are derived from it (tests/server/test_fuzz.py).
+- Under `--dist loadgroup`, a test whose `xdist_group` mark would be silently ignored
+  (a pytest that drops pytest-xdist's group suffix) fails, saying why.
 """
 
 from __future__ import annotations
@@ -59,7 +61,9 @@ def load_factor() -> float:
     return max(1.0, load / (os.cpu_count() or 1))
 
 
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+# trylast: after pytest-xdist's own hook, which tags grouped tests' node ids on a worker.
+@pytest.hookimpl(trylast=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     for item in items:
         mark = item.get_closest_marker("heavy")
         if mark is not None and not (mark.args or mark.kwargs.get("reason")):
@@ -67,6 +71,44 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                 f"{item.nodeid}: @pytest.mark.heavy needs its reason, "
                 '@pytest.mark.heavy("a server process of its own")'
             )
+    _check_groups_kept(config, items)
+
+
+#: Why a test fails at setup: its `xdist_group` mark would be ignored (see below).
+GROUP_LOST = pytest.StashKey[str]()
+
+
+def _check_groups_kept(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Fail the grouped tests when `--dist loadgroup` would silently ignore their group.
+
+    pytest-xdist tells its scheduler a test's group by a `@group` suffix on the node id
+    the worker reports; where a pytest release stops that suffix from sticking (pytest
+    9.2 with pytest-xdist 3.8), every group is spread over all workers: each worker starts
+    the group's shared fixtures again (the cassette replay, the llama.cpp server), and
+    tests that must not run side by side do. (A worker's collection error would only show
+    as a crash of the worker, so the tests fail at setup, saying why.)
+    """
+    if not getattr(config.option, "loadgroup", False):  # not an xdist worker of loadgroup
+        return
+    for item in items:
+        names = {
+            str(mark.args[0] if mark.args else mark.kwargs.get("name", "default"))
+            for mark in item.iter_markers("xdist_group")
+        }
+        if names and not item.nodeid.endswith("@" + "_".join(sorted(names))):
+            item.stash[GROUP_LOST] = (
+                f"its xdist_group mark is lost: pytest {pytest.__version__} does not keep "
+                "pytest-xdist's group suffix on node ids (pytest-xdist issue 1386), so the "
+                "group would be spread over the workers; install the test extra's pytest "
+                "(pytest<9.2)"
+            )
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    lost = item.stash.get(GROUP_LOST, None)
+    if lost is not None:
+        pytest.fail(lost, pytrace=False)
 
 
 @pytest.hookimpl(wrapper=True)

@@ -1,9 +1,11 @@
 """Replay recorded cassettes through the real clients under one instrumentation setup.
 
 Run from the repository root, one process per setup (instrumenting patches the clients
-for the whole process):
+for the whole process); several setups joined by commas run side by side, each in a
+process forked after the clients are imported:
 
     python tests/replay/drive.py openllmetry --out /tmp/replayed [CASSETTE ...]
+    python tests/replay/drive.py openllmetry,openinference,contrib --out /tmp/replayed
 
 Every recorded model call of every cassette (all of `shared/cassettes/`, see
 `cassette_dir`, by default) is
@@ -25,10 +27,13 @@ are for its users.
 from __future__ import annotations
 
 import argparse
+import functools
 import inspect
 import json
 import os
+import ssl
 import sys
+import traceback
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -89,6 +94,14 @@ def _call(create: Callable[..., Any], body: dict[str, Any]) -> Any:
     return create(**known, **({"extra_body": extra} if extra else {}))
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One TLS context for every client: each client would otherwise load the CA bundle
+    again (a tenth of a second each on a loaded machine, for ~120 clients per setup); the
+    cassette servers speak plain HTTP, so it is never used."""
+    return ssl.create_default_context()
+
+
 def _method(exchange: Any, server_url: str) -> Callable[..., Any] | None:
     """The SDK method that sends this exchange's request, on a client aimed at the server."""
     import anthropic
@@ -103,6 +116,7 @@ def _method(exchange: Any, server_url: str) -> Callable[..., Any] | None:
                 api_key="test",
                 max_retries=0,
                 default_query=query or None,
+                http_client=openai.DefaultHttpxClient(verify=_ssl_context()),
             )
             return {
                 "/chat/completions": client.chat.completions.create,
@@ -111,7 +125,10 @@ def _method(exchange: Any, server_url: str) -> Callable[..., Any] | None:
             }[suffix]
     if path.endswith("/messages"):
         client = anthropic.Anthropic(
-            base_url=server_url + path[: -len("/v1/messages")], api_key="test", max_retries=0
+            base_url=server_url + path[: -len("/v1/messages")],
+            api_key="test",
+            max_retries=0,
+            http_client=anthropic.DefaultHttpxClient(verify=_ssl_context()),
         )
         return client.beta.messages.create if query.get("beta") else client.messages.create
     return None  # not a model call (the Agents SDK's trace ingest, say)
@@ -171,18 +188,64 @@ def replay(setup: str, out: Path, names: list[str], folder: Path) -> None:
     (out / f"{setup}.json").write_text(json.dumps(manifest, indent=1) + "\n")
 
 
+def replay_forked(setups: list[str], out: Path, names: list[str], folder: Path) -> list[str]:
+    """Replay under several setups, each in a child process forked once the clients are
+    imported; the setups that failed. Instrumenting patches the clients for good, so each
+    setup needs a process of its own, but the clients' imports (about 2 s of CPU, most of
+    a setup's start) are then made once for all of them. POSIX only (os.fork)."""
+    import anthropic  # noqa: F401 - imported before the fork, shared by every setup
+    import openai  # noqa: F401
+    import opentelemetry.sdk.trace  # noqa: F401
+
+    import tracejudge.testing  # noqa: F401
+
+    children = {}
+    for setup in setups:
+        pid = os.fork()
+        if pid == 0:  # the child: one setup, then out without the parent's cleanup
+            code = 1
+            try:
+                replay(setup, out, names, folder)
+                code = 0
+            except BaseException:
+                traceback.print_exc()
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+                os._exit(code)
+        children[pid] = setup
+    failed = []
+    for pid, setup in children.items():
+        _, status = os.waitpid(pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            failed.append(setup)
+    return failed
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("setup", choices=SETUPS)
+    parser.add_argument(
+        "setups",
+        help=f"one of {', '.join(SETUPS)}, or several joined by commas (a process each)",
+    )
     parser.add_argument("cassettes", nargs="*", help="file names in the cassette folder")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
+    setups = args.setups.split(",")
+    unknown = [s for s in setups if s not in SETUPS]
+    if unknown:
+        parser.error(f"unknown setup {', '.join(unknown)}: choose from {', '.join(SETUPS)}")
     folder = cassette_dir()
     if folder is None:
         parser.error(f"no cassette folder: set {CASSETTES_ENV}")
     names = args.cassettes or sorted(p.name for p in folder.glob("*.yaml"))
     sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
-    replay(args.setup, args.out, names, folder)
+    if len(setups) == 1:
+        replay(setups[0], args.out, names, folder)
+        return
+    failed = replay_forked(setups, args.out, names, folder)
+    if failed:
+        sys.exit(f"replaying under {', '.join(failed)} failed (tracebacks above)")
 
 
 if __name__ == "__main__":

@@ -1,9 +1,10 @@
 """The cassettes replayed under each instrumentation setup, shared by the replay tests.
 
-`replay_all(out)` runs `drive.py` once per installed setup, each in its own process
-(instrumenting patches the clients for good), in parallel; `recorded_spans(out, setup)` reads
-what one setup recorded back. `NEVER_RECORDED` lists what an instrumentation never
-records (the README's "never recorded" column); `gap` looks a facet up there.
+`replay_all(out)` runs `drive.py` for every installed setup, each in its own process
+(instrumenting patches the clients for good) forked from one that imported the clients;
+`recorded_spans(out, setup)` reads what one setup recorded back. `NEVER_RECORDED` lists
+what an instrumentation never records (the README's "never recorded" column); `gap`
+looks a facet up there.
 """
 
 from __future__ import annotations
@@ -11,6 +12,8 @@ from __future__ import annotations
 import functools
 import importlib.util
 import json
+import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -67,33 +70,39 @@ def gap(setup: str, cassette: str, facet: str) -> str | None:
 
 
 def replay_all(out: Path) -> None:
-    """Replay every cassette under every installed setup, spans written under `out`."""
-    processes = {}
-    for setup, packages in SETUPS.items():
-        if not all(importlib.util.find_spec(p) for p in packages):
-            continue
-        processes[setup] = subprocess.Popen(
-            [
-                sys.executable,
-                "-W",
-                "ignore",
-                str(ROOT / "tests/replay/drive.py"),
-                setup,
-                "--out",
-                str(out),
-            ],
-            cwd=ROOT,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-        )
-    for setup, process in processes.items():
-        try:
-            output, _ = process.communicate(timeout=TIMEOUT_S)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            output, _ = process.communicate()
-        assert process.returncode == 0, f"replaying under {setup} failed:\n{output[-3000:]}"
+    """Replay every cassette under every installed setup, spans written under `out`.
+
+    One `drive.py` process, forking a child per setup once the clients are imported (each
+    setup instruments a process of its own; the imports are made once)."""
+    installed = [
+        setup
+        for setup, packages in SETUPS.items()
+        if all(importlib.util.find_spec(p) for p in packages)
+    ]
+    if not installed:
+        return
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-W",
+            "ignore",
+            str(ROOT / "tests/replay/drive.py"),
+            ",".join(installed),
+            "--out",
+            str(out),
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # its own process group: a timeout ends the children too
+    )
+    try:
+        output, _ = process.communicate(timeout=TIMEOUT_S)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        output, _ = process.communicate()
+    assert process.returncode == 0, f"replaying under {installed} failed:\n{output[-3000:]}"
 
 
 def recorded_spans(out: Path, setup: str) -> tuple[dict[str, dict], dict[str, list[SpanRecord]]]:

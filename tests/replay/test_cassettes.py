@@ -4,9 +4,10 @@ arguments and ids, tool results by id, answer text, other choices, refusal, fini
 reason, reasoning, built-in tools, usage, model, errors.
 
 Each setup runs `drive.py` in its own process (instrumenting patches the clients for
-good), the three in parallel. What an instrumentation never records is listed in
-NEVER_RECORDED, with the reason; everything else must match. Needs the cassette folder
-(`shared/cassettes`, or $TRACEJUDGE_CASSETTES) and the instrumentations of the test extra.
+good), the three in parallel, forked from one process that imported the clients. What an
+instrumentation never records is listed in NEVER_RECORDED, with the reason; everything
+else must match. Needs the cassette folder (`shared/cassettes`, or
+$TRACEJUDGE_CASSETTES) and the instrumentations of the test extra.
 """
 
 from __future__ import annotations

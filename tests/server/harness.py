@@ -181,15 +181,19 @@ class ServerProcess:
         assert self.process.stdout is not None
         self.first_line = self.process.stdout.readline().decode()
         deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited with {self.process.returncode}")
-            try:
-                if httpx.get(f"{self.url}/health", timeout=1).status_code == 200:
-                    return self
-            except httpx.TransportError:
-                pass
-            time.sleep(0.1)
+        pause = 0.01  # polled quickly at first, as `wait_for` does
+        # one client for every poll: each new one would load the CA bundle again
+        with httpx.Client(timeout=1) as http:
+            while time.monotonic() < deadline:
+                if self.process.poll() is not None:
+                    raise RuntimeError(f"the server exited with {self.process.returncode}")
+                try:
+                    if http.get(f"{self.url}/health").status_code == 200:
+                        return self
+                except httpx.TransportError:
+                    pass
+                time.sleep(pause)
+                pause = min(pause * 1.5, 0.1)
         raise RuntimeError("the server did not start in time")
 
     def _limit_files(self) -> None:

@@ -92,8 +92,10 @@ def postgres_cluster(folder: str | None = None) -> Iterator[Cluster]:
         as_user = ["runuser", "-u", "postgres", "--"]
     data = os.path.join(folder, "data")
     port = free_port()
+    # --no-sync: a throwaway cluster needs no fsync of its files (initdb's sync is most of
+    # its time: about 5 s against under 2 s on this machine's disk)
     subprocess.run(
-        [*as_user, initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+        [*as_user, initdb, "-D", data, "-U", "postgres", "--auth=trust", "-E", "UTF8", "--no-sync"],
         check=True,
         capture_output=True,
     )

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import select
 import socket
+import threading
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import httpx
@@ -33,15 +35,31 @@ def is_closed(sock: socket.socket) -> bool:
 
 
 @contextmanager
-def held(port: int, count: int, first: bytes = HEAD) -> Iterator[list[socket.socket]]:
-    """`count` connections that sent `first` (a request head without its end) and wait."""
+def held(
+    port: int, count: int, first: bytes = HEAD, *, openers: int = 1
+) -> Iterator[list[socket.socket]]:
+    """`count` connections that sent `first` (a request head without its end) and wait,
+    in the order they were opened; `openers` > 1 opens them from that many threads at
+    once (their order is then not the opening order). A server whose accept backlog is
+    small (a low file limit fits it down to a few dozen) drops a connection attempt now
+    and then, which the kernel retries a second later: one opener waits out each drop in
+    turn, several overlap them."""
     socks: list[socket.socket] = []
-    try:
-        for _ in range(count):
+    lock = threading.Lock()
+
+    def open_some(n: int) -> None:
+        for _ in range(n):
             sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+            with lock:
+                socks.append(sock)
             if first:
                 sock.sendall(first)
-            socks.append(sock)
+
+    try:
+        shares = [count // openers + (i < count % openers) for i in range(openers)]
+        with ThreadPoolExecutor(openers) as pool:
+            for done in [pool.submit(open_some, n) for n in shares]:
+                done.result()
         yield socks
     finally:
         for sock in socks:
@@ -100,7 +118,7 @@ def test_health_answers_while_half_open_connections_fill_the_file_limit(tmp_path
     server = ServerProcess(str(tmp_path / "db"), api_key=None, args=args, log=log, open_files=256)
     server.start()
     try:
-        with held(server.port, 400) as socks:
+        with held(server.port, 400, openers=8) as socks:
             time.sleep(0.5)
             answers = [health_answers(server.url) for _ in range(5)]
             assert answers == [True] * 5, answers

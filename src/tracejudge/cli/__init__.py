@@ -33,50 +33,40 @@ interrupted.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import os
 import sys
 from collections.abc import Sequence
 
-from tracejudge.cli import (
-    attribute,
-    bench,
-    calibrate,
-    compare,
-    demo,
-    export,
-    inspect,
-    rubric,
-    rules,
-    run,
-    score,
-    serve,
-)
 from tracejudge.cli._errors import UsageError
 from tracejudge.cli._settings import resolve
 
 __all__ = ["UsageError", "build_parser", "main"]
 
-#: The commands, in the order `--help` lists them. A new command (`rubric`, `serve`)
-#: is a module beside these with the same `add_parser`, added here.
+#: The commands, in the order `--help` lists them: each a module beside this one, of the
+#: same name. A new command (`rubric`, `serve`) is a module with the same `add_parser`,
+#: added here. A command's module is imported when the command is run (or `--help` lists
+#: them all): one command does not start by importing every other one.
 COMMANDS = (
-    demo,
-    score,
-    inspect,
-    attribute,
-    bench,
-    calibrate,
-    rubric,
-    run,
-    compare,
-    serve,
-    rules,
-    export,
+    "demo",
+    "score",
+    "inspect",
+    "attribute",
+    "bench",
+    "calibrate",
+    "rubric",
+    "run",
+    "compare",
+    "serve",
+    "rules",
+    "export",
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of `tracejudge` and all its commands."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of `tracejudge` and all its commands (`only`: that one alone,
+    the parser `main` uses to run it)."""
     from tracejudge import __version__
 
     parser = argparse.ArgumentParser(
@@ -87,16 +77,28 @@ def build_parser() -> argparse.ArgumentParser:
         "-v", "--verbose", action="store_true", help="log what the converter and judges do"
     )
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS:
-        command.add_parser(commands)
+    for name in COMMANDS if only is None else (only,):
+        importlib.import_module(f"tracejudge.cli.{name}").add_parser(commands)
     return parser
+
+
+def _named_command(argv: Sequence[str]) -> str | None:
+    """The command `argv` runs: its first argument that is not an option (the options
+    before a command take no value), when that is a command's name."""
+    for argument in argv:
+        if argument == "--":
+            return None
+        if not argument.startswith("-"):
+            return argument if argument in COMMANDS else None
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run `tracejudge` with `argv` (default: the process's arguments); return the exit
     status. Bad arguments and `--help` / `--version` exit through argparse
     (`SystemExit`, status 2 and 0)."""
-    args = build_parser().parse_args(argv)
+    argv = sys.argv[1:] if argv is None else list(argv)
+    args = build_parser(_named_command(argv)).parse_args(argv)
     # Problems the commands report themselves are also logged; show the log only on request.
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, format="%(name)s: %(message)s"

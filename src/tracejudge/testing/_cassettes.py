@@ -129,7 +129,10 @@ class Cassette:
                 raise ImportError(
                     "reading YAML cassettes needs PyYAML: pip install pyyaml"
                 ) from exc
-            data = yaml.safe_load(text)
+            # libyaml's loader when PyYAML was built with it: the same data, about eight
+            # times faster than the pure-Python one on recorded cassettes.
+            loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+            data = yaml.load(text, Loader=loader)
         return cls.from_dict(data, name=path.name)
 
     @classmethod
