@@ -323,10 +323,14 @@ def _run(
     for problem in state.failed[:10]:
         print(f"tracejudge score: {problem}", file=sys.stderr)
     if service.judge_failures:
+        first = service.first_judge_failure or ""
+        # A timeout's reason already says which flag to raise (worded for the CLI).
+        hint = "--judge-timeout-seconds"
+        slow = "" if hint in first else f" (a slow judge: raise {hint})"
         print(
             f"tracejudge score: {service.judge_failures:,} judgements failed and are marked "
-            "not evaluated, with the reason (the checks' results are kept); the first: "
-            f"{service.first_judge_failure} (a slow judge: raise --judge-timeout-seconds)",
+            f"not evaluated, with the reason (the checks' results are kept); the first: "
+            f"{first}{slow}",
             file=sys.stderr,
         )
     if state.without_calls:

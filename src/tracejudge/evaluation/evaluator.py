@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from tracejudge._advice import Surface, how_to_configure_a_judge, reworded
 from tracejudge.errors import (
     BadRequestError,
     ComposoError,
@@ -303,6 +304,7 @@ class Evaluator:
         spend: JudgeSpend | None = None,
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
         keep_judge_failures: bool = False,
+        surface: Surface = Surface.PYTHON,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -314,6 +316,8 @@ class Evaluator:
         self.spend = spend
         self.exploration = _with_spend(exploration, spend)
         self.keep_judge_failures = keep_judge_failures
+        #: Where this evaluator's advice is read (`judge=` in Python, `--judge` on the CLI).
+        self.surface = surface
         #: How many judgements failed and were kept as not evaluated (keep_judge_failures).
         self.judge_failures = 0
         #: The first failure's reason (None: none failed).
@@ -335,9 +339,7 @@ class Evaluator:
     def require_judge(self, criteria: Iterable[Criterion]) -> None:
         """Raise `ConfigurationError` when a text criterion needs the judge there is not."""
         if self.judge is None and needs_judge(criteria):
-            from tracejudge.judges import HOW_TO_CONFIGURE_A_JUDGE
-
-            raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
+            raise ConfigurationError(how_to_configure_a_judge(self.surface))
 
     async def _ask(
         self,
@@ -386,7 +388,8 @@ class Evaluator:
             raise error
         self.judge_failures += judgements
         judge = getattr(self.judge, "name", None) or type(self.judge).__name__
-        reason = f"the judge {judge} failed: {_one_line(str(error)) or type(error).__name__}"
+        said = reworded(_one_line(str(error)), self.surface) or type(error).__name__
+        reason = f"the judge {judge} failed: {said}"
         if self.first_judge_failure is None:
             self.first_judge_failure = reason
         return reason
