@@ -46,6 +46,8 @@ class _State:
     criteria: list[Any] | None
     progress: Progress
     results: list[dict[str, Any]] = field(default_factory=list)
+    #: Each result's trace as `score` names it (its file and the key `score` gives it).
+    names: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     out: Any = None
 
@@ -73,6 +75,7 @@ def _criteria(args: argparse.Namespace) -> list[Any] | None:
 
 async def _attribute_one(service: Any, state: _State, key: str, source: str) -> None:
     from tracejudge.evaluation.attribution import AttributionRequest
+    from tracejudge.report import trace_name
 
     args = state.args
     try:
@@ -94,6 +97,7 @@ async def _attribute_one(service: Any, state: _State, key: str, source: str) -> 
                 continue
             line = {"trace_id": trace_id, "source": source, **attribution.model_dump(mode="json")}
             state.results.append(line)
+            state.names.append(trace_name(trace_id, source))
             if state.out is not None:
                 state.out.write(json.dumps(line) + "\n")
                 state.out.flush()
@@ -193,15 +197,11 @@ def _print(state: _State, args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"traces": state.results, "summary": summary}))
         return
-    for line in state.results:
+    for line, name in zip(state.results, state.names, strict=True):
         if not line["failed"] and not args.all:
             continue
         attribution = Attribution.model_validate({k: v for k, v in line.items() if k != "source"})
-        print(
-            format_attribution(
-                attribution, name=f"{line['source']} {line['trace_id']}", top=args.top
-            )
-        )
+        print(format_attribution(attribution, name=name, top=args.top))
         print()
     print(
         f"{summary['traces']} traces, {summary['failed']} failed, {summary['attributed']} "
