@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._settings import JUDGE, PER_TRACE, SPEND, TOKENS, add_settings, judged_service
 from tracejudge.cli._settings import positive as _positive
@@ -153,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             progress = Progress(
                 len(todo),
                 "trace",
-                enabled=len(todo) > 1,
+                enabled=len(todo) > 1 and not args.quiet,
                 verb="attributed",
                 label="attributing traces",
             )
@@ -163,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             except OSError as error:
                 raise UsageError(f"cannot write --out {args.out}: {error.strerror}") from None
             try:
-                with progress:
+                with progress, JudgingLine(enabled=not args.quiet, progress=progress):
                     asyncio.run(_attribute_all(service, state, todo))
             except KeyboardInterrupt:
                 print(
@@ -256,6 +257,7 @@ def add_parser(commands: Any) -> None:
         default=3000,
         help="characters of one message the judge methods show (default 3000)",
     )
+    add_quiet(parser)
     add_settings(
         parser,
         (*JUDGE, *TOKENS, *SPEND, "concurrency"),

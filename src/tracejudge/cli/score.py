@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from tracejudge import checks
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._outfile import OutFile, check_writable, read_finished
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._settings import (
@@ -272,10 +273,10 @@ def _run(
     _warn_shared(spool.shared())
     todo = [(key, source) for key, source in keys if key not in done]
     out = OutFile(args.out, append=bool(args.resume)) if args.out else None
-    progress = Progress(len(todo), "trace", enabled=len(todo) > 1)
+    progress = Progress(len(todo), "trace", enabled=len(todo) > 1 and not args.quiet)
     state = _Run(spool, criteria, summary, out, args.json_lines, bool(args.html), progress)
     try:
-        with progress:
+        with progress, JudgingLine(enabled=not args.quiet, progress=progress):
             asyncio.run(_score_all(service, state, todo, args.concurrency))
     except KeyboardInterrupt:
         print(
@@ -414,6 +415,7 @@ def add_parser(commands: Any) -> None:
         type=positive(float),
         help="add the budgets check: seconds each agent may take",
     )
+    add_quiet(score)
     add_settings(
         score,
         (*JUDGE, *TOKENS, *SPEND, "single_call", "no_explore", "fail_under", "concurrency"),

@@ -477,6 +477,7 @@ class Evaluator:
                 target=rendered.target,
                 clean_explanation=clean_explanation,
                 exploration=self._exploration(material, agent.id),
+                subject="the conversation",
             )
 
         async def judge_all(criteria: list[str]) -> list[EvaluationResponse]:
@@ -553,6 +554,7 @@ class Evaluator:
                 rendered.content,
                 target=rendered.target,
                 exploration=self._exploration(material, agent.id),
+                subject=agent.name,
             )
 
         async def judge_all(criteria: list[str]) -> list[ScoreResponse | None]:
