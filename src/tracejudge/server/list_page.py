@@ -309,7 +309,7 @@ def _overview(found: Overview, total: int) -> str:
             f'<td class="n">{_score(r.min)}</td><td class="n">{_score(r.max)}</td></tr>'
         )
     return (
-        '<details class="overview" open><summary>Per agent and criterion, over '
+        '<details class="overview"><summary>Per agent and criterion, over '
         f'{_e(covered)}</summary><div class="scroll"><table><thead><tr><th>agent</th>'
         "<th>criterion</th>"
         '<th class="n">failing</th><th class="n">mean</th><th class="n">median</th>'
