@@ -190,11 +190,11 @@ def _histogram(criterion: str, scores: Sequence[float], bins: int = 10) -> str:
                 f'text-anchor="middle">{count}</text>'
             )
     for step in range(0, bins + 1, 2):
-        x = left + step * (bar + gap) - gap / 2
+        at = left + step * (bar + gap) - gap / 2
         parts.append(
-            f'<text class="xtick" x="{x:g}" y="{base + 11}" font-size="9" '
+            f'<text class="xtick" x="{at:g}" y="{base + 11}" font-size="9" '
             f'text-anchor="middle">{step / bins:.1f}</text>'
-            f'<line x1="{x:g}" y1="{base}" x2="{x:g}" y2="{base + 3}" stroke="#666"/>'
+            f'<line x1="{at:g}" y1="{base}" x2="{at:g}" y2="{base + 3}" stroke="#666"/>'
         )
     parts.append(
         f'<text x="{left + bins * (bar + gap) / 2:g}" y="{height - 4}" font-size="9" '
