@@ -166,3 +166,23 @@ def test_labels_put_failing_rows_first_and_show_the_chosen_stance(
     )
     assert answer.status_code == 422
     assert answer.json()["detail"] == "score: give a score from 0 to 1 (2 is not one)"
+
+
+@needs_chromium
+def test_a_search_of_the_list_shows_what_it_matched_in_each_trace(
+    site: Site, tmp_path: Path
+) -> None:
+    with Browser(tmp_path / "profile") as tab:
+        tab.load(f'{site.url}/ui?q="invalid arguments"')
+        assert tab.console == []
+        rows = tab.evaluate("document.querySelectorAll('tr.failed, tr.ok').length")
+        snippets = tab.evaluate(
+            "Array.from(document.querySelectorAll('tr.snippet'),r=>[r.querySelector('.where')"
+            ".textContent, r.querySelector('mark').textContent, r.textContent])"
+        )
+        assert rows == len(snippets) == 4  # one under each trace the search found
+        for where, marked, text in snippets:
+            assert where == "researcher, call 2 · tool result"  # as the trace page names it
+            assert marked == "invalid arguments"
+            assert "ValueError: invalid arguments for get_weather" in text
+        _kept(tab, tmp_path / "ui-list-search-snippets.png")
