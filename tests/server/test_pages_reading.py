@@ -11,7 +11,8 @@ against a real server on loopback, screenshots kept as artifacts:
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -186,3 +187,51 @@ def test_a_search_of_the_list_shows_what_it_matched_in_each_trace(
             assert marked == "invalid arguments"
             assert "ValueError: invalid arguments for get_weather" in text
         _kept(tab, tmp_path / "ui-list-search-snippets.png")
+
+
+@needs_chromium
+def test_a_trace_sent_as_spans_shows_each_span_s_own_attributes(tmp_path: Path) -> None:
+    otlp = Path(__file__).resolve().parents[1] / "fixtures" / "openllmetry.pb"
+    config = ServerConfig(port=0, db=str(tmp_path / "spans.db"), trace_quiet_seconds=0)
+    with BackgroundServer(config, checks_only=True) as server, httpx.Client() as http:
+        sent = http.post(
+            f"{server.url}/v1/traces",
+            content=otlp.read_bytes(),
+            headers={"Content-Type": "application/x-protobuf"},
+        )
+        assert sent.status_code == 200, sent.text
+
+        def scored() -> str | None:
+            found = http.get(f"{server.url}/api/v1/traces", params={"status": "scored"})
+            traces = found.json()["traces"]
+            return traces[0]["trace_id"] if traces else None
+
+        trace_id = _poll(scored)
+        with Browser(tmp_path / "profile") as tab:
+            tab.load(f"{server.url}/ui/traces/{trace_id}")
+            assert tab.console == []
+            names = tab.evaluate(
+                "Array.from(document.querySelectorAll('details.span summary'),s=>s.textContent)"
+            )
+            assert len(names) == 9  # every span of the file, each once
+            assert sum(n.startswith("openai.chat") for n in names) == 6
+            first_chat = next(i for i, n in enumerate(names) if n.startswith("openai.chat"))
+            selector = f'details.span[data-n="{first_chat}"]'
+            tab.click(selector + " summary")
+            keys = tab.wait_until(
+                f"Array.from(document.querySelectorAll({json.dumps(selector + ' th')}),"
+                "t=>t.textContent)"
+            )
+            # its own input and output, as the span recorded them
+            assert "gen_ai.input.messages" in keys and "gen_ai.request.model" in keys, keys
+            _kept(tab, tmp_path / "ui-trace-spans.png")
+
+
+def _poll(found: Callable[[], str | None]) -> str:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        value = found()
+        if value is not None:
+            return value
+        time.sleep(0.05)
+    raise AssertionError("the trace was not scored")

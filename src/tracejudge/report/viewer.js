@@ -769,8 +769,48 @@ function onJumps(go) {
   window.addEventListener("hashchange", function () { go(fragment()); });
 }
 
+// A trace's own spans (the server's page of a trace that came as spans): each with its
+// name, kind, time and status, folded; unfolded, its attributes and events, as recorded.
+var PAGE_SPANS = 100;
+function spanSection(box, data) {
+  var spans = data.spans;
+  add(box, el("p", "note", plural(spans.length, "span") + " as recorded" +
+    (data.left_out ? " (" + data.left_out + " more left out to keep the page small)" : "") +
+    ": each one's own attributes and events (a model call's or a tool run's input and output as its span holds them)."));
+  new Pager(add(box, el("div", "spans")), spans.length, PAGE_SPANS, function (n, list) {
+    var s = spans[n], d = add(list, el("details", "span"));
+    d.id = "span-" + s.id;
+    d.dataset.n = n;
+    d.style.marginLeft = Math.min(s.depth, 12) * 14 + "px";
+    var parts = [s.name];
+    if (s.kind) parts.push(s.kind.toLowerCase().replace("span_kind_", ""));
+    if (known(s.dur)) parts.push(ms(s.dur));
+    if (known(s.t0)) parts.push("at +" + ms(s.t0));
+    if (s.status && s.status !== "UNSET" && s.status !== "STATUS_CODE_UNSET") parts.push(s.status.toLowerCase());
+    if (s.scope) parts.push(s.scope);
+    add(d, el("summary", null, parts.join(" · ")));
+    d.addEventListener("toggle", function () {
+      if (!d.open || d.dataset.filled) return;
+      d.dataset.filled = "1";
+      var table = add(d, el("table", "attrs"));
+      s.attrs.forEach(function (kv) {
+        var tr = add(table, el("tr"));
+        add(tr, el("th", null, kv[0]));
+        add(tr, el("td", null, kv[1]));
+      });
+      if (!s.attrs.length) add(d, el("div", "na", "no attributes"));
+      s.events.forEach(function (ev) {
+        var e = add(d, el("div", "event"));
+        add(e, el("b", null, "event " + ev[0]));
+        ev[1].forEach(function (kv) { add(e, el("div", "io", kv[0] + ": " + kv[1])); });
+      });
+    });
+  }, "spans").show(0);
+}
+
 function tracePage(box, t) {
-  var view = new TraceView(t, ""), conf = json("tj-labels");
+  var view = new TraceView(t, ""), conf = json("tj-labels"), spans = json("tj-spans");
+  if (spans) spanSection(section(view.root, "Spans"), spans);
   if (conf) new LabelBoard(section(view.root, "Labels"), t, conf);
   box.appendChild(view.root);
   function go(anchor) { if (anchor) view.reveal(anchor); }

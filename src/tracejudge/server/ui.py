@@ -41,10 +41,12 @@ from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
+from tracejudge.server.span_view import span_rows
 from tracejudge.server.store import (
     AttributionRow,
     EvaluationRow,
     LabelRow,
+    SpanEncoding,
     TraceRow,
 )
 from tracejudge.server.stored import collection_paused, latest_answers, read_trace
@@ -103,11 +105,12 @@ def _render(
     recorded: Sequence[LabelRow],
     who: str | None,
     stored: AttributionRow | None,
+    batches: Sequence[tuple[SpanEncoding, bytes]] = (),
 ) -> str:
     with collection_paused():
         # The trace and its page's data are freed before the collector is back on: its
         # first pass then walks what survives, not millions of parsed containers.
-        return _draw(row, rows, recorded, who, stored)
+        return _draw(row, rows, recorded, who, stored, batches)
 
 
 def _draw(
@@ -116,6 +119,7 @@ def _draw(
     recorded: Sequence[LabelRow],
     who: str | None,
     stored: AttributionRow | None,
+    batches: Sequence[tuple[SpanEncoding, bytes]] = (),
 ) -> str:
     assert row.trace_json is not None
     trace = read_trace(row.trace_json)
@@ -133,6 +137,7 @@ def _draw(
         home=LIST_PATH,
         labelling=labelling,
         attribution=page_attribution(trace, answers, rows, stored),
+        spans=span_rows(batches) if batches else None,
     )
 
 
@@ -162,7 +167,11 @@ async def trace_page(request: Request) -> HTMLResponse:
     recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
     stored = await in_thread(context.store.attributions.latest, row.trace_id)
-    page = await context.offload.run(_render, row, evaluations, recorded, who, stored)
+    # Each span's own attributes and events, for a trace that came as spans.
+    batches: list[tuple[SpanEncoding, bytes]] = []
+    if row.source == "otlp":
+        batches, _ = await in_thread(context.store.traces.span_batches, row.trace_id)
+    page = await context.offload.run(_render, row, evaluations, recorded, who, stored, batches)
     return HTMLResponse(page, headers=_headers(content_security_policy(connect_self=True)))
 
 
