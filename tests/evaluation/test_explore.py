@@ -95,7 +95,8 @@ async def test_a_600k_token_trace_judged_with_a_32k_budget_reaches_the_fault_at_
     researcher = _result(response, "r1")
     assert researcher.status == "scored"
     assert researcher.score == pytest.approx(1 / 9)  # graded 2: the fault was read
-    assert "Step 180" in researcher.explanation
+    # the step the judge cites by the digest's number, named as the page names its call
+    assert "Step 180 (researcher call 180):" in researcher.explanation
     record = researcher.exploration
     assert record is not None and record.max_input_tokens == BUDGET
     assert "more than judge" in record.reason and "budget of 32,000" in record.reason

@@ -558,11 +558,15 @@ class Evaluator:
             )
 
         async def judge_all(criteria: list[str]) -> list[ScoreResponse | None]:
-            return list(await self._ask_all([request_of(c) for c in criteria], ScoreResponse))
+            answers = await self._ask_all([request_of(c) for c in criteria], ScoreResponse)
+            return [_calls_named(a, material) for a in answers]
 
         if single_call is not None:
             return await single_call.verdict(agent.id, criterion, judge_all)
-        return await self._ask(request_of(criterion), ScoreResponse, warmup=warmup, prefix=agent.id)
+        answer = await self._ask(
+            request_of(criterion), ScoreResponse, warmup=warmup, prefix=agent.id
+        )
+        return _calls_named(answer, material)
 
     def _exploration(self, material: TraceMaterial, agent_id: str) -> Any:
         """How a judgement of `agent_id` explores when it is over budget (None: it does
@@ -570,6 +574,17 @@ class Evaluator:
         if self.exploration is None:
             return None
         return material.exploration(agent_id, self.exploration)
+
+
+def _calls_named(answer: R, material: TraceMaterial) -> R:
+    """An explored verdict's explanation with each step the judge cites by number (the
+    digest's "step 12") also named as the page names it ("step 12 (researcher call 3)")."""
+    if answer.exploration is None or not answer.explanation:
+        return answer
+    named = material.steps.named_calls(answer.explanation)
+    return (
+        answer if named == answer.explanation else answer.model_copy(update={"explanation": named})
+    )
 
 
 def _with_spend(
