@@ -274,6 +274,8 @@ def test_score_gives_up_on_a_slow_judge_after_the_judge_timeout(
     assert main(argv) == 1  # the judgement failed: not evaluated, and the run says so
     captured = capsys.readouterr()
     assert "within the 0.3s timeout" in captured.err
+    # the judge's advice in the CLI's words: the flag, not the Python keyword
+    assert "raise --judge-timeout-seconds" in captured.err and "raise timeout" not in captured.err
     summary = json.loads(captured.out.splitlines()[-1])["summary"]
     assert (summary["judge_failures"], summary["not_evaluated"]) == (1, 1)
     assert slow_model.requests  # the judge was asked, and not waited for

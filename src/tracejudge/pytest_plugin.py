@@ -30,7 +30,7 @@ is inconclusive: said, never a failure).
 A failure reads as pytest's own do: the test's line, then the findings; the plugin's
 frames are hidden (`__tracebackhide__`), and the short summary line names the worst
 agent, its criterion and score, then the cause (`TraceAssertionError: writer scored 0.00
-on final_answer (below 0.8); 1 failed; cause: researcher at llm_interactions[0]`).
+on final_answer (below 0.8); 1 failed; cause: researcher at call 1`).
 
     from tracejudge import checks
     from tracejudge.pytest_plugin import assert_trace
@@ -96,12 +96,8 @@ class TraceAssertionError(AssertionError):
 
 
 def where_of(step: Step) -> str:
-    """A step as a person reads it: ``llm_interactions[2], tool call call_1 (search)``."""
-    text = f"llm_interactions[{step.interaction}]"
-    if step.tool_call_id:
-        name = f" ({step.tool_name})" if step.tool_name else ""
-        text += f", tool call {step.tool_call_id}{name}"
-    return text
+    """A step as a person reads it: ``call 3, tool call call_1 (search)`` (`Step.label`)."""
+    return step.label()
 
 
 @dataclass(frozen=True)
@@ -194,7 +190,7 @@ class TraceVerdict:
         cause = self.cause
         where = ""
         if cause is not None:
-            at = f"llm_interactions[{cause.step.interaction}]" if cause.step else "as a whole"
+            at = cause.step.call if cause.step else "as a whole"
             where = f"; cause: {cause.agent_name} {'at ' if cause.step else ''}{at}"
         return f"{first}; {', '.join(counts)}{where}"
 

@@ -44,7 +44,7 @@ def test_wall_time_runs_from_first_start_to_last_end(record: Record) -> None:
     results = checks.budgets(max_seconds=0.2).evaluate(trace)
     researcher = results[ids["researcher"]]
     assert researcher.score is not None and researcher.score < 1.0
-    assert "researcher llm_interactions[0]" in researcher.explanation  # the slowest call
+    assert "researcher call 1" in researcher.explanation  # the slowest call
     # The orchestrator's window spans the researcher's run, which is not its own time.
     orchestrator = results[ids["orchestrator"]]
     assert orchestrator.score == 1.0

@@ -58,7 +58,7 @@ def test_a_dangling_tool_call_fails_the_ending_only(
     triage = trace.root.id
     final = checks.final_answer.evaluate(trace)[triage]
     assert final.score == 0.0
-    assert "triage llm_interactions[0]" in final.explanation and "call_t1" in final.explanation
+    assert "triage call 1" in final.explanation and "call_t1" in final.explanation
     # One fault, one check: tool_results leaves the unanswered last call to final_answer.
     results = checks.tool_results.evaluate(trace)[triage]
     assert results.score is None and "see final_answer" in results.explanation
@@ -80,5 +80,5 @@ def test_calls_without_recorded_tools_skip_the_availability_check_and_say_so(
     trace = bare.trace
     result = checks.tool_arguments.evaluate(trace)[trace.root.id]
     assert result.score == 0.5  # call_b's arguments are a JSON array, not an object
-    assert "bare llm_interactions[0], tool call call_b (lookup)" in result.explanation
-    assert "no tools were recorded for llm_interactions[0]" in result.explanation
+    assert "bare call 1, tool call call_b (lookup)" in result.explanation
+    assert "no tools were recorded for call 1" in result.explanation

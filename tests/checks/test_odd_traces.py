@@ -109,7 +109,7 @@ def test_tools_recorded_on_another_interaction_still_give_the_schema() -> None:
     result = _one(checks.tool_arguments, agent)
     assert result.score == 0.0
     assert "missing required property 'city'" in result.explanation
-    assert "no tools were recorded for llm_interactions[0]" in result.explanation
+    assert "no tools were recorded for call 1" in result.explanation
 
 
 def test_an_mcp_server_entry_stands_for_tools_not_listed_by_name() -> None:
@@ -183,7 +183,7 @@ def test_anthropic_schema_violations_and_error_results_are_flagged() -> None:
     bad = _anthropic({"city": "Oslo", "unit": "K"}, "4", "It is 4 °C.")
     result = _one(checks.tool_arguments, bad)
     assert result.score == 0.0
-    assert "claude_agent llm_interactions[0], tool call tu_1 (get_weather)" in result.explanation
+    assert "claude_agent call 1, tool call tu_1 (get_weather)" in result.explanation
     assert "'K' is not one of 'C', 'F'" in result.explanation
 
     failed = _anthropic({"city": "Oslo"}, "service down", "Sorry, it failed.", is_error=True)

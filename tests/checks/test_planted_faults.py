@@ -74,7 +74,7 @@ def test_tool_argument_explanation_names_agent_interaction_and_call(
     trace = record(scenario)
     result = checks.tool_arguments.evaluate(trace)[_by_name(trace, faults.RESEARCHER)]
     assert result is not None and result.score == 0.0
-    assert "researcher llm_interactions[0], tool call call_bad" in result.explanation
+    assert "researcher call 1, tool call call_bad" in result.explanation
     for needle in needles:
         assert needle in result.explanation
 
@@ -83,8 +83,8 @@ def test_error_result_explanation_names_call_and_where_the_result_came(record: R
     trace = record(faults.error_result(0))
     result = checks.tool_results.evaluate(trace)[_by_name(trace, faults.RESEARCHER)]
     assert result is not None and result.score == 0.0
-    assert "researcher llm_interactions[0], tool call call_err (get_weather)" in result.explanation
-    assert "llm_interactions[1]" in result.explanation
+    assert "researcher call 1, tool call call_err (get_weather)" in result.explanation
+    assert "(in call 2)" in result.explanation
     assert "upstream timeout" in result.explanation
 
 
@@ -95,7 +95,7 @@ def test_loop_explanation_lists_the_interactions_and_call_ids(record: Record) ->
     assert result.score == pytest.approx(1 - 2 / 4)  # 4 actions, 2 of them repeats
     assert "called get_weather" in result.explanation and "3 times" in result.explanation
     assert "it had already got a result" in result.explanation
-    assert "llm_interactions[0], [1], [2]" in result.explanation
+    assert "calls 1, 2, 3" in result.explanation
     assert "call_r0, call_r1, call_r2" in result.explanation
 
 
@@ -122,7 +122,7 @@ def test_repeated_reply_is_a_loop(record: Record) -> None:
     result = checks.loops.evaluate(trace)[_by_name(trace, faults.RESEARCHER)]
     assert result is not None and result.score == pytest.approx(1 / 3)
     assert "same reply 3 times" in result.explanation
-    assert "llm_interactions[0], [1], [2]" in result.explanation
+    assert "calls 1, 2, 3" in result.explanation
 
 
 @pytest.mark.parametrize(
@@ -134,7 +134,7 @@ def test_ungrounded_number_is_named(record: Record, variant: int, named: str) ->
     results = checks.grounded_numbers.evaluate(trace)
     researcher = results[_by_name(trace, faults.RESEARCHER)]
     assert researcher is not None and researcher.score is not None and researcher.score < 1.0
-    assert "researcher llm_interactions[1]: " in researcher.explanation
+    assert "researcher call 2: " in researcher.explanation
     assert named in researcher.explanation
     # The orchestrator repeats it, but it was told so by the researcher: grounded.
     assert results[_by_name(trace, faults.ORCHESTRATOR)].score == 1.0
@@ -144,7 +144,7 @@ def test_empty_final_answer_is_flagged_with_its_interaction(record: Record) -> N
     trace = record(faults.empty_answer(1))
     result = checks.final_answer.evaluate(trace)[_by_name(trace, faults.ORCHESTRATOR)]
     assert result is not None and result.score == 0.0
-    assert "orchestrator llm_interactions[1]" in result.explanation
+    assert "orchestrator call 2" in result.explanation
     assert "empty" in result.explanation
 
 

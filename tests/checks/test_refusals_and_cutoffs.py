@@ -178,4 +178,4 @@ def test_a_normal_stop_is_not_noted() -> None:
         AgentInstance(id="a", name="geographer", interactions=[interaction])
     )
     assert checks.final_answer.evaluate(trace)["a"].score == 1.0
-    assert "---" not in render_agent(trace, "a").content
+    assert "The model call above was" not in render_agent(trace, "a").content

@@ -103,7 +103,7 @@ def test_explanations_give_the_wire_position_where_child_agents_shift_it(record:
     trace = record(faults.empty_answer(1))  # the orchestrator's last answer is empty
     result = checks.final_answer.evaluate(trace)[trace.root_agent_instance_id]
     # interactions: [its plan, the researcher's id, its answer]
-    assert "orchestrator llm_interactions[1] (interactions[2])" in result.explanation
+    assert "orchestrator call 2" in result.explanation
 
 
 def test_budgets_reject_limits_that_are_not_positive_numbers() -> None:

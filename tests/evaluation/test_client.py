@@ -85,8 +85,10 @@ def test_multiple_criteria_give_a_list_in_order(
     assert [r.criterion for r in results] == list(scores)
     assert [round(r.score, 3) for r in results] == [1.0, round(6 / 9, 3), 0.0]
     assert len(judge_server.requests) == 3
-    # One criterion, a string or a list of one, is one answer (as the Composo SDK does).
-    one = client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"])
+    # A list in, a list out (even a list of one); one criterion on its own, one answer.
+    listed = client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"])
+    assert isinstance(listed, list) and [r.criterion for r in listed] == ["Reward accuracy"]
+    one = client.evaluate(messages=CAPITAL, criteria="Reward accuracy")
     assert isinstance(one, EvaluationResponse) and one.criterion == "Reward accuracy"
 
 
@@ -173,7 +175,7 @@ def test_non_blocking_failure_is_reported_by_the_task(
     client: Composo, judge_server: ScriptedLLMServer
 ) -> None:
     judge_server.default = Reply.error(401, message="bad key")
-    submitted = client.evaluate(messages=CAPITAL, criteria=["Reward accuracy"], block=False)
+    submitted = client.evaluate(messages=CAPITAL, criteria="Reward accuracy", block=False)
     assert set(submitted) == {"task_id"}
     done = wait_for_task(client, submitted["task_id"])
     assert done.status == "failed"

@@ -97,7 +97,8 @@ async def test_a_600k_token_trace_judged_with_a_32k_budget_reaches_the_fault_at_
     researcher = _result(response, "r1")
     assert researcher.status == "scored"
     assert researcher.score == pytest.approx(1 / 9)  # graded 2: the fault was read
-    assert "Step 180" in researcher.explanation
+    # the step the judge cites by the digest's number, named as the page names its call
+    assert "Step 180 (researcher call 180):" in researcher.explanation
     record = researcher.exploration
     assert record is not None and record.max_input_tokens == BUDGET
     assert "more than judge" in record.reason and "budget of 32,000" in record.reason
@@ -107,7 +108,7 @@ async def test_a_600k_token_trace_judged_with_a_32k_budget_reaches_the_fault_at_
     # the digest the judge started from: the finding of tool_results placed at step 180
     first = next(r for r in requests if "tools" in r.json)
     digest = first.json["messages"][1]["content"]
-    assert "step 180: tool_results" in digest and "*!  180 researcher #179" in digest
+    assert "step 180: tool_results" in digest and "*!  180 researcher call 180" in digest
     assert {tool["function"]["name"] for tool in first.json["tools"]} == {
         READ_STEP,
         SEARCH,
@@ -224,21 +225,21 @@ def test_the_digest_fits_the_room_it_is_given_and_keeps_the_flagged_steps(trace)
     for room in (6_000, 3_000, 1_500):
         short = material.digest("r1", room)
         assert body_bytes(short) <= room * 3
-        assert "*!  180 researcher #179" in short  # the flagged step stays listed
+        assert "*!  180 researcher call 180" in short  # the flagged step stays listed
     summed = material.digest("r1", 3_000)
     assert (
         "  steps 0-179: 180 model calls (researcher x179, orchestrator x1), 179 of them the "
         "judged agent's; tools called: fetch_region x179, delegate x1"
     ) in summed
     # another agent's digest marks its own steps
-    assert "*     0 orchestrator #0" in material.digest("o1", 20_000)
+    assert "*     0 orchestrator call 1" in material.digest("o1", 20_000)
 
 
 def test_the_tools_read_a_step_search_and_page_through_a_long_result(trace) -> None:
     material = TraceMaterial(trace)
     tools = {tool.name: tool for tool in material.tools}
     step = tools[READ_STEP].run({"step": 180}, 4_000)
-    assert step.startswith('STEP 180 | agent "researcher" (instance r1) | its model call 179')
+    assert step.startswith('STEP 180 | agent "researcher" (instance r1) | its call 180')
     assert "calls fetch_region (id c179)" in step
     assert "<- result of fetch_region (id c179), given to step 181:" in step and FAULT in step
     short = tools[READ_STEP].run({"step": 50}, 800)
@@ -248,7 +249,9 @@ def test_the_tools_read_a_step_search_and_page_through_a_long_result(trace) -> N
     )
 
     found = tools[SEARCH].run({"query": "error 503"}, 1_000)
-    assert found.startswith("1 match for 'error 503':\n- step 181 (researcher #180), tool result")
+    assert found.startswith(
+        "1 match for 'error 503':\n- step 181 (researcher call 181), tool result"
+    )
     assert tools[SEARCH].run({"query": "no such text"}, 1_000) == "no match for 'no such text'"
     assert tools[SEARCH].run({"query": "ERROR 503", "agent": "orchestrator"}, 1_000) == (
         "no match for 'ERROR 503' in the steps of agent 'orchestrator'"

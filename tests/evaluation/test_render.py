@@ -94,7 +94,7 @@ def test_agent_transcript_writes_each_message_once_and_grows_linearly() -> None:
             assert content.count(f"thinking step {i}\n") == 1
             assert content.count(f"search result {i}\n") == 1
             assert content.count(f"(id call_{i})") == 1
-        assert "A new model call begins" not in content
+        assert "a new model call whose context" not in content
     # Twice the turns, about twice the text (a quadratic rendering would be ~4x).
     assert 1.7 < sizes[40] / sizes[20] < 2.3
     assert 1.7 < sizes[20] / sizes[10] < 2.4
@@ -123,7 +123,7 @@ def test_agent_outputs_listed_in_another_order_still_count_as_repeated() -> None
     content = render_agent(MultiAgentTrace.from_agent(agent), "a").content
     assert content.count("I will search.") == 1
     assert content.count("calls tool search") == 1
-    assert "A new model call begins" not in content
+    assert "a new model call whose context" not in content
 
 
 def test_a_fresh_context_is_announced_rather_than_merged() -> None:
@@ -142,7 +142,11 @@ def test_a_fresh_context_is_announced_rather_than_merged() -> None:
         ],
     )
     content = render_agent(MultiAgentTrace.from_agent(agent), "a").content
-    assert "A new model call begins; its context repeats nothing written above" in content
+    assert "--- call 2: a new model call whose context repeats nothing written above ---" in (
+        content
+    )
+    # every model call headed as the page and the explanations name it
+    assert content.index("--- call 1 ---") < content.index("first task")
     assert content.index("first answer") < content.index("summarise: first answer")
 
 
@@ -359,4 +363,4 @@ def test_rendering_a_2000_interaction_agent_is_fast() -> None:
     assert growth(lambda given: render_agent(*given), 250, make=long) < LINEAR
     assert content.count("Add up the values.") == 1
     assert content.count("calls tool lookup") == 2000
-    assert "A new model call begins" not in content
+    assert "a new model call whose context" not in content

@@ -174,6 +174,25 @@ def test_several_criteria_give_a_list(client: Composo, judge_server: ScriptedLLM
     assert len(judge_server.requests) == 5
 
 
+def test_a_list_of_one_criterion_gives_a_list_and_one_criterion_one_answer() -> None:
+    """A list in, a list out (so `for result in evaluate_trace(criteria=[one])` iterates
+    over results, not over one result's fields); a criterion on its own, one answer."""
+    with Composo() as client:
+        listed = client.evaluate_trace(multi_agent_trace(), criteria=[AnswerMentions("sunny")])
+        alone = client.evaluate_trace(multi_agent_trace(), criteria=AnswerMentions("sunny"))
+        submitted = client.evaluate_trace(
+            multi_agent_trace(), criteria=[AnswerMentions("sunny")], block=False
+        )
+    assert isinstance(listed, list) and [r.criterion for r in listed] == ["mentions sunny"]
+    assert isinstance(alone, MultiAgentTraceResponse)
+    assert (
+        alone.agent_scores
+        == listed[0].agent_scores
+        == {"o1": 1.0, "r1": 0.0, "r2": 1.0, "w1": 1.0, "t1": None}
+    )
+    assert isinstance(submitted, list) and set(submitted[0]) == {"task_id"}
+
+
 def test_trace_may_be_a_dict_or_a_tracer(client: Composo) -> None:
     trace = multi_agent_trace()
 

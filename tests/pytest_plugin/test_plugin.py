@@ -268,13 +268,13 @@ def test_one_failed_agent_among_ten_fails_the_test_and_is_named_first(
     result.stdout.fnmatch_lines(
         [
             "E * helper_6 scored 0.00 on final_answer (below 0.8); 1 failed; cause: helper_6 "
-            "at llm_interactions?0?",
-            "E *most likely cause: helper_6 (*) at llm_interactions?0?, tool call c6 "
+            "at call 1",
+            "E *most likely cause: helper_6 (*) at call 1, tool call c6 "
             "(get_weather) — final_answer, confidence 0.90 (deterministic, no judge)",
             "E *failed (below min_score 0.8), worst first:",
             "E *helper_6 (*): final_answer = 0.00 — *ended with a tool call it never saw the "
             "result of (tool call c6 (get_weather))*",
-            "E *at llm_interactions?0?, tool call c6 (get_weather)",
+            "E *at call 1, tool call c6 (get_weather)",
             "FAILED test_agents.py::test_one_failed_agent_among_ten - helper_6 scored 0.00*",
         ]
     )
@@ -290,8 +290,8 @@ def test_the_cause_of_the_worst_failure_is_named_where_it_lies(
     result.stdout.fnmatch_lines(
         [
             "E * test_the_planner_fails_for_the_writer_s_call scored 0.00 on final_answer "
-            "(below 0.8); 2 failed; cause: writer at llm_interactions?0?",
-            "E *most likely cause: writer (*) at llm_interactions?0?, tool call call_bad "
+            "(below 0.8); 2 failed; cause: writer at call 1",
+            "E *most likely cause: writer (*) at call 1, tool call call_bad "
             "(get_weather) — tool_arguments, confidence 0.95 (deterministic, no judge)",
             "E *and 1 more cause: verdict.attribution, or Composo().attribute(trace), ranks "
             "them all",

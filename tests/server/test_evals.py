@@ -185,6 +185,10 @@ def test_without_a_judge_checks_still_run(db_url: str, tmp_path) -> None:
                 "/api/v1/evals/reward",
                 json={"messages": MESSAGES, "evaluation_criteria": "Reward x"},
             )
-            assert judged.status_code == 400 and "judge" in judged.json()["detail"].lower()
+            assert judged.status_code == 400, judged.text
+            # Advice a server's client can act on: who starts the server gives it a judge.
+            detail = judged.json()["detail"]
+            assert "start the server with --judge" in detail, detail
+            assert "judge='" not in detail and "Pass judge" not in detail, detail
     finally:
         process.stop()

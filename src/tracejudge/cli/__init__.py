@@ -103,6 +103,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(
         level=logging.INFO if args.verbose else logging.ERROR, format="%(name)s: %(message)s"
     )
+    from tracejudge._advice import Surface, reworded
     from tracejudge.errors import (
         ComposoError,
         ConfigurationError,
@@ -114,17 +115,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         resolve(args)  # the settings' flags, then their variables, then the defaults
         return int(args.run(args))
-    except UsageError as error:
-        print(prefix, error, file=sys.stderr)
+    except UsageError as error:  # may quote a judge's error, worded for Python
+        print(prefix, reworded(str(error), Surface.CLI), file=sys.stderr)
         for detail in error.details:
             print(f"  {detail}", file=sys.stderr)
         return error.exit_code
     except (ConfigurationError, MissingAPIKeyError, ProviderRequestError) as error:
         # No judge, no key, an unknown provider or model: the command was set up wrong.
-        print(prefix, error, file=sys.stderr)
+        print(prefix, reworded(str(error), Surface.CLI), file=sys.stderr)
         return 2
     except ComposoError as error:
-        print(prefix, error, file=sys.stderr)
+        print(prefix, reworded(str(error), Surface.CLI), file=sys.stderr)
         return 1
     except ImportError as error:  # an optional dependency, e.g. opentelemetry-proto
         print(prefix, error, file=sys.stderr)

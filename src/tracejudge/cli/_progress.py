@@ -93,12 +93,22 @@ class Progress:
                     MofNCompleteColumn(),
                     TextColumn("{task.fields[rate]}"),
                     _timing_column(),
+                    TextColumn("{task.fields[judging]}"),
                     console=Console(file=self._stream),
                     transient=False,
                 )
                 self._bar.start()
-                self._task = self._bar.add_task("score", total=self.total, rate="", state="running")
+                self._task = self._bar.add_task(
+                    "score", total=self.total, rate="", state="running", judging=""
+                )
         return self
+
+    def note(self, text: str) -> bool:
+        """Show `text` (the live judging line) in the bar; False when there is no bar."""
+        if self._bar is None:
+            return False
+        self._bar.update(self._task, judging=text)
+        return True
 
     def _rate(self) -> float:
         elapsed = time.monotonic() - self._start

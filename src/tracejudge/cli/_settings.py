@@ -348,6 +348,7 @@ def evaluation_settings(args: argparse.Namespace, **overrides: Any) -> Any:
     prices, spending caps, single call, exploration and bar; a row the command does not
     have keeps `EvaluationSettings`' default. `overrides` set further fields (a command's
     own, e.g. `cache`)."""
+    from tracejudge._advice import Surface
     from tracejudge._http import HTTPOptions
     from tracejudge.evaluation import DEFAULT_EXPLORATION, EvaluationSettings
 
@@ -369,6 +370,7 @@ def evaluation_settings(args: argparse.Namespace, **overrides: Any) -> Any:
         max_judge_cost=value("max_judge_cost"),
         max_judge_tokens=value("max_judge_tokens"),
         fail_under=value("fail_under"),
+        surface=Surface.CLI,
         **overrides,
     )
 

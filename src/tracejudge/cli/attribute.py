@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._settings import JUDGE, PER_TRACE, SPEND, TOKENS, add_settings, judged_service
 from tracejudge.cli._settings import positive as _positive
@@ -46,6 +47,8 @@ class _State:
     criteria: list[Any] | None
     progress: Progress
     results: list[dict[str, Any]] = field(default_factory=list)
+    #: Each result's trace as `score` names it (its file and the key `score` gives it).
+    names: list[str] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)
     out: Any = None
 
@@ -73,6 +76,7 @@ def _criteria(args: argparse.Namespace) -> list[Any] | None:
 
 async def _attribute_one(service: Any, state: _State, key: str, source: str) -> None:
     from tracejudge.evaluation.attribution import AttributionRequest
+    from tracejudge.report import trace_name
 
     args = state.args
     try:
@@ -94,6 +98,7 @@ async def _attribute_one(service: Any, state: _State, key: str, source: str) -> 
                 continue
             line = {"trace_id": trace_id, "source": source, **attribution.model_dump(mode="json")}
             state.results.append(line)
+            state.names.append(trace_name(trace_id, source))
             if state.out is not None:
                 state.out.write(json.dumps(line) + "\n")
                 state.out.flush()
@@ -149,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
             progress = Progress(
                 len(todo),
                 "trace",
-                enabled=len(todo) > 1,
+                enabled=len(todo) > 1 and not args.quiet,
                 verb="attributed",
                 label="attributing traces",
             )
@@ -159,7 +164,7 @@ def run(args: argparse.Namespace) -> int:
             except OSError as error:
                 raise UsageError(f"cannot write --out {args.out}: {error.strerror}") from None
             try:
-                with progress:
+                with progress, JudgingLine(enabled=not args.quiet, progress=progress):
                     asyncio.run(_attribute_all(service, state, todo))
             except KeyboardInterrupt:
                 print(
@@ -193,15 +198,11 @@ def _print(state: _State, args: argparse.Namespace) -> None:
     if args.json:
         print(json.dumps({"traces": state.results, "summary": summary}))
         return
-    for line in state.results:
+    for line, name in zip(state.results, state.names, strict=True):
         if not line["failed"] and not args.all:
             continue
         attribution = Attribution.model_validate({k: v for k, v in line.items() if k != "source"})
-        print(
-            format_attribution(
-                attribution, name=f"{line['source']} {line['trace_id']}", top=args.top
-            )
-        )
+        print(format_attribution(attribution, name=name, top=args.top))
         print()
     print(
         f"{summary['traces']} traces, {summary['failed']} failed, {summary['attributed']} "
@@ -256,6 +257,7 @@ def add_parser(commands: Any) -> None:
         default=3000,
         help="characters of one message the judge methods show (default 3000)",
     )
+    add_quiet(parser)
     add_settings(
         parser,
         (*JUDGE, *TOKENS, *SPEND, "concurrency"),

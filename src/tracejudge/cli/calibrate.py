@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._server_source import ServerSource
 from tracejudge.cli._settings import JUDGE, TOKENS, add_settings, evaluation_settings
 from tracejudge.cli._settings import positive as _positive
@@ -102,18 +103,19 @@ def run(args: argparse.Namespace) -> int:
     except ComposoError as error:  # the judge --judge names cannot be built
         raise UsageError(f"--judge {args.judge}: {error}") from None
     try:
-        report = asyncio.run(
-            acalibrate(
-                labels,
-                traces=traces,
-                judge=service,
-                samples=args.samples,
-                fail_under=args.fail_under,
-                resamples=args.bootstrap,
-                seed=args.seed,
-                concurrency=args.max_concurrency,
+        with JudgingLine(enabled=not args.quiet):
+            report = asyncio.run(
+                acalibrate(
+                    labels,
+                    traces=traces,
+                    judge=service,
+                    samples=args.samples,
+                    fail_under=args.fail_under,
+                    resamples=args.bootstrap,
+                    seed=args.seed,
+                    concurrency=args.max_concurrency,
+                )
             )
-        )
     except KeyboardInterrupt:
         print("tracejudge calibrate: interrupted", file=sys.stderr)
         return 130
@@ -171,6 +173,7 @@ def add_parser(commands: Any) -> None:
         "--bootstrap", type=_positive(int), default=1000, help="bootstrap resamples (default 1000)"
     )
     parser.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
+    add_quiet(parser)
     add_settings(
         parser,
         (*JUDGE, *TOKENS, "fail_under"),

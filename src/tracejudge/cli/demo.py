@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any
 from tracejudge import _env
 from tracejudge.cli._demo_program import MODEL, export_traced_run, scripted_replies
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._settings import JUDGE, TOKENS, add_settings, flags_given
 from tracejudge.errors import ComposoError, ConfigurationError, MissingDependencyError
 from tracejudge.models import MultiAgentTrace, MultiAgentTraceResponse
@@ -514,15 +515,16 @@ def run(args: argparse.Namespace) -> int:
     for flag, value in (("--port", args.port), ("--db", args.db)):
         if value is not None:
             raise UsageError(f"{flag} sets the server --serve keeps running; add --serve")
-    return run_demo(
-        judge=args.judge,
-        as_json=args.json,
-        save_trace=args.save_trace,
-        html=args.html,
-        base_url=args.base_url,
-        model=args.model,
-        judge_options=judge_options,
-    )
+    with JudgingLine(enabled=not args.quiet):  # the demo's server judges in this process
+        return run_demo(
+            judge=args.judge,
+            as_json=args.json,
+            save_trace=args.save_trace,
+            html=args.html,
+            base_url=args.base_url,
+            model=args.model,
+            judge_options=judge_options,
+        )
 
 
 def _port(text: str) -> int:
@@ -546,6 +548,7 @@ def add_parser(commands: Any) -> None:
         "each agent. Writes an HTML report. With --serve the server keeps running with the "
         "trace stored (Ctrl-C stops it); with --to the spans go to a server already running.",
     )
+    add_quiet(demo)
     add_settings(demo, (*JUDGE, *TOKENS))
     demo.add_argument("--json", action="store_true", help="print results as JSON lines")
     demo.add_argument("--save-trace", metavar="PATH", help="write the scored trace as JSON")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._outfile import OutFile, check_writable
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._settings import add_settings
@@ -200,7 +201,7 @@ def run(args: argparse.Namespace) -> int:
     items = [item for _, item in numbered]
     lines: list[dict[str, Any] | None] = [None] * len(items)
     out = _InOrder(OutFile(args.out, append=False), lines) if args.out else None
-    progress = Progress(len(items), "item", enabled=len(items) > 1)
+    progress = Progress(len(items), "item", enabled=len(items) > 1 and not args.quiet)
 
     def finished(index: int, result: Any) -> None:
         lines[index] = _line(numbered[index][0], items[index], result)
@@ -209,7 +210,7 @@ def run(args: argparse.Namespace) -> int:
         progress.advance()
 
     try:
-        with progress:
+        with progress, JudgingLine(enabled=not args.quiet, progress=progress):
             asyncio.run(
                 aevaluate_rubric_batch(
                     items,
@@ -269,6 +270,7 @@ def add_parser(commands: Any) -> None:
         metavar="K",
         help="judge each item K times: mean and standard deviation (default 1)",
     )
+    add_quiet(rubric)
     add_settings(
         rubric,
         ("judge_timeout_seconds", "max_concurrency"),

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._settings import (
     JUDGE,
@@ -62,12 +63,14 @@ def _param(text: str) -> tuple[str, Any]:
 class _Bar:
     """The progress bar, made when the run says how many row runs there are."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, quiet: bool = False) -> None:
         self.bar: Progress | None = None
+        self.quiet = quiet
 
     def __call__(self, done: int, total: int) -> None:
         if self.bar is None:
-            self.bar = Progress(total, "row", verb="run", enabled=total > 1).__enter__()
+            enabled = total > 1 and not self.quiet
+            self.bar = Progress(total, "row", verb="run", enabled=enabled).__enter__()
         self.bar.advance()
 
     def close(self) -> None:
@@ -95,23 +98,25 @@ def run(args: argparse.Namespace) -> int:
     params = dict(names.get("params") or {})
     params.update(dict(args.param or []))
     service = judged_service(args)
-    bar = _Bar()
+    bar = _Bar(quiet=args.quiet)
     try:
-        stored = asyncio.run(
-            aexperiment(
-                dataset,
-                names["task"],
-                names["criteria"],
-                name=args.name or names.get("name"),
-                repeats=args.repeats or int(names.get("repeats", 1)),
-                concurrency=args.concurrency,
-                params=params,
-                directory=args.out,
-                to=args.to,
-                service=service,
-                progress=bar,
+        # The live judging line on a line of its own: the bar appears only with the rows.
+        with JudgingLine(enabled=not args.quiet):
+            stored = asyncio.run(
+                aexperiment(
+                    dataset,
+                    names["task"],
+                    names["criteria"],
+                    name=args.name or names.get("name"),
+                    repeats=args.repeats or int(names.get("repeats", 1)),
+                    concurrency=args.concurrency,
+                    params=params,
+                    directory=args.out,
+                    to=args.to,
+                    service=service,
+                    progress=bar,
+                )
             )
-        )
     except BadRequestError as error:
         raise UsageError(f"{path}: {error}") from None
     finally:
@@ -168,6 +173,7 @@ def add_parser(commands: Any) -> None:
         metavar="KEY=VALUE",
         help="a parameter recorded with the run (repeatable; VALUE read as JSON when it is)",
     )
+    add_quiet(parser)
     add_settings(
         parser,
         (*JUDGE, *TOKENS, *SPEND, "single_call", "no_explore", "fail_under", "concurrency"),

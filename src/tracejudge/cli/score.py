@@ -45,6 +45,7 @@ from pydantic import ValidationError
 
 from tracejudge import checks
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._judging import JudgingLine, add_quiet
 from tracejudge.cli._outfile import OutFile, check_writable, read_finished
 from tracejudge.cli._progress import Progress
 from tracejudge.cli._settings import (
@@ -276,10 +277,10 @@ def _run(
     _warn_shared(spool.shared())
     todo = [(key, source) for key, source in keys if key not in done]
     out = OutFile(args.out, append=bool(args.resume)) if args.out else None
-    progress = Progress(len(todo), "trace", enabled=len(todo) > 1)
+    progress = Progress(len(todo), "trace", enabled=len(todo) > 1 and not args.quiet)
     state = _Run(spool, criteria, summary, out, args.json_lines, bool(args.html), progress)
     try:
-        with progress:
+        with progress, JudgingLine(enabled=not args.quiet, progress=progress):
             asyncio.run(_score_all(service, state, todo, args.concurrency))
     except KeyboardInterrupt:
         print(
@@ -327,10 +328,14 @@ def _run(
     for problem in state.failed[:10]:
         print(f"tracejudge score: {problem}", file=sys.stderr)
     if service.judge_failures:
+        first = service.first_judge_failure or ""
+        # A timeout's reason already says which flag to raise (worded for the CLI).
+        hint = "--judge-timeout-seconds"
+        slow = "" if hint in first else f" (a slow judge: raise {hint})"
         print(
             f"tracejudge score: {service.judge_failures:,} judgements failed and are marked "
-            "not evaluated, with the reason (the checks' results are kept); the first: "
-            f"{service.first_judge_failure} (a slow judge: raise --judge-timeout-seconds)",
+            f"not evaluated, with the reason (the checks' results are kept); the first: "
+            f"{first}{slow}",
             file=sys.stderr,
         )
     if state.without_calls:
@@ -414,6 +419,7 @@ def add_parser(commands: Any) -> None:
         type=positive(float),
         help="add the budgets check: seconds each agent may take",
     )
+    add_quiet(score)
     add_settings(
         score,
         (*JUDGE, *TOKENS, *SPEND, "single_call", "no_explore", "fail_under", "concurrency"),

@@ -304,8 +304,8 @@ class Composo(_Client):
           Responses `Response`, an Anthropic `Message`, their dict forms, a message
           dict, or text. A Response's built-in tool calls (web search, code
           interpreter, MCP, ...) are shown to the judge as tool calls and results.
-        - `block`: False returns `{"task_id": ...}` at once (a list of them for
-          several criteria); read the outcome with `get_task`.
+        - `block`: False returns `{"task_id": ...}` at once (a list of them when
+          `criteria` is a list); read the outcome with `get_task`.
         - `tags`: str keys of at most 64 characters, str/int/float/bool values
           (sent as strings) of at most 64 characters, nothing nested. Sent to a
           remote server; not used in process.
@@ -317,9 +317,10 @@ class Composo(_Client):
         - `input`: the Responses API input (text or a list of items), instead of
           `messages`.
 
-        Returns one `EvaluationResponse` when one criterion is given (a string, or
-        a list of one, as the Composo SDK does), else a list of them in the order
-        of `criteria`. Criteria are judged concurrently.
+        Returns one `EvaluationResponse` when `criteria` is one criterion (a string
+        or a check), and a list of them, in the order of `criteria`, when it is a
+        list (even a list of one: a list in, a list out). Criteria are judged
+        concurrently.
         """
         return self._run(
             self._engine.evaluate(
@@ -356,8 +357,9 @@ class Composo(_Client):
         with no judge. `model_core` overrides the client's for a remote server.
         `evaluate_latest` must be False or None.
 
-        Returns one `MultiAgentTraceResponse` when one criterion is given (a list
-        of them for several): per-agent-name results with summary statistics,
+        Returns one `MultiAgentTraceResponse` when `criteria` is one criterion (a
+        string or a check), and a list of them when it is a list (even a list of
+        one: a list in, a list out): per-agent-name results with summary statistics,
         `agent_scores` by instance id, `overall_score` (the mean of the non-null
         instance scores, None when there is none) and an `explanation` with a line
         per instance. `block=False` returns `{"task_id": ...}` instead. Raises

@@ -94,6 +94,14 @@ def _emit_events(trace: MultiAgentTrace, results: Sequence[Any]) -> None:
     emitter.emit(trace, responses)
 
 
+def _one_or_list(results: list[Any], as_list: bool) -> list[Any] | Any:
+    """A list for criteria given as a list (even of one), one answer for one criterion."""
+    if as_list:
+        return results
+    one: Any = results[0]
+    return one
+
+
 class Engine:
     """One backend (in-process service and/or remote server) and one task registry."""
 
@@ -203,7 +211,7 @@ class Engine:
         input: Any,
     ) -> EvaluateResult:
         self._check_open()
-        checked, _ = validate_criteria(criteria)
+        checked, as_list = validate_criteria(criteria)
         clean_tags = validate_tags(tags)
         clean = validate_explanation_cleaning(explanation_cleaning)
         latest = evaluate_latest_flag(evaluate_latest)
@@ -244,7 +252,7 @@ class Engine:
         )
         work = _in_order(len(checked), remote, local_work)
         results = await self._finish(work, block)
-        return results if len(checked) > 1 else results[0]
+        return _one_or_list(results, as_list)
 
     # ------------------------------------------------------------------ evaluate_trace
 
@@ -265,7 +273,7 @@ class Engine:
                 f"evaluate_latest={evaluate_latest!r}: evaluate_latest must be False for trace "
                 "evaluations (every agent's responses are judged); leave it unset"
             )
-        checked, _ = validate_criteria(criteria)
+        checked, as_list = validate_criteria(criteria)
         clean_tags = validate_tags(tags)
         multi = coerce_trace(trace)
         # The trace is checked once, before any work is created: by the service's request
@@ -292,7 +300,7 @@ class Engine:
         results = await self._finish(work, block)
         if block and (self.emit_events if emit_events is None else emit_events):
             _emit_events(multi, results)
-        return results if len(checked) > 1 else results[0]
+        return _one_or_list(results, as_list)
 
     # ------------------------------------------------------------------ attribute
 

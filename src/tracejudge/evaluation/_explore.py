@@ -43,7 +43,7 @@ from tracejudge.evaluation.attribution import (
     trace_steps,
 )
 from tracejudge.judges import BYTES_PER_TOKEN, Exploration, ExplorationLimits, ExplorationTool
-from tracejudge.models import LLMToolCall, LLMToolResponse, MultiAgentTrace
+from tracejudge.models import LLMToolCall, LLMToolResponse, MultiAgentTrace, Step
 
 __all__ = ["READ_RESULT", "READ_STEP", "SEARCH", "TraceMaterial"]
 
@@ -134,15 +134,14 @@ class TraceMaterial:
                     ref = self.steps.at(agent_id, pointer.interaction)
                     if ref is None:
                         continue
-                    marker = f"llm_interactions[{pointer.interaction}]"
                     line = next(
                         (
                             item
                             for item in lines
-                            if marker in item
+                            if pointer.named_in(item)
                             and (pointer.tool_call_id is None or pointer.tool_call_id in item)
                         ),
-                        next((item for item in lines if marker in item), lines[0]),
+                        next((item for item in lines if pointer.named_in(item)), lines[0]),
                     )
                     by_step.setdefault(ref.index, []).append(f"{check.name}: {line}")
                     placed = True
@@ -326,7 +325,7 @@ class TraceMaterial:
                 size = f"{len(result.response or ''):,} ch" if result is not None else "none"
                 did.append(f"calls {call.name} ({call.id}), result {size}")
         parts = [
-            f"{mark}{step.index:>5} {step.agent.name} #{step.interaction}",
+            f"{mark}{step.index:>5} {step.agent.name} {Step.call_name(step.interaction)}",
             f"given {_plural(len(new), 'new message')} ({given:,} ch)",
             "; ".join(did) or "no output",
         ]
@@ -460,7 +459,7 @@ class TraceMaterial:
                 found += 1
                 start = max(0, at - _SNIPPET_CHARS // 2)
                 snippet = _one_line(piece.text[start : at + len(needle) + _SNIPPET_CHARS // 2], 400)
-                place = f"step {step.index} ({step.agent.name} #{step.interaction})"
+                place = f"step {step.index} ({step.agent.name} {Step.call_name(step.interaction)})"
                 line = f"- {place}, {piece.where}: ...{snippet}..."
                 size = _sent_bytes(line)
                 if used + size > room:

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 
 from pydantic import ValidationError
 
+from tracejudge._advice import Surface, how_to_configure_a_judge, reworded
 from tracejudge.errors import (
     BadRequestError,
     ComposoError,
@@ -303,6 +304,7 @@ class Evaluator:
         spend: JudgeSpend | None = None,
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
         keep_judge_failures: bool = False,
+        surface: Surface = Surface.PYTHON,
     ) -> None:
         if max_concurrency < 1:
             raise ValueError(f"max_concurrency must be at least 1, got {max_concurrency}")
@@ -314,6 +316,8 @@ class Evaluator:
         self.spend = spend
         self.exploration = _with_spend(exploration, spend)
         self.keep_judge_failures = keep_judge_failures
+        #: Where this evaluator's advice is read (`judge=` in Python, `--judge` on the CLI).
+        self.surface = surface
         #: How many judgements failed and were kept as not evaluated (keep_judge_failures).
         self.judge_failures = 0
         #: The first failure's reason (None: none failed).
@@ -335,9 +339,7 @@ class Evaluator:
     def require_judge(self, criteria: Iterable[Criterion]) -> None:
         """Raise `ConfigurationError` when a text criterion needs the judge there is not."""
         if self.judge is None and needs_judge(criteria):
-            from tracejudge.judges import HOW_TO_CONFIGURE_A_JUDGE
-
-            raise ConfigurationError(HOW_TO_CONFIGURE_A_JUDGE)
+            raise ConfigurationError(how_to_configure_a_judge(self.surface))
 
     async def _ask(
         self,
@@ -386,7 +388,8 @@ class Evaluator:
             raise error
         self.judge_failures += judgements
         judge = getattr(self.judge, "name", None) or type(self.judge).__name__
-        reason = f"the judge {judge} failed: {_one_line(str(error)) or type(error).__name__}"
+        said = reworded(_one_line(str(error)), self.surface) or type(error).__name__
+        reason = f"the judge {judge} failed: {said}"
         if self.first_judge_failure is None:
             self.first_judge_failure = reason
         return reason
@@ -474,6 +477,7 @@ class Evaluator:
                 target=rendered.target,
                 clean_explanation=clean_explanation,
                 exploration=self._exploration(material, agent.id),
+                subject="the conversation",
             )
 
         async def judge_all(criteria: list[str]) -> list[EvaluationResponse]:
@@ -550,14 +554,19 @@ class Evaluator:
                 rendered.content,
                 target=rendered.target,
                 exploration=self._exploration(material, agent.id),
+                subject=agent.name,
             )
 
         async def judge_all(criteria: list[str]) -> list[ScoreResponse | None]:
-            return list(await self._ask_all([request_of(c) for c in criteria], ScoreResponse))
+            answers = await self._ask_all([request_of(c) for c in criteria], ScoreResponse)
+            return [_calls_named(a, material) for a in answers]
 
         if single_call is not None:
             return await single_call.verdict(agent.id, criterion, judge_all)
-        return await self._ask(request_of(criterion), ScoreResponse, warmup=warmup, prefix=agent.id)
+        answer = await self._ask(
+            request_of(criterion), ScoreResponse, warmup=warmup, prefix=agent.id
+        )
+        return _calls_named(answer, material)
 
     def _exploration(self, material: TraceMaterial, agent_id: str) -> Any:
         """How a judgement of `agent_id` explores when it is over budget (None: it does
@@ -565,6 +574,17 @@ class Evaluator:
         if self.exploration is None:
             return None
         return material.exploration(agent_id, self.exploration)
+
+
+def _calls_named(answer: R, material: TraceMaterial) -> R:
+    """An explored verdict's explanation with each step the judge cites by number (the
+    digest's "step 12") also named as the page names it ("step 12 (researcher call 3)")."""
+    if answer.exploration is None or not answer.explanation:
+        return answer
+    named = material.steps.named_calls(answer.explanation)
+    return (
+        answer if named == answer.explanation else answer.model_copy(update={"explanation": named})
+    )
 
 
 def _with_spend(

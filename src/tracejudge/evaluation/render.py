@@ -38,6 +38,7 @@ from tracejudge.models import (
     LLMToolDefinition,
     LLMToolResponse,
     MultiAgentTrace,
+    Step,
     interactions_from_messages,
 )
 
@@ -110,6 +111,9 @@ def _entries(agent: AgentInstance, trace: MultiAgentTrace | None) -> list[_Entry
             entries.append(_Entry("agent", child=child, child_id=item, own=True))
             continue
         added = next(turns)
+        # Each model call headed as the page and every explanation name it ("call 2"),
+        # so that what the judge cites is what a person finds.
+        heading = Step.call_name(turn)
         if not added.complete:
             # The model was not given everything written so far (a fresh or trimmed
             # context): say so, rather than let the transcript suggest continuity.
@@ -120,9 +124,8 @@ def _entries(agent: AgentInstance, trace: MultiAgentTrace | None) -> list[_Entry
                 if count
                 else "nothing written above"
             )
-            entries.append(
-                _Entry("note", text=f"A new model call begins; its context repeats {shared}")
-            )
+            heading += f": a new model call whose context repeats {shared}"
+        entries.append(_Entry("note", text=heading))
         entries.extend(_input_entry(m) for m in added.new)
         entries.extend(_output_entries(item, turn))
         turn += 1

@@ -23,6 +23,7 @@ from collections.abc import Coroutine, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from tracejudge._advice import Surface, how_to_configure_a_judge
 from tracejudge.errors import BadRequestError, ComposoError, ConfigurationError
 from tracejudge.evaluation._explore import TraceMaterial
 from tracejudge.evaluation._fanout import PrefixWarmup
@@ -182,6 +183,10 @@ class EvaluationService:
     the criteria. Needs a judge with `judge_batch` (the HTTP judges): else
     `ConfigurationError`.
 
+    `surface`: where the service's advice is read (`tracejudge._advice.Surface`): a
+    missing judge is told as `judge=...` in Python, `--judge` from the CLI, "start the
+    server with --judge" in a server's answer.
+
     `keep_judge_failures` (what `tracejudge score` runs with): a judgement whose judge call
     fails (timeout, HTTP error, unreadable reply) is not evaluated, with the reason, and
     the checks and other criteria keep their results; `judge_failures` counts them.
@@ -202,11 +207,13 @@ class EvaluationService:
         exploration: ExplorationLimits | None = DEFAULT_EXPLORATION,
         single_call: bool = False,
         keep_judge_failures: bool = False,
+        surface: Surface = Surface.PYTHON,
     ) -> None:
         if single_call and judge is not None and getattr(judge, "judge_batch", None) is None:
             raise ConfigurationError(SINGLE_CALL_NEEDS_BATCH)
         self.single_call = single_call
         self.judge = judge
+        self.surface = surface
         self.judge_problem = judge_problem
         self.fail_under = fail_under
         self.spend = JudgeSpend(
@@ -223,6 +230,7 @@ class EvaluationService:
             spend=self.spend,
             exploration=exploration,
             keep_judge_failures=keep_judge_failures,
+            surface=surface,
         )
 
     @property
@@ -354,9 +362,12 @@ class EvaluationService:
         method, before anything is judged."""
         from tracejudge.evaluation.attribution import run
 
-        judged = any(m != "checks" for m in request.checked_methods())
-        if judged and self.judge is None and self.judge_problem is not None:
-            raise self.judge_problem
+        judged = [m for m in request.checked_methods() if m != "checks"]
+        if judged and self.judge is None:
+            raise self.judge_problem or ConfigurationError(
+                f"attribution methods {', '.join(judged)} need a judge. "
+                + how_to_configure_a_judge(self.surface)
+            )
         return await run(
             request,
             score=self.score_trace,

@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from tracejudge._advice import Surface
 from tracejudge._http import HTTPOptions
 from tracejudge.errors import ComposoError
 from tracejudge.evaluation.evaluator import DEFAULT_EXPLORATION
@@ -54,8 +55,9 @@ class EvaluationSettings:
       explores through a digest and tools (None: such a judgement is not evaluated);
       `single_call`: all the text criteria of one request judged for each agent in one
       judge call.
-    - `prices`, `max_judge_cost`, `max_judge_tokens`, `fail_under`: the service's
-      (see `EvaluationService`).
+    - `prices`, `max_judge_cost`, `max_judge_tokens`, `fail_under`, `surface` (where its
+      advice is read: Python, the CLI, a server's answer): the service's (see
+      `EvaluationService`).
     """
 
     judge: str | Judge | None = None
@@ -71,6 +73,7 @@ class EvaluationSettings:
     max_judge_cost: float | None = None
     max_judge_tokens: int | None = None
     fail_under: float | None = None
+    surface: Surface = Surface.PYTHON
 
     def judge_options(self) -> dict[str, Any]:
         """These settings as the keywords every judge backend's constructor takes: its
@@ -153,4 +156,5 @@ def build_service(
         exploration=settings.exploration,
         single_call=settings.single_call,
         keep_judge_failures=keep_judge_failures,
+        surface=settings.surface,
     )

@@ -23,6 +23,7 @@ from typing import Any
 
 import httpx
 
+from tracejudge import _watch
 from tracejudge._http import (
     Endpoint,
     LoopClients,
@@ -455,7 +456,7 @@ class HTTPJudge(ReplyReading, BatchJudging):
             # The deadline starts with the slot: time queued behind other calls is not the
             # endpoint's fault and must not time a call out.
             deadline = loop.time() + self.timeout
-            with self._judgement_span(request):
+            with self._judgement_span(request), self._watched(request):
                 if why is not None:
                     # Imported here: the exploring loop drives this class's _ask.
                     from tracejudge.judges._exploring import explore
@@ -474,6 +475,11 @@ class HTTPJudge(ReplyReading, BatchJudging):
                 deadline - loop.time(), self.cache.set, key, verdict_entry(verdict)
             )
         return verdict
+
+    def _watched(self, request: JudgeRequest, criterion: str | None = None) -> Any:
+        """The judgement in flight for a watcher (the CLI's live line), from its slot on."""
+        subject = request.subject or request.target
+        return _watch.judging(subject, criterion or request.criterion, self.name)
 
     def _judgement_span(self, request: JudgeRequest) -> Any:
         if self.spans is None:

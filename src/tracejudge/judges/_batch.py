@@ -53,6 +53,8 @@ class _BatchHost(Protocol):
 
     def _judgement_span(self, request: JudgeRequest) -> Any: ...
 
+    def _watched(self, request: JudgeRequest, criterion: str | None = None) -> Any: ...
+
     async def _readable(
         self,
         messages: list[dict[str, Any]],
@@ -136,8 +138,9 @@ class BatchJudging:
                     return hits
         state = self._clients.get()
         loop = asyncio.get_running_loop()
+        criteria = f"{len(listed)} criteria" if len(listed) > 1 else first.criterion
         async with state.semaphore:
-            with self._judgement_span(first):
+            with self._judgement_span(first), self._watched(first, criteria):
                 deadline = loop.time() + self.timeout
                 tally = Tally()
                 answer, read, _ = await self._readable(

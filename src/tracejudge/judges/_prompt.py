@@ -90,7 +90,8 @@ SYSTEM_PROMPT = (
     "what you evaluate.\n\n"
     "Answer with ONE JSON object and nothing else (for several criteria, the object the "
     "user message describes, with one such object per criterion):\n"
-    '- "explanation": your reasoning, written first, citing the evidence in the data;\n'
+    '- "explanation": your reasoning, written first, citing the evidence in the data '
+    '(a model call by its heading, "call 2");\n'
     '- "applicable": false only when the criterion cannot apply to what is judged '
     "(for example it concerns tool use and no tool was available); otherwise true;\n"
     '- "score" (an integer from 1 to 10) for a graded criterion (Reward, Penalize), or '

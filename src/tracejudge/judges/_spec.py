@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from tracejudge import _env
+from tracejudge._advice import Surface, how_to_configure_a_judge
 from tracejudge.errors import ConfigurationError
 from tracejudge.judges._anthropic import ANTHROPIC_BASE_URL, ANTHROPIC_KEY_ENV, AnthropicJudge
 from tracejudge.judges._backend import requires_key
@@ -27,16 +28,9 @@ DEFAULT_JUDGE_MODEL = "gpt-4.1-mini"
 #: The provider prefixes a judge spec may start with.
 PROVIDERS: tuple[str, ...] = ("anthropic", *OPENAI_COMPATIBLE_PROVIDERS)
 
-#: What to tell a user who evaluated without any judge configured.
-HOW_TO_CONFIGURE_A_JUDGE = (
-    "No judge model is configured. Pass judge='openai:gpt-4.1-mini' (or "
-    "'anthropic:claude-sonnet-4-5', 'ollama:llama3.1', or a judge object), or set "
-    "TRACEJUDGE_JUDGE (e.g. TRACEJUDGE_JUDGE=openai:gpt-4.1-mini), or set OPENAI_API_KEY, "
-    "or OPENAI_BASE_URL for a local OpenAI-compatible server such as vLLM, Ollama or "
-    "llama.cpp (e.g. OPENAI_BASE_URL=http://localhost:11434/v1 with "
-    "TRACEJUDGE_JUDGE_MODEL=llama3.1). To use a remote tracejudge or Composo server "
-    "instead, pass base_url=... or set COMPOSO_API_KEY."
-)
+#: What to tell a user who evaluated without any judge configured (in Python; the CLI
+#: and the server word it for their readers, see `tracejudge._advice`).
+HOW_TO_CONFIGURE_A_JUDGE = how_to_configure_a_judge(Surface.PYTHON)
 
 
 def judge_from_spec(spec: str | Judge | None, **options: Any) -> Judge:
@@ -100,7 +94,8 @@ def _known(provider: str, where: str = "") -> str:
         raise ConfigurationError(
             f"unknown judge provider {provider!r}{where}; valid providers: "
             f"{', '.join(PROVIDERS)} (for example 'openai:gpt-4.1-mini'; any other "
-            "OpenAI-compatible server: 'openai:<model>' with base_url=... or OPENAI_BASE_URL)"
+            "OpenAI-compatible server: 'openai:<model>' at its base URL, which "
+            "OPENAI_BASE_URL gives)"
         )
     return name
 

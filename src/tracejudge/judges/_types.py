@@ -76,6 +76,9 @@ class JudgeRequest:
     clean_explanation: bool = False
     context: str = ""
     exploration: Exploration | None = field(default=None, compare=False, repr=False)
+    #: What is judged, in a word a person reads (an agent's name), for progress lines;
+    #: not sent to the judge (`target` is).
+    subject: str = field(default="", compare=False)
 
     @classmethod
     def of(
@@ -87,6 +90,7 @@ class JudgeRequest:
         clean_explanation: bool = False,
         context: str = "",
         exploration: Exploration | None = None,
+        subject: str = "",
     ) -> JudgeRequest:
         """A request whose kind is read from the criterion's prefix."""
         return cls(
@@ -97,6 +101,7 @@ class JudgeRequest:
             clean_explanation=clean_explanation,
             context=context,
             exploration=exploration,
+            subject=subject,
         )
 
 

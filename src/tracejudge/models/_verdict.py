@@ -22,6 +22,8 @@ plugin all read it from here):
 
 from __future__ import annotations
 
+import re
+
 from pydantic import Field
 
 from tracejudge.models._base import WireModel
@@ -61,6 +63,28 @@ class Step(WireModel):
     tool_name: str | None = None
 
     _omit_when_none = frozenset({"tool_call_id", "tool_name"})
+
+    @staticmethod
+    def call_name(interaction: int) -> str:
+        """A model call as every text a person reads names it: "call 3" for the agent's
+        `llm_interactions[2]` (JSON keeps the index from 0; people count from 1)."""
+        return f"call {interaction + 1}"
+
+    @property
+    def call(self) -> str:
+        """This step's model call as a person reads it ("call 3")."""
+        return Step.call_name(self.interaction)
+
+    def label(self) -> str:
+        """ "call 3, tool call call_7 (search)": the step as a person reads it."""
+        if self.tool_call_id is None:
+            return self.call
+        named = f" ({self.tool_name})" if self.tool_name else ""
+        return f"{self.call}, tool call {self.tool_call_id}{named}"
+
+    def named_in(self, text: str) -> bool:
+        """Whether `text` names this step's model call ("call 3", not "call 30")."""
+        return re.search(rf"\b{re.escape(self.call)}\b", text) is not None
 
 
 class ScoredAgent(WireModel):

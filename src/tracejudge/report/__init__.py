@@ -56,6 +56,7 @@ from tracejudge.report.results import (
     format_summary,
     format_usage,
     result_lines,
+    trace_name,
     usage_sentence,
     usd,
 )
@@ -83,6 +84,7 @@ __all__ = [
     "render_trace_page",
     "responses_of_lines",
     "result_lines",
+    "trace_name",
     "trace_entry",
     "usage_sentence",
     "usd",

@@ -5,9 +5,9 @@ Example::
 
     trace 4bf9...: failed (2 failures)
       tool_arguments: agent 'researcher' (r1) scored 0.00, below 1: researcher: 0 of 1 ...
-      1. researcher (r1), step 1 = its model call 0, tool call call_7 (get_weather)
+      1. researcher (r1), call 1, tool call call_7 (get_weather)
          checks (tool_arguments), confidence 0.95
-         tool_arguments: researcher llm_interactions[0], tool call call_7 ...
+         tool_arguments: researcher call 1, tool call call_7 ...
       2. ...
 """
 
@@ -32,9 +32,7 @@ def format_cause(cause: Cause) -> list[str]:
     """A cause as indented lines: where, how found, how sure, what shows it."""
     where = f"{cause.rank}. {cause.agent_name} ({cause.agent_instance_id})"
     if cause.step is not None:
-        where += f", step {cause.index} = its model call {cause.step.interaction}"
-        if cause.step.tool_call_id:
-            where += f", tool call {cause.step.tool_call_id} ({cause.step.tool_name})"
+        where += f", {cause.step.label()}"
     else:
         where += ", the agent as a whole"
     how = cause.method + (f" ({', '.join(cause.criteria)})" if cause.criteria else "")

@@ -152,26 +152,59 @@ def _cost_line(summary: ScoreSummary) -> str:
 
 
 def _histogram(criterion: str, scores: Sequence[float], bins: int = 10) -> str:
-    """An inline SVG bar chart of overall scores in `bins` bins over 0..1."""
+    """An inline SVG bar chart of the traces' worst agent scores in `bins` bins over 0..1:
+    each bar's count written above it, the count axis ticked (0, half, most) and the
+    score axis ticked every 0.2, both axes named."""
     counts = [0] * bins
     for score in scores:
         counts[min(int(score * bins), bins - 1)] += 1
     top = max(counts) or 1
-    width, height, bar = 220, 90, 20
-    bars = []
+    left, bar, gap, plot_top, base = 34, 20, 2, 14, 94  # the plot: x from left, y to base
+    width, height = left + bins * (bar + gap) + 14, 128
+    span = base - plot_top
+    parts = [
+        f'<line class="axis" x1="{left - 2}" y1="{base}" x2="{width - 6}" y2="{base}" '
+        'stroke="#666"/>',
+        f'<line class="axis" x1="{left - 2}" y1="{plot_top}" x2="{left - 2}" y2="{base}" '
+        'stroke="#666"/>',
+    ]
+    for tick in sorted({0, top // 2, top}):
+        y = base - round(span * tick / top)
+        parts.append(
+            f'<text class="ytick" x="{left - 5}" y="{y + 3}" font-size="9" '
+            f'text-anchor="end">{tick}</text>'
+            f'<line x1="{left - 5}" y1="{y}" x2="{left - 2}" y2="{y}" stroke="#666"/>'
+        )
     for i, count in enumerate(counts):
-        h = round(70 * count / top)
+        h = round(span * count / top)
+        x = left + i * (bar + gap)
         low, high = i / bins, (i + 1) / bins
         colour = "#c0392b" if high <= 0.5 else "#d68910" if high < 1 else "#1e8449"
-        bars.append(
-            f'<rect x="{i * (bar + 2)}" y="{75 - h}" width="{bar}" height="{h}" '
+        parts.append(
+            f'<rect x="{x}" y="{base - h}" width="{bar}" height="{h}" '
             f'fill="{colour}"><title>{low:.1f}–{high:.1f}: {count}</title></rect>'
         )
+        if count:
+            parts.append(
+                f'<text class="count" x="{x + bar / 2:g}" y="{base - h - 2}" font-size="9" '
+                f'text-anchor="middle">{count}</text>'
+            )
+    for step in range(0, bins + 1, 2):
+        at = left + step * (bar + gap) - gap / 2
+        parts.append(
+            f'<text class="xtick" x="{at:g}" y="{base + 11}" font-size="9" '
+            f'text-anchor="middle">{step / bins:.1f}</text>'
+            f'<line x1="{at:g}" y1="{base}" x2="{at:g}" y2="{base + 3}" stroke="#666"/>'
+        )
+    parts.append(
+        f'<text x="{left + bins * (bar + gap) / 2:g}" y="{height - 4}" font-size="9" '
+        'text-anchor="middle">worst agent score</text>'
+        f'<text x="8" y="{(plot_top + base) / 2:g}" font-size="9" text-anchor="middle" '
+        f'transform="rotate(-90 8 {(plot_top + base) / 2:g})">traces</text>'
+    )
     e = html.escape
     return (
         f'<figure class="chart"><svg width="{width}" height="{height}" role="img" '
-        f'aria-label="{e(criterion)}: distribution of worst agent scores">{"".join(bars)}'
-        f'<text x="0" y="88" font-size="10">0</text><text x="{width - 12}" y="88" '
-        f'font-size="10">1</text></svg><figcaption>{e(criterion)} '
-        f"({len(scores)})</figcaption></figure>"
+        f'aria-label="{e(criterion)}: distribution of worst agent scores">{"".join(parts)}'
+        f"</svg><figcaption>{e(criterion)} ({len(scores)})</figcaption></figure>"
     )

@@ -31,6 +31,7 @@ import math
 import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from pydantic import ValidationError
@@ -52,6 +53,7 @@ __all__ = [
     "input_sentence",
     "line_usage",
     "result_lines",
+    "trace_name",
     "usage_of",
     "usage_sentence",
     "usd",
@@ -78,6 +80,15 @@ def usage_of(line: Mapping[str, Any]) -> JudgeUsage | None:
         return JudgeUsage.model_validate(found)
     except ValidationError:
         return None
+
+
+def trace_name(trace_id: str, source: str | None = None) -> str:
+    """A trace as every command's text names it: by its file where it was read from one,
+    and its id ("runs.jsonl, trace 4bf92f35..."); an id made from the file
+    ("bad.json:line1") already names it."""
+    if not source or trace_id.startswith((source, Path(source).name)):
+        return f"trace {trace_id}"
+    return f"{source}, trace {trace_id}"
 
 
 def result_lines(
@@ -145,6 +156,8 @@ class Finding:
     explanation: str
     agent_instance_id: str = ""
     steps: tuple[Mapping[str, Any], ...] = ()
+    #: The file the trace was read from, when it was read from one.
+    source: str | None = None
 
 
 @dataclass(frozen=True)
@@ -282,6 +295,7 @@ class ScoreSummary:
                             str(agent.get("explanation") or ""),
                             agent_instance_id=str(instance_id),
                             steps=tuple(agent.get("steps") or ()),
+                            source=line.get("source"),
                         )
                     )
             if lowest is not None:
@@ -402,7 +416,8 @@ def format_summary(summary: ScoreSummary) -> str:
             if len(explanation) > 300:
                 explanation = explanation[:297] + "..."
             lines.append(
-                f"- {f.score:.2f} [{f.criterion}] {f.agent} in trace {f.trace_id}: {explanation}"
+                f"- {f.score:.2f} [{f.criterion}] {f.agent} in "
+                f"{trace_name(f.trace_id, f.source)}: {explanation}"
             )
         lines.append("")
     names = summary.agent_names

@@ -35,6 +35,7 @@ def render_trace_page(
     labelling: Mapping[str, Any] | None = None,
     attribution: Attribution | None = None,
     preface: str = "",
+    spans: Mapping[str, Any] | None = None,
 ) -> str:
     """A complete, self-contained HTML page for one scored trace (one response per
     criterion). `home`: the address of a page to link back to (the server's list).
@@ -42,7 +43,9 @@ def render_trace_page(
     page; see `labelling_data`), None for a page without them. `attribution`: the
     trace's ranked causes, listed and the most likely step marked on the timeline when
     the trace failed. `preface`: HTML the caller escaped, shown between the title and
-    the viewer (the server's: which rules scored the trace, its session)."""
+    the viewer (the server's: which rules scored the trace, its session). `spans`: the
+    trace's own spans (the server's `span_view.span_rows`), each with its attributes and
+    events, shown in a section of their own."""
     lines = result_lines(trace_id, trace, responses)
     entry = trace_entry(
         trace_id,
@@ -58,6 +61,7 @@ def render_trace_page(
         + '<main id="tj-trace"></main>\n'
         + json_block("tj-data", [entry])
         + (json_block("tj-labels", dict(labelling)) if labelling is not None else "")
+        + (json_block("tj-spans", dict(spans)) if spans is not None else "")
         + DOCUMENT_TAIL
     )
 

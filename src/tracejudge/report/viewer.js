@@ -112,12 +112,58 @@ function TraceView(t, prefix) {
   });
   this.root = el("div", "view");
   this.head(this.root);
+  this.search(this.root);
   this.verdict(section(this.root, "Verdict"));
   if (t.attribution) this.attribution(section(this.root, "Attribution"));
   this.tree(section(this.root, "Agents"));
   this.timeline(section(this.root, "Timeline"));
   this.steps(section(this.root, "Model calls"));
 }
+// Search within the trace: every message of every model call (tool calls and results
+// included), each match a link to its call with the words around it.
+var MAX_MATCHES = 50, SNIPPET = 60;
+TraceView.prototype.search = function (box) {
+  var self = this, form = add(box, el("form", "find"));
+  form.setAttribute("role", "search");
+  var label = add(form, el("label", null, "find in this trace "));
+  var input = add(label, el("input"));
+  input.type = "search";
+  input.className = "find-in";
+  input.placeholder = "a word or phrase in any message, tool call or result";
+  var found = add(box, el("div", "found"));
+  form.addEventListener("submit", function (e) { e.preventDefault(); self.find(input.value, found); });
+  input.addEventListener("input", function () { if (!input.value) found.textContent = ""; });
+};
+TraceView.prototype.find = function (query, out) {
+  var needle = query.trim().toLowerCase(), self = this, hits = 0, calls = 0;
+  out.textContent = "";
+  if (!needle) return;
+  var list = el("ul", "matches");
+  this.t.agents.forEach(function (a, k) {
+    (a.calls || []).forEach(function (c, i) {
+      if (!c) return;
+      var messages = c.in.concat(c.out, c.results || []), first = true;
+      messages.forEach(function (m) {
+        var text = String(m[2] || ""), at = text.toLowerCase().indexOf(needle);
+        if (at < 0) return;
+        if (first) { calls++; first = false; }
+        if (++hits > MAX_MATCHES) return;
+        var li = add(list, el("li", "match"));
+        li.appendChild(jump(self.anchor("step", k, i), self.callName(k, i)));
+        txt(li, " · " + m[0] + (m[1] === "text" ? "" : " " + m[1]) + ": ");
+        var start = Math.max(0, at - SNIPPET), end = Math.min(text.length, at + needle.length + SNIPPET);
+        txt(li, (start ? "…" : "") + text.slice(start, at));
+        add(li, el("mark", null, text.slice(at, at + needle.length)));
+        txt(li, text.slice(at + needle.length, end) + (end < text.length ? "…" : ""));
+      });
+    });
+  });
+  var said = hits ? (hits === 1 ? "1 match" : hits + " matches") + " in " + plural(calls, "model call") +
+    (hits > MAX_MATCHES ? " (the first " + MAX_MATCHES + " listed)" : "") :
+    "no match for \u201c" + query.trim() + "\u201d in this trace's messages";
+  add(out, el("p", hits ? "facts" : "na", said));
+  if (hits) out.appendChild(list);
+};
 TraceView.prototype.anchor = function (kind, k, i) {
   return this.prefix + kind + "-" + k + (known(i) ? "-" + i : "");
 };
@@ -486,17 +532,39 @@ TraceView.prototype.fillStep = function (d, k, i) {
     body.appendChild(self.message(m, k, i));
     var tool = m[1] === "call" ? tools[m[3]] : null;
     if (!tool) return;
-    var note = add(body, el("div", "note"));
-    if (tool[2] === i) txt(note, "its result, from the tool's span, is below");
-    else if (known(tool[2])) {
-      txt(note, "its result is in ");
-      note.appendChild(jump(self.anchor("step", k, tool[2]), "call " + (tool[2] + 1)));
-    } else txt(note, "no result recorded");
+    body.appendChild(self.toolRun(tool, m, k, i));
   });
   (c.results || []).forEach(function (m) { body.appendChild(self.message(m, k, i)); });
   ["error", "refusal", "finish_reason"].forEach(function (key) {
     if (c[key]) add(body, el("div", "note", key.replace("_", " ") + ": " + c[key]));
   });
+};
+// A tool run on its own: what it was given (the call's arguments), what it gave back
+// (its result, wherever the trace holds it) and how long it ran, under the call that made
+// it, as the tool's span recorded them.
+TraceView.prototype.toolRun = function (tool, call, k, i) {
+  var run = el("div", "tool-run"), a = this.t.agents[k];
+  var time = known(tool[3]) && known(tool[4]) ? " · " + ms(tool[4] - tool[3]) : "";
+  add(run, el("div", "role", "tool run " + tool[0] + " [" + tool[1] + "]" + time));
+  var input = add(run, el("div", "io"));
+  add(input, el("span", "k", "input: "));
+  txt(input, call[2]);
+  var result = null, at = tool[2];
+  if (known(at) && a.calls && a.calls[at]) {
+    var c = a.calls[at];
+    (c.in.concat(c.results || [])).forEach(function (m) {
+      if (m[1] === "result" && m[3] === tool[1] && result === null) result = m;
+    });
+  }
+  var output = add(run, el("div", "io"));
+  add(output, el("span", "k", "output: "));
+  if (result) txt(output, result[2]);
+  else txt(output, known(at) ? "(in a model call left out of this page)" : "(no result recorded)");
+  if (known(at) && at !== i) {
+    var where = add(run, el("div", "note", "the agent read it in "));
+    where.appendChild(jump(this.anchor("step", k, at), "call " + (at + 1)));
+  }
+  return run;
 };
 TraceView.prototype.message = function (m, k, i) {
   var kind = m[1], d = el("div", "msg" + (kind === "call" ? " call" : kind === "result" ? " res" : ""));
@@ -551,11 +619,20 @@ function labelText(l) {
 }
 function LabelBoard(box, t, conf) {
   var self = this, items = [];
-  this.t = t; this.conf = conf; this.byItem = {};
+  this.t = t; this.conf = conf; this.byItem = {}; this.shows = [];
   conf.labels.forEach(function (l) { self.keep(l); });
   t.results.forEach(function (r) {
     r.agents.forEach(function (a) { items.push({r: r, a: a}); });
   });
+  // The failing results first (the ones a person most needs to check), then the rest,
+  // each group in the trace's order.
+  function failing(item) {
+    var a = item.a;
+    return known(a.score) && !known(a.not_evaluated) && a.score < item.r.bar ? 0 : 1;
+  }
+  items = items.map(function (item, n) { return {item: item, n: n}; }).sort(function (x, y) {
+    return failing(x.item) - failing(y.item) || x.n - y.n;
+  }).map(function (x) { return x.item; });
   box.id = "labels";
   add(box, el("p", "note", "Your verdict on each agent's result: agree or disagree with it, " +
     "or give your own score (0 to 1), with a note. Labels are kept on this server; export " +
@@ -565,6 +642,9 @@ function LabelBoard(box, t, conf) {
     this.name = add(who, el("input"));
     this.name.id = "tj-who";
     this.name.placeholder = "who is labelling";
+    this.name.addEventListener("input", function () {
+      self.shows.forEach(function (show) { show(); });  // whose choices show as chosen
+    });
     try { this.name.value = localStorage.getItem(WHO_KEY) || ""; } catch (e) {}
   } else {
     add(box, el("p", "facts", "labelling as " + conf.who + " (your API key's name)"));
@@ -602,6 +682,7 @@ LabelBoard.prototype.row = function (r, a) {
   }
   var agree = button("agree", "agree"), disagree = button("disagree", "disagree");
   agree.disabled = disagree.disabled = !judged;
+  if (judged && a.score < r.bar) row.classList.add("failing");
   var own = add(controls, el("input", "own"));
   own.type = "number"; own.min = "0"; own.max = "1"; own.step = "0.05";
   own.placeholder = "your score";
@@ -610,17 +691,38 @@ LabelBoard.prototype.row = function (r, a) {
   note.placeholder = "note (optional)";
   var status = add(row, el("div", "label-status"));
   var saved = add(row, el("div", "label-saved"));
+  function mine() {
+    // Whose labels this page shows as chosen: the API key's name, else the name typed.
+    var who = known(self.conf.who) ? self.conf.who : (self.name ? self.name.value.trim() : "");
+    return (self.byItem[self.key(instance, r.criterion)] || []).filter(function (l) {
+      return who && l.who === who;
+    })[0];
+  }
   function show() {
     saved.textContent = "";
     (self.byItem[self.key(instance, r.criterion)] || []).forEach(function (l) {
       add(saved, el("div", null, labelText(l)));
     });
+    // The stance chosen shown as chosen (pressed), the other not.
+    var chosen = mine(), stance = chosen ? chosen.stance : null;
+    [[agree, "agree"], [disagree, "disagree"], [save, "score"]].forEach(function (pair) {
+      pair[0].classList.toggle("chosen", stance === pair[1]);
+      pair[0].setAttribute("aria-pressed", stance === pair[1] ? "true" : "false");
+    });
+    if (stance === "score" && own.value === "") own.value = String(chosen.score);
   }
+  this.shows.push(show);
   function send(stance) {
     var body = {agent_instance_id: instance, criterion: r.criterion, stance: stance};
     if (stance === "score") {
-      if (own.value === "") { status.className = "label-status bad"; status.textContent = "give your score, 0 to 1"; return; }
-      body.score = Number(own.value);
+      var given = own.value === "" ? NaN : Number(own.value);
+      if (!(given >= 0 && given <= 1)) {
+        status.className = "label-status bad";
+        status.textContent = "not saved: give a score from 0 to 1" +
+          (own.value === "" ? "" : " (" + own.value + " is not one)");
+        return;
+      }
+      body.score = given;
     }
     if (note.value.trim()) body.note = note.value.trim();
     if (self.name) {
@@ -667,8 +769,48 @@ function onJumps(go) {
   window.addEventListener("hashchange", function () { go(fragment()); });
 }
 
+// A trace's own spans (the server's page of a trace that came as spans): each with its
+// name, kind, time and status, folded; unfolded, its attributes and events, as recorded.
+var PAGE_SPANS = 100;
+function spanSection(box, data) {
+  var spans = data.spans;
+  add(box, el("p", "note", plural(spans.length, "span") + " as recorded" +
+    (data.left_out ? " (" + data.left_out + " more left out to keep the page small)" : "") +
+    ": each one's own attributes and events (a model call's or a tool run's input and output as its span holds them)."));
+  new Pager(add(box, el("div", "spans")), spans.length, PAGE_SPANS, function (n, list) {
+    var s = spans[n], d = add(list, el("details", "span"));
+    d.id = "span-" + s.id;
+    d.dataset.n = n;
+    d.style.marginLeft = Math.min(s.depth, 12) * 14 + "px";
+    var parts = [s.name];
+    if (s.kind) parts.push(s.kind.toLowerCase().replace("span_kind_", ""));
+    if (known(s.dur)) parts.push(ms(s.dur));
+    if (known(s.t0)) parts.push("at +" + ms(s.t0));
+    if (s.status && s.status !== "UNSET" && s.status !== "STATUS_CODE_UNSET") parts.push(s.status.toLowerCase());
+    if (s.scope) parts.push(s.scope);
+    add(d, el("summary", null, parts.join(" · ")));
+    d.addEventListener("toggle", function () {
+      if (!d.open || d.dataset.filled) return;
+      d.dataset.filled = "1";
+      var table = add(d, el("table", "attrs"));
+      s.attrs.forEach(function (kv) {
+        var tr = add(table, el("tr"));
+        add(tr, el("th", null, kv[0]));
+        add(tr, el("td", null, kv[1]));
+      });
+      if (!s.attrs.length) add(d, el("div", "na", "no attributes"));
+      s.events.forEach(function (ev) {
+        var e = add(d, el("div", "event"));
+        add(e, el("b", null, "event " + ev[0]));
+        ev[1].forEach(function (kv) { add(e, el("div", "io", kv[0] + ": " + kv[1])); });
+      });
+    });
+  }, "spans").show(0);
+}
+
 function tracePage(box, t) {
-  var view = new TraceView(t, ""), conf = json("tj-labels");
+  var view = new TraceView(t, ""), conf = json("tj-labels"), spans = json("tj-spans");
+  if (spans) spanSection(section(view.root, "Spans"), spans);
   if (conf) new LabelBoard(section(view.root, "Labels"), t, conf);
   box.appendChild(view.root);
   function go(anchor) { if (anchor) view.reveal(anchor); }

@@ -21,6 +21,7 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
 from tracejudge import checks, criteria
+from tracejudge._advice import Surface
 from tracejudge._http import HTTPOptions
 from tracejudge.errors import ConfigurationError
 from tracejudge.evaluation import DEFAULT_EXPLORATION, TraceCheck, judge_model, resolve_prices
@@ -93,6 +94,7 @@ def judge_settings(config: ServerConfig) -> EvaluationSettings:
         max_input_tokens=config.judge_max_input_tokens,
         exploration=None if config.no_explore else DEFAULT_EXPLORATION,
         single_call=config.single_call,
+        surface=Surface.SERVER,
     )
 
 

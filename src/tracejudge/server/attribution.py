@@ -153,8 +153,8 @@ def _needs_judge(context: ServerContext, methods: Sequence[str], texts: bool) ->
         what = f"the methods {', '.join(judged)}" if judged else "text criteria"
         raise ApiError(
             400,
-            f"{what} need a judge, and this server has none (its operator sets --judge); "
-            "use method=checks, the deterministic attribution",
+            f"{what} need a judge, and this server has none: start the server with "
+            "--judge, or use method=checks, the deterministic attribution",
         )
 
 

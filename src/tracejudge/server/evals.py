@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from tracejudge._advice import Surface, reworded
 from tracejudge.errors import (
     APIError,
     AuthenticationError,
@@ -133,7 +134,8 @@ def service_error(error: Exception) -> ApiError:
     """The answer for an evaluation that could not be made. Messages from the judge name
     no address (`judge_said`)."""
     if isinstance(error, ConfigurationError):
-        return ApiError(400, f"{error.message} (this server's operator configures its judge)")
+        # The service words its advice for a server's reader ("start the server with ...").
+        return ApiError(400, reworded(error.message, Surface.SERVER))
     if isinstance(error, (BadRequestError, NoLLMInteractionsError)):
         return ApiError(422, error.message)
     if isinstance(error, AuthenticationError):
@@ -149,9 +151,11 @@ def service_error(error: Exception) -> ApiError:
             headers={"Retry-After": "5"},
         )
     if isinstance(error, TimeoutError):
-        return ApiError(504, f"the judge model did not answer in time: {judge_said(error)}")
+        said = reworded(judge_said(error), Surface.SERVER)
+        return ApiError(504, f"the judge model did not answer in time: {said}")
     if isinstance(error, (APIError, ComposoError)):
-        return ApiError(502, f"the judge model failed: {judge_said(error)}")
+        said = reworded(judge_said(error), Surface.SERVER)
+        return ApiError(502, f"the judge model failed: {said}")
     if isinstance(error, ValueError):
         return ApiError(422, f"invalid request: {error}")
     logger.exception("tracejudge: evaluation failed", exc_info=error)

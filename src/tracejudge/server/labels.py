@@ -52,7 +52,9 @@ class LabelRequest(BaseModel):
     agent_instance_id: str = Field(min_length=1, max_length=500)
     criterion: str = Field(min_length=1, max_length=4096)
     stance: Stance
-    score: float | None = Field(default=None, ge=0.0, le=1.0)
+    # 0..1, checked in `_verdict` so that a score out of range is answered in words ("a
+    # score from 0 to 1") rather than as a validation message; the schema still says so.
+    score: float | None = Field(default=None, json_schema_extra={"minimum": 0, "maximum": 1})
     note: str | None = Field(default=None, max_length=4000)
     who: str | None = Field(default=None, max_length=200)
 
@@ -147,9 +149,11 @@ def _agent_name(trace_json: str, instance: str) -> str | None:
 
 
 def _verdict(body: LabelRequest, judge_score: float | None, bar: float | None) -> str | None:
+    if body.score is not None and not 0.0 <= body.score <= 1.0:
+        raise _field_error("score", f"give a score from 0 to 1 ({body.score:g} is not one)")
     if body.stance == "score":
         if body.score is None:
-            raise _field_error("score", 'give your score in 0..1 with stance "score"')
+            raise _field_error("score", 'give your score, from 0 to 1, with stance "score"')
         return None
     if body.score is not None:
         raise _field_error("score", 'give a score only with stance "score"')

@@ -17,12 +17,14 @@ import hashlib
 import html
 import time
 from collections import Counter
+from collections.abc import Mapping
 from urllib.parse import urlencode
 
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
+from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.list_query import (
     DEFAULT_LIMIT,
@@ -32,6 +34,7 @@ from tracejudge.server.list_query import (
     list_query,
 )
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation, list_parameters
+from tracejudge.server.snippets import Snippet, find_snippets
 from tracejudge.server.store import (
     TRACE_STATUSES,
     VERDICTS,
@@ -69,6 +72,8 @@ font-size:12px;color:#223;text-decoration:none}.error{color:#c0392b;font-size:12
 details.overview summary{cursor:pointer;font-weight:600}
 details.overview .scroll{max-height:18em;overflow-y:auto;display:inline-block;margin-top:4px}
 details.overview table{width:auto}.badge{font-weight:600}td.tags{max-width:16em}
+tr.snippet td{font-size:12px;color:#444;padding-top:0;border-top:0}tr.snippet .where{color:#666}
+tr.snippet mark{background:#fff59d}
 """
 _POLICY = (
     "default-src 'none'; style-src 'sha256-"
@@ -205,6 +210,13 @@ def _row(query: ListQuery, row: TraceRow) -> str:
     )
 
 
+def _snippet_row(found: Snippet | None) -> str:
+    """The row under a trace that shows what the search matched in it ("" for none)."""
+    if found is None:
+        return ""
+    return f'<tr class="snippet"><td colspan="{len(_COLUMNS)}">{found.html()}</td></tr>'
+
+
 def _header(query: ListQuery, name: str, key: str | None, numeric: bool) -> str:
     cls = ' class="n"' if numeric else ""
     if key is None:
@@ -313,7 +325,7 @@ def _overview(found: Overview, total: int) -> str:
             f'<td class="n">{_score(r.min)}</td><td class="n">{_score(r.max)}</td></tr>'
         )
     return (
-        '<details class="overview" open><summary>Per agent and criterion, over '
+        '<details class="overview"><summary>Per agent and criterion, over '
         f'{_e(covered)}</summary><div class="scroll"><table><thead><tr><th>agent</th>'
         "<th>criterion</th>"
         '<th class="n">failing</th><th class="n">mean</th><th class="n">median</th>'
@@ -353,8 +365,15 @@ def _document(body: str) -> str:
     )
 
 
-def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
-    """The list page of `page`, with its filter form and the overview above."""
+def render_list(
+    query: ListQuery,
+    page: TracePage,
+    overview: Overview,
+    snippets: Mapping[str, Snippet] | None = None,
+) -> str:
+    """The list page of `page`, with its filter form and the overview above; under each
+    trace a search found, what it matched (`snippets`, by trace id)."""
+    found = snippets or {}
     runs = (
         f'<p class="pages"><a href="{LIST_PATH}/runs">experiment runs &rarr;</a> '
         f'<a href="{LIST_PATH}/trends">trends &rarr;</a>{_NAV}</p>'
@@ -368,7 +387,7 @@ def render_list(query: ListQuery, page: TracePage, overview: Overview) -> str:
         head += [
             _count(page),
             f"<table><thead><tr>{header}</tr></thead><tbody>",
-            *(_row(query, row) for row in page.traces),
+            *(_row(query, row) + _snippet_row(found.get(row.trace_id)) for row in page.traces),
             "</tbody></table>",
             _pages(query, page),
         ]
@@ -402,7 +421,12 @@ async def list_page(request: Request) -> HTMLResponse:
         found = await read_overview(request, query, page.total) if page.total else Overview([], 0)
     except ApiError as error:
         return HTMLResponse(_error_page(request, error), status_code=error.status, headers=_HEADERS)
-    return HTMLResponse(render_list(query, page, found), headers=_HEADERS)
+    snippets = {}
+    if query.where.q and page.traces:
+        ids = [row.trace_id for row in page.traces]
+        store = context_of(request).store
+        snippets = await in_thread(find_snippets, store, ids, query.where.q)
+    return HTMLResponse(render_list(query, page, found, snippets), headers=_HEADERS)
 
 
 async def home(request: Request) -> Response:

@@ -29,6 +29,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from typing_extensions import TypedDict
 
+from tracejudge._advice import Surface, how_to_configure_a_judge
 from tracejudge.errors import BadRequestError
 from tracejudge.models import (
     CRITERION_TEXT_SCHEMA,
@@ -422,11 +423,7 @@ async def rescore(request: Request) -> JSONResponse:
             "score it once it is complete",
         )
     if context.judge_label is None and any(isinstance(c, str) for c in criteria):
-        raise ApiError(
-            400,
-            "this server has no judge, so it can score with checks only (its operator sets "
-            "--judge)",
-        )
+        raise ApiError(400, how_to_configure_a_judge(Surface.SERVER))
     task_id = await context.runner.submit(
         "score_trace",
         {

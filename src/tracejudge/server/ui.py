@@ -44,7 +44,14 @@ from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
 from tracejudge.server.page_cache import page_key
-from tracejudge.server.store import AttributionRow, EvaluationRow, RuleDecisionRow, TraceRow
+from tracejudge.server.span_view import span_rows
+from tracejudge.server.store import (
+    AttributionRow,
+    EvaluationRow,
+    RuleDecisionRow,
+    SpanEncoding,
+    TraceRow,
+)
 from tracejudge.server.stored import collection_paused, latest_answers, read_trace
 
 __all__ = ["routes", "LIST_PATH", "session_path", "trace_path"]
@@ -142,12 +149,13 @@ def _render(
     who: str | None,
     stored: AttributionRow | None,
     preface: str = "",
+    batches: Sequence[tuple[SpanEncoding, bytes]] = (),
 ) -> bytes:
     """The page, encoded (`shown`: the labels as the page shows them)."""
     with collection_paused():
         # The trace and its page's data are freed before the collector is back on: its
         # first pass then walks what survives, not millions of parsed containers.
-        return _draw(row, rows, shown, who, stored, preface).encode("utf-8")
+        return _draw(row, rows, shown, who, stored, preface, batches).encode("utf-8")
 
 
 def _draw(
@@ -157,6 +165,7 @@ def _draw(
     who: str | None,
     stored: AttributionRow | None,
     preface: str = "",
+    batches: Sequence[tuple[SpanEncoding, bytes]] = (),
 ) -> str:
     assert row.trace_json is not None
     trace = read_trace(row.trace_json)
@@ -172,6 +181,7 @@ def _draw(
         labelling=labelling,
         attribution=page_attribution(trace, answers, rows, stored),
         preface=preface,
+        spans=span_rows(batches) if batches else None,
     )
 
 
@@ -211,7 +221,13 @@ async def trace_page(request: Request) -> HTMLResponse:
     if kept is not None:
         return HTMLResponse(kept, headers={**headers, "Server-Timing": 'page;desc="kept"'})
     began = time.perf_counter()
-    drawn = await context.offload.run(_render, row, evaluations, shown, who, stored, preface)
+    # Each span's own attributes and events, for a trace that came as spans.
+    batches: list[tuple[SpanEncoding, bytes]] = []
+    if row.source == "otlp":
+        batches, _ = await in_thread(context.store.traces.span_batches, row.trace_id)
+    drawn = await context.offload.run(
+        _render, row, evaluations, shown, who, stored, preface, batches
+    )
     context.pages.put(key, drawn)
     timing = f'page;desc="drawn";dur={(time.perf_counter() - began) * 1000:.1f}'
     return HTMLResponse(drawn, headers={**headers, "Server-Timing": timing})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from tracejudge.evaluation._checks.explain import list_indexes
+from tracejudge.evaluation._checks.explain import list_calls
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
 from tracejudge.models import AgentInstance, ScoreResponse
 
@@ -102,11 +102,7 @@ class Budgets(BuiltinCheck):
             return
         total = sum(used.values())
         missing = [i for i in range(len(run.llm)) if i not in used]
-        gap = (
-            f" (at least: no usage recorded for llm_interactions{list_indexes(missing)})"
-            if missing
-            else ""
-        )
+        gap = f" (at least: no usage recorded for {list_calls(missing)})" if missing else ""
         biggest = max(used, key=lambda i: used[i])
         _verdict(
             total / budget,

@@ -8,7 +8,7 @@ from collections.abc import Iterable, Sequence
 
 from tracejudge.models import LLMToolCall
 
-__all__ = ["MAX_LISTED_PROBLEMS", "NOT_RECORDED", "explain", "plural", "list_indexes", "list_ids"]
+__all__ = ["MAX_LISTED_PROBLEMS", "NOT_RECORDED", "explain", "plural", "list_calls", "list_ids"]
 
 #: At most this many problems are listed in one explanation; the rest are counted.
 MAX_LISTED_PROBLEMS = 20
@@ -34,8 +34,11 @@ def plural(count: int, word: str) -> str:
     return f"{count} {word}" if count == 1 else f"{count} {word}s"
 
 
-def list_indexes(indexes: Iterable[int]) -> str:
-    return ", ".join(f"[{i}]" for i in indexes)
+def list_calls(indexes: Iterable[int]) -> str:
+    """Model calls by their `llm_interactions` indexes, as people count them: "call 2",
+    "calls 1, 3" (from 1, as the page and every explanation name them)."""
+    numbers = [str(i + 1) for i in indexes]
+    return f"call {numbers[0]}" if len(numbers) == 1 else f"calls {', '.join(numbers)}"
 
 
 def list_ids(calls: Sequence[LLMToolCall]) -> str:

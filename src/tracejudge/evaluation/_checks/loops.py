@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from tracejudge.evaluation._checks.calls import call_outcomes
-from tracejudge.evaluation._checks.explain import explain, list_indexes, plural
+from tracejudge.evaluation._checks.explain import explain, list_calls, plural
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
 from tracejudge.evaluation._checks.text import short
 from tracejudge.models import LLMToolCall, ScoreResponse
@@ -114,7 +114,7 @@ class Loops(BuiltinCheck):
                 )
                 problems.append(
                     f"{run.name} called {short(key, 100)} {len(made)} times{why} "
-                    f"(llm_interactions{list_indexes(sorted({i for i, _, _ in made}))}; "
+                    f"({list_calls(sorted({i for i, _, _ in made}))}; "
                     f"tool calls {', '.join(c.id for _, c, _ in made)})"
                 )
         for key, said in replies.items():
@@ -124,7 +124,7 @@ class Loops(BuiltinCheck):
                 steps.extend((i, None) for i, repeat in said if repeat)
                 problems.append(
                     f"{run.name} gave the same reply {len(said)} times "
-                    f"(llm_interactions{list_indexes(i for i, _ in said)}): {short(shown[key])!r}"
+                    f"({list_calls(i for i, _ in said)}): {short(shown[key])!r}"
                 )
         if not problems:
             summary = f"{run.name}: no repeated tool call or reply ({plural(actions, 'action')})."

@@ -48,13 +48,10 @@ class Run:
         self.handed_off_to: str | None = last if isinstance(last, str) else None
 
     def where(self, index: int, call: LLMToolCall | None = None) -> str:
-        """'researcher llm_interactions[2], tool call call_7 (search)'."""
-        place = f"{self.name} llm_interactions[{index}]"
-        if self.positions[index] != index:
-            place += f" (interactions[{self.positions[index]}])"
-        if call is not None:
-            place += f", tool call {call.id} ({call.name})"
-        return place
+        """'researcher call 3, tool call call_7 (search)': the agent's model call as the
+        page and every other text a person reads count it, from 1 (`Step.label`; the JSON
+        keeps `llm_interactions[2]`, in the result's `steps`)."""
+        return f"{self.name} {self.step(index, call).label()}"
 
     @staticmethod
     def step(index: int, call: LLMToolCall | None = None) -> Step:

@@ -5,7 +5,7 @@ its schema.
 from __future__ import annotations
 
 from tracejudge.evaluation._checks.calls import call_outcomes
-from tracejudge.evaluation._checks.explain import explain, list_indexes, plural
+from tracejudge.evaluation._checks.explain import explain, list_calls, plural
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
 from tracejudge.models import ScoreResponse
 
@@ -39,7 +39,7 @@ class ToolArguments(BuiltinCheck):
         notes = []
         if unrecorded:
             notes.append(
-                f"no tools were recorded for llm_interactions{list_indexes(unrecorded)}; "
+                f"no tools were recorded for {list_calls(unrecorded)}; "
                 "whether their tools were available was not checked"
             )
         valid = len(outcomes) - len(problems)

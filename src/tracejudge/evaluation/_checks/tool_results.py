@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from tracejudge.evaluation._checks.calls import CallOutcome, call_outcomes
 from tracejudge.evaluation._checks.explain import explain, list_ids, plural
 from tracejudge.evaluation._checks.run import BuiltinCheck, Run
-from tracejudge.models import ScoreResponse
+from tracejudge.models import ScoreResponse, Step
 
 __all__ = ["ToolResults", "tool_results"]
 
@@ -52,8 +52,8 @@ class ToolResults(BuiltinCheck):
             elif o.status == "error":
                 where = (
                     "recorded by its tool span"
-                    if o.result_index == o.index
-                    else f"in llm_interactions[{o.result_index}]"
+                    if o.result_index is None or o.result_index == o.index
+                    else f"in {Step.call_name(o.result_index)}"
                 )
                 problems.append(
                     f"{run.where(o.index, o.call)}: the result ({where}) is an error: {o.detail}"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 from tracejudge.evaluation.attribution._rank import Candidate
 from tracejudge.evaluation.attribution._steps import TraceSteps
-from tracejudge.models import Failure, MultiAgentTraceResponse, TraceVerdict
+from tracejudge.models import Failure, MultiAgentTraceResponse, Step, TraceVerdict
 
 __all__ = ["Findings", "findings"]
 
@@ -77,12 +77,12 @@ def _first_line(text: str) -> str:
 def _evidence(failure: Failure, interaction: int, tool_call_id: str | None) -> str:
     """The line of the finding's explanation about this step, or its summary."""
     lines = [line.lstrip("- ").strip() for line in failure.explanation.splitlines()]
-    marker = f"llm_interactions[{interaction}]"
+    step = Step(interaction=interaction)
     for line in lines:
-        if marker in line and (tool_call_id is None or tool_call_id in line):
+        if step.named_in(line) and (tool_call_id is None or tool_call_id in line):
             return f"{failure.criterion}: {line}"
     for line in lines:
-        if marker in line:
+        if step.named_in(line):
             return f"{failure.criterion}: {line}"
     return f"{failure.criterion}: {_first_line(failure.explanation)}"
 

@@ -88,7 +88,7 @@ class MethodContext:
             agent_id=step.agent.id,
             agent_name=step.agent.name,
             method=method,
-            evidence=evidence,
+            evidence=self.steps.named_calls(evidence),
             confidence=confidence,
             step=Step(interaction=step.interaction),
             index=step.index,
@@ -106,7 +106,7 @@ class MethodContext:
             agent_id=agent.id,
             agent_name=agent.name,
             method=method,
-            evidence=evidence,
+            evidence=self.steps.named_calls(evidence),
             confidence=confidence,
         )
 
@@ -129,7 +129,10 @@ def _named(reply: dict[str, Any], step: StepRef) -> str:
         and named.strip()
         and named.strip().casefold() != (step.agent.name.casefold())
     ):
-        explanation += f" (the judge named agent {named.strip()!r} for step {step.index})"
+        explanation += (
+            f" (the judge named agent {named.strip()!r} for {step.agent.name} "
+            f"{Step.call_name(step.interaction)})"
+        )
     return explanation
 
 

@@ -9,10 +9,14 @@ breaking ties: agents that ran side by side interleave as they ran.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
-from tracejudge.models import AgentInstance, LLMInteraction, MultiAgentTrace
+from tracejudge.models import AgentInstance, LLMInteraction, MultiAgentTrace, Step
+
+#: A step a judge cites by its number, not already followed by what the page calls it.
+_CITED_STEP = re.compile(r"\b(step|STEP|Step) (\d+)\b(?! \()")
 
 __all__ = ["StepRef", "TraceSteps", "trace_steps"]
 
@@ -52,6 +56,18 @@ class TraceSteps(Sequence[StepRef]):
     def get(self, index: int) -> StepRef | None:
         """The step numbered `index`, or None when there is none."""
         return self._steps[index] if 0 <= index < len(self._steps) else None
+
+    def named_calls(self, text: str) -> str:
+        """`text`, a judge's, with each step it cites by number ("step 4", "STEP 4") also
+        named as the page names it: "step 4 (researcher call 2)"."""
+
+        def named(match: re.Match[str]) -> str:
+            step = self.get(int(match.group(2)))
+            if step is None:
+                return match.group(0)
+            return f"{match.group(0)} ({step.agent.name} {Step.call_name(step.interaction)})"
+
+        return _CITED_STEP.sub(named, text)
 
     def agent_named(self, name: str) -> AgentInstance | None:
         """The first instance (tree order) of the agent called `name` (case ignored)."""

@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from tracejudge.evaluation._endings import unusual_ending
 from tracejudge.evaluation._history import new_messages
 from tracejudge.evaluation.attribution._steps import StepRef, TraceSteps
-from tracejudge.models import AgentInstance, LLMInput, LLMToolCall, LLMToolResponse
+from tracejudge.models import AgentInstance, LLMInput, LLMToolCall, LLMToolResponse, Step
 
 __all__ = [
     "DEFAULT_MAX_CHARS",
@@ -95,7 +95,8 @@ def _step_lines(
     call = step.call
     lines = [
         "",
-        f"STEP {step.index} | agent {agent_label(step.agent)} | its model call {step.interaction}",
+        f"STEP {step.index} | agent {agent_label(step.agent)} | its "
+        f"{Step.call_name(step.interaction)}",
     ]
     seen_steps: list[int] = []
     for message in new:
