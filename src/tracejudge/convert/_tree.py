@@ -35,7 +35,9 @@ from tracejudge.convert import (
     _infer_responses,
     _infer_tool_calls,
     _infer_turn_content,
+    _infer_turns,
     _infer_unrecorded_calls,
+    _infer_wrappers,
     _merge,
     _missing,
     _records,
@@ -306,6 +308,8 @@ class _TraceBuild:
         self.readings = classify(spans, memo)
         # (model calls no row claims, recognised by their shape)
         _infer_calls.add_shaped_calls(spans, self.readings, memo)
+        # (agents named only in the events their steps return)
+        _infer_turns.add_named_turns(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
         _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
@@ -380,6 +384,11 @@ class _TraceBuild:
                 found = convention.handoff(view)
                 if found is not None:
                     self.handoffs.append((span, found))
+        # (the steps on the way to a call that an instrumentation records as calls)
+        steps = _infer_wrappers.empty_steps(self.readable, self.spans)
+        if steps:
+            self.readable = [item for item in self.readable if item[0].span_id not in steps]
+            self.llm_ids -= steps
         if self.agentless is not None and not named:
             scope, setting = self.agentless
             self.unreadable.append(
