@@ -7,8 +7,9 @@ a JSON object). This phase, for every producer, reads such a step as a turn (`Ki
 the agent it names runs the step and its later siblings, up to a turn of another agent;
 see `_agents`) when:
 
-- no span of the trace is an agent's or a turn by the table (a producer that names its
-  agents on spans is read by those; a workflow around them names none), and no row calls
+- no span of the trace is a turn by the table, no agent span lies below the step's
+  parent (a producer that names its agents on spans is read by those; an agent or a
+  workflow around the steps, the program's own, names none of them), and no row calls
   the step anything but a step;
 - the step's recorded output (an attribute whose key has a segment ending in `output`) is
   a JSON object with a key that names an agent (`_agent_names.names_an_agent`: its last
@@ -64,7 +65,7 @@ def add_named_turns(
 ) -> None:
     """Add a TURN reading (`NAMED_TURN`) for each step of `spans` (one trace's, in start
     order) whose output names the agent whose turn it is (see the module's docstring)."""
-    if any(kind in _AGENT_KINDS for _, _, kind in readings.values()):
+    if any(kind is Kind.TURN for _, _, kind in readings.values()):
         return
     named = [
         (span, name)
@@ -75,13 +76,28 @@ def add_named_turns(
         return
     by_id = {span.span_id: span for span in spans}
     calls = [by_id[s] for s, r in readings.items() if r[2] is Kind.MODEL_CALL and s in by_id]
+    around_agents = _around_agents(readings, by_id)
     for span, _ in named:
+        if span.parent_id in around_agents:
+            continue  # (its producer names the agents beside it on spans)
         if any(_below_after(call, span, by_id) for call in calls):
             readings[span.span_id] = (SpanView(span, memo), NAMED_TURN, Kind.TURN)
 
 
-#: Kinds that say a producer names its agents on spans (a workflow around them does not).
-_AGENT_KINDS = (Kind.AGENT, Kind.TURN)
+def _around_agents(
+    readings: Mapping[str, tuple[SpanView, Convention, str]], by_id: Mapping[str, SpanRecord]
+) -> set[str]:
+    """The spans with an agent span below them."""
+    around: set[str] = set()
+    for span_id, (_, _, kind) in readings.items():
+        if kind is not Kind.AGENT or span_id not in by_id:
+            continue
+        parent_id = by_id[span_id].parent_id
+        while parent_id and parent_id not in around:
+            around.add(parent_id)
+            parent = by_id.get(parent_id)
+            parent_id = parent.parent_id if parent is not None else None
+    return around
 
 
 def _is_step(span_id: str, readings: Mapping[str, tuple[SpanView, Convention, str]]) -> bool:
@@ -94,14 +110,30 @@ def turn_agent(attributes: Mapping[str, Any]) -> str | None:
     for key, value in attributes.items():
         if not isinstance(value, str) or len(value) > _MAX_OUTPUT or not _is_output(key):
             continue
+        if _AGENT_FIELD.search(value) is None:
+            continue  # (the usual case: no field whose key may name an agent)
         name = _named_in(value)
         if name is not None:
             return name
     return None
 
 
+#: A field whose key may name an agent (`agent`, `agent_name`, `agentId`), as a JSON key
+#: or a repr's keyword: what `_named_in` then reads properly.
+_AGENT_FIELD = re.compile(r"[Aa]gent(?:_?[Nn]ame|_?[Ii][Dd])?(?:\"\s*:|=')")
+#: Whether each attribute key seen holds an output (`_is_output`), remembered.
+_OUTPUT_KEYS: dict[str, bool] = {}
+_OUTPUT_KEYS_CAP = 4096
+
+
 def _is_output(key: str) -> bool:
-    return any(segment.lower().endswith("output") for segment in _SEGMENTS.split(key))
+    found = _OUTPUT_KEYS.get(key)
+    if found is None:
+        found = any(segment.lower().endswith("output") for segment in _SEGMENTS.split(key))
+        if len(_OUTPUT_KEYS) >= _OUTPUT_KEYS_CAP:
+            _OUTPUT_KEYS.clear()
+        _OUTPUT_KEYS[key] = found
+    return found
 
 
 def _named_in(text: str) -> str | None:

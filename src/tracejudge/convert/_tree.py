@@ -34,6 +34,7 @@ from tracejudge.convert import (
     _infer_pipeline,
     _infer_responses,
     _infer_tool_calls,
+    _infer_tool_runs,
     _infer_turn_content,
     _infer_turns,
     _infer_unrecorded_calls,
@@ -310,6 +311,8 @@ class _TraceBuild:
         _infer_calls.add_shaped_calls(spans, self.readings, memo)
         # (agents named only in the events their steps return)
         _infer_turns.add_named_turns(spans, self.readings, memo)
+        # (tool runs on steps, where no row reads a tool span of the trace)
+        _infer_tool_runs.add_shaped_tool_runs(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
         _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
@@ -384,6 +387,8 @@ class _TraceBuild:
                 found = convention.handoff(view)
                 if found is not None:
                     self.handoffs.append((span, found))
+        if self.tool_runs and not self.handoffs:
+            self._handoffs_by_arguments()
         # (the steps on the way to a call that an instrumentation records as calls)
         steps = _infer_wrappers.empty_steps(self.readable, self.spans)
         if steps:
@@ -396,6 +401,17 @@ class _TraceBuild:
                 f"around them (or the root); {setting}"
             )
         return bool(self.agents or self.llm_ids)
+
+    def _handoffs_by_arguments(self) -> None:
+        """In a trace that records no hand-off: a tool run whose arguments name another
+        agent of the trace (`to_agent`, `agent_name`) passed the run to it."""
+        names = {agent.name for agent in self.agents.values()}
+        if not names:
+            return
+        for span, run in self.tool_runs:
+            target = _infer_tool_runs.handoff_target(run.arguments)
+            if target in names and target != self.owner(span).name:
+                self.handoffs.append((span, _handoffs.Handoff(None, target, span.start_ns)))
 
     def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
         declared, name = identity
