@@ -17,8 +17,8 @@ see `_agents`) when:
   name an agent name one agent; its value a name (`_agent_names`' rule: short text, not
   JSON, not a generated id). A field nested deeper (an answer that quotes its agent) is
   not read: the event is the step's own;
-- a model call lies below the step's parent, starting after the step does (the turn
-  sits beside its agent's calls).
+- the step holds no model call, and one lies below the step's parent, starting after
+  the step does (the turn sits beside its agent's calls, not around them).
 
 No producer's key is listed: the words are the rule.
 """
@@ -67,32 +67,37 @@ def add_named_turns(
     order) whose output names the agent whose turn it is (see the module's docstring)."""
     if any(kind is Kind.TURN for _, _, kind in readings.values()):
         return
+    by_id = {span.span_id: span for span in spans}
+    calls = [by_id[s] for s, r in readings.items() if r[2] is Kind.MODEL_CALL and s in by_id]
+    around_calls = _around(calls, by_id)
+    if not around_calls:
+        return
+    # (a turn's step sits beside its agent's calls, not around them)
     named = [
-        (span, name)
+        span
         for span in spans
-        if _is_step(span.span_id, readings) and (name := turn_agent(span.attributes))
+        if span.parent_id in around_calls
+        and span.span_id not in around_calls
+        and _is_step(span.span_id, readings)
+        and turn_agent(span.attributes) is not None
     ]
     if not named:
         return
-    by_id = {span.span_id: span for span in spans}
-    calls = [by_id[s] for s, r in readings.items() if r[2] is Kind.MODEL_CALL and s in by_id]
-    around_agents = _around_agents(readings, by_id)
-    for span, _ in named:
+    around_agents = _around(
+        [by_id[s] for s, r in readings.items() if r[2] is Kind.AGENT and s in by_id], by_id
+    )
+    for span in named:
         if span.parent_id in around_agents:
             continue  # (its producer names the agents beside it on spans)
         if any(_below_after(call, span, by_id) for call in calls):
             readings[span.span_id] = (SpanView(span, memo), NAMED_TURN, Kind.TURN)
 
 
-def _around_agents(
-    readings: Mapping[str, tuple[SpanView, Convention, str]], by_id: Mapping[str, SpanRecord]
-) -> set[str]:
-    """The spans with an agent span below them."""
+def _around(below: list[SpanRecord], by_id: Mapping[str, SpanRecord]) -> set[str]:
+    """The span ids of the spans with one of `below` below them."""
     around: set[str] = set()
-    for span_id, (_, _, kind) in readings.items():
-        if kind is not Kind.AGENT or span_id not in by_id:
-            continue
-        parent_id = by_id[span_id].parent_id
+    for span in below:
+        parent_id = span.parent_id
         while parent_id and parent_id not in around:
             around.add(parent_id)
             parent = by_id.get(parent_id)
