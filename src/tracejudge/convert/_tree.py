@@ -8,11 +8,13 @@ root. Agents no span names (an agent run as a tool or a pipeline component, told
 its own system prompt), agent spans that are steps and wrapper workflows are phases of
 their own (`_infer_agents`), for every producer; so are agents named by the span that
 groups their calls (`_infer_named_agents`, `_settle_named_agents`, `_infer_pipeline`),
-model calls recognised by their shape on spans
-no row claims (`_infer_calls`), and streamed responses recorded apart from their request
-(`_infer_responses`). Items are ordered by start time. A call
-recorded by several instrumentations (nested or side by side) is one interaction: see
-`_merge` for how such records are matched and merged.
+model calls recognised by their shape on spans no row claims (`_infer_calls`), streamed
+responses recorded apart from their request (`_infer_responses`), agents named only in
+the events their steps return (`_infer_turns`), tool runs and hand-offs on steps
+(`_infer_tool_runs`), and model-call spans that record nothing beside the call that does
+(`_infer_wrappers`). Items are ordered by start time. A call recorded by several
+instrumentations (nested or side by side) is one interaction: see `_merge` for how such
+records are matched and merged.
 """
 
 from __future__ import annotations
