@@ -131,9 +131,8 @@ def _names_a_tool(key: str) -> bool:
     found = _NAMES_A_TOOL.get(key)
     if found is None:
         found = _words(key)[-2:] == ["tool", "name"]
-        if len(_NAMES_A_TOOL) >= _NAMES_A_TOOL_CAP:
-            _NAMES_A_TOOL.clear()
-        _NAMES_A_TOOL[key] = found
+        if len(_NAMES_A_TOOL) < _NAMES_A_TOOL_CAP:  # (full: asked again, never cleared)
+            _NAMES_A_TOOL[key] = found
     return found
 
 

@@ -135,9 +135,8 @@ def _is_output(key: str) -> bool:
     found = _OUTPUT_KEYS.get(key)
     if found is None:
         found = any(segment.lower().endswith("output") for segment in _SEGMENTS.split(key))
-        if len(_OUTPUT_KEYS) >= _OUTPUT_KEYS_CAP:
-            _OUTPUT_KEYS.clear()
-        _OUTPUT_KEYS[key] = found
+        if len(_OUTPUT_KEYS) < _OUTPUT_KEYS_CAP:  # (full: asked again, never cleared)
+            _OUTPUT_KEYS[key] = found
     return found
 
 
