@@ -28,6 +28,7 @@ __all__ = [
     "MAX_NAME",
     "agent_name",
     "is_given_name",
+    "is_name",
     "named_keys",
     "names_an_agent",
     "run_name",
@@ -90,7 +91,8 @@ def _key_run(key: str) -> tuple[str, int] | None:
     return run, rank
 
 
-def _is_name(value: Any) -> bool:
+def is_name(value: Any) -> bool:
+    """Whether a value reads as an agent's name (see the module's docstring)."""
     if not isinstance(value, str):
         return False
     text = value.strip()
@@ -134,7 +136,7 @@ def _collect(
                     continue
                 if isinstance(inner, Mapping):
                     _collect(((str(k), v) for k, v in inner.items()), key + ".", found)
-        elif _is_name(value):
+        elif is_name(value):
             found.append((verdict, key, value.strip()))  # type: ignore[arg-type]
 
 

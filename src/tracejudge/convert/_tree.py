@@ -8,11 +8,13 @@ root. Agents no span names (an agent run as a tool or a pipeline component, told
 its own system prompt), agent spans that are steps and wrapper workflows are phases of
 their own (`_infer_agents`), for every producer; so are agents named by the span that
 groups their calls (`_infer_named_agents`, `_settle_named_agents`, `_infer_pipeline`),
-model calls recognised by their shape on spans
-no row claims (`_infer_calls`), and streamed responses recorded apart from their request
-(`_infer_responses`). Items are ordered by start time. A call
-recorded by several instrumentations (nested or side by side) is one interaction: see
-`_merge` for how such records are matched and merged.
+model calls recognised by their shape on spans no row claims (`_infer_calls`), streamed
+responses recorded apart from their request (`_infer_responses`), agents named only in
+the events their steps return (`_infer_turns`), tool runs and hand-offs on steps
+(`_infer_tool_runs`), and model-call spans that record nothing beside the call that does
+(`_infer_wrappers`). Items are ordered by start time. A call recorded by several
+instrumentations (nested or side by side) is one interaction: see `_merge` for how such
+records are matched and merged.
 """
 
 from __future__ import annotations
@@ -34,8 +36,11 @@ from tracejudge.convert import (
     _infer_pipeline,
     _infer_responses,
     _infer_tool_calls,
+    _infer_tool_runs,
     _infer_turn_content,
+    _infer_turns,
     _infer_unrecorded_calls,
+    _infer_wrappers,
     _merge,
     _missing,
     _records,
@@ -305,6 +310,10 @@ class _TraceBuild:
         self.readings = classify(spans, memo)
         # (model calls no row claims, recognised by their shape)
         _infer_calls.add_shaped_calls(spans, self.readings, memo)
+        # (agents named only in the events their steps return)
+        _infer_turns.add_named_turns(spans, self.readings, memo)
+        # (tool runs on steps, where no row reads a tool span of the trace)
+        _infer_tool_runs.add_shaped_tool_runs(spans, self.readings, memo)
         layout = self.layout = _agents.layout(spans, self.readings)
         _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
         _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
@@ -379,6 +388,13 @@ class _TraceBuild:
                 found = convention.handoff(view)
                 if found is not None:
                     self.handoffs.append((span, found))
+        if self.tool_runs and not self.handoffs:
+            self._handoffs_by_arguments()
+        # (the steps on the way to a call that an instrumentation records as calls)
+        steps = _infer_wrappers.empty_steps(self.readable, self.spans)
+        if steps:
+            self.readable = [item for item in self.readable if item[0].span_id not in steps]
+            self.llm_ids -= steps
         if self.agentless is not None and not named:
             scope, setting = self.agentless
             self.unreadable.append(
@@ -386,6 +402,17 @@ class _TraceBuild:
                 f"around them (or the root); {setting}"
             )
         return bool(self.agents or self.llm_ids)
+
+    def _handoffs_by_arguments(self) -> None:
+        """In a trace that records no hand-off: a tool run whose arguments name another
+        agent of the trace (`to_agent`, `agent_name`) passed the run to it."""
+        names = {agent.name for agent in self.agents.values()}
+        if not names:
+            return
+        for span, run in self.tool_runs:
+            target = _infer_tool_runs.handoff_target(run.arguments)
+            if target in names and target != self.owner(span).name:
+                self.handoffs.append((span, _handoffs.Handoff(None, target, span.start_ns)))
 
     def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
         declared, name = identity

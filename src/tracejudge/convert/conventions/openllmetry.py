@@ -33,6 +33,11 @@ class Traceloop(Convention):
     def kind(self, span: SpanView) -> str | None:
         traceloop_kind = span.attributes.get(semconv.TRACELOOP_SPAN_KIND)
         if traceloop_kind == semconv.TRACELOOP_KIND_TASK:
+            operation = span.attributes.get(semconv.GEN_AI_OPERATION_NAME)
+            if operation is not None and as_str(operation) in LLM_OPERATIONS:
+                # A task that is a model call by the GenAI conventions (an instrumentation
+                # that writes its calls as tasks): the GenAI row reads it.
+                return None
             # A step (CrewAI task, LangChain runnable) of the agent it runs in, even where
             # it is written as `invoke_agent` (OpenLLMetry's CrewAI tasks).
             return Kind.STEP
