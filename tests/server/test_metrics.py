@@ -64,6 +64,8 @@ def test_metrics_count_what_the_server_did(observed: ServerProcess) -> None:
         lambda: (
             (s := scrape(observed))
             and value(s, "tracejudge_traces_scored_total", status="scored") == 3
+            # the backlog gauge is sampled, not moved with each trace: polled too
+            and value(s, "tracejudge_backlog_traces") == 0
             and s
         )
     )
