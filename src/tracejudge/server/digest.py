@@ -209,6 +209,10 @@ def digest(
             responses.append(MultiAgentTraceResponse.model_validate_json(text))
         except ValueError:
             continue  # not an answer this server wrote: it counts for nothing
+    # One answer per criterion, the latest (the answers come oldest first): a trace posted
+    # with a check and scored with it again stores two rows whose criterion column differs
+    # (the posted evaluator's name, the check's) for answers on the same criterion.
+    responses = list({r.criterion: r for r in responses}.values())
     found = TraceDigest(text=search_text(trace, responses))
     if trace is not None:
         calls = list(_calls(trace))

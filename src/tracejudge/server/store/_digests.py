@@ -68,6 +68,7 @@ class Digests:
             "WHERE trace_id = ? AND kind = 'trace' ORDER BY created_at, id",
             [trace_id],
         ).fetchall():
+            latest.pop(criterion, None)  # kept in the order of each one's latest answer
             latest[criterion] = response
             answers.append((criterion, tags, cost))
         found = self._digested(trace_id, trace_json, list(latest.values()))
@@ -84,6 +85,7 @@ class Digests:
         answers = []
         for e in sorted(evaluations, key=lambda e: (e.created_at, e.id)):
             if e.kind == "trace" and e.trace_id == trace.trace_id:
+                latest.pop(e.criterion, None)  # in the order of each one's latest answer
                 latest[e.criterion] = e.response
                 answers.append((e.criterion, e.tags, e.judge_cost_usd))
         start = trace.start_time if trace.start_time is not None else trace.first_seen
