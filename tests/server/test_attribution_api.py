@@ -280,7 +280,8 @@ def test_the_page_shows_the_stored_attribution_and_opens_the_timeline_at_its_mar
         )
         assert marked == [[at, last.interaction]]
         cause = tab.evaluate("document.querySelector('.causes li').textContent")
-        assert f"{last.agent.name}" in cause and f"(trace step {last.index})" in cause
+        assert f"{last.agent.name}" in cause
+        assert f"(call {last.index + 1} of the whole trace)" in cause
         assert "added the values up wrong" in cause and "all_at_once" in cause
         keep(tab.screenshot(tmp_path / "ui-trace-judged-attribution.png"))
     # scored anew, the stored attribution is older than the answers: not shown

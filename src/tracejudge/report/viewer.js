@@ -234,8 +234,8 @@ TraceView.prototype.attribution = function (box) {
     if (c.step) {
       li.appendChild(self.stepLink(c.step, true));
       if (known(c.index)) {
-        var place = add(li, el("span", "facts", " (trace step " + c.index + ")"));
-        place.title = "the step's place among all the trace's model calls, from 0, as tracejudge attribute numbers it";
+        var place = add(li, el("span", "facts", " (call " + (c.index + 1) + " of the whole trace)"));
+        place.title = "the call's place among all the trace's model calls, counted from 1 (the JSON's index + 1)";
       }
     } else txt(li, "the agent as a whole");
     var facts = [c.method + (c.criteria.length ? " (" + c.criteria.join(", ") + ")" : ""),
