@@ -40,6 +40,7 @@ ancestor is an agent of its own, whatever its name (pydantic-ai calls every unna
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Container, Mapping
 from dataclasses import dataclass, field
 
 from tracejudge import semconv
@@ -49,7 +50,7 @@ from tracejudge.convert._records import SpanRecord, moved
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import LANGGRAPH, Convention, Identity, Kind
 
-__all__ = ["Layout", "layout"]
+__all__ = ["Layout", "agent_above", "inside_a_call", "layout"]
 
 #: (the span's view, the convention that claims it, its kind), by span id
 Readings = dict[str, tuple[SpanView, Convention, str]]
@@ -93,22 +94,30 @@ def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRe
     return chain
 
 
-def _agent_above(
-    span: SpanRecord, by_id: dict[str, SpanRecord], identities: dict[str, Identity]
+def agent_above(
+    span: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str]
 ) -> str | None:
-    """The span id of the span's nearest agent ancestor in the input, or None (the first
-    agent of `_parent_chain`, found without walking on above it)."""
+    """The span id of the span's nearest ancestor among `agents` in the input, or None."""
     seen = {span.span_id}
     parent_id = span.parent_id
     while parent_id and parent_id not in seen:
-        if parent_id in identities:
-            return parent_id if parent_id in by_id else None
+        if parent_id in agents:
+            return parent_id
         parent = by_id.get(parent_id)
         if parent is None:
             return None
         seen.add(parent_id)
         parent_id = parent.parent_id
     return None
+
+
+def _agent_above(
+    span: SpanRecord, by_id: dict[str, SpanRecord], identities: dict[str, Identity]
+) -> str | None:
+    """The span id of the span's nearest agent ancestor in the input, or None (the first
+    agent of `_parent_chain`, found without walking on above it)."""
+    found = agent_above(span, by_id, identities)
+    return found if found in by_id else None
 
 
 def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
@@ -315,7 +324,7 @@ def _fold_twins(
                 continue
         elif identities[parent][1] != name or siblings != [span_id]:
             continue
-        if _inside_a_call(by_id[span_id], parent, by_id, readings):
+        if inside_a_call(by_id[span_id], parent, by_id, readings):
             continue
         if parent in workflows:
             identities[parent] = (identities[parent][0], name)
@@ -331,8 +340,8 @@ def _fold_twins(
 _CALL_KINDS = (Kind.TOOL_RUN, Kind.MODEL_CALL)
 
 
-def _inside_a_call(
-    span: SpanRecord, agent_id: str, by_id: dict[str, SpanRecord], readings: Readings
+def inside_a_call(
+    span: SpanRecord, agent_id: str, by_id: Mapping[str, SpanRecord], readings: Readings
 ) -> bool:
     """Whether a tool run or model call lies between `span` and its agent ancestor."""
     seen = {span.span_id}

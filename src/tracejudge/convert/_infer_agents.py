@@ -36,7 +36,7 @@ from dataclasses import dataclass
 
 from tracejudge.convert import _json
 from tracejudge.convert._agent_names import run_name
-from tracejudge.convert._agents import Layout, Readings
+from tracejudge.convert._agents import Layout, Readings, agent_above
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import SpanRecord
@@ -70,7 +70,7 @@ def settle(layout: Layout, readings: Readings) -> None:
             reading = readings.get(span_id)
             if reading is None or reading[2] not in _ACTS:
                 continue
-        above = _agent_above(span, by_id, identities)
+        above = agent_above(span, by_id, identities)
         if is_agent:
             owner[span_id] = above
             if above is not None:
@@ -104,23 +104,6 @@ def settle(layout: Layout, readings: Readings) -> None:
 def _drop(layout: Layout, span_id: str) -> None:
     del layout.identities[span_id]
     layout.output_spans.pop(span_id, None)
-
-
-def _agent_above(
-    span: SpanRecord, by_id: dict[str, SpanRecord], agents: Container[str]
-) -> str | None:
-    """The span id of the span's nearest agent ancestor in the input, or None."""
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id not in seen:
-        if parent_id in agents:
-            return parent_id
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return None
-        seen.add(parent_id)
-        parent_id = parent.parent_id
-    return None
 
 
 # --------------------------------------------------------------------------- infer

@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Container, Mapping
 
 from tracejudge.convert._agent_names import agent_name, named_keys, names_an_agent
-from tracejudge.convert._agents import Layout, Readings
+from tracejudge.convert._agents import Layout, Readings, agent_above, inside_a_call
 from tracejudge.convert._infer_named_agents import BOUNDARIES
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions import Kind
@@ -38,7 +38,7 @@ def fold_named_twins(layout: Layout, readings: Readings) -> None:
         return
     by_id = layout.by_id
     above = {
-        span_id: _agent_span_above(by_id[span_id], by_id, identities)
+        span_id: agent_above(by_id[span_id], by_id, identities)
         for span_id in identities
         if span_id in by_id
     }
@@ -54,44 +54,10 @@ def fold_named_twins(layout: Layout, readings: Readings) -> None:
         named = own == name or agent_name(by_id[child].attributes) == name
         if not (named or own.startswith(name + ".")):
             continue
-        if _call_between(by_id[child], parent, by_id, readings):
+        if inside_a_call(by_id[child], parent, by_id, readings):
             continue  # an agent run by a tool or a call: its own, whatever its name
         del identities[child]
         layout.output_spans.setdefault(parent, []).extend(layout.output_spans.pop(child, []))
-
-
-def _call_between(
-    span: SpanRecord, agent: str, by_id: Mapping[str, SpanRecord], readings: Readings
-) -> bool:
-    """Whether a tool run or model call lies between `span` and its agent ancestor."""
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id != agent and parent_id not in seen:
-        reading = readings.get(parent_id)
-        if reading is not None and reading[2] in BOUNDARIES:
-            return True
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return False
-        seen.add(parent_id)
-        parent_id = parent.parent_id
-    return False
-
-
-def _agent_span_above(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str]
-) -> str | None:
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id not in seen:
-        if parent_id in agents:
-            return parent_id
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return None
-        seen.add(parent_id)
-        parent_id = parent.parent_id
-    return None
 
 
 def drop_nested_runs(layout: Layout, readings: Readings) -> None:
