@@ -12,8 +12,6 @@ with any failing agent is red. Every column header sorts; pages go forward and b
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import time
 from collections import Counter
@@ -34,6 +32,7 @@ from tracejudge.server.list_query import (
     list_query,
 )
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation, list_parameters
+from tracejudge.server.plainpage import page_headers, style_policy
 from tracejudge.server.snippets import Snippet, find_snippets
 from tracejudge.server.store import (
     TRACE_STATUSES,
@@ -75,19 +74,7 @@ details.overview table{width:auto}.badge{font-weight:600}td.tags{max-width:16em}
 tr.snippet td{font-size:12px;color:#444;padding-top:0;border-top:0}tr.snippet .where{color:#666}
 tr.snippet mark{background:#fff59d}
 """
-_POLICY = (
-    "default-src 'none'; style-src 'sha256-"
-    + base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
-    + "'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-_HEADERS = {
-    "Content-Security-Policy": _POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    # Traces hold prompts and answers: no shared cache keeps them.
-    "Cache-Control": "no-store",
-}
+_HEADERS = page_headers(style_policy(_CSS))
 #: The columns: (header, sort key or None, numeric).
 _COLUMNS = (
     ("start (UTC)", "start_time", False),

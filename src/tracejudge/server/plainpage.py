@@ -12,7 +12,7 @@ import hashlib
 import html
 import time
 
-__all__ = ["CSS", "document", "headers", "when"]
+__all__ = ["CSS", "document", "headers", "page_headers", "style_policy", "when"]
 
 CSS = """
 body{font:14px/1.45 system-ui,sans-serif;margin:0 auto;max-width:1300px;padding:0 16px;color:#222}
@@ -27,22 +27,35 @@ tr.failed td{background:#fdecea}tr.failed td:first-child{box-shadow:inset 4px 0 
 font-size:12px;color:#223}.facts{color:#444;margin:4px 0}.small{font-size:12px;color:#555}
 nav a{margin-right:14px}pre{white-space:pre-wrap;margin:0;font:inherit}
 """
-_POLICY = (
-    "default-src 'none'; style-src 'sha256-"
-    + base64.b64encode(hashlib.sha256(CSS.encode("utf-8")).digest()).decode("ascii")
-    + "'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
 
 
-def headers() -> dict[str, str]:
+def style_policy(css: str) -> str:
+    """The CSP of a page with no script: its own style (`css`, by its hash), forms to this
+    server only."""
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return (
+        f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; "
+        "form-action 'self'; frame-ancestors 'none'"
+    )
+
+
+def page_headers(policy: str) -> dict[str, str]:
+    """The headers every page of the server carries, with its CSP."""
     return {
-        "Content-Security-Policy": _POLICY,
+        "Content-Security-Policy": policy,
         "X-Content-Type-Options": "nosniff",
         "Referrer-Policy": "no-referrer",
         "X-Frame-Options": "DENY",
-        # Traces hold prompts and answers: no shared cache keeps them.
+        # Traces and runs hold prompts and answers: no shared cache keeps them.
         "Cache-Control": "no-store",
     }
+
+
+_POLICY = style_policy(CSS)
+
+
+def headers() -> dict[str, str]:
+    return page_headers(_POLICY)
 
 
 def document(title: str, body: str) -> str:

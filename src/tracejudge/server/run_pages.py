@@ -19,8 +19,6 @@ script, only the page's own style, forms to this server only.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import json
 from collections import defaultdict
@@ -35,6 +33,7 @@ from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.list_query import page_limit
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
+from tracejudge.server.plainpage import page_headers, style_policy
 from tracejudge.server.runs import COMPARE_PARAMETERS, compared, load_run, run_summary
 from tracejudge.server.store import RunCursorError, RunRow
 from tracejudge.server.ui import LIST_PATH, trace_path
@@ -57,21 +56,11 @@ background:#f6f6f6;border-radius:4px}form.pick label{display:flex;flex-direction
 font-size:12px;color:#555}form.pick select{font:inherit;max-width:28em}
 pre{white-space:pre-wrap;margin:0;max-width:36em;font-size:12px}
 """
-_POLICY = (
-    "default-src 'none'; style-src 'sha256-"
-    + base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
-    + "'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
+_POLICY = style_policy(_CSS)
 
 
 def _headers(policy: str = _POLICY) -> dict[str, str]:
-    return {
-        "Content-Security-Policy": policy,
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
-        "X-Frame-Options": "DENY",
-        "Cache-Control": "no-store",  # runs hold prompts and answers
-    }
+    return page_headers(policy)
 
 
 def _document(title: str, body: str) -> str:

@@ -10,8 +10,6 @@ with nothing to measure (no scored unit for a rate) is a gap in the line, not a 
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import json
 import math
@@ -24,6 +22,7 @@ from starlette.responses import HTMLResponse
 from tracejudge.server.context import context_of, in_thread
 from tracejudge.server.errors import ApiError
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
+from tracejudge.server.plainpage import page_headers, style_policy
 from tracejudge.server.store.monitors import MonitorRow, MonitorState
 from tracejudge.server.store.trends import DIMENSIONS, METRICS, TrendQuery, TrendSeries
 from tracejudge.server.trends import failing_traces_path, iso, parameters, trend_query
@@ -49,18 +48,7 @@ table{border-collapse:collapse;margin:12px 0}td,th{border-bottom:1px solid #ddd;
 padding:4px 8px;text-align:right}th{background:#f6f6f6}td:first-child,th:first-child{
 text-align:left}.error{color:#c0392b}.none{color:#888}
 """
-_POLICY = (
-    "default-src 'none'; style-src 'sha256-"
-    + base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
-    + "'; base-uri 'none'; form-action 'self'; frame-ancestors 'none'"
-)
-_HEADERS = {
-    "Content-Security-Policy": _POLICY,
-    "X-Content-Type-Options": "nosniff",
-    "Referrer-Policy": "no-referrer",
-    "X-Frame-Options": "DENY",
-    "Cache-Control": "no-store",
-}
+_HEADERS = page_headers(style_policy(_CSS))
 _COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#7f7f7f")
 _TITLES = {
     "failure_rate": "Failure rate",

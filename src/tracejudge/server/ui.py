@@ -23,8 +23,6 @@ Content-Security-Policy that runs only its own inline style and script.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import html
 import json
 import time
@@ -44,6 +42,7 @@ from tracejudge.server.errors import ApiError
 from tracejudge.server.evals import read_model
 from tracejudge.server.operation import ERROR_TEXT, HTML, ApiRoute, Operation
 from tracejudge.server.page_cache import page_key
+from tracejudge.server.plainpage import page_headers, style_policy
 from tracejudge.server.span_view import span_rows
 from tracejudge.server.store import (
     AttributionRow,
@@ -70,22 +69,7 @@ font-size:12px}.error{color:#c0392b}.pages a{margin-right:12px}.mono{font-family
 
 def _page_policy() -> str:
     """The list page's CSP: its own style, no script, forms to this server only."""
-    digest = base64.b64encode(hashlib.sha256(_CSS.encode("utf-8")).digest()).decode("ascii")
-    return (
-        f"default-src 'none'; style-src 'sha256-{digest}'; base-uri 'none'; "
-        "form-action 'self'; frame-ancestors 'none'"
-    )
-
-
-def _headers(policy: str) -> dict[str, str]:
-    return {
-        "Content-Security-Policy": policy,
-        "X-Content-Type-Options": "nosniff",
-        "Referrer-Policy": "no-referrer",
-        "X-Frame-Options": "DENY",
-        # Traces hold prompts and answers: no shared cache keeps them.
-        "Cache-Control": "no-store",
-    }
+    return style_policy(_CSS)
 
 
 def trace_path(trace_id: str) -> str:
@@ -196,7 +180,7 @@ async def trace_page(request: Request) -> HTMLResponse:
             "tracejudge: no such trace",
             f"{back}<h1>No trace {e(json.dumps(trace_id))} is stored here</h1>",
         )
-        return HTMLResponse(page, status_code=404, headers=_headers(_page_policy()))
+        return HTMLResponse(page, status_code=404, headers=page_headers(_page_policy()))
     if row.trace_json is None or row.status == "too_large":
         why = f": {row.error}" if row.error else " (it is scored once complete)"
         spans = f"{row.span_count:,} span{'' if row.span_count == 1 else 's'}"
@@ -206,7 +190,7 @@ async def trace_page(request: Request) -> HTMLResponse:
             f"{back}<h1>Trace {e(trace_id)}</h1><p>Status {e(row.status)}, "
             f"{spans}; {state}{e(why)}.</p>",
         )
-        return HTMLResponse(page, headers=_headers(_page_policy()))
+        return HTMLResponse(page, headers=page_headers(_page_policy()))
     evaluations = await in_thread(context.store.evaluations.of_trace, row.trace_id)
     recorded = await in_thread(context.store.labels.all, row.trace_id)
     who = request.scope.get("state", {}).get("key_name")
@@ -214,7 +198,7 @@ async def trace_page(request: Request) -> HTMLResponse:
     decisions = await in_thread(context.store.decisions.of_trace, row.trace_id)
     session = await in_thread(context.store.sessions.of_trace, row.trace_id)
     preface = _preface(decisions, session)
-    headers = _headers(content_security_policy(connect_self=True))
+    headers = page_headers(content_security_policy(connect_self=True))
     shown = [labels.label_json(r) for r in recorded]
     key = await context.offload.run(page_key, row, evaluations, shown, who, stored, preface)
     kept = context.pages.get(key)
