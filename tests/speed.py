@@ -9,6 +9,11 @@
 - Hypothesis's example counts come from a profile: TRACEJUDGE_HYPOTHESIS_PROFILE=dev (few
   examples, quick), ci (the default) or thorough (many). Tests leave `max_examples` to
   the profile; Schemathesis's counts are derived from it (tests/server/test_fuzz.py).
+- The run and every process it starts cache compiled bytecode (`__pycache__`, which git
+  ignores) even where PYTHONDONTWRITEBYTECODE is set, as on CI's image: the suite starts
+  some hundreds of Python processes (servers, the CLI, the examples), and each would
+  otherwise compile the package from source, as each xdist worker would rewrite every test
+  module's asserts again (about 10 s a worker). TRACEJUDGE_TEST_BYTECODE=0 keeps the setting.
 - Under `--dist loadgroup`, a test whose `xdist_group` mark would be silently ignored
   (a pytest that drops pytest-xdist's group suffix) fails, saying why.
 """
@@ -16,6 +21,7 @@
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Generator
 
 import pytest
@@ -50,6 +56,16 @@ def _register_profiles() -> None:
 
 
 _register_profiles()
+
+
+def _cache_bytecode() -> None:
+    if os.environ.get("TRACEJUDGE_TEST_BYTECODE") == "0":
+        return
+    sys.dont_write_bytecode = False  # this process: the test modules imported from here on
+    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the workers and processes it starts
+
+
+_cache_bytecode()
 
 
 def load_factor() -> float:
