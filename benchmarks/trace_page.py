@@ -138,7 +138,7 @@ def _work(client: Any, worker: int) -> None:
 def store(db: str, trace: Any, responses: Any) -> str:
     """Save the trace and its answers as the server saves a scored trace."""
     from tracejudge.server.store import EvaluationRow, TraceRow, open_store
-    from tracejudge.server.trace_text import stored_text
+    from tracejudge.server.store.trace_text import stored_text
 
     trace_id, now = uuid.uuid4().hex, time.time()
     rows = [
@@ -220,7 +220,7 @@ def at_cap(long_rounds: int, quick: bool) -> None:
     from tracejudge import checks
     from tracejudge._sync import run
     from tracejudge.evaluation.service import EvaluationService
-    from tracejudge.server import ui
+    from tracejudge.server.pages import ui
     from tracejudge.server.store import open_store
 
     shapes = {"many agents": (6, 33), "long agents": (2, long_rounds)}

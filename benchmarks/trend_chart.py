@@ -50,7 +50,6 @@ from tests.server.harness import ServerProcess  # noqa: E402
 from tests.server.postgres import postgres_cluster  # noqa: E402
 from tests.server.stored import agent_trace, answer, stored  # noqa: E402
 
-from tracejudge.server.digest import AgentScore  # noqa: E402
 from tracejudge.server.store import open_store  # noqa: E402
 from tracejudge.server.store._trend_rows import (  # noqa: E402
     SeriesDims,
@@ -59,6 +58,7 @@ from tracejudge.server.store._trend_rows import (  # noqa: E402
     contributions,
     series_key,
 )
+from tracejudge.server.store.digest import AgentScore  # noqa: E402
 from tracejudge.server.store.rollups import Rollups  # noqa: E402
 from tracejudge.server.store.trends import TrendQuery  # noqa: E402
 
@@ -243,7 +243,7 @@ def chart_at_scale(db: str, label: str, args: argparse.Namespace) -> None:
     _settle(db)
     store = open_store(db)
     for name, params in _charts(end):
-        from tracejudge.server.trends import trend_query
+        from tracejudge.server.api.trends import trend_query
 
         query = trend_query(params, now=end)
         found = store.trends.series(query)

@@ -21,8 +21,8 @@ import pytest
 import yaml
 
 from tests.server.harness import API_KEY, InProcessServer, ServerProcess, server_env, wait_for
-from tracejudge.server.auth import API_KEY_HEADER
-from tracejudge.server.otlp import routes as otlp_routes
+from tracejudge.server.http.auth import API_KEY_HEADER
+from tracejudge.server.intake.otlp import routes as otlp_routes
 
 ROOT = Path(__file__).resolve().parents[2]
 EXPORTERS = ROOT / "exporters"

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from pydantic import ValidationError
 
-from tracejudge.server.alerts import MonitorSpec, decide, event_body, monitor_row
+from tracejudge.server.api.alerts import MonitorSpec, decide, event_body, monitor_row
 from tracejudge.server.store.monitors import MonitorState
 
 URL = "http://127.0.0.1:9/hook"

@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from tests.server.harness import API_KEY, InProcessServer, ServerProcess, server_env
-from tracejudge.server.auth import KeyRing
-from tracejudge.server.buckets import TokenBuckets
 from tracejudge.server.config import ServerConfig
+from tracejudge.server.http.auth import KeyRing
+from tracejudge.server.http.buckets import TokenBuckets
 from tracejudge.server.main import check_bind, startup_line
 
 MESSAGES = [{"role": "user", "content": "q"}, {"role": "assistant", "content": "a"}]
@@ -151,7 +151,7 @@ def test_wrong_keys_are_rate_limited_per_address(keyed: InProcessServer) -> None
     """Before: 2,000 wrong keys at ~990/s were all answered 401, none 429. Now the 21st
     wrong key in a burst is a 429 with Retry-After; the right key from the same address
     still passes (issue #32 item 3: before, it got 429 too until the limit refilled)."""
-    from tracejudge.server.auth import FAILED_KEY_BURST
+    from tracejudge.server.http.auth import FAILED_KEY_BURST
 
     url = f"{keyed.url}/api/v1/traces"
     with httpx.Client() as http:
@@ -175,7 +175,7 @@ def test_requests_without_a_key_never_lock_out_the_key(keyed: InProcessServer) -
     """Issue #32 item 3: 25 no-key GETs (what a web page can make a browser send) made the
     next 10 right-key requests 429. A missing key guesses nothing: it is answered 401 with
     the sign-in challenge every time, and the right key passes."""
-    from tracejudge.server.auth import FAILED_KEY_BURST
+    from tracejudge.server.http.auth import FAILED_KEY_BURST
 
     with httpx.Client(base_url=keyed.url) as http:
         missing = [http.get("/ui/traces").status_code for _ in range(FAILED_KEY_BURST + 5)]

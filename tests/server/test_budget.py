@@ -18,8 +18,8 @@ import pytest
 from tests.server.harness import InProcessServer, ServerProcess, server_env
 from tests.server.test_evals import MESSAGES, TRACE
 from tracejudge.models import JudgeUsage
-from tracejudge.server.budget import DailyBudget, utc_day
 from tracejudge.server.store import EvaluationRow, TraceRow, open_store
+from tracejudge.server.work.budget import DailyBudget, utc_day
 from tracejudge.testing import Reply, ScriptedLLMServer
 
 VERDICT = json.dumps({"explanation": "Fine.", "applicable": True, "score": 8})

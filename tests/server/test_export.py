@@ -20,7 +20,7 @@ import pytest
 from tests.server.harness import InProcessServer
 from tests.server.stored import agent_trace, answer, stored
 from tracejudge.cli import main
-from tracejudge.server.export import COLUMNS
+from tracejudge.server.api.export import COLUMNS
 from tracejudge.server.store import open_store
 from tracejudge.server.store.rollups import RULE_TAG
 

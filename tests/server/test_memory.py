@@ -16,7 +16,7 @@ import httpx
 import pytest
 
 from tests.server.harness import ServerProcess, verdict, wait_for
-from tracejudge.server.heap import HeapTrimmer
+from tracejudge.server.work.heap import HeapTrimmer
 from tracejudge.testing import ScriptedLLMServer
 
 #: RSS after the large request, against the idle RSS, that counts as back (3.4x before;

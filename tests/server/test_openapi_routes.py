@@ -18,8 +18,8 @@ from starlette.routing import Route  # noqa: E402
 
 from tracejudge.server.app import create_app  # noqa: E402
 from tracejudge.server.config import ServerConfig  # noqa: E402
+from tracejudge.server.http.operation import ApiRoute, Operation, answer, query  # noqa: E402
 from tracejudge.server.openapi import paths_of  # noqa: E402
-from tracejudge.server.operation import ApiRoute, Operation, answer, query  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -10,7 +10,7 @@ import httpx
 from tests.checks import faults
 from tests.server.harness import InProcessServer, wait_for
 from tracejudge.models import MultiAgentTrace
-from tracejudge.server.page_cache import PageCache
+from tracejudge.server.http.page_cache import PageCache
 
 
 def _how(page: httpx.Response) -> str:

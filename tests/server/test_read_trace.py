@@ -11,7 +11,7 @@ import json
 from tests.checks import faults
 from tracejudge.models import AgentInstance, MultiAgentTrace
 from tracejudge.report import render_trace_page
-from tracejudge.server.stored import read_trace, repeated_input_text
+from tracejudge.server.store.stored import read_trace, repeated_input_text
 
 
 def _long(rounds: int) -> str:

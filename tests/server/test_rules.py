@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace.sampling import Decision, TraceIdRatioBased
 from tests.server.harness import QUIET_SECONDS, InProcessServer, wait_for
 from tests.server.rules_traffic import run, scored, send, trace_ids
 from tracejudge import checks
-from tracejudge.server.rules import sampled
+from tracejudge.server.work.rules import sampled
 from tracejudge.testing import ScriptedLLMServer
 
 CITES = "Reward answers that cite the sources the researcher found"
@@ -226,7 +226,7 @@ def test_a_bad_rules_file_is_one_line_naming_the_field_and_the_fix(
 
 
 def test_yaml_and_toml_rules_are_the_same_rules(tmp_path: Path) -> None:
-    from tracejudge.server.rules import read_rules_file
+    from tracejudge.server.work.rules import read_rules_file
 
     yaml_text = f"""
 rules:
@@ -293,7 +293,7 @@ def test_the_cli_checks_a_rules_file_and_backfills_a_rule_on_a_server(
 
 
 def test_the_readmes_rules_file_is_read_as_it_says(tmp_path: Path) -> None:
-    from tracejudge.server.rules import read_rules_file
+    from tracejudge.server.work.rules import read_rules_file
 
     readme = (Path(__file__).resolve().parents[2] / "README.md").read_text()
     block = readme.split("```toml\n# rules.toml\n", 1)[1].split("```", 1)[0]

@@ -13,7 +13,7 @@ from tests.chromium import keep, needs_chromium
 from tests.server.harness import QUIET_SECONDS, InProcessServer, wait_for
 from tests.server.rules_traffic import run, scored, send, trace_ids
 from tests.server.test_sessions import CITIES, MINUTE_NS
-from tracejudge.server.rules import sampled
+from tracejudge.server.work.rules import sampled
 from tracejudge.testing import ScriptedLLMServer
 
 RULES = """

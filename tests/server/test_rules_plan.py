@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from tests.server.rules_traffic import trace_ids
 from tracejudge import checks
-from tracejudge.server.rules import ActiveRule, RuleBody, TraceFacts, plan_scoring, sampled
+from tracejudge.server.work.rules import ActiveRule, RuleBody, TraceFacts, plan_scoring, sampled
 
 IN_HALF = next(t for t in trace_ids(50) if sampled(t, 0.5))
 OUT_OF_HALF = next(t for t in trace_ids(50) if not sampled(t, 0.5))

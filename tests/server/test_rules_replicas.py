@@ -12,7 +12,7 @@ import pytest
 from tests.server.harness import InProcessServer, wait_for
 from tests.server.postgres import Cluster
 from tests.server.rules_traffic import run, scored, send, trace_ids
-from tracejudge.server.rules import sampled
+from tracejudge.server.work.rules import sampled
 from tracejudge.testing import ScriptedLLMServer
 
 RULES = """

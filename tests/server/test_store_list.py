@@ -13,7 +13,6 @@ import pytest
 
 from tests.server.stored import MODEL, agent_trace, answer, stored
 from tracejudge.models import PriceTable
-from tracejudge.server.digest import PIECE_CHARS
 from tracejudge.server.store import (
     SCHEMA_VERSION,
     InvalidCursorError,
@@ -27,6 +26,7 @@ from tracejudge.server.store import (
     open_store,
 )
 from tracejudge.server.store._query import conditions
+from tracejudge.server.store.digest import PIECE_CHARS
 from tracejudge.server.store.migrations import MIGRATIONS
 
 NAMES = ["orchestrator", "researcher", "writer"]

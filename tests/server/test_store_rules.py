@@ -183,7 +183,7 @@ def test_replicas_loading_the_same_rules_file_at_once_store_it_once(db_url: str)
 def test_retention_forgets_the_sessions_whose_traces_went(tmp_path: Path) -> None:
     import anyio
 
-    from tracejudge.server.retention import Pruner
+    from tracejudge.server.work.retention import Pruner
 
     store = open_store(str(tmp_path / "db"))
     try:

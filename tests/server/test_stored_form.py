@@ -14,7 +14,7 @@ from tests.checks import faults
 from tests.server.harness import InProcessServer, wait_for
 from tracejudge.models import AgentInstance, MultiAgentTrace
 from tracejudge.server.store import open_store
-from tracejudge.server.trace_text import read_trace, stored_text, trace_data
+from tracejudge.server.store.trace_text import read_trace, stored_text, trace_data
 
 
 def _long(rounds: int) -> MultiAgentTrace:

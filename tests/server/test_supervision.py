@@ -157,7 +157,7 @@ def test_ready_reports_the_queue_and_needs_no_key(
 async def test_a_loop_that_dies_is_restarted_and_counted() -> None:
     import asyncio
 
-    from tracejudge.server.supervise import Beat, Supervisor
+    from tracejudge.server.work.supervise import Beat, Supervisor
 
     runs = []
 

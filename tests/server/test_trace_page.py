@@ -27,7 +27,7 @@ from tracejudge.evaluation.service import EvaluationService
 from tracejudge.models import AgentInstance, Attribution, MultiAgentTrace
 from tracejudge.server.background import BackgroundServer
 from tracejudge.server.config import ServerConfig
-from tracejudge.server.stored import read_trace
+from tracejudge.server.store.stored import read_trace
 from tracejudge.testing import ScriptedLLMServer
 
 # the module's site (a trace of hundreds of steps) is built once, on one worker

@@ -5,7 +5,7 @@ Parquet (the `export` extra: pyarrow) or CSV, for DuckDB, pandas or Spark.
     tracejudge export --db postgresql://... --since 2026-12-01 --format csv -o -
 
 One row per (trace, criterion, agent instance) of the traces that started in the range
-(`tracejudge.server.export` lists the columns). `--db` is the server's store (default:
+(`tracejudge.server.api.export` lists the columns). `--db` is the server's store (default:
 TRACEJUDGE_DB, else ./tracejudge.db); the same rows come from a running server at
 `GET /api/v1/export`. Exit status: 0 written, 2 bad usage (a time that is not one, a
 store that cannot be opened, Parquet without pyarrow).
@@ -45,7 +45,7 @@ def _moment(flag: str, text: str) -> float:
 
 def run(args: argparse.Namespace) -> int:
     """The command. See the module's docstring."""
-    from tracejudge.server.export import export_rows, write_csv, write_parquet
+    from tracejudge.server.api.export import export_rows, write_csv, write_parquet
     from tracejudge.server.store import open_store
 
     since = _moment("--since", args.since)

@@ -71,7 +71,7 @@ def _moment(option: str, text: str | None) -> float | None:
 
 
 def _check(args: argparse.Namespace) -> int:
-    from tracejudge.server.rules import read_rules_file
+    from tracejudge.server.work.rules import read_rules_file
 
     for rule in read_rules_file(args.file):  # ConfigurationError: one line, status 2
         judged = f"{len(rule.criteria)} judge criteria" if rule.criteria else "no judge criteria"

@@ -324,7 +324,7 @@ def _repeated_inputs(calls: Sequence[LLMInteraction]) -> list[int]:
 
     Checked at the first, middle and last message of the previous input, not all of them,
     so that an agent of thousands of calls costs linear time; a stored trace read back
-    shares the repeated messages (`server.stored.read_trace`), so they are the same
+    shares the repeated messages (`server.store.stored.read_trace`), so they are the same
     objects and no field is compared."""
     skips = []
     previous: list[LLMInput] = []

@@ -29,49 +29,44 @@ from tracejudge.evaluation.criteria_file import read_criteria_file
 from tracejudge.evaluation.settings import EvaluationSettings, build_judge, build_service
 from tracejudge.judges import Judge
 from tracejudge.models import PriceTable
-from tracejudge.server import (
+from tracejudge.server.api import (
     attribution,
     evals,
     export,
     health,
     labels,
-    list_page,
     monitors,
-    otlp,
     rules_api,
-    rules_page,
-    run_pages,
     runs,
-    scoring,
-    sessions_api,
     traces,
     trends,
-    trends_page,
-    ui,
 )
-from tracejudge.server.alerts import AlertLoop
-from tracejudge.server.auth import AuthMiddleware, KeyRing
-from tracejudge.server.backlog import Backlog
-from tracejudge.server.buckets import TokenBuckets
-from tracejudge.server.budget import DailyBudget
+from tracejudge.server.api.alerts import AlertLoop
+from tracejudge.server.api.metrics import Metrics, MetricsMiddleware, TimedStore
+from tracejudge.server.api.metrics import routes as metrics_routes
 from tracejudge.server.config import ServerConfig
-from tracejudge.server.context import ServerContext, in_thread
-from tracejudge.server.errors import ApiError, UnexpectedErrorMiddleware, error_response
-from tracejudge.server.guard import HostPolicy, WebGuardMiddleware
-from tracejudge.server.heap import HeapTrimmer
-from tracejudge.server.limits import LimitsMiddleware
-from tracejudge.server.metrics import Metrics, MetricsMiddleware, TimedStore
-from tracejudge.server.metrics import routes as metrics_routes
-from tracejudge.server.offload import Offload, ServiceLoop
+from tracejudge.server.http.auth import AuthMiddleware, KeyRing
+from tracejudge.server.http.buckets import TokenBuckets
+from tracejudge.server.http.errors import ApiError, UnexpectedErrorMiddleware, error_response
+from tracejudge.server.http.guard import HostPolicy, WebGuardMiddleware
+from tracejudge.server.http.limits import LimitsMiddleware
+from tracejudge.server.http.offload import Offload, ServiceLoop
+from tracejudge.server.intake import otlp
 from tracejudge.server.openapi import openapi_document
-from tracejudge.server.readiness import Readiness
-from tracejudge.server.retention import Pruner
-from tracejudge.server.rules import RuleBody, check_judged, read_rules_file
-from tracejudge.server.sessions import judging as sessions_judging
+from tracejudge.server.pages import list_page, rules_page, run_pages, sessions_api, trends_page, ui
 from tracejudge.server.store import StoreFullError, StoreOutageError, open_store
-from tracejudge.server.supervise import Supervisor
-from tracejudge.server.tasks import TaskRunner
-from tracejudge.server.writeback import WriteBack
+from tracejudge.server.work import scoring
+from tracejudge.server.work.backlog import Backlog
+from tracejudge.server.work.budget import DailyBudget
+from tracejudge.server.work.context import ServerContext, in_thread
+from tracejudge.server.work.heap import HeapTrimmer
+from tracejudge.server.work.readiness import Readiness
+from tracejudge.server.work.retention import Pruner
+from tracejudge.server.work.rules import RuleBody, check_judged, read_rules_file
+from tracejudge.server.work.sessions import judging as sessions_judging
+from tracejudge.server.work.supervise import Supervisor
+from tracejudge.server.work.tasks import TaskRunner
+from tracejudge.server.work.writeback import WriteBack
 
 __all__ = ["create_app", "judge_settings", "rules_from_file", "server_criteria"]
 

@@ -25,7 +25,7 @@ from tracejudge.judges import Judge
 from tracejudge.server._listen import listen
 from tracejudge.server.app import create_app
 from tracejudge.server.config import ServerConfig, is_loopback
-from tracejudge.server.connections import connection_limits, uvicorn_config
+from tracejudge.server.http.connections import connection_limits, uvicorn_config
 
 __all__ = ["BackgroundServer"]
 

@@ -11,8 +11,8 @@ from typing import TextIO
 from tracejudge.errors import ConfigurationError
 from tracejudge.server._listen import listen
 from tracejudge.server.config import ServerConfig, is_loopback, parse_config
-from tracejudge.server.heap import map_large_blocks
 from tracejudge.server.store import describe_store
+from tracejudge.server.work.heap import map_large_blocks
 
 __all__ = ["main", "serve", "startup_line", "check_bind"]
 
@@ -69,7 +69,7 @@ def serve(config: ServerConfig, *, out: TextIO | None = None) -> int:
         import uvicorn
 
         from tracejudge.server.app import create_app
-        from tracejudge.server.connections import connection_limits, uvicorn_config
+        from tracejudge.server.http.connections import connection_limits, uvicorn_config
         from tracejudge.server.store import open_store
     except ImportError as exc:
         print(

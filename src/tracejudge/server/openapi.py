@@ -1,7 +1,7 @@
 """The OpenAPI 3.1 description the app publishes at `/openapi.json`.
 
 The paths are generated from the app's routes: each `ApiRoute` declares its operation
-beside it (`server.operation`), the path and its parameters are the route's own. Every
+beside it (`server.http.operation`), the path and its parameters are the route's own. Every
 schema is generated from the types the routes use: the pydantic models they
 validate request bodies with, and the models and typed dicts they build answers from
 (`traces.TraceSummary`, `readiness.ReadyReport`, ...), so the document cannot drift from
@@ -31,7 +31,7 @@ from tracejudge.models import (
     TaskResponse,
     TraceRewardRequest,
 )
-from tracejudge.server.operation import REF, ApiRoute
+from tracejudge.server.http.operation import REF, ApiRoute
 
 __all__ = ["openapi_document", "paths_of"]
 
@@ -72,14 +72,17 @@ Mode = Literal["validation", "serialization"]
 
 
 def _schemas() -> dict[str, Any]:
-    from tracejudge.server.alerts import MonitorSpec
-    from tracejudge.server.attribution import AttributionBody
-    from tracejudge.server.health import Health
-    from tracejudge.server.labels import LabelRequest
-    from tracejudge.server.readiness import ReadyReport
-    from tracejudge.server.rules.model import RuleBody
-    from tracejudge.server.rules_api import BackfillAnswer, BackfillRequest, RuleAnswer, RuleList
-    from tracejudge.server.runs import (
+    from tracejudge.server.api.alerts import MonitorSpec
+    from tracejudge.server.api.attribution import AttributionBody
+    from tracejudge.server.api.health import Health
+    from tracejudge.server.api.labels import LabelRequest
+    from tracejudge.server.api.rules_api import (
+        BackfillAnswer,
+        BackfillRequest,
+        RuleAnswer,
+        RuleList,
+    )
+    from tracejudge.server.api.runs import (
         RowsStored,
         RunBody,
         RunList,
@@ -87,14 +90,16 @@ def _schemas() -> dict[str, Any]:
         RunSummary,
         StoredRunAnswer,
     )
-    from tracejudge.server.sessions_api import SessionAnswer, SessionList, SessionScoreRequest
-    from tracejudge.server.traces import (
+    from tracejudge.server.api.traces import (
         EvaluationList,
         OverviewAnswer,
         RescoreRequest,
         StoredTrace,
         TraceList,
     )
+    from tracejudge.server.pages.sessions_api import SessionAnswer, SessionList, SessionScoreRequest
+    from tracejudge.server.work.readiness import ReadyReport
+    from tracejudge.server.work.rules.model import RuleBody
 
     inputs: list[tuple[Any, Mode]] = [
         (RewardRequest, "validation"),

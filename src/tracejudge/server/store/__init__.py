@@ -7,6 +7,10 @@ returns a `Store`: that dialect core with a repository per area (`store.tasks`,
 `store.traces`, `store.lists`, `store.evaluations`, `store.labels`,
 `store.attributions`, `store.spend`, `store.runs`, `store.rules`, `store.decisions`,
 `store.sessions`).
+
+Beside the repositories, what the store keeps of a trace: its stored text
+(`trace_text`), what the list shows of it (`digest`), and a stored trace read back with
+its answers (`stored`).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """What the list reads of a trace, written beside it whenever it is converted or scored.
 
-`Digests.refresh` computes a trace's digest (`tracejudge.server.digest`) from its JSON and
+`Digests.refresh` computes a trace's digest (`tracejudge.server.store.digest`) from its JSON and
 its latest answer per criterion and writes it in the caller's transaction: the list's
 columns on `traces`, its latest score per criterion and agent instance (`agent_scores`),
 each criterion's worst score (`trace_criteria`), its agents' case-folded names with their
@@ -17,11 +17,11 @@ from typing import Any
 
 from tracejudge import semconv
 from tracejudge.models import PriceTable
-from tracejudge.server.digest import DIGEST_VERSION, TraceDigest, digest, settled_verdict
 from tracejudge.server.store._core import SQLCore, storable
 from tracejudge.server.store._query import agent_key
 from tracejudge.server.store._search import index_words
 from tracejudge.server.store.base import EvaluationRow, TraceRow
+from tracejudge.server.store.digest import DIGEST_VERSION, TraceDigest, digest, settled_verdict
 from tracejudge.server.store.rollups import (
     TRACE_COLUMNS,
     TRACE_PARAMS,

@@ -25,7 +25,7 @@ import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from tracejudge.server.digest import AgentScore
+from tracejudge.server.store.digest import AgentScore
 from tracejudge.server.store.migrations import TREND_COUNTS
 
 __all__ = [

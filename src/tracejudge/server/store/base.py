@@ -153,7 +153,7 @@ class TraceRow:
     #: criterion -> overall score of its latest evaluation (filled by list/get).
     scores: dict[str, float | None] = field(default_factory=dict)
     # What the list shows, computed by the store from the trace and its latest answer per
-    # criterion (see `tracejudge.server.digest`); read-only for callers.
+    # criterion (see `tracejudge.server.store.digest`); read-only for callers.
     end_time: float | None = None
     duration: float | None = None
     agent_count: int = 0

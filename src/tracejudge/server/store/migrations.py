@@ -330,7 +330,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "evaluation rules, their decision per trace and their spend per day; sessions and "
         "users, and session-level answers",
         (
-            # body: the rule as JSON (`tracejudge.server.rules.RuleBody`); source: file or api
+            # body: the rule as JSON (`tracejudge.server.work.rules.RuleBody`); source: file or api
             """CREATE TABLE rules (
                 name TEXT PRIMARY KEY,
                 body TEXT NOT NULL,

@@ -22,7 +22,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from tracejudge import semconv
-from tracejudge.server.digest import TraceDigest
 from tracejudge.server.store._core import SQLCore
 from tracejudge.server.store._trend_rows import (
     SeriesDims,
@@ -31,6 +30,7 @@ from tracejudge.server.store._trend_rows import (
     contributions,
     series_key,
 )
+from tracejudge.server.store.digest import TraceDigest
 from tracejudge.server.store.migrations import TREND_COUNTS
 
 __all__ = [

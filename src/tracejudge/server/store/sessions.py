@@ -3,7 +3,7 @@ sessions with their users and times, and their session-level answers (migration 
 `trace_sessions`, `sessions`, `session_evaluations`).
 
 A trace is linked once it is converted (its spans' `session.id` or
-`gen_ai.conversation.id`, `user.id` or `enduser.id`; see `tracejudge.server.sessions`).
+`gen_ai.conversation.id`, `user.id` or `enduser.id`; see `tracejudge.server.work.sessions`).
 A session's traces are read in start order, with the list's columns; its worst verdict
 is computed from them when read. One session-level judgement waits at a time
 (`claim_judging`): a burst of turns is judged once, with every turn stored by then.
