@@ -32,24 +32,16 @@ import getpass
 from collections import defaultdict
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
 from tracejudge.errors import ComposoError
-from tracejudge.experiments import (
-    AgentScore,
-    GatePolicy,
-    RowResult,
-    RunRecord,
-    RunServer,
-    StoredRun,
-    compare_runs,
-    read_any_run,
-)
-from tracejudge.experiments.record import git_state, write_run
-from tracejudge.experiments.remote import RowUpload
-from tracejudge.report import format_comparison
+
+# The experiments room is imported only in baseline mode: the plugin loads in every pytest
+# session of an environment where tracejudge is installed.
+if TYPE_CHECKING:
+    from tracejudge.experiments import RowResult, StoredRun
 
 __all__ = ["SessionRun", "add_options", "finish", "session_run", "summary_lines"]
 
@@ -72,6 +64,8 @@ class SessionRun:
         further call in the same test: a repeat)."""
         if not self.enabled or self.test is None:
             return  # not asked for; or outside a test (a session fixture): no row to name
+        from tracejudge.experiments import AgentScore, RowResult
+
         worst: dict[tuple[str, str], float] = {}
         failed: set[tuple[str, str]] = set()
         for finding in findings:
@@ -98,6 +92,9 @@ class SessionRun:
         self.traces.append(trace.to_wire())
 
     def as_run(self, name: str) -> StoredRun:
+        from tracejudge.experiments import RunRecord, StoredRun
+        from tracejudge.experiments.record import git_state
+
         record = RunRecord(
             name=name,
             started_at=self.started.isoformat(),
@@ -167,6 +164,10 @@ def add_options(parser: pytest.Parser) -> None:
 
 
 def _save(run: StoredRun, where: str, traces: list[dict[str, Any] | None]) -> str:
+    from tracejudge.experiments import RunServer
+    from tracejudge.experiments.record import write_run
+    from tracejudge.experiments.remote import RowUpload
+
     if where.startswith(("http://", "https://")):
         rows = [RowUpload(r, t) for r, t in zip(run.results, traces, strict=True)]
         with RunServer(where) as server:
@@ -189,6 +190,9 @@ def finish(session: pytest.Session, current: SessionRun) -> None:
         )
         session.exitstatus = pytest.ExitCode.USAGE_ERROR
         return
+    from tracejudge.experiments import GatePolicy, compare_runs, read_any_run
+    from tracejudge.report import format_comparison
+
     run = current.as_run(options.tracejudge_run_name)
     if save:
         try:

@@ -48,27 +48,27 @@ from typing import TYPE_CHECKING, Any, Literal
 
 import pytest
 
-from tracejudge import _sync, pytest_baseline
-from tracejudge.evaluation import Criterion, TraceCheck, validate_criteria
-from tracejudge.evaluation.attribution import from_answers
-from tracejudge.evaluation.evaluator import criterion_name
-from tracejudge.evaluation.service import EvaluationService
-from tracejudge.evaluation.settings import EvaluationSettings, build_service
-from tracejudge.judges import Judge
-from tracejudge.models import (
-    Attribution,
-    Cause,
-    JudgeUsage,
-    MultiAgentTrace,
-    MultiAgentTraceResponse,
-    Step,
-)
-from tracejudge.models import TraceVerdict as AgentVerdict
-from tracejudge.report import usage_sentence
-from tracejudge.tracing import AgentTracer, ComposoTracer
+from tracejudge import pytest_baseline
 
+# What scores and traces is imported when a test first asks for it: the plugin loads in
+# every pytest session of an environment where tracejudge is installed, most of which
+# never call `assert_trace`.
 if TYPE_CHECKING:
     import pluggy
+
+    from tracejudge.evaluation import Criterion
+    from tracejudge.evaluation.service import EvaluationService
+    from tracejudge.judges import Judge
+    from tracejudge.models import (
+        Attribution,
+        Cause,
+        JudgeUsage,
+        MultiAgentTrace,
+        MultiAgentTraceResponse,
+        Step,
+    )
+    from tracejudge.models import TraceVerdict as AgentVerdict
+    from tracejudge.tracing import AgentTracer
 
 __all__ = ["Finding", "TraceAssertionError", "TraceVerdict", "assert_trace", "tracejudge_trace"]
 
@@ -123,6 +123,12 @@ class Finding:
         return line
 
 
+def _no_usage() -> JudgeUsage:
+    from tracejudge.models import JudgeUsage
+
+    return JudgeUsage()
+
+
 @dataclass
 class TraceVerdict:
     """Every (agent, criterion) outcome of one `assert_trace`, in the order evaluated,
@@ -131,7 +137,7 @@ class TraceVerdict:
     min_score: float
     findings: list[Finding] = field(default_factory=list)
     #: What the judge used for this assertion (calls, tokens, dollars for a priced model).
-    usage: JudgeUsage = field(default_factory=JudgeUsage)
+    usage: JudgeUsage = field(default_factory=_no_usage)
     responses: list[MultiAgentTraceResponse] = field(default_factory=list)
     #: The failures' ranked causes, deterministic (None: nothing failed).
     attribution: Attribution | None = None
@@ -157,6 +163,8 @@ class TraceVerdict:
     def agents(self) -> AgentVerdict:
         """The verdict over the scored criteria, held to `min_score`: its status, worst
         agent and failing (agent, criterion) pairs worst first, with their steps."""
+        from tracejudge.models import TraceVerdict as AgentVerdict
+
         return AgentVerdict.of(self.responses, fail_under=self.min_score)
 
     def scores(self) -> dict[tuple[str, str], float | None]:
@@ -221,6 +229,8 @@ class TraceVerdict:
                 lines.append(heading)
                 lines.extend(f.line() for f in found)
         if self.usage.calls or self.usage.cached_calls:
+            from tracejudge.report import usage_sentence
+
             lines.append(usage_sentence(self.usage))
         return "\n".join(lines)
 
@@ -232,6 +242,8 @@ def _short(text: str, limit: int = _SHORT) -> str:
 
 def _trace_of(trace: Any) -> MultiAgentTrace:
     __tracebackhide__ = True
+    from tracejudge.models import MultiAgentTrace
+
     found = getattr(trace, "trace", trace)
     if not isinstance(found, MultiAgentTrace):
         raise TypeError(
@@ -265,7 +277,10 @@ def assert_trace(
     unscored; returns the `TraceVerdict` when all is well.
     """
     __tracebackhide__ = True
-    from tracejudge import checks
+    from tracejudge import _sync, checks
+    from tracejudge.evaluation import TraceCheck, validate_criteria
+    from tracejudge.evaluation.attribution import from_answers
+    from tracejudge.evaluation.settings import EvaluationSettings, build_service
 
     multi = _trace_of(trace)
     multi.require_llm_interactions()
@@ -298,6 +313,10 @@ def _assess(
     criterion: Criterion,
     verdict: TraceVerdict,
 ) -> None:
+    from tracejudge import _sync
+    from tracejudge.evaluation import TraceCheck
+    from tracejudge.evaluation.evaluator import criterion_name
+
     name = criterion_name(criterion)
     if service.judge is None and not isinstance(criterion, TraceCheck):
         # The environment names a judge that could not be built: say why, not "none".
@@ -376,12 +395,13 @@ def pytest_sessionfinish(session: pytest.Session) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """One line after the tests: what the judge used for every `assert_trace`; then what
     baseline mode found."""
-    total = JudgeUsage()
-    for usage in _SESSION:
-        total = total + usage
-    _SESSION.clear()  # said once (a pytester run inside a test session has its own)
-    if total.calls or total.cached_calls:
-        terminalreporter.write_line(f"tracejudge: {usage_sentence(total)}")
+    if _SESSION:
+        from tracejudge.report import usage_sentence
+
+        total = sum(_SESSION[1:], _SESSION[0])
+        _SESSION.clear()  # said once (a pytester run inside a test session has its own)
+        if total.calls or total.cached_calls:
+            terminalreporter.write_line(f"tracejudge: {usage_sentence(total)}")
     for line in pytest_baseline.summary_lines(_RUN):
         terminalreporter.write_line(f"tracejudge: {line}" if line else "")
 
@@ -416,6 +436,8 @@ def pytest_runtest_makereport(
 def tracejudge_trace(request: pytest.FixtureRequest) -> Iterator[AgentTracer]:
     """An `AgentTracer` named after the test, around the test: `.trace` is what the
     test's model calls and nested agents recorded."""
+    from tracejudge.tracing import AgentTracer, ComposoTracer
+
     if ComposoTracer.capture_processor() is None:
         instruments = request.config.getini(_INSTRUMENTS_OPTION)
         ComposoTracer.init(instruments=[i.strip() for i in instruments if i.strip()])
