@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.batch.conftest import offline_env
+from tests.in_flight import HeldUntilInFlight
 from tracejudge import (
     aevaluate_rubric,
     aevaluate_rubric_batch,
@@ -88,7 +89,7 @@ def test_batch_keeps_order_bounds_concurrency_and_records_errors(judge) -> None:
 def test_batch_concurrency_above_the_judge_default_is_reached() -> None:
     # The judge's own limit (16 by default) must not cap a batch that asks for more.
     verdict = json.dumps({"explanation": "ok", "applicable": True, "score": 10})
-    with ScriptedLLMServer(default=Reply.text(verdict, delay=0.5)) as slow:
+    with ScriptedLLMServer(default=HeldUntilInFlight(Reply.text(verdict), 40)) as slow:
         items = [f"answer {n}" for n in range(40)]
         results = evaluate_rubric_batch(
             items, rubric="Reward answers", model_info=_info(slow), concurrency=40

@@ -9,6 +9,7 @@ import time
 import httpx
 import pytest
 
+from tests.in_flight import HeldUntilInFlight
 from tests.judges.helpers import graded
 from tracejudge._http import pooled_transport, retry_after_seconds
 from tracejudge._http._sharded import ShardedTransport
@@ -161,7 +162,8 @@ async def test_a_limit_above_one_pool_uses_every_connection_over_several_pools(
 ) -> None:
     # 40 connections are split over pools of at most 16 (one large httpx pool is slow);
     # together they must still carry all 40 calls at once, no more.
-    server.default = Reply.text('{"explanation": "ok", "applicable": true, "score": 7}', delay=0.5)
+    verdict = Reply.text('{"explanation": "ok", "applicable": true, "score": 7}')
+    server.default = HeldUntilInFlight(verdict, 40)
     judge = make_judge(max_concurrency=40)
     verdicts = await asyncio.gather(*(judge.judge(REQUEST) for _ in range(50)))
     assert [v.score for v in verdicts] == pytest.approx([6 / 9] * 50)
