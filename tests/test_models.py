@@ -751,3 +751,27 @@ def test_composo_chat_sessions_validate_here() -> None:
     ]
     assert [i.output_text for i in agent.llm_interactions] == ["", "SF 65, LA 75."]
     composo.AgentInstance.model_validate(ours.model_dump())
+
+
+def test_the_criterion_schema_refuses_exactly_the_texts_the_server_calls_empty() -> None:
+    # Schemathesis found it: a criterion of U+001D alone matched the document's pattern
+    # (ECMA-262's \s leaves it out) and was refused 422 "is empty" (Python strips it).
+    import re
+
+    from tracejudge.errors import BadRequestError
+    from tracejudge.models import CRITERION_TEXT_SCHEMA, validate_criterion_text
+
+    # no \s, whose meaning differs between regex dialects: escapes and ranges only, which
+    # ECMA-262 (the document's readers) and Python's re read alike
+    assert "\\s" not in CRITERION_TEXT_SCHEMA["pattern"]
+    pattern = re.compile(CRITERION_TEXT_SCHEMA["pattern"])
+    for code in [*range(0x3100), 0xFEFF]:
+        text = chr(code) * 2
+        if 0xD800 <= code <= 0xDFFF or code == 0:
+            continue  # refused for another reason, said apart (validate_plain_text)
+        try:
+            validate_criterion_text(text)
+            accepted = True
+        except BadRequestError:
+            accepted = False
+        assert bool(pattern.search(text)) == accepted, hex(code)

@@ -52,8 +52,15 @@ _UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 #: The JSON Schema of what `validate_plain_text` accepts (no NUL; JSON text in UTF-8
 #: cannot carry a lone surrogate unescaped).
 PLAIN_TEXT_SCHEMA: dict[str, Any] = {"pattern": "^[^\\u0000]*$"}
+#: What `str.strip` removes (Python's whitespace), as a character class of a JSON Schema
+#: pattern: the pattern's own `\s` (ECMA-262) leaves out U+001C-U+001F and U+0085, which a
+#: criterion of nothing else would be refused for, and adds U+FEFF, which it would not.
+_BLANK = (
+    "\\t\\n\\u000b\\f\\r\\u001c-\\u0020\\u0085\\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029"
+    "\\u202f\\u205f\\u3000"
+)
 #: ... and of a criterion's text: not blank either.
-CRITERION_TEXT_SCHEMA: dict[str, Any] = {"pattern": "^[^\\u0000]*[^\\u0000\\s][^\\u0000]*$"}
+CRITERION_TEXT_SCHEMA: dict[str, Any] = {"pattern": f"^[^\\u0000]*[^\\u0000{_BLANK}][^\\u0000]*$"}
 
 
 def validate_plain_text(text: str, where: str) -> str:
