@@ -9,11 +9,11 @@
 - Hypothesis's example counts come from a profile: TRACEJUDGE_HYPOTHESIS_PROFILE=dev (few
   examples, quick), ci (the default) or thorough (many). Tests leave `max_examples` to
   the profile; Schemathesis's counts are derived from it (tests/server/test_fuzz.py).
-- The run and every process it starts cache compiled bytecode (`__pycache__`, which git
-  ignores) even where PYTHONDONTWRITEBYTECODE is set, as on CI's image: the suite starts
-  some hundreds of Python processes (servers, the CLI, the examples), and each would
-  otherwise compile the package from source, as each xdist worker would rewrite every test
-  module's asserts again (about 10 s a worker). TRACEJUDGE_TEST_BYTECODE=0 keeps the setting.
+- Compiled bytecode is cached and written ahead of the workers (tests/bytecode.py).
+- `-n auto` starts half as many workers again as there are CPUs (3 on 2 cores): a worker
+  spends about a third of its time waiting on the processes it started (servers, the CLI,
+  PostgreSQL, browsers, a model), and the extra worker fills those waits.
+  PYTEST_XDIST_AUTO_NUM_WORKERS (pytest-xdist's own variable) still sets the number.
 - Under `--dist loadgroup`, a test whose `xdist_group` mark would be silently ignored
   (a pytest that drops pytest-xdist's group suffix) fails, saying why.
 """
@@ -21,7 +21,6 @@
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Generator
 
 import pytest
@@ -58,16 +57,6 @@ def _register_profiles() -> None:
 _register_profiles()
 
 
-def _cache_bytecode() -> None:
-    if os.environ.get("TRACEJUDGE_TEST_BYTECODE") == "0":
-        return
-    sys.dont_write_bytecode = False  # this process: the test modules imported from here on
-    os.environ.pop("PYTHONDONTWRITEBYTECODE", None)  # the workers and processes it starts
-
-
-_cache_bytecode()
-
-
 def load_factor() -> float:
     """How oversubscribed the machine is: the 1-minute load average per CPU, at least 1."""
     try:
@@ -75,6 +64,15 @@ def load_factor() -> float:
     except OSError:  # not every platform has one
         return 1.0
     return max(1.0, load / (os.cpu_count() or 1))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own hook reads it
+    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    cpus = cpus or 1
+    return cpus + max(1, cpus // 2)
 
 
 # trylast: after pytest-xdist's own hook, which tags grouped tests' node ids on a worker.

@@ -118,6 +118,7 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 
 @pytest.mark.heavy("builds the whole site, the API reference from the source")
+@pytest.mark.xdist_group("docs-site")  # one build: the three read the same site
 def test_the_site_builds_strictly_without_the_network(site: tuple[Path, list[str]]) -> None:
     out, connections = site
     assert (out / "index.html").is_file()
@@ -129,6 +130,7 @@ def test_the_site_builds_strictly_without_the_network(site: tuple[Path, list[str
 
 
 @pytest.mark.heavy("builds the whole site (shared with the test above)")
+@pytest.mark.xdist_group("docs-site")  # one build: the three read the same site
 def test_the_cli_reference_holds_every_command(site: tuple[Path, list[str]]) -> None:
     from tracejudge.cli import COMMANDS
 
@@ -139,6 +141,7 @@ def test_the_cli_reference_holds_every_command(site: tuple[Path, list[str]]) -> 
 
 
 @pytest.mark.heavy("builds the whole site (shared with the test above)")
+@pytest.mark.xdist_group("docs-site")  # one build: the three read the same site
 def test_the_api_reference_holds_every_public_name(site: tuple[Path, list[str]]) -> None:
     import tracejudge
 
