@@ -45,10 +45,16 @@ _MAX_JSON_CHARS = 2_000_000  # larger recorded outputs are not parsed (they are 
 _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
 
 
+#: The keys of `ANSWER_KEYS`, to see at once whether a span has any.
+_ANSWER_KEY_NAMES = frozenset(key for key, _ in ANSWER_KEYS)
+
+
 def recorded_output(span: SpanRecord) -> str | None:
     """The answer the span's own attributes record, or None: at the keys the rows of the
     table declare (`Convention.answer_keys`)."""
     attrs = span.attributes
+    if attrs.keys().isdisjoint(_ANSWER_KEY_NAMES):
+        return None  # (most spans: no answer key at all)
     for key, form in ANSWER_KEYS:
         value = attrs.get(key)
         if value is None:  # most keys asked about

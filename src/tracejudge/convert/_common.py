@@ -443,6 +443,8 @@ def _joined(texts: Sequence[str]) -> str:
     """The non-empty texts, a line apart."""
     if len(texts) == 1:  # the usual case, without the generator
         return texts[0] or ""
+    if not texts:  # (a message of tool calls or results only)
+        return ""
     return "\n".join(t for t in texts if t)
 
 
