@@ -123,7 +123,11 @@ def named_keys(attributes: Mapping[str, Any]) -> list[tuple[int, str, str]]:
     maybe = attributes.keys() - _NAME_NOTHING
     if not maybe:
         return found
-    _collect([item for item in attributes.items() if item[0] in maybe], "", found)
+    if len(maybe) == 1:
+        (key,) = maybe
+        _collect(((key, attributes[key]),), "", found)
+    else:
+        _collect([item for item in attributes.items() if item[0] in maybe], "", found)
     found.sort(key=lambda item: item[0])  # (stable: attribute order among equals)
     return found
 
@@ -132,8 +136,6 @@ def _collect(
     pairs: Iterable[tuple[str, Any]], prefix: str, found: list[tuple[int, str, str]]
 ) -> None:
     for key, value in pairs:
-        if not isinstance(value, str):
-            continue  # (names are text; a JSON object is text too)
         key = prefix + key
         verdict = _VERDICTS.get(key, _UNSEEN)
         if verdict is _UNSEEN:
@@ -141,9 +143,9 @@ def _collect(
             if len(_VERDICTS) < _VERDICTS_CAP:
                 _VERDICTS[key] = verdict
                 if verdict is None and not prefix:
-                    _NAME_NOTHING.add(key)
-        if verdict is None:
-            continue
+                    _NAME_NOTHING.add(key)  # (whatever its value: the key names nothing)
+        if verdict is None or not isinstance(value, str):
+            continue  # (names are text; a JSON object is text too)
         if verdict is _CONTAINER:
             if not prefix and value[:1] == "{" and len(value) <= _MAX_JSON:
                 try:

@@ -155,6 +155,8 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         output_spans[span.span_id] = [span]
         warnings.extend(convention.identity_warnings(view))
 
+    if not identities and not turns:  # (no agent: nothing below applies)
+        return Layout(spans=spans, by_id=by_id, warnings=warnings)
     if turns:
         spans = _take_turns(spans, readings, identities)
         by_id = {span.span_id: span for span in spans}

@@ -138,16 +138,12 @@ class _Rows:
         ones whose markers it carries. Spans of one producer carry the same markers: the
         rows are worked out once per set of markers carried (a walk over every row of the
         table per span was a tenth of the converter's time on small spans)."""
-        keys = span.attributes.keys()
+        marked = self.any_key.intersection(span.attributes.keys())  # (one pass over the keys)
         scope, name = span.scope, span.name
-        if (
-            keys.isdisjoint(self.any_key)
-            and scope not in self.any_scope
-            and name not in self.any_name
-        ):
+        if not marked and scope not in self.any_scope and name not in self.any_name:
             return self.unmarked
         signature = (
-            self.any_key.intersection(keys),
+            marked,
             scope if scope in self.any_scope else None,
             name if name in self.any_name else None,
         )
