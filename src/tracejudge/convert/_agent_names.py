@@ -119,8 +119,9 @@ def named_keys(attributes: Mapping[str, Any]) -> list[tuple[int, str, str]]:
     docstring), best first."""
     found: list[tuple[int, str, str]] = []
     # Only the keys not yet known to name nothing are looked at (most keys of a span:
-    # the set difference runs in C, where the loop below ran once per attribute).
-    maybe = attributes.keys() - _NAME_NOTHING
+    # the set difference runs in C, where the loop below ran once per attribute; from a
+    # set of the span's keys, it walks those, not every key known).
+    maybe = set(attributes).difference(_NAME_NOTHING)
     if not maybe:
         return found
     if len(maybe) == 1:
