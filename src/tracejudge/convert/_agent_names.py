@@ -52,6 +52,10 @@ _RANK = {"name": 0, "agent": 1, "function": 1, "node": 1, "workflow": 1, "id": 2
 #: What each attribute key seen says (`_verdict`).
 _VERDICTS: dict[str, int | object | None] = {}
 _UNSEEN = object()
+#: The top-level attribute keys seen whose verdict is None: they never give a name.
+_NAME_NOTHING: set[str] = set()
+#: Whether each key seen names an agent (`names_an_agent`).
+_AGENT_KEYS: dict[str, bool] = {}
 #: A key holding a JSON object of metadata, whose keys are read one level down.
 _CONTAINER = object()
 _CONTAINER_WORDS = frozenset({"metadata", "properties", "attributes", "context", "labels", "tags"})
@@ -67,8 +71,13 @@ def _key_rank(key: str) -> int | None:
 def names_an_agent(key: str) -> bool:
     """Whether the key names an agent (not a function, a node or a workflow: steps of a
     program, which nest in one another, where an agent inside an agent is its child)."""
-    found = _key_run(key)
-    return found is not None and found[0] == "agent"
+    answer = _AGENT_KEYS.get(key)
+    if answer is None:
+        found = _key_run(key)
+        answer = found is not None and found[0] == "agent"
+        if len(_AGENT_KEYS) < _VERDICTS_CAP:  # (keys are a program's few attribute names)
+            _AGENT_KEYS[key] = answer
+    return answer
 
 
 def _key_run(key: str) -> tuple[str, int] | None:
@@ -109,7 +118,17 @@ def named_keys(attributes: Mapping[str, Any]) -> list[tuple[int, str, str]]:
     """(rank, key, name) of each attribute that gives an agent name (see the module's
     docstring), best first."""
     found: list[tuple[int, str, str]] = []
-    _collect(attributes.items(), "", found)
+    # Only the keys not yet known to name nothing are looked at (most keys of a span:
+    # the set difference runs in C, where the loop below ran once per attribute; from a
+    # set of the span's keys, it walks those, not every key known).
+    maybe = set(attributes).difference(_NAME_NOTHING)
+    if not maybe:
+        return found
+    if len(maybe) == 1:
+        (key,) = maybe
+        _collect(((key, attributes[key]),), "", found)
+    else:
+        _collect([item for item in attributes.items() if item[0] in maybe], "", found)
     found.sort(key=lambda item: item[0])  # (stable: attribute order among equals)
     return found
 
@@ -118,16 +137,16 @@ def _collect(
     pairs: Iterable[tuple[str, Any]], prefix: str, found: list[tuple[int, str, str]]
 ) -> None:
     for key, value in pairs:
-        if not isinstance(value, str):
-            continue  # (names are text; a JSON object is text too)
         key = prefix + key
         verdict = _VERDICTS.get(key, _UNSEEN)
         if verdict is _UNSEEN:
             verdict = _verdict(key)
             if len(_VERDICTS) < _VERDICTS_CAP:
                 _VERDICTS[key] = verdict
-        if verdict is None:
-            continue
+                if verdict is None and not prefix:
+                    _NAME_NOTHING.add(key)  # (whatever its value: the key names nothing)
+        if verdict is None or not isinstance(value, str):
+            continue  # (names are text; a JSON object is text too)
         if verdict is _CONTAINER:
             if not prefix and value[:1] == "{" and len(value) <= _MAX_JSON:
                 try:

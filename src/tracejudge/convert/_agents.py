@@ -127,11 +127,20 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     identities: dict[str, Identity] = {}
     output_spans: dict[str, list[SpanRecord]] = {}
     warnings: list[str] = []
-    nodes = {
-        span_id: view
-        for span_id, (view, convention, kind) in readings.items()
-        if convention is LANGGRAPH and kind is Kind.AGENT
-    }
+    # What the readings hold, in one pass: LangGraph's nodes, turns, agents, workflows.
+    nodes: dict[str, SpanView] = {}
+    agent_spans: set[str] = set()
+    workflows: set[str] = set()
+    turns = False
+    for span_id, (view, convention, kind) in readings.items():
+        if kind is Kind.AGENT:
+            agent_spans.add(span_id)
+            if convention is LANGGRAPH:
+                nodes[span_id] = view
+        elif kind is Kind.WORKFLOW:
+            workflows.add(span_id)
+        elif kind is Kind.TURN:
+            turns = True
     for span in spans:
         reading = readings.get(span.span_id)
         if reading is None or reading[2] not in _AGENT_KINDS:
@@ -146,7 +155,9 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
         output_spans[span.span_id] = [span]
         warnings.extend(convention.identity_warnings(view))
 
-    if any(kind is Kind.TURN for _, _, kind in readings.values()):
+    if not identities and not turns:  # (no agent: nothing below applies)
+        return Layout(spans=spans, by_id=by_id, warnings=warnings)
+    if turns:
         spans = _take_turns(spans, readings, identities)
         by_id = {span.span_id: span for span in spans}
     node_names = {span_id: LANGGRAPH.agent(view)[1] for span_id, view in nodes.items()}
@@ -158,12 +169,10 @@ def layout(spans: list[SpanRecord], readings: Readings) -> Layout:
     if moved is not spans:
         spans = moved
         by_id = {span.span_id: span for span in spans}
-    agent_spans = {span_id for span_id, reading in readings.items() if reading[2] is Kind.AGENT}
     joined, later_turns = join_turns(spans, identities, output_spans, agent_spans)
     if joined is not spans:
         spans = joined
         by_id = {span.span_id: span for span in spans}
-    workflows = {span_id for span_id, reading in readings.items() if reading[2] is Kind.WORKFLOW}
     _fold_twins(spans, by_id, identities, output_spans, readings, workflows)
     for span_id in workflows:
         if span_id in identities and not identities[span_id][1]:

@@ -34,7 +34,13 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from tracejudge.convert import _json
-from tracejudge.convert._common import as_str, parts_message
+from tracejudge.convert._common import (
+    PART_TEXT,
+    PART_TOOL_CALL,
+    PART_TOOL_RESPONSE,
+    as_str,
+    parts_message,
+)
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions import ANSWER_KEYS
 from tracejudge.models import AgentInstance, is_routing_decision
@@ -45,10 +51,16 @@ _MAX_JSON_CHARS = 2_000_000  # larger recorded outputs are not parsed (they are 
 _OUTPUT_KEYS = ("output", "final_output", "answer", "result", "outputs")
 
 
+#: The keys of `ANSWER_KEYS`, to see at once whether a span has any.
+_ANSWER_KEY_NAMES = frozenset(key for key, _ in ANSWER_KEYS)
+
+
 def recorded_output(span: SpanRecord) -> str | None:
     """The answer the span's own attributes record, or None: at the keys the rows of the
     table declare (`Convention.answer_keys`)."""
     attrs = span.attributes
+    if attrs.keys().isdisjoint(_ANSWER_KEY_NAMES):
+        return None  # (most spans: no answer key at all)
     for key, form in ANSWER_KEYS:
         value = attrs.get(key)
         if value is None:  # most keys asked about
@@ -80,11 +92,36 @@ def _output_messages_text(value: Any) -> str | None:
     if not isinstance(messages, list):
         return None
     for message in reversed(messages):
-        _, texts, _, _ = parts_message(message, "", [])
+        texts = _texts(message)
         text = "\n".join(t for t in texts if t)
         if text:
             return text
     return None
+
+
+def _texts(message: Any) -> list[str]:
+    """The texts `parts_message` reads in a message; for the usual shape (text, tool call
+    and tool result parts, not a tool's message) without making its tool calls and
+    results, which an answer's text does not need."""
+    if type(message) is dict:
+        parts = message.get("parts")
+        role = message.get("role")
+        if type(parts) is list and (role is None or (type(role) is str and role.lower() != "tool")):
+            texts: list[str] = []
+            for part in parts:
+                if type(part) is not dict:
+                    break
+                kind = part.get("type")
+                if kind == PART_TEXT:
+                    content = part.get("content", part.get("text"))
+                    if type(content) is not str:
+                        break
+                    texts.append(content)
+                elif kind != PART_TOOL_CALL and kind != PART_TOOL_RESPONSE:
+                    break
+            else:
+                return texts
+    return parts_message(message, "", [])[1]
 
 
 def _loads(text: str) -> Any:

@@ -215,9 +215,26 @@ def finish_reason(value: Any) -> str | None:
     `content-filter` is `content_filter`. Others (`refusal`) are kept. A client enum's
     repr (`FinishReason.ToolCalls`) is read as its member's name, and the OpenAI .NET
     client's names (`ToolCalls`) as OpenAI's."""
+    if type(value) is str:  # (a producer writes a few reasons: each read once)
+        known = _READ_REASONS.get(value)
+        if known is None:
+            known = _finish_reason(value)
+            if len(_READ_REASONS) < _READ_REASONS_CAP:
+                _READ_REASONS[value] = known
+        return known or None  # ("": no reason)
+    return _finish_reason(value) or None
+
+
+#: What `finish_reason` made of each text seen ("" for None), at most `_READ_REASONS_CAP`.
+_READ_REASONS: dict[str, str] = {}
+_READ_REASONS_CAP = 1024
+
+
+def _finish_reason(value: Any) -> str:
+    """`finish_reason`, "" for None."""
     text = as_str(value)
     if text is None:
-        return None
+        return ""
     if "." in text:
         enum = _ENUM_REPR.fullmatch(text)
         if enum is not None:
@@ -443,6 +460,8 @@ def _joined(texts: Sequence[str]) -> str:
     """The non-empty texts, a line apart."""
     if len(texts) == 1:  # the usual case, without the generator
         return texts[0] or ""
+    if not texts:  # (a message of tool calls or results only)
+        return ""
     return "\n".join(t for t in texts if t)
 
 

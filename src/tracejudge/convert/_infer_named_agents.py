@@ -88,6 +88,8 @@ def infer_named(
     top = _named_top(readable, by_id) if hosts and not agents else None
     if top is not None and top.span_id not in hosts:
         hosts[top.span_id] = top.name  # (the program's run, around its agents)
+    if not hosts:
+        return NamedAgents([], {})  # (the usual case: no span names a run of its own)
     ordered = sorted(hosts, key=lambda span_id: by_id[span_id].start_ns or 0)
     # Turn by turn: a host beside the previous host of the same parent, with its name, is
     # a later turn of that agent (an agent loop that records each turn as a span).
@@ -124,6 +126,8 @@ def _runs_around_agents(
     (a workflow of agents no row knows: Agent Framework's `workflow.run`, named by its
     `workflow.name`), with their names: the agent above those agents. Not past a tool run
     or a model call, and not a name of an agent around it or of one it holds."""
+    if len(agents) < 2:
+        return {}  # (a span holding two agents or more is looked for)
     held: dict[str, set[str]] = {}  # span id -> the agents it holds
     names: dict[str, str] = {}
     for span_id in agents:
@@ -156,6 +160,8 @@ def _runs_around_agents(
     for span_id, inside in held.items():
         if len(inside) >= 2 and names[span_id] not in {agents[a] for a in inside}:
             found[span_id] = names[span_id]
+    if len(found) < 2:
+        return found  # (none nested in another)
     # The outermost of nested ones (each holds the same agents): the run's own span.
     return {
         span_id: name
@@ -238,6 +244,8 @@ def _host(
         if parent_id not in keys:
             keys[parent_id] = named_keys(parent.attributes)
         parent_id = parent.parent_id
+    if not chain:
+        return None  # (a call in the trace's root, or right under a tool run or call)
     nearest = next((i for i, span_id in enumerate(chain) if span_id in agents), len(chain))
     # Names that every span of an enclosing agent's run repeats (a workflow's name carried
     # down to each step) do not name a run of their own.

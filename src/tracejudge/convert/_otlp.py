@@ -668,7 +668,13 @@ def _json_int(value: Any) -> int:
 
 
 def _json_nanos(value: Any) -> int | None:
-    nanos = _json_int(value)
+    if type(value) is str:  # (as OTLP/JSON writes them: `_json_int`'s first case, inline)
+        try:
+            nanos = int(value)
+        except (ValueError, OverflowError):
+            return None
+    else:
+        nanos = _json_int(value)
     return nanos if nanos > 0 else None
 
 
@@ -824,7 +830,14 @@ def _typed(data: str | bytes) -> Any:
     return _structs.decode(data) if _structs is not None else None
 
 
+_UNREAD: Any = object()
+
+
 def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[SpanRecord]) -> None:
+    # The trace ids and parent ids read in this request: its spans share a few trace ids,
+    # and siblings their parent's id (each read once).
+    trace_ids: dict[str, str | None] = {}
+    parent_ids: dict[str, str | None] = {}
     for resource in request.resourceSpans:
         for scope_spans in resource.scopeSpans:
             scope = scope_spans.scope
@@ -834,7 +847,9 @@ def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[Span
             scope_version = version if isinstance(version, str) and version else None
             for raw in scope_spans.spans:
                 try:
-                    span = _typed_span(raw, where, warnings, scope_name, scope_version)
+                    span = _typed_span(
+                        raw, where, warnings, scope_name, scope_version, trace_ids, parent_ids
+                    )
                 except RecursionError:  # values nested deeper than Python recurses
                     warnings.append(
                         f"OTLP/JSON {where}: a span or log record nested too deeply; skipped"
@@ -845,9 +860,21 @@ def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[Span
 
 
 def _typed_span(
-    raw: Any, where: str, warnings: list[str], scope: str | None, scope_version: str | None
+    raw: Any,
+    where: str,
+    warnings: list[str],
+    scope: str | None,
+    scope_version: str | None,
+    trace_ids: dict[str, str | None],
+    parent_ids: dict[str, str | None],
 ) -> SpanRecord | None:
-    trace_id = _json_id(raw.traceId, 16)
+    raw_trace_id = raw.traceId
+    if type(raw_trace_id) is str:  # (the usual id: read once per request)
+        trace_id = trace_ids.get(raw_trace_id, _UNREAD)
+        if trace_id is _UNREAD:
+            trace_id = trace_ids[raw_trace_id] = _json_id(raw_trace_id, 16)
+    else:
+        trace_id = _json_id(raw_trace_id, 16)
     span_id = _json_id(raw.spanId, 8)
     if trace_id is None or span_id is None:
         warnings.append(f"OTLP/JSON {where}: a span without trace or span id; skipped")
@@ -864,12 +891,19 @@ def _typed_span(
         message = status.message
     kind = raw.kind
     name = raw.name
+    raw_parent = raw.parentSpanId
+    if type(raw_parent) is str:
+        parent_id = parent_ids.get(raw_parent, _UNREAD)
+        if parent_id is _UNREAD:
+            parent_id = parent_ids[raw_parent] = _json_id(raw_parent, 8)
+    else:
+        parent_id = _json_id(raw_parent, 8)
     # The fields in their order, not by keyword: a keyword call of the dataclass's
     # `__init__` took three times as long (`SpanRecord`'s field order is tested).
     return SpanRecord(
         trace_id,
         span_id,
-        _json_id(raw.parentSpanId, 8),  # parent_id
+        parent_id,
         name if type(name) is str else str(name or ""),
         _json_nanos(raw.startTimeUnixNano),  # start_ns
         _json_nanos(raw.endTimeUnixNano),  # end_ns

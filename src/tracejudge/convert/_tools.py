@@ -27,6 +27,7 @@ from typing import Any
 
 from tracejudge.convert import _json
 from tracejudge.convert._common import as_str
+from tracejudge.convert._construct import build
 from tracejudge.models import (
     LLMInput,
     LLMInteraction,
@@ -167,8 +168,9 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             run = matched.get(content.id)
             if run is None or run.result is None:
                 continue
-            response = LLMToolResponse(id=content.id, response=run.result, name=content.name)
-            inputs.insert(position, LLMInput(role="tool", type="tool_response", content=response))
+            response = _response(content, run.result)
+            item = {"role": "tool", "type": "tool_response", "content": response}
+            inputs.insert(position, build(LLMInput, item))
             answered.add(content.id)
             position += 1
     for interaction in interactions:
@@ -177,7 +179,13 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             run = matched.get(call.id)
             if call.id in answered or run is None or run.result is None:
                 continue
-            recorded.append(LLMToolResponse(id=call.id, response=run.result, name=call.name))
+            recorded.append(_response(call, run.result))
             answered.add(call.id)
         if recorded:
             interaction.tool_results = recorded
+
+
+def _response(call: LLMToolCall, result: str) -> LLMToolResponse:
+    """The result of `call` a tool run recorded. Built without validation: the run's
+    result is text already (`run`), the call's id and name are a call's."""
+    return build(LLMToolResponse, {"id": call.id, "response": result, "name": call.name})

@@ -128,6 +128,11 @@ def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
     """Rules every producer's calls share, applied after its convention read the call:
     the chat roles (`model` is Gemini's assistant, `developer` OpenAI's newer system,
     `function` the older tool role), and smolagents' tool roles."""
+    for item in extraction.inputs:  # (the usual case: chat roles only, no set made)
+        if item.role not in _CHAT_ROLES:
+            break
+    else:
+        return extraction
     roles = {item.role for item in extraction.inputs}
     if not roles <= _CHAT_ROLES:
         if not roles.isdisjoint(_ROLE_ALIASES):

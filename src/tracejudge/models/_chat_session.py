@@ -31,14 +31,15 @@ def text_of(content: Any) -> str:
         return ""
     if isinstance(content, str):
         return content
-    if isinstance(content, Mapping):
+    # (`type(...) is`: the usual list of dict parts, without the slower ABC checks)
+    if type(content) is not list and isinstance(content, Mapping):
         content = [content]
-    if isinstance(content, Iterable):
+    if type(content) is list or isinstance(content, Iterable):
         pieces: list[str] = []
         for part in content:
             if isinstance(part, str):
                 pieces.append(part)
-            elif isinstance(part, Mapping):
+            elif type(part) is dict or isinstance(part, Mapping):
                 kind = part.get("type")
                 if "text" in part and isinstance(part["text"], str):
                     pieces.append(part["text"])

@@ -121,7 +121,7 @@ class _Rows:
     every marker of the others, so that a span carrying none of these is asked of the
     unmarked rows alone (most spans: one comparison)."""
 
-    __slots__ = ("all", "unmarked", "any_key", "any_scope", "any_name", "_rows")
+    __slots__ = ("all", "unmarked", "any_key", "any_scope", "any_name", "_rows", "_by_scope")
 
     def __init__(self, table: tuple[Convention, ...]) -> None:
         self.all = tuple((c, c.marker_keys, c.marker_scopes, c.marker_names) for c in table)
@@ -132,22 +132,26 @@ class _Rows:
         self.any_name: frozenset[str] = frozenset().union(*(row[3] for row in marked))
         #: the rows to ask, by the markers a span carries (`_Signature`)
         self._rows: dict[_Signature, tuple[Convention, ...]] = {}
+        #: the rows of a span marked by its scope alone, by scope
+        self._by_scope: dict[str, tuple[Convention, ...]] = {}
 
     def rows(self, span: SpanView) -> tuple[Convention, ...]:
         """The rows to ask of `span`, in table order: the unmarked ones, and the marked
         ones whose markers it carries. Spans of one producer carry the same markers: the
         rows are worked out once per set of markers carried (a walk over every row of the
         table per span was a tenth of the converter's time on small spans)."""
-        keys = span.attributes.keys()
+        marked = self.any_key.intersection(span.attributes.keys())  # (one pass over the keys)
         scope, name = span.scope, span.name
-        if (
-            keys.isdisjoint(self.any_key)
-            and scope not in self.any_scope
-            and name not in self.any_name
-        ):
-            return self.unmarked
+        by_scope: str | None = None  # (the scope of a span marked by its scope alone)
+        if not marked and name not in self.any_name:
+            if scope is None or scope not in self.any_scope:
+                return self.unmarked
+            rows = self._by_scope.get(scope)
+            if rows is not None:
+                return rows
+            by_scope = scope
         signature = (
-            self.any_key.intersection(keys),
+            marked,
             scope if scope in self.any_scope else None,
             name if name in self.any_name else None,
         )
@@ -163,6 +167,8 @@ class _Rows:
                 or signature[1] in scopes
                 or signature[2] in names
             )
+        if by_scope is not None:  # (one entry per marker scope at most)
+            self._by_scope[by_scope] = rows
         return rows
 
 

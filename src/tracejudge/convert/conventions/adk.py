@@ -53,6 +53,7 @@ from tracejudge.convert._common import (
     tool_response,
     tools,
 )
+from tracejudge.convert._construct import build
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions._base import Convention, Identity, Kind
@@ -197,7 +198,8 @@ def _call_llm(span: SpanView) -> Extraction:
     config = config if is_mapping(config) else {}
     system = _system_text(_get(config, "system_instruction"))
     if system:
-        extraction.inputs.append(LLMInput(role="system", type="text", content=system))
+        item = {"role": "system", "type": "text", "content": system}
+        extraction.inputs.append(build(LLMInput, item))  # (text: no validation needed)
     for content in _list(_get(request, "contents")):
         extraction.inputs.extend(message_inputs(*_content(content)))
     declarations = [
@@ -361,8 +363,15 @@ def _get(mapping: Any, key: str) -> Any:
         return None
     if key in mapping:
         return mapping[key]
-    head, *rest = key.split("_")
-    return mapping.get(head + "".join(word.title() for word in rest))
+    camel = _CAMEL.get(key)
+    if camel is None:  # (the keys asked are this module's few: each spelt once)
+        head, *rest = key.split("_")
+        camel = _CAMEL[key] = head + "".join(word.title() for word in rest)
+    return mapping.get(camel)
+
+
+#: The camelCase spelling of each key `_get` was asked for.
+_CAMEL: dict[str, str] = {}
 
 
 def _list(value: Any) -> list[Any]:

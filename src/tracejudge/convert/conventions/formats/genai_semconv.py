@@ -162,6 +162,8 @@ def _parsed(value: Any, span: SpanView, key: str, warnings: list[str]) -> Any:
             return _json.loads(value)
         except (ValueError, RecursionError):
             pass  # load_json parses it again, to word the warning
+    elif value is None:
+        return None  # (a key not recorded: most calls' output, without naming the span)
     return load_json(value, f"{_describe(span)} {key}", warnings)
 
 
