@@ -11,6 +11,8 @@ from types import ModuleType
 
 import pytest
 
+from tests.once import once_per_run
+
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURES = ROOT / "tests" / "fixtures"
 
@@ -51,8 +53,12 @@ def tracejudge(
 
 @pytest.fixture(scope="session")
 def demo_trace(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The trace the offline demo's tracer records (three agents, two planted faults)."""
-    path = tmp_path_factory.mktemp("demo") / "demo-trace.json"
-    done = tracejudge("demo", "--json", "--save-trace", str(path))  # --json: no report file
-    assert done.returncode == 0, done.stderr
-    return path
+    """The trace the offline demo's tracer records (three agents, two planted faults), made
+    once for the whole run."""
+
+    def record(folder: Path) -> None:
+        path = folder / "demo-trace.json"
+        done = tracejudge("demo", "--json", "--save-trace", str(path))  # --json: no report
+        assert done.returncode == 0, done.stderr
+
+    return once_per_run(tmp_path_factory, "demo-trace", record) / "demo-trace.json"

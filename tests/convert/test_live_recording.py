@@ -87,6 +87,9 @@ def _files(inst: Instrumentation) -> list[str]:
     return [inst.name] + ([f"{inst.name}_responses"] if inst.responses else [])
 
 
+# One group: the module's fixture records every instrumentation at once, which each worker
+# running one of these tests would otherwise do again.
+@pytest.mark.xdist_group("live-recording")
 @pytest.mark.parametrize("inst", INSTRUMENTATIONS, ids=lambda i: i.name)
 def test_live_recording_converts_like_the_fixture(
     inst: Instrumentation, recordings: dict[str, Path | str]
