@@ -42,7 +42,11 @@ EXAMPLES_PER_OPERATION = int(
     os.environ.get("TRACEJUDGE_FUZZ_EXAMPLES")
     or max(5, hypothesis.settings.default.max_examples // 5)
 )
-#: Every operation the document describes, one test each (they spread over the workers).
+#: One worker: each that ran one of these started a server and read its document again,
+#: and the suite is bound by its CPU, not by one worker's queue.
+pytestmark = pytest.mark.xdist_group("fuzz")
+
+#: Every operation the document describes, one test each.
 OPERATIONS = sorted(
     (method.upper(), path)
     for path, item in create_app(ServerConfig(port=0), checks_only=True)
