@@ -3,8 +3,9 @@
 - A test whose call (its own body: not its fixtures' setup or teardown) takes over
   `CALL_LIMIT` seconds fails, unless it carries `@pytest.mark.heavy("why")`: a server or
   program as a process of its own, a real model, a browser page. The limit is for a machine
-  that is not oversubscribed: when the load average is above the CPU count it grows in
-  proportion (a test is not failed for other processes' load). TRACEJUDGE_TEST_CALL_LIMIT
+  that is not oversubscribed: when the load average, or the run's own workers, are above
+  the CPU count it grows in proportion (a test is not failed for other processes' load; 1.5x
+  under `-n auto`, which oversubscribes by design). TRACEJUDGE_TEST_CALL_LIMIT
   sets it (seconds; 0 switches the check off).
 - Hypothesis's example counts come from a profile: TRACEJUDGE_HYPOTHESIS_PROFILE=dev (few
   examples, quick), ci (the default) or thorough (many). Tests leave `max_examples` to
@@ -58,12 +59,16 @@ _register_profiles()
 
 
 def load_factor() -> float:
-    """How oversubscribed the machine is: the 1-minute load average per CPU, at least 1."""
+    """How oversubscribed the machine is: the 1-minute load average per CPU, and at least
+    the run's own workers per CPU (the load average lags a minute behind: at the start of
+    a run it still says the machine is idle while every worker is busy), at least 1."""
+    cpus = os.cpu_count() or 1
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     try:
         load = os.getloadavg()[0]
     except OSError:  # not every platform has one
-        return 1.0
-    return max(1.0, load / (os.cpu_count() or 1))
+        load = 0.0
+    return max(1.0, load / cpus, workers / cpus)
 
 
 @pytest.hookimpl(optionalhook=True)

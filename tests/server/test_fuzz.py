@@ -44,7 +44,10 @@ EXAMPLES_PER_OPERATION = int(
 )
 #: One worker: each that ran one of these started a server and read its document again,
 #: and the suite is bound by its CPU, not by one worker's queue.
-pytestmark = pytest.mark.xdist_group("fuzz")
+pytestmark = [
+    pytest.mark.xdist_group("fuzz"),
+    pytest.mark.heavy("Hypothesis generates each operation's requests, sent to a live server"),
+]
 
 #: Every operation the document describes, one test each.
 OPERATIONS = sorted(
@@ -93,28 +96,9 @@ def test_the_live_document_describes_every_operation(schema) -> None:  # type: i
     assert len(OPERATIONS) >= 14  # /ready and the two web pages are described too
 
 
-#: Operations whose requests hold a whole trace: Hypothesis takes seconds to generate them.
-WHOLE_TRACES = {
-    ("POST", "/api/v1/evals/trace"),
-    ("POST", "/api/v1/evals/trace/background"),
-    ("POST", "/api/v1/attribution"),
-    ("POST", "/api/v1/runs/{run_id}/rows"),
-}
-
-
 @pytest.mark.parametrize(
     ("method", "path"),
-    [
-        pytest.param(
-            method,
-            path,
-            id=f"{method} {path}",
-            marks=[pytest.mark.heavy("generates whole traces")]
-            if (method, path) in WHOLE_TRACES
-            else [],
-        )
-        for method, path in OPERATIONS
-    ],
+    [pytest.param(method, path, id=f"{method} {path}") for method, path in OPERATIONS],
 )
 def test_every_answer_is_documented_and_none_is_a_server_error(
     fuzzed: InProcessServer,
