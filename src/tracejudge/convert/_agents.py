@@ -97,7 +97,8 @@ def _parent_chain(span: SpanRecord, by_id: dict[str, SpanRecord]) -> list[SpanRe
 def agent_above(
     span: SpanRecord, by_id: Mapping[str, SpanRecord], agents: Container[str]
 ) -> str | None:
-    """The span id of the span's nearest ancestor among `agents` in the input, or None."""
+    """The span id of the span's nearest ancestor among `agents` in the input, or None
+    (any set of span ids: the nearest of them above the span)."""
     seen = {span.span_id}
     parent_id = span.parent_id
     while parent_id and parent_id not in seen:

@@ -129,7 +129,7 @@ def infer(
 ) -> list[InferredAgent]:
     """The agents the calls' system prompts and the spans around them show, beyond the
     agent spans `agent_spans` (see the module's docstring). `readable` is in start order."""
-    systems = [_system(extraction) for _, extraction in readable]
+    systems = [system_prompt(extraction) for _, extraction in readable]
     if len({s for s in systems if s is not None}) <= 1:
         return []  # one system prompt in the whole trace (or none): nothing to tell apart
     calls = [
@@ -164,7 +164,7 @@ class _Call:
     system: str | None
 
 
-def _system(extraction: Extraction) -> str | None:
+def system_prompt(extraction: Extraction) -> str | None:
     """The call's system prompt (its leading system messages' text), or None."""
     texts = []
     for item in extraction.inputs:

@@ -14,7 +14,7 @@ from collections.abc import Container, Mapping
 from tracejudge.convert._agent_names import run_name
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
-from tracejudge.convert._infer_agents import InferredAgent
+from tracejudge.convert._infer_agents import InferredAgent, system_prompt
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions import Kind
 
@@ -33,7 +33,7 @@ def infer_pipeline(
     (agents run one after the other as the steps of a program or a pipeline component,
     each with its own prompt). Nothing is found where a call sits in the agent itself, a
     span holds calls of two prompts or none, or two spans share a prompt or a name."""
-    systems = [_system(extraction) for _, extraction in readable]
+    systems = [system_prompt(extraction) for _, extraction in readable]
     if len({s for s in systems if s is not None}) < 2:
         return []  # (one system prompt in the whole trace, or none: no pipeline to see)
     groups: dict[str | None, list[tuple[SpanRecord, str | None, str | None]]] = {}
@@ -85,14 +85,3 @@ def _top_below_agent(
             top = parent_id
         parent_id = parent.parent_id
     return top, None
-
-
-def _system(extraction: Extraction) -> str | None:
-    """The call's system prompt (its leading system messages' text), or None."""
-    texts = []
-    for item in extraction.inputs:
-        if item.role != "system":
-            break
-        if isinstance(item.content, str):
-            texts.append(item.content)
-    return "\n".join(texts) if texts else None

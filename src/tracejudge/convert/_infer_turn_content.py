@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping
 
 from tracejudge import semconv
+from tracejudge.convert._agents import agent_above
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert.conventions.formats import genai_semconv
@@ -39,7 +40,7 @@ def fill_from_turns(
     what they say) the messages of the agent turn whose only model call it is."""
     under: dict[str, list[tuple[SpanRecord, Extraction]]] = {}
     for span, extraction in readable:
-        nearest = _nearest_agent(span, by_id, agent_span_ids)
+        nearest = agent_above(span, by_id, agent_span_ids)
         if nearest is not None:
             under.setdefault(nearest, []).append((span, extraction))
     for turn_id, calls in under.items():
@@ -59,20 +60,3 @@ def fill_from_turns(
         extraction.warnings.extend(recorded.warnings)
         extraction.has_content = True
         extraction.content_setting = None
-
-
-def _nearest_agent(
-    span: SpanRecord, by_id: Mapping[str, SpanRecord], agent_span_ids: Collection[str]
-) -> str | None:
-    """The id of the nearest agent span above `span`, or None."""
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id not in seen:
-        if parent_id in agent_span_ids:
-            return parent_id
-        seen.add(parent_id)
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return None
-        parent_id = parent.parent_id
-    return None

@@ -19,8 +19,7 @@ content to point to: its calls stay calls.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-
+from tracejudge.convert._agents import agent_above
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord
 
@@ -49,7 +48,8 @@ def empty_steps(readable: list[tuple[SpanRecord, Extraction]], spans: list[SpanR
         after = next_sibling.get(span.span_id)
         places = (span.span_id,) if after is None else (span.span_id, after)
         if any(
-            call.scope == span.scope and (call.span_id == after or _below(call, places, by_id))
+            call.scope == span.scope
+            and (call.span_id == after or agent_above(call, by_id, places) is not None)
             for call in recorded
         ):
             found.add(span.span_id)
@@ -64,18 +64,3 @@ def _records_nothing(span: SpanRecord, extraction: Extraction) -> bool:
         and not extraction.finish_reasons
         and span.status != STATUS_ERROR
     )
-
-
-def _below(span: SpanRecord, ancestors: tuple[str, ...], by_id: Mapping[str, SpanRecord]) -> bool:
-    """Whether `span` lies below one of `ancestors` (span ids)."""
-    seen = {span.span_id}
-    parent_id = span.parent_id
-    while parent_id and parent_id not in seen:
-        if parent_id in ancestors:
-            return True
-        seen.add(parent_id)
-        parent = by_id.get(parent_id)
-        if parent is None:
-            return False
-        parent_id = parent.parent_id
-    return False
