@@ -27,8 +27,8 @@ from __future__ import annotations
 
 from tracejudge.convert._common import FINISH_TOOL_CALLS
 from tracejudge.convert._construct import build
-from tracejudge.convert._tools import ToolRun
-from tracejudge.models import LLMInteraction, LLMOutput, LLMToolCall, LLMToolResponse
+from tracejudge.convert._tools import ToolRun, response_to
+from tracejudge.models import LLMInteraction, LLMOutput, LLMToolCall
 
 __all__ = ["join_unrecorded_calls"]
 
@@ -46,12 +46,9 @@ def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun
         if maker is None or any(c.id == tool_run.call_id for c in maker.tool_calls):
             continue
         tool_run.used = True
-        call = _call_of(tool_run, tool_run.call_id)
-        maker.output_messages.append(build(LLMOutput, {"type": "tool_call", "content": call}))
+        call = _add_call(maker, tool_run)
         if tool_run.result is not None:
-            response = build(
-                LLMToolResponse, {"id": call.id, "response": tool_run.result, "name": call.name}
-            )
+            response = response_to(call, tool_run.result)
             maker.tool_results = [*(maker.tool_results or []), response]
     _join_calls_seen_in_history(interactions, runs)
 
@@ -86,13 +83,15 @@ def _join_calls_seen_in_history(interactions: list[LLMInteraction], runs: list[T
         shown = (m.content for m in maker.input_messages)
         if any(isinstance(c, LLMToolCall) and c.id == tool_run.call_id for c in shown):
             continue
-        call = _call_of(tool_run, tool_run.call_id)
-        maker.output_messages.append(build(LLMOutput, {"type": "tool_call", "content": call}))
-        made.add(call.id)
+        made.add(_add_call(maker, tool_run).id)
 
 
-def _call_of(tool_run: ToolRun, call_id: str) -> LLMToolCall:
-    """The call a tool run records. Built without validation: a run's name, id and
-    arguments are text already (`_tools.run`), as validation would leave them."""
+def _add_call(maker: LLMInteraction, tool_run: ToolRun) -> LLMToolCall:
+    """The call a tool run records, added to the output of the interaction that made it.
+    Built without validation: a run's name, id and arguments are text already
+    (`_tools.run`), as validation would leave them."""
     arguments = tool_run.arguments or "{}"
-    return build(LLMToolCall, {"id": call_id, "name": tool_run.name, "parameters": arguments})
+    item = {"id": tool_run.call_id, "name": tool_run.name, "parameters": arguments}
+    call = build(LLMToolCall, item)
+    maker.output_messages.append(build(LLMOutput, {"type": "tool_call", "content": call}))
+    return call

@@ -830,7 +830,14 @@ def _typed(data: str | bytes) -> Any:
     return _structs.decode(data) if _structs is not None else None
 
 
-_UNREAD: Any = object()
+def _id_once(raw: Any, size: int, read: dict[str, str | None]) -> str | None:
+    """`_json_id` of an id, one written as text (the usual id) read once per request."""
+    if type(raw) is not str:
+        return _json_id(raw, size)
+    if raw in read:
+        return read[raw]
+    found = read[raw] = _json_id(raw, size)
+    return found
 
 
 def _typed_spans(request: Any, where: str, warnings: list[str], spans: list[SpanRecord]) -> None:
@@ -868,13 +875,7 @@ def _typed_span(
     trace_ids: dict[str, str | None],
     parent_ids: dict[str, str | None],
 ) -> SpanRecord | None:
-    raw_trace_id = raw.traceId
-    if type(raw_trace_id) is str:  # (the usual id: read once per request)
-        trace_id = trace_ids.get(raw_trace_id, _UNREAD)
-        if trace_id is _UNREAD:
-            trace_id = trace_ids[raw_trace_id] = _json_id(raw_trace_id, 16)
-    else:
-        trace_id = _json_id(raw_trace_id, 16)
+    trace_id = _id_once(raw.traceId, 16, trace_ids)
     span_id = _json_id(raw.spanId, 8)
     if trace_id is None or span_id is None:
         warnings.append(f"OTLP/JSON {where}: a span without trace or span id; skipped")
@@ -891,13 +892,7 @@ def _typed_span(
         message = status.message
     kind = raw.kind
     name = raw.name
-    raw_parent = raw.parentSpanId
-    if type(raw_parent) is str:
-        parent_id = parent_ids.get(raw_parent, _UNREAD)
-        if parent_id is _UNREAD:
-            parent_id = parent_ids[raw_parent] = _json_id(raw_parent, 8)
-    else:
-        parent_id = _json_id(raw_parent, 8)
+    parent_id = _id_once(raw.parentSpanId, 8, parent_ids)
     # The fields in their order, not by keyword: a keyword call of the dataclass's
     # `__init__` took three times as long (`SpanRecord`'s field order is tested).
     return SpanRecord(

@@ -36,7 +36,7 @@ from tracejudge.models import (
     to_json_string,
 )
 
-__all__ = ["ToolRun", "run", "supply_results"]
+__all__ = ["ToolRun", "response_to", "run", "supply_results"]
 
 _MAX_JSON_CHARS = 2_000_000  # larger results are kept as recorded
 
@@ -168,7 +168,7 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             run = matched.get(content.id)
             if run is None or run.result is None:
                 continue
-            response = _response(content, run.result)
+            response = response_to(content, run.result)
             item = {"role": "tool", "type": "tool_response", "content": response}
             inputs.insert(position, build(LLMInput, item))
             answered.add(content.id)
@@ -179,13 +179,13 @@ def supply_results(interactions: list[LLMInteraction], runs: list[ToolRun]) -> N
             run = matched.get(call.id)
             if call.id in answered or run is None or run.result is None:
                 continue
-            recorded.append(_response(call, run.result))
+            recorded.append(response_to(call, run.result))
             answered.add(call.id)
         if recorded:
             interaction.tool_results = recorded
 
 
-def _response(call: LLMToolCall, result: str) -> LLMToolResponse:
+def response_to(call: LLMToolCall, result: str) -> LLMToolResponse:
     """The result of `call` a tool run recorded. Built without validation: the run's
     result is text already (`run`), the call's id and name are a call's."""
     return build(LLMToolResponse, {"id": call.id, "response": result, "name": call.name})
