@@ -124,6 +124,11 @@ def test_bad_usage_names_the_flag(tmp_path: Path, capsys: pytest.CaptureFixture[
     db = str(tmp_path / "x.db")
     assert main(["export", "--db", db, "--since", "last week", "-o", "x.parquet"]) == 2
     assert "--since: 'last week' is not a time" in capsys.readouterr().err
+    # the same reading as `rules backfill` (cli/_moment.py): a number must be finite
+    assert main(["export", "--db", db, "--since", "nan", "-o", "x.parquet"]) == 2
+    assert "--since: 'nan' is not a time" in capsys.readouterr().err
+    assert main(["rules", "backfill", "r", "--server", "http://127.0.0.1:9", "--until", "x"]) == 2
+    assert "--until: 'x' is not a time" in capsys.readouterr().err
     assert main(["export", "--db", db, "--since", "2026-01-01", "-o", "-"]) == 2
     assert "Parquet is not written to stdout" in capsys.readouterr().err
 

@@ -16,31 +16,14 @@ from __future__ import annotations
 import argparse
 import sys
 import time
-from datetime import datetime, timezone
 from typing import Any
 
 from tracejudge import _env
 from tracejudge.cli._errors import UsageError
+from tracejudge.cli._moment import moment
 from tracejudge.errors import ConfigurationError, MissingDependencyError
 
 __all__ = ["add_parser", "run"]
-
-
-def _moment(flag: str, text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{flag}: {text!r} is not a time: give ISO 8601 (2026-12-01 or "
-            "2026-12-01T09:30:00Z) or Unix seconds"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
 
 
 def run(args: argparse.Namespace) -> int:
@@ -48,8 +31,8 @@ def run(args: argparse.Namespace) -> int:
     from tracejudge.server.api.export import export_rows, write_csv, write_parquet
     from tracejudge.server.store import open_store
 
-    since = _moment("--since", args.since)
-    until = _moment("--until", args.until) if args.until else time.time()
+    since = moment("--since", args.since)
+    until = moment("--until", args.until) if args.until else time.time()
     if since >= until:
         raise UsageError("--since must be before --until")
     kind = args.format or ("csv" if args.output.endswith(".csv") else "parquet")

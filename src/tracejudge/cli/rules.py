@@ -16,9 +16,7 @@ refused, 2 bad usage or a wrong file.
 from __future__ import annotations
 
 import argparse
-import math
 import sys
-from datetime import datetime, timezone
 from typing import Any
 
 __all__ = ["add_parser", "run"]
@@ -48,28 +46,6 @@ def add_parser(commands: Any) -> None:
     rules.set_defaults(run=run)
 
 
-def _moment(option: str, text: str | None) -> float | None:
-    from tracejudge.cli._errors import UsageError
-
-    if text is None:
-        return None
-    try:
-        value = float(text)
-        if math.isfinite(value):
-            return value
-    except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text.strip().replace("Z", "+00:00"))
-    except ValueError:
-        raise UsageError(
-            f"{option} {text!r} is not a time: give ISO 8601 (2026-12-01T09:30:00Z) or Unix seconds"
-        ) from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.timestamp()
-
-
 def _check(args: argparse.Namespace) -> int:
     from tracejudge.server.work.rules import read_rules_file
 
@@ -88,14 +64,14 @@ def _backfill(args: argparse.Namespace) -> int:
     from tracejudge import _env
     from tracejudge._http import redact, split_credentials
     from tracejudge.cli._errors import UsageError
+    from tracejudge.cli._moment import moment
 
     if not 1 <= args.limit <= 10_000:
         raise UsageError(f"--limit {args.limit}: give a number from 1 to 10000")
     body: dict[str, float] = {"limit": args.limit}
     for option, text in (("since", args.since), ("until", args.until)):
-        moment = _moment(f"--{option}", text)
-        if moment is not None:
-            body[option] = moment
+        if text is not None:
+            body[option] = moment(f"--{option}", text)
     url, key = split_credentials(args.server)
     key = key or _env.read(_env.COMPOSO_API_KEY)
     headers = {"API-Key": key} if key else {}
