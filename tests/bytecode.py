@@ -29,6 +29,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.speed import usable_cpus
+
 ENABLED = os.environ.get("TRACEJUDGE_TEST_BYTECODE") != "0"
 
 if ENABLED:
@@ -59,9 +61,8 @@ def pytest_configure(config: pytest.Config) -> None:
             (tests if is_test else modules).append(path)
     global _CONFIG
     _CONFIG = config
-    cpus = os.cpu_count() or 1
     try:
-        with ProcessPoolExecutor(cpus, mp_context=get_context("fork")) as pool:
+        with ProcessPoolExecutor(usable_cpus(), mp_context=get_context("fork")) as pool:
             list(pool.map(_rewrite, tests, chunksize=16))
             list(pool.map(_compile, modules, chunksize=32))
     except Exception:  # the imports compile what is left, as without this plugin

@@ -22,7 +22,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from tracejudge.testing import ScriptedLLMServer
 from tracejudge.tracing import ComposoTracer, Instruments
 
-pytest_plugins = ["tests.bytecode", "tests.speed"]
+pytest_plugins = ["tests.speed", "tests.bytecode"]
 
 
 @pytest.fixture(scope="session")

@@ -58,11 +58,18 @@ def _register_profiles() -> None:
 _register_profiles()
 
 
+def usable_cpus() -> int:
+    """The CPUs this process may run on (its affinity, where the platform says)."""
+    if hasattr(os, "sched_getaffinity"):
+        return len(os.sched_getaffinity(0)) or 1
+    return os.cpu_count() or 1
+
+
 def load_factor() -> float:
     """How oversubscribed the machine is: the 1-minute load average per CPU, and at least
     the run's own workers per CPU (the load average lags a minute behind: at the start of
     a run it still says the machine is idle while every worker is busy), at least 1."""
-    cpus = os.cpu_count() or 1
+    cpus = usable_cpus()
     workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT") or 1)
     try:
         load = os.getloadavg()[0]
@@ -75,8 +82,7 @@ def load_factor() -> float:
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int | None:
     if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
         return None  # pytest-xdist's own hook reads it
-    cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
-    cpus = cpus or 1
+    cpus = usable_cpus()
     return cpus + max(1, cpus // 2)
 
 
