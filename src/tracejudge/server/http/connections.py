@@ -63,6 +63,13 @@ _RESERVED_FILES = 64
 #: many in one turn of the loop, before any of them can be refused, so they must fit in
 #: the file limit beside the open ones.
 _BACKLOG = 511
+#: Turns of the loop during which an accepted socket holds a descriptor before the cap can
+#: close one to make room: accepted (turn 1), its transport made by a task (2),
+#: `connection_made` closing the oldest waiting connection (3), that socket released in
+#: `connection_lost` (4). The loop may accept a batch (`backlog`) in each of them, so that
+#: many batches must fit beside the open connections: counting one, a loaded server ran
+#: out of descriptors now and then (214 sockets seen open under a cap of 126).
+_ACCEPT_TURNS = 4
 #: Connections kept past `--max-connections` for the probes, when every connection has a
 #: request running.
 PROBE_CONNECTIONS = 8
@@ -100,7 +107,7 @@ def connection_limits(config: ServerConfig) -> ConnectionLimits:
     except ImportError:  # not POSIX: no file limit to fit
         return limits
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    need = wanted + reserve + _BACKLOG
+    need = wanted + reserve + _ACCEPT_TURNS * _BACKLOG
     if soft != resource.RLIM_INFINITY and soft < need:
         target = need if hard == resource.RLIM_INFINITY else min(need, hard)
         try:
@@ -110,8 +117,8 @@ def connection_limits(config: ServerConfig) -> ConnectionLimits:
             pass
     if soft == resource.RLIM_INFINITY or soft >= need:
         return limits
-    backlog = max(16, min(_BACKLOG, (soft - reserve) // 4))
-    fitted = max(1, min(wanted, soft - reserve - backlog))
+    backlog = max(16, min(_BACKLOG, (soft - reserve) // (2 * _ACCEPT_TURNS)))
+    fitted = max(1, min(wanted, soft - reserve - _ACCEPT_TURNS * backlog))
     note = (
         f"--max-connections {wanted} does not fit this process's file limit ({soft} open "
         f"files; raise it with `ulimit -n`): at most {fitted} connections are kept open"
