@@ -17,6 +17,7 @@ from tests.convert._helpers import FIXTURES
 from tracejudge import semconv
 from tracejudge.convert import (
     SpanRecord,
+    _interactions,
     _merge,
     _tree,
     traces_from_otlp,
@@ -204,7 +205,7 @@ def test_extract_reads_a_span_that_is_no_model_call_as_before() -> None:
         },
     )
     assert _reader(legacy) is None
-    assert _tree.extract(legacy) == openllmetry.extract_legacy(legacy)
+    assert _interactions.extract(legacy) == openllmetry.extract_legacy(legacy)
 
 
 @pytest.mark.parametrize("path", _RECORDINGS, ids=lambda p: str(p.relative_to(FIXTURES)))

@@ -193,7 +193,7 @@ def _step(convention: Convention, view: SpanView) -> str:
 
 def _unreadable(warnings: list[str]) -> set[str]:
     """The ids of the model-call spans the walk could not read: it says so in a warning
-    (`_tree._extract`: "span 'name' (id): unreadable (...)")."""
+    (`_interactions.read_call`: "span 'name' (id): unreadable (...)")."""
     return {found.group(1) for w in warnings if (found := _UNREADABLE.search(w)) is not None}
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from tracejudge import semconv
 
@@ -20,6 +20,7 @@ __all__ = [
     "EventRecord",
     "SpanRecord",
     "attach_events",
+    "describe",
     "hex_id",
     "log_event",
     "moved",
@@ -80,6 +81,18 @@ class SpanRecord:
     @property
     def running(self) -> bool:
         return self.end_ns is None
+
+
+class _Named(Protocol):
+    @property
+    def name(self) -> str: ...
+    @property
+    def span_id(self) -> str: ...
+
+
+def describe(span: _Named) -> str:
+    """How a warning names a span (a record, or a view of one)."""
+    return f"span {span.name!r} ({span.span_id})"
 
 
 def moved(

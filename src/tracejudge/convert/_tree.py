@@ -41,28 +41,25 @@ from tracejudge.convert import (
     _infer_turns,
     _infer_unrecorded_calls,
     _infer_wrappers,
+    _interactions,
     _merge,
-    _missing,
     _records,
     _settle_named_agents,
     _tools,
     conventions,
 )
 from tracejudge.convert._agents import Readings
-from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction, as_str
+from tracejudge.convert._common import Extraction
 from tracejudge.convert._construct import build
-from tracejudge.convert._infer_content import infer_content
 from tracejudge.convert._memo import ConversionMemo
-from tracejudge.convert._records import STATUS_ERROR, SpanRecord
+from tracejudge.convert._records import STATUS_ERROR, SpanRecord, describe
+from tracejudge.convert._tool_ids import join_tool_ids
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions import Convention, Kind, smolagents
+from tracejudge.convert.conventions import Kind
 from tracejudge.models import (
     AgentInstance,
-    LLMInput,
     LLMInteraction,
-    LLMToolCall,
     LLMToolDefinition,
-    LLMToolResponse,
     MultiAgentTrace,
 )
 
@@ -115,71 +112,12 @@ def is_llm_span(span: SpanRecord) -> bool:
     return found is not None and found[1] is Kind.MODEL_CALL
 
 
-def extract(span: SpanRecord) -> Extraction:
-    """Read one span as a model call: by the convention that claims it as one, else by
-    the GenAI conventions (a span of no known convention, read as what it looks most like)."""
-    view = SpanView(span)
-    extraction = conventions.call_reader(view).model_call(view)
-    infer_content(view, extraction)
-    return _normalised(view, extraction)
-
-
-def _normalised(view: SpanView, extraction: Extraction) -> Extraction:
-    """Rules every producer's calls share, applied after its convention read the call:
-    the chat roles (`model` is Gemini's assistant, `developer` OpenAI's newer system,
-    `function` the older tool role), and smolagents' tool roles."""
-    for item in extraction.inputs:  # (the usual case: chat roles only, no set made)
-        if item.role not in _CHAT_ROLES:
-            break
-    else:
-        return extraction
-    roles = {item.role for item in extraction.inputs}
-    if not roles <= _CHAT_ROLES:
-        if not roles.isdisjoint(_ROLE_ALIASES):
-            extraction.inputs = [
-                item.model_copy(update={"role": _ROLE_ALIASES[item.role]})
-                if item.role in _ROLE_ALIASES
-                else item
-                for item in extraction.inputs
-            ]
-        extraction.inputs = smolagents.map_roles(
-            extraction.inputs, _describe(view), extraction.warnings
-        )
-    return extraction
-
-
-_ROLE_ALIASES = {"model": "assistant", "developer": "system", "function": "tool"}
-_CHAT_ROLES = frozenset({"system", "user", "assistant", "tool"})
-
-
-def error_text(span: SpanRecord) -> str | None:
-    """What went wrong, when the span failed. Only ERROR status is failure."""
-    if span.status != STATUS_ERROR:
-        return None
-    exception = next((e for e in span.events if e.name == semconv.EXCEPTION_EVENT), None)
-    exc_attrs = exception.attributes if exception is not None else {}
-    kind = as_str(span.attributes.get(semconv.ERROR_TYPE)) or as_str(
-        exc_attrs.get(semconv.EXCEPTION_TYPE)
-    )
-    message = as_str(span.status_message) or as_str(exc_attrs.get(semconv.EXCEPTION_MESSAGE))
-    if kind and message and not message.startswith(kind):
-        return f"{kind}: {message}"
-    return message or kind or "error"
-
-
-# --------------------------------------------------------------------------- building
-
-
 def _sort_key(span: SpanRecord | None, seq: int) -> tuple[bool, int, int]:
     start = span.start_ns if span is not None else None
     return (start is None, start if start is not None else 0, seq)
 
 
 _first = itemgetter(0)
-
-
-def _describe(span: SpanRecord | SpanView) -> str:
-    return f"span {span.name!r} ({span.span_id})"
 
 
 def build_traces(
@@ -379,7 +317,7 @@ class _TraceBuild:
                 self.llm_ids.add(span.span_id)
                 if convention.agent_setting is not None and self.agentless is None:
                     self.agentless = (span.scope or convention.name, convention.agent_setting)
-                extraction = _extract(view, convention, self.unreadable)
+                extraction = _interactions.read_call(view, convention, self.unreadable)
                 if extraction is not None:
                     self.readable.append((span, extraction))
             elif kind is Kind.TOOL_RUN:
@@ -424,7 +362,7 @@ class _TraceBuild:
         agent_id = declared or span.span_id
         if agent_id in self.used_ids:
             self.warnings.append(
-                f"{_describe(span)}: agent id {agent_id!r} is used by another agent span; "
+                f"{describe(span)}: agent id {agent_id!r} is used by another agent span; "
                 f"this one is {agent_id}#{span.span_id}"
             )
             agent_id = f"{agent_id}#{span.span_id}"
@@ -520,7 +458,7 @@ class _TraceBuild:
                 (self.orphan_calls if broken else self.loose).append(call.span)
             for inner, outer in call.doubled:
                 self.warnings.append(
-                    f"{_describe(inner)}: nested in model-call span {outer.span_id} of the "
+                    f"{describe(inner)}: nested in model-call span {outer.span_id} of the "
                     f"same instrumentation ({inner.scope}), which wrapped the client twice; "
                     "read as one call"
                 )
@@ -548,7 +486,7 @@ class _TraceBuild:
             if agents[span_id] is not self.root:
                 if span_id in orphans and self.implicit_root is None:
                     self.warnings.append(
-                        f"{_describe(self.by_id[span_id])}: its parent span is missing; "
+                        f"{describe(self.by_id[span_id])}: its parent span is missing; "
                         "attached to the root agent"
                     )
                 self.root.items.append((self.seq[span_id], agents[span_id].id))
@@ -568,14 +506,14 @@ class _TraceBuild:
                 self.agents[parent].items.append((self.seq[span_id], self.agents[span_id].id))
         aliases: dict[str, str] = {}
         for call, agent_span_id in placed:
-            interaction = _interaction(call, self.warnings, aliases)
+            interaction = _interactions.interaction(call, self.warnings, aliases)
             owner = self.agents[agent_span_id] if agent_span_id is not None else self.root
             owner.items.append((self.seq[call.span.span_id], interaction))
         for agent in self.all_agents():
             agent.items.sort(key=_first)
             if agent.tools is not None:
                 _offer_agent_tools(agent)
-        _join_tool_ids(self.all_agents(), aliases)
+        join_tool_ids(((i for _, i in a.items) for a in self.all_agents()), aliases)
         self._supply_tool_results()
 
     def all_agents(self) -> list[_Agent]:
@@ -602,7 +540,7 @@ class _TraceBuild:
                 _infer_tool_calls.join_text_calls(
                     interactions, [(span.span_id, span.start_ns, run) for span, run in owned]
                 )
-                _drop_answered_warnings(interactions, self.warnings)
+                _interactions.drop_answered_warnings(interactions, self.warnings)
 
     # ----------------------------------------------------------------- 5. attach
 
@@ -713,16 +651,6 @@ def _offer_agent_tools(agent: _Agent) -> None:
             item.tools_available = list(agent.tools or [])
 
 
-def _drop_answered_warnings(interactions: list[LLMInteraction], warnings: list[str]) -> None:
-    """The tool spans supplied the calls of a call that finished for tool calls without
-    recording them: the warning that none was recorded no longer holds."""
-    for interaction in interactions:
-        if interaction.finish_reason != FINISH_TOOL_CALLS or not interaction.tool_calls:
-            continue
-        mark = f"({interaction.span_id}): {_NO_TOOL_CALL}"
-        warnings[:] = [w for w in warnings if not w.endswith(mark)]
-
-
 def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
     """Put every evaluation event of the trace's spans that have events (in start order)
     on the agent it judges (see `_evaluations`): the instance the event names, else the
@@ -734,7 +662,7 @@ def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) 
             result = _evaluations.recorded_evaluation(event)
             if result is None:
                 trace.warnings.append(
-                    f"{_describe(span)}: an evaluation event without "
+                    f"{describe(span)}: an evaluation event without "
                     f"{semconv.GEN_AI_EVALUATION_NAME}; skipped"
                 )
                 continue
@@ -771,95 +699,6 @@ def _break_cycles(
             f"agent spans {', '.join(cycle)} are each other's ancestors (a cycle); "
             f"{cut} is taken as top-level"
         )
-
-
-def _extract(view: SpanView, convention: Convention, warnings: list[str]) -> Extraction | None:
-    """What the span says about its model call; None (and a warning) when unreadable."""
-    try:
-        extraction = convention.model_call(view)
-        # (only for a call its row read no content of)
-        infer_content(view, extraction, events=convention is conventions.UNRECOGNISED)
-        extraction = _normalised(view, extraction)
-    except Exception as exc:  # attribute data is untrusted: report, never raise
-        warnings.append(f"{_describe(view)}: unreadable ({type(exc).__name__}: {exc}); skipped")
-        return None
-    if not extraction.has_content:  # (said in `_interaction`, once the call is merged)
-        extraction.content_setting = convention.content_hint(view)
-        if convention is conventions.UNRECOGNISED:
-            extraction.unread_keys = conventions.UNRECOGNISED.possible_content(view)
-    return extraction
-
-
-def _interaction(call: _merge.Call, warnings: list[str], aliases: dict[str, str]) -> LLMInteraction:
-    """One interaction from every record of the call (see `_merge`)."""
-    primary = call.primary
-    span = primary[0]
-    extraction = _merge.merge(call)
-    if len(call.records) == 1:  # the usual case: one record, the primary
-        response_id = call.response_ids.get(span.span_id)
-        error = error_text(span) if span.status == STATUS_ERROR else None
-    else:
-        records = [span, *(record for record, _ in call.records)]
-        # (`error_text` gives text exactly for the failed spans)
-        error = next((error_text(r) for r in records if r.status == STATUS_ERROR), None)
-        response_id = next(
-            (found for r in records if (found := call.response_ids.get(r.span_id))), None
-        )
-    # Built without validation: every part is converter-made (see `_common`); the lists are
-    # copied, as validation copied them, so that no extraction shares them.
-    interaction = build(
-        LLMInteraction,
-        {
-            "input_messages": list(extraction.inputs),
-            "output_messages": list(extraction.outputs),
-            "tools_available": None if extraction.tools is None else list(extraction.tools),
-            "model": extraction.model,
-            "usage": extraction.usage,
-            # (a response recorded apart: the call started with its request's span)
-            "start_time": call.span.start if primary[1].response_apart else span.start,
-            "end_time": span.end,
-            "error": error,
-            "finish_reason": extraction.finish_reasons[0] if extraction.finish_reasons else None,
-            "refusal": extraction.refusal,
-            # (most calls have neither: no empty list made for them)
-            "alternatives": [list(choice) for choice in extraction.alternatives]
-            if extraction.alternatives
-            else None,
-            "reasoning": "\n\n".join(extraction.reasoning) or None,
-            "server_tool_calls": list(extraction.server_tools) if extraction.server_tools else None,
-            "tool_results": None,
-            "span_id": span.span_id,
-            "response_id": response_id or None,
-        },
-        _INTERACTION_GIVEN,
-    )
-    warnings.extend(extraction.warnings)
-    aliases.update(extraction.call_aliases)
-    if not extraction.has_content:
-        _missing.no_content_warning(span, extraction, warnings)
-    answered = (
-        extraction.outputs
-        or extraction.refusal
-        or extraction.alternatives
-        or extraction.server_tools
-    )
-    if span.running and not answered:
-        # No end and no answer: still running (an SDK span read live), or its producer
-        # never records an end. A span with its answer and no end time is simply that.
-        warnings.append(
-            f"{_describe(span)}: no end time and no answer recorded: the call is still "
-            "running, or its producer records no end"
-        )
-    elif (
-        extraction.has_content
-        and FINISH_TOOL_CALLS in extraction.finish_reasons
-        and not interaction.tool_calls
-        and not extraction.server_tools
-    ):
-        warnings.append(f"{_describe(span)}: {_NO_TOOL_CALL}")
-    elif error is None and not span.running and _missing.output_missing(extraction):
-        warnings.append(_missing.no_output_warning(span))
-    return interaction
 
 
 def _record_handoffs(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
@@ -899,118 +738,3 @@ def _started_before(span: SpanRecord | None, start_ns: int | None) -> bool:
     if span is None or span.start_ns is None or start_ns is None:
         return False
     return span.start_ns <= start_ns and (span.end_ns is None or start_ns <= span.end_ns)
-
-
-# --------------------------------------------------------------------------- tool call ids
-
-
-def _join_tool_ids(agents: list[_Agent], aliases: dict[str, str]) -> None:
-    """Match tool results to their calls across the whole trace.
-
-    Responses API spans from OpenLLMetry give a tool call the item id (`fc_…`) while
-    its result carries the call id (`call_…`); per-message events give results no id
-    at all, and some producers record calls without their ids: such a call is given one
-    (`<its model call's span id>:<position>`). A follow-up request lists each call just
-    before its result (or, chained with `previous_response_id`, only the results of the
-    previous answer's calls), so an unmatched result is paired with the oldest unanswered
-    call before it: a missing result id is filled in, a different one makes the call id an
-    alias to rewrite.
-    Finally, results without a tool name take the name of their call.
-    """
-    # Each interaction's input tool calls and results and its output tool calls, in order,
-    # for the interactions that have any: most messages are text, and the conversation
-    # repeats in every later input, so the passes below look at these short lists instead
-    # of every message again. (Contents are text or tool items: not text is a tool item.)
-    joined: list[tuple[list[LLMToolCall | LLMToolResponse], list[LLMToolCall]]] = []
-    for agent in agents:
-        carried: list[LLMToolCall] = []  # the calls the agent's previous answer made
-        for _, item in agent.items:
-            if isinstance(item, str):
-                continue  # a child agent's id
-            inputs = item.input_messages
-            tools = [c for m in inputs if not isinstance(c := m.content, str)]
-            if tools:
-                _pair_results(inputs, tools, carried, aliases)
-            carried = [c for m in item.output_messages if not isinstance(c := m.content, str)]
-            for position, call in enumerate(carried):
-                if not call.id:  # (OpenInference's Haystack spans record none)
-                    call.id = f"{item.span_id}:{position}"
-            if tools or carried:
-                joined.append((tools, carried))
-    names: dict[str, str] = {}
-    for tools, calls in joined:
-        for content in (*tools, *calls):
-            if isinstance(content, LLMToolCall):
-                if content.id in aliases:  # (assigning a model's field is not cheap)
-                    content.id = aliases[content.id]
-                names.setdefault(content.id, content.name)
-    for tools, _ in joined:
-        for content in tools:
-            if isinstance(content, LLMToolResponse) and content.name is None:
-                name = names.get(content.id)
-                if name is not None:
-                    content.name = name
-
-
-def _pair_results(
-    inputs: list[LLMInput],
-    tools: list[LLMToolCall | LLMToolResponse],
-    carried: list[LLMToolCall],
-    aliases: dict[str, str],
-) -> None:
-    """Pair the results in `inputs` (whose tool calls and results are `tools`) with the
-    calls before them (see `_join_tool_ids`)."""
-    answered = {c.id for c in tools if isinstance(c, LLMToolResponse)}
-    if not answered:
-        return  # only results are paired (and changed): none here
-    call_ids = {c.id for c in tools if isinstance(c, LLMToolCall)}
-    if answered <= call_ids and all(answered):
-        # The usual case: every result has the id of a call in this input, so each is
-        # matched or skipped below, and nothing changes.
-        return
-    pending = [call for call in carried if call.id not in call_ids]
-    # The previous answer's calls, for results with no id in an input that does not show
-    # the answer that made them (OpenInference's Haystack spans record its role alone).
-    unshown = list(pending)
-    for message in inputs:
-        content = message.content
-        if isinstance(content, str):
-            if message.role == "user":
-                pending.clear()  # a new user turn: earlier calls went unanswered
-        elif isinstance(content, LLMToolCall):
-            pending.append(content)
-        else:  # a result
-            if content.id and _take_call(pending, content.id):
-                continue
-            if content.id and content.id in call_ids:
-                continue
-            candidate = _take_unanswered(pending, answered, aliases)
-            if candidate is None and not content.id:
-                candidate = _take_unanswered(unshown, answered, aliases)
-            if candidate is None:
-                continue
-            unshown = [call for call in unshown if call is not candidate]
-            if not content.id:
-                content.id = candidate.id
-            elif candidate.id:
-                aliases[candidate.id] = content.id
-
-
-def _take_call(pending: list[LLMToolCall], call_id: str) -> bool:
-    """Remove the first pending call with this id; whether there was one."""
-    for position, call in enumerate(pending):
-        if call.id == call_id:
-            del pending[position]
-            return True
-    return False
-
-
-def _take_unanswered(
-    pending: list[LLMToolCall], answered: set[str], aliases: dict[str, str]
-) -> LLMToolCall | None:
-    """Remove and return the first pending call that no result answers by id."""
-    for position, call in enumerate(pending):
-        if call.id not in answered and call.id not in aliases:
-            del pending[position]
-            return call
-    return None

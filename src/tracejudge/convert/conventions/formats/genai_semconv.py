@@ -52,7 +52,7 @@ from tracejudge.convert._common import (
 from tracejudge.convert._construct import build
 from tracejudge.convert._infer_content import content_blocks
 from tracejudge.convert._json import is_mapping
-from tracejudge.convert._records import EventRecord, SpanRecord
+from tracejudge.convert._records import EventRecord, SpanRecord, describe
 from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, LLMToolResponse
 
@@ -151,10 +151,6 @@ def _merged(span: SpanView) -> Mapping[str, Any]:
     return merged
 
 
-def _describe(span: SpanRecord | SpanView) -> str:
-    return f"span {span.name!r} ({span.span_id})"
-
-
 def _parsed(value: Any, span: SpanView, key: str, warnings: list[str]) -> Any:
     """`load_json` of an attribute value, naming the span (only made when it warns)."""
     if type(value) is str:
@@ -164,7 +160,7 @@ def _parsed(value: Any, span: SpanView, key: str, warnings: list[str]) -> Any:
             pass  # load_json parses it again, to word the warning
     elif value is None:
         return None  # (a key not recorded: most calls' output, without naming the span)
-    return load_json(value, f"{_describe(span)} {key}", warnings)
+    return load_json(value, f"{describe(span)} {key}", warnings)
 
 
 def _message_list(value: Any, span: SpanView, key: str, extraction: Extraction) -> list[Any]:
@@ -177,7 +173,7 @@ def _message_list(value: Any, span: SpanView, key: str, extraction: Extraction) 
         return [parsed]
     if isinstance(parsed, (list, tuple)):
         return list(parsed)
-    extraction.warnings.append(f"{_describe(span)} {key}: expected a list of messages; skipped")
+    extraction.warnings.append(f"{describe(span)} {key}: expected a list of messages; skipped")
     return []
 
 
@@ -205,13 +201,13 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
         if items is None:
             parts = _usual_parts(message)
             if parts is None:
-                parts = parts_message(message, _describe(span), warnings)
+                parts = parts_message(message, describe(span), warnings)
             items = message_inputs(*parts)
         inputs.extend(items)
 
     key = semconv.GEN_AI_SYSTEM_INSTRUCTIONS
     if attrs.get(key) is not None:
-        system = _system_text(attrs[key], f"{_describe(span)} {key}", extraction)
+        system = _system_text(attrs[key], f"{describe(span)} {key}", extraction)
         first = extraction.inputs[0] if extraction.inputs else None
         duplicate = first is not None and first.role == "system" and first.content == system
         if system and not duplicate:
@@ -242,7 +238,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
             extraction.add_choice(texts, calls, finish=reason, same_choice=one_answer)
             continue
         apart: dict[str, list[str]] = {}
-        _, texts, calls, _ = parts_message(message, _describe(span), warnings, apart)
+        _, texts, calls, _ = parts_message(message, describe(span), warnings, apart)
         if chunks is not None:
             texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
             chunks = None
@@ -263,7 +259,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
     if raw is not None:
 
         def read(warnings: list[str]) -> list[LLMToolDefinition] | None:
-            what = _describe(span)
+            what = describe(span)
             return tools(load_json(raw, f"{what} {key}", warnings), warnings, what)
 
         remembered = ("semconv", raw) if type(raw) is str else None
@@ -371,7 +367,7 @@ def _body(event: EventRecord, what: str, extraction: Extraction) -> Any:
 
 
 def _from_message_events(span: SpanView, extraction: Extraction) -> None:
-    what = _describe(span)
+    what = describe(span)
     events = span.events
     choices: list[tuple[int, int, list[Any]]] = []
     for position, event in enumerate(events):
