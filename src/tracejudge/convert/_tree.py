@@ -15,12 +15,21 @@ the events their steps return (`_infer_turns`), tool runs and hand-offs on steps
 (`_infer_wrappers`). Items are ordered by start time. A call recorded by several
 instrumentations (nested or side by side) is one interaction: see `_merge` for how such
 records are matched and merged.
+
+One trace is built in phases, each a function that hands the next a frozen value of
+what it found (`_build_trace`): lay out (`_LaidOut`: the table's readings, the agent
+spans settled), sort out (`_Found`: model calls read, tool runs, hand-offs), infer the
+agents no span names, place (`_Placed`: each agent's parent, each call's agent), choose
+the root (`_Root`), assemble (interactions and child agents into their agents, in order;
+tool results joined) and attach (hand-offs, answers, evaluations). The agents themselves
+(`_Agent`, registered in `_Agents` with ids of their own) are what the phases fill.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
-from collections.abc import Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator
 from dataclasses import dataclass, field
 from operator import itemgetter
 
@@ -227,15 +236,92 @@ def _build_trace(
     spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo
 ) -> MultiAgentTrace | None:
     """The trace of `spans` (one trace's, in start order: see `_in_start_order`), or None
-    when it holds no agent and no model call."""
-    trace = _TraceBuild(spans, warnings, memo)
-    if not trace.sort_out():
+    when it holds no agent and no model call. Each phase hands the next what it found."""
+    laid_out = _lay_out(spans, memo, warnings)
+    agents = _Agents(warnings)
+    found = _sort_out(laid_out, agents, warnings)
+    if found is None:
         return None
-    trace.infer_agents()
-    placed = trace.place()
-    trace.choose_root()
-    trace.assemble(placed)
-    return trace.attach()
+    laid_out, inferred = _infer_agents_of(laid_out, found, agents)
+    placed = _place(laid_out, found, agents, warnings)
+    root = _choose_root(laid_out, placed, agents, warnings)
+    where = _Where(laid_out.by_id, agents.by_span, root.agent)
+    _assemble(laid_out, found, placed, root, agents, where, warnings)
+    return _attach(laid_out, found, placed, root, agents, inferred, where, warnings)
+
+
+@dataclass(frozen=True)
+class _LaidOut:
+    """The trace's spans as the layout settled them (`_agents.layout` and the phases that
+    settle its agents), with the table's reading of each."""
+
+    readings: Readings
+    layout: _agents.Layout
+    spans: list[SpanRecord]
+    by_id: dict[str, SpanRecord]
+    #: each span's position in start order
+    seq: dict[str, int]
+
+
+@dataclass(frozen=True)
+class _Found:
+    """What the spans are (`_sort_out`): model calls, tool runs, hand-offs."""
+
+    llm_ids: frozenset[str]
+    #: the model calls read, in start order
+    readable: list[tuple[SpanRecord, Extraction]]
+    #: warnings about calls, given after those about agents
+    unreadable: list[str]
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]]
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]]
+    #: the spans with events (where evaluation events may be)
+    with_events: list[SpanRecord]
+
+
+@dataclass(frozen=True)
+class _Placed:
+    """Where agents and calls sit in the tree (`_place`)."""
+
+    #: each agent's parent agent (span ids; None: a top agent)
+    parent_of_agent: dict[str, str | None]
+    top_agents: list[str]
+    #: top agents whose parent span is missing from the input (not real roots)
+    orphan_agents: list[str]
+    #: model calls outside every agent
+    loose: list[SpanRecord]
+    #: model calls whose parent span is missing
+    orphan_calls: list[SpanRecord]
+    #: each model call (its records grouped) with the span id of its agent (None: outside)
+    calls: list[tuple[_merge.Call, str | None]]
+
+
+@dataclass(frozen=True)
+class _Root:
+    agent: _Agent
+    #: the root made for a trace without one real root agent (None: a real agent is root)
+    implicit: _Agent | None
+
+
+class _Agents:
+    """The trace's agents by span id, each with an id no other agent has."""
+
+    def __init__(self, warnings: list[str]) -> None:
+        self.by_span: dict[str, _Agent] = {}
+        self.used_ids: set[str] = set()
+        self._warnings = warnings
+
+    def add(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
+        declared, name = identity
+        agent_id = declared or span.span_id
+        if agent_id in self.used_ids:
+            self._warnings.append(
+                f"{describe(span)}: agent id {agent_id!r} is used by another agent span; "
+                f"this one is {agent_id}#{span.span_id}"
+            )
+            agent_id = f"{agent_id}#{span.span_id}"
+        self.used_ids.add(agent_id)
+        agent = self.by_span[span.span_id] = _Agent(id=agent_id, name=name, span=span)
+        return agent
 
 
 #: Where a span sits: (its nearest agent ancestor's span id, its nearest model-call
@@ -243,404 +329,465 @@ def _build_trace(
 _Place = tuple["str | None", "str | None", bool]
 
 
-class _TraceBuild:
-    """One trace's spans made into a MultiAgentTrace, phase by phase: sort out what each
-    span is (`sort_out`), place agents and calls in the tree (`place`), choose the root
-    (`choose_root`), put interactions and child agents in order (`assemble`), and attach
-    what other spans record: tool results, hand-offs, answers, evaluations (`attach`)."""
+def _placement(
+    span: SpanRecord,
+    by_id: dict[str, SpanRecord],
+    agents: Container[str],
+    llm_ids: Container[str] = (),
+) -> _Place:
+    """Where the span sits among the agent spans `agents` (see `_Place`)."""
+    seen = {span.span_id}
+    parent_id = span.parent_id
+    llm_ancestor = None
+    while parent_id and parent_id not in seen:
+        seen.add(parent_id)
+        if parent_id in agents:
+            return parent_id, llm_ancestor, False
+        parent = by_id.get(parent_id)
+        if parent is None:
+            return None, llm_ancestor, True
+        if parent_id in llm_ids and llm_ancestor is None:
+            llm_ancestor = parent_id
+        parent_id = parent.parent_id
+    return None, llm_ancestor, False
 
-    def __init__(self, spans: list[SpanRecord], warnings: list[str], memo: ConversionMemo) -> None:
-        self.readings = classify(spans, memo)
-        # (model calls no row claims, recognised by their shape)
-        _infer_calls.add_shaped_calls(spans, self.readings, memo)
-        # (agents named only in the events their steps return)
-        _infer_turns.add_named_turns(spans, self.readings, memo)
-        # (tool runs on steps, where no row reads a tool span of the trace)
-        _infer_tool_runs.add_shaped_tool_runs(spans, self.readings, memo)
-        layout = self.layout = _agents.layout(spans, self.readings)
-        _infer_agents.settle(layout, self.readings)  # phantom agents, wrapper workflows
-        _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
-        # (an agent's span named after it; a node nested in another node's run)
-        _settle_named_agents.fold_named_twins(layout, self.readings)
-        _settle_named_agents.drop_nested_runs(layout, self.readings)
-        warnings.extend(layout.warnings)  # what agent spans' identities lack
-        self.spans = layout.spans
-        self.seq = {span.span_id: i for i, span in enumerate(self.spans)}
-        self.by_id = layout.by_id
-        self.warnings = warnings
-        self.agents: dict[str, _Agent] = {}  # by span id
-        self.used_ids: set[str] = set()
-        self.llm_ids: set[str] = set()
-        self.readable: list[tuple[SpanRecord, Extraction]] = []
-        self.unreadable: list[str] = []  # warnings, given after those about agents
-        self.tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
-        self.handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
-        self.with_events: list[SpanRecord] = []  # (where evaluation events may be)
-        self.parent_of_agent: dict[str, str | None] = {}
-        self.top_agents: list[str] = []
-        self.orphan_agents: list[str] = []
-        self.loose: list[SpanRecord] = []  # model calls outside every agent
-        self.orphan_calls: list[SpanRecord] = []  # model calls whose parent is missing
-        self.root = _Agent(id=ROOT_AGENT_ID, name=ROOT_AGENT_NAME, span=None)  # (chosen later)
-        self.implicit_root: _Agent | None = None
-        #: (scope, how to get agents) of the first model call whose producer names its
-        #: agents only in recorded content (`Convention.agent_setting`)
-        self.agentless: tuple[str, str] | None = None
-        #: agents no span names as such, found from the calls' structure (`infer_agents`)
-        self.inferred: list[_infer_agents.InferredAgent] = []
 
-    # ----------------------------------------------------------------- 1. sort out
+@dataclass(frozen=True)
+class _Where:
+    """The agent each span belongs to: its nearest agent above, else the root."""
 
-    def sort_out(self) -> bool:
-        """Read every span as what the table says it is; whether the trace holds an agent
-        or a model call."""
-        identities = self.layout.identities
-        named = False  # an agent named by a producer that names them only in content
-        for span in self.spans:
-            if span.events:
-                self.with_events.append(span)
-            identity = identities.get(span.span_id)
-            reading = self.readings.get(span.span_id)
-            if identity is not None:
-                agent = self._add_agent(span, identity)
-                if reading is not None:
-                    agent.tools = reading[1].agent_tools(reading[0], self.warnings)
-                    handoff = reading[1].agent_handoff(reading[0])
-                    if handoff is not None:
-                        self.handoffs.append((span, handoff))
-                    named |= reading[1].agent_setting is not None
-                continue
-            if reading is None:
-                continue
-            view, convention, kind = reading
-            if kind is Kind.MODEL_CALL:
-                self.llm_ids.add(span.span_id)
-                if convention.agent_setting is not None and self.agentless is None:
-                    self.agentless = (span.scope or convention.name, convention.agent_setting)
-                extraction = _interactions.read_call(view, convention, self.unreadable)
-                if extraction is not None:
-                    self.readable.append((span, extraction))
-            elif kind is Kind.TOOL_RUN:
-                run = convention.tool_run(view)
-                if run is not None:
-                    self.tool_runs.append((span, run))
-                    if run.handoff_to:
-                        handoff = _handoffs.Handoff(None, run.handoff_to, span.start_ns)
-                        self.handoffs.append((span, handoff))
-            elif kind is Kind.HANDOFF:
-                found = convention.handoff(view)
-                if found is not None:
-                    self.handoffs.append((span, found))
-        if self.tool_runs and not self.handoffs:
-            self._handoffs_by_arguments()
-        # (the steps on the way to a call that an instrumentation records as calls)
-        steps = _infer_wrappers.empty_steps(self.readable, self.spans)
-        if steps:
-            self.readable = [item for item in self.readable if item[0].span_id not in steps]
-            self.llm_ids -= steps
-        if self.agentless is not None and not named:
-            scope, setting = self.agentless
-            self.unreadable.append(
-                f"{scope} recorded no agent identity: its model calls belong to the agent "
-                f"around them (or the root); {setting}"
-            )
-        return bool(self.agents or self.llm_ids)
-
-    def _handoffs_by_arguments(self) -> None:
-        """In a trace that records no hand-off: a tool run whose arguments name another
-        agent of the trace (`to_agent`, `agent_name`) passed the run to it."""
-        names = {agent.name for agent in self.agents.values()}
-        if not names:
-            return
-        for span, run in self.tool_runs:
-            target = _infer_tool_runs.handoff_target(run.arguments)
-            if target in names and target != self.owner(span).name:
-                self.handoffs.append((span, _handoffs.Handoff(None, target, span.start_ns)))
-
-    def _add_agent(self, span: SpanRecord, identity: tuple[str | None, str]) -> _Agent:
-        declared, name = identity
-        agent_id = declared or span.span_id
-        if agent_id in self.used_ids:
-            self.warnings.append(
-                f"{describe(span)}: agent id {agent_id!r} is used by another agent span; "
-                f"this one is {agent_id}#{span.span_id}"
-            )
-            agent_id = f"{agent_id}#{span.span_id}"
-        self.used_ids.add(agent_id)
-        agent = self.agents[span.span_id] = _Agent(id=agent_id, name=name, span=span)
-        return agent
-
-    def infer_agents(self) -> None:
-        """Add the agents that only the calls' system prompts and the spans around them
-        show (see `_infer_agents`)."""
-        named = _infer_named_agents.infer_named(
-            self.readable,
-            self.by_id,
-            {span_id: agent.name for span_id, agent in self.agents.items()},
-            self.readings,
-        )
-        if named.later_turns:
-            self._join_later_turns(named.later_turns)
-        for agent in named.agents:
-            self._add_agent(self.by_id[agent.span.span_id], agent.identity)
-        pipeline = _infer_pipeline.infer_pipeline(
-            self.readable, self.by_id, self.agents, self.readings
-        )
-        for agent in pipeline:
-            self._add_agent(agent.span, agent.identity)
-        named_agents = named.agents + pipeline
-        self.inferred = named_agents + _infer_agents.infer(
-            self.readable, self.by_id, self.agents, self.readings, self.tool_runs
-        )
-        for agent in self.inferred[len(named_agents) :]:
-            self._add_agent(agent.span, agent.identity)
-
-    def _join_later_turns(self, later_turns: dict[str, str]) -> None:
-        """Re-parent each later turn of an agent under its first turn, which ends when
-        its last turn does (copies of the spans, as `_agents.layout` makes)."""
-        ends: dict[str, int] = {}
-        for later, first in later_turns.items():
-            end = self.by_id[later].end_ns
-            if end is not None:
-                ends[first] = max(ends.get(first, 0), end)
-        self.spans = _records.moved(self.spans, later_turns, ends)
-        self.by_id = self.layout.by_id = {span.span_id: span for span in self.spans}
-
-    # ----------------------------------------------------------------- 2. place
-
-    def placement(self, span: SpanRecord) -> _Place:
-        """Where the span sits (see `_Place`)."""
-        seen = {span.span_id}
-        parent_id = span.parent_id
-        llm_ancestor = None
-        while parent_id and parent_id not in seen:
-            seen.add(parent_id)
-            if parent_id in self.agents:
-                return parent_id, llm_ancestor, False
-            parent = self.by_id.get(parent_id)
-            if parent is None:
-                return None, llm_ancestor, True
-            if parent_id in self.llm_ids and llm_ancestor is None:
-                llm_ancestor = parent_id
-            parent_id = parent.parent_id
-        return None, llm_ancestor, False
+    by_id: dict[str, SpanRecord]
+    agents: dict[str, _Agent]
+    root: _Agent
 
     def owner(self, span: SpanRecord) -> _Agent:
-        """The agent a span belongs to: its nearest agent ancestor, else the root."""
-        agent_span_id = self.placement(span)[0]
+        agent_span_id = _placement(span, self.by_id, self.agents)[0]
         return self.agents[agent_span_id] if agent_span_id is not None else self.root
 
-    def place(self) -> list[tuple[_merge.Call, str | None]]:
-        """Each agent's parent agent, and each model call (its records grouped) with the
-        span id of the agent it belongs to (None: outside every agent)."""
-        agent_places = {
-            span_id: self.placement(agent.span)
-            for span_id, agent in self.agents.items()
-            if agent.span
-        }
-        self.parent_of_agent = {span_id: place[0] for span_id, place in agent_places.items()}
-        _break_cycles(self.parent_of_agent, self.agents, self.seq, self.warnings)
-        self.top_agents = [s for s, parent in self.parent_of_agent.items() if parent is None]
-        # Top agents whose parent span is missing from the input (as opposed to real roots).
-        self.orphan_agents = [s for s in self.top_agents if agent_places[s][2]]
-        # (calls recorded without messages, in agent turns recorded with them)
-        turns = self.agents.keys() | self.layout.later_turns
-        _infer_turn_content.fill_from_turns(self.readable, self.by_id, turns)
-        # (a streamed call's response recorded apart from its request: one call)
-        _infer_responses.mark_responses_apart(self.readable)
-        places = {span.span_id: self.placement(span) for span, _ in self.readable}
-        self.warnings.extend(self.unreadable)
-        placed: list[tuple[_merge.Call, str | None]] = []
-        for call in _merge.group_calls(self.readable, lambda span: places[span.span_id][1]):
-            agent_span_id, _, broken = places[call.span.span_id]
-            placed.append((call, agent_span_id))
-            if agent_span_id is None:
-                (self.orphan_calls if broken else self.loose).append(call.span)
-            for inner, outer in call.doubled:
-                self.warnings.append(
-                    f"{describe(inner)}: nested in model-call span {outer.span_id} of the "
-                    f"same instrumentation ({inner.scope}), which wrapped the client twice; "
-                    "read as one call"
-                )
-        return placed
 
-    # ----------------------------------------------------------------- 3. choose the root
+# --------------------------------------------------------------------- 0. lay out
 
-    def choose_root(self) -> None:
-        """The one real root agent, or (several top agents, or model calls outside every
-        agent) an implicit root agent holding them. Spans whose parent is missing attach
-        to the root; a lone agent whose parent is missing is the root itself (the spans of
-        one agent's subtree, as `AgentTracer.trace` reads them)."""
-        agents, orphans = self.agents, self.orphan_agents
-        real_roots = [span_id for span_id in self.top_agents if span_id not in orphans]
-        if not self.loose and len(real_roots) == 1:
-            self.root = agents[real_roots[0]]
-        elif not self.loose and not real_roots and not self.orphan_calls and len(orphans) == 1:
-            self.root = agents[orphans[0]]
-        else:
-            root_id = ROOT_AGENT_ID
-            while root_id in self.used_ids:
-                root_id = "_" + root_id
-            self.root = self.implicit_root = _Agent(id=root_id, name=ROOT_AGENT_NAME, span=None)
-        for span_id in self.top_agents:
-            if agents[span_id] is not self.root:
-                if span_id in orphans and self.implicit_root is None:
-                    self.warnings.append(
-                        f"{describe(self.by_id[span_id])}: its parent span is missing; "
-                        "attached to the root agent"
-                    )
-                self.root.items.append((self.seq[span_id], agents[span_id].id))
-        if self.orphan_calls and self.implicit_root is None:
-            self.warnings.append(
-                f"{len(self.orphan_calls)} model-call spans whose parent span is missing; "
-                "attached to the root agent"
-            )
 
-    # ----------------------------------------------------------------- 4. assemble
+def _lay_out(spans: list[SpanRecord], memo: ConversionMemo, warnings: list[str]) -> _LaidOut:
+    """Read each span through the table, with what the phases that need no row add, and
+    settle which spans are agents."""
+    readings = classify(spans, memo)
+    # (model calls no row claims, recognised by their shape)
+    _infer_calls.add_shaped_calls(spans, readings, memo)
+    # (agents named only in the events their steps return)
+    _infer_turns.add_named_turns(spans, readings, memo)
+    # (tool runs on steps, where no row reads a tool span of the trace)
+    _infer_tool_runs.add_shaped_tool_runs(spans, readings, memo)
+    layout = _agents.layout(spans, readings)
+    _infer_agents.settle(layout, readings)  # phantom agents, wrapper workflows
+    _settle_named_agents.name_agents_by_attribute(layout)  # (not by the span's name)
+    # (an agent's span named after it; a node nested in another node's run)
+    _settle_named_agents.fold_named_twins(layout, readings)
+    _settle_named_agents.drop_nested_runs(layout, readings)
+    warnings.extend(layout.warnings)  # what agent spans' identities lack
+    seq = {span.span_id: i for i, span in enumerate(layout.spans)}
+    return _LaidOut(readings, layout, layout.spans, layout.by_id, seq)
 
-    def assemble(self, placed: list[tuple[_merge.Call, str | None]]) -> None:
-        """Child agents and interactions into their agents, in start order; tool call ids
-        joined across the trace; tool results from tool spans."""
-        for span_id, parent in self.parent_of_agent.items():
-            if parent is not None:
-                self.agents[parent].items.append((self.seq[span_id], self.agents[span_id].id))
-        aliases: dict[str, str] = {}
-        for call, agent_span_id in placed:
-            interaction = _interactions.interaction(call, self.warnings, aliases)
-            owner = self.agents[agent_span_id] if agent_span_id is not None else self.root
-            owner.items.append((self.seq[call.span.span_id], interaction))
-        for agent in self.all_agents():
-            agent.items.sort(key=_first)
-            if agent.tools is not None:
-                _offer_agent_tools(agent)
-        join_tool_ids(((i for _, i in a.items) for a in self.all_agents()), aliases)
-        self._supply_tool_results()
 
-    def all_agents(self) -> list[_Agent]:
-        implicit = [self.implicit_root] if self.implicit_root is not None else []
-        return implicit + list(self.agents.values())
+# --------------------------------------------------------------------- 1. sort out
 
-    def _supply_tool_results(self) -> None:
-        """Complete each agent's tool results from its tool spans (see `_tools`)."""
-        runs: dict[int, list[tuple[SpanRecord, _tools.ToolRun]]] = {}
-        for span, run in self.tool_runs:
-            runs.setdefault(id(self.owner(span)), []).append((span, run))
-        if not runs:
-            return
-        for owner in self.all_agents():
-            owned = runs.get(id(owner))
-            if owned:  # (`supply_results` does nothing without runs)
-                interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
-                _tools.supply_results(interactions, [run for _, run in owned])
-                # (runs no recorded call claimed: calls recorded only on their tool spans)
-                _infer_unrecorded_calls.join_unrecorded_calls(
-                    interactions, [run for _, run in owned]
-                )
-                # (runs no recorded call claimed: calls written in the model's text)
-                _infer_tool_calls.join_text_calls(
-                    interactions, [(span.span_id, span.start_ns, run) for span, run in owned]
-                )
-                _interactions.drop_answered_warnings(interactions, self.warnings)
 
-    # ----------------------------------------------------------------- 5. attach
-
-    def attach(self) -> MultiAgentTrace:
-        """The agent instances, depth first from the root, with their hand-offs, answers
-        and evaluations, as one trace."""
-        instances = self._instances()
-        _record_handoffs(self, instances)
-        _answers.fill_answers(instances, self.root.id, self._recorded_answers(instances))
-        if self.inferred:
-            _infer_agents.answer_tool_calls(
-                self.inferred,
-                {span_id: agent.id for span_id, agent in self.agents.items()},
-                instances,
-                self._parent_agent_id,
-            )
-        _infer_tool_calls.join_agent_calls(instances)  # (managed agents run from code)
-        _place_evaluations(self, instances)
-        # Built without validation: the converter guarantees what `MultiAgentTrace` checks
-        # (the root is an instance, each key is its instance's id, every child id is an
-        # instance: `instances` holds the tree walked from the root; no cycle: cut above).
-        return build(
-            MultiAgentTrace,
-            {
-                "root_agent_instance_id": self.root.id,
-                "agent_instance_by_id": instances,
-                "warnings": self.warnings,
-                "trace_id": self.spans[0].trace_id if self.spans else None,
-            },
+def _sort_out(laid_out: _LaidOut, agents: _Agents, warnings: list[str]) -> _Found | None:
+    """Read every span as what the table says it is (agents into `agents`); None when the
+    trace holds no agent and no model call."""
+    identities = laid_out.layout.identities
+    readings = laid_out.readings
+    llm_ids: set[str] = set()
+    readable: list[tuple[SpanRecord, Extraction]] = []
+    unreadable: list[str] = []
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]] = []
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]] = []
+    with_events: list[SpanRecord] = []
+    #: (scope, how to get agents) of the first model call whose producer names its agents
+    #: only in recorded content (`Convention.agent_setting`)
+    agentless: tuple[str, str] | None = None
+    named = False  # an agent named by a producer that names them only in content
+    for span in laid_out.spans:
+        if span.events:
+            with_events.append(span)
+        identity = identities.get(span.span_id)
+        reading = readings.get(span.span_id)
+        if identity is not None:
+            agent = agents.add(span, identity)
+            if reading is not None:
+                agent.tools = reading[1].agent_tools(reading[0], warnings)
+                handoff = reading[1].agent_handoff(reading[0])
+                if handoff is not None:
+                    handoffs.append((span, handoff))
+                named |= reading[1].agent_setting is not None
+            continue
+        if reading is None:
+            continue
+        view, convention, kind = reading
+        if kind is Kind.MODEL_CALL:
+            llm_ids.add(span.span_id)
+            if convention.agent_setting is not None and agentless is None:
+                agentless = (span.scope or convention.name, convention.agent_setting)
+            extraction = _interactions.read_call(view, convention, unreadable)
+            if extraction is not None:
+                readable.append((span, extraction))
+        elif kind is Kind.TOOL_RUN:
+            run = convention.tool_run(view)
+            if run is not None:
+                tool_runs.append((span, run))
+                if run.handoff_to:
+                    handoffs.append((span, _handoffs.Handoff(None, run.handoff_to, span.start_ns)))
+        elif kind is Kind.HANDOFF:
+            found = convention.handoff(view)
+            if found is not None:
+                handoffs.append((span, found))
+    if tool_runs and not handoffs:
+        handoffs = _handoffs_by_arguments(laid_out, agents, tool_runs)
+    # (the steps on the way to a call that an instrumentation records as calls)
+    steps = _infer_wrappers.empty_steps(readable, laid_out.spans)
+    if steps:
+        readable = [item for item in readable if item[0].span_id not in steps]
+        llm_ids -= steps
+    if agentless is not None and not named:
+        scope, setting = agentless
+        unreadable.append(
+            f"{scope} recorded no agent identity: its model calls belong to the agent "
+            f"around them (or the root); {setting}"
         )
+    if not agents.by_span and not llm_ids:
+        return None
+    return _Found(frozenset(llm_ids), readable, unreadable, tool_runs, handoffs, with_events)
 
-    def _parent_agent_id(self, span_id: str) -> str:
-        parent = self.parent_of_agent.get(span_id)
-        return self.agents[parent].id if parent is not None else self.root.id
 
-    def _instances(self) -> dict[str, AgentInstance]:
-        by_agent_id = {agent.id: agent for agent in self.all_agents()}
-        instances: dict[str, AgentInstance] = {}
-        stack = [self.root.id]
-        while stack:  # depth first from the root, so the dict reads like the tree
-            agent = by_agent_id[stack.pop()]
-            if agent.id in instances:
-                continue
-            instances[agent.id] = build(
-                AgentInstance,
-                {
-                    "id": agent.id,
-                    "name": agent.name,
-                    "interactions": [item for _, item in agent.items],
-                    "output": None,
-                    "handoff": None,
-                    "span_id": agent.span.span_id if agent.span is not None else None,
-                    "evaluations": None,
-                },
-                _AGENT_GIVEN,
+def _handoffs_by_arguments(
+    laid_out: _LaidOut, agents: _Agents, tool_runs: list[tuple[SpanRecord, _tools.ToolRun]]
+) -> list[tuple[SpanRecord, _handoffs.Handoff]]:
+    """In a trace that records no hand-off: a tool run whose arguments name another agent
+    of the trace (`to_agent`, `agent_name`) passed the run to it."""
+    names = {agent.name for agent in agents.by_span.values()}
+    if not names:
+        return []
+    # (the root is not chosen yet: a run outside every agent is the root's, by its name)
+    unchosen = _Agent(id=ROOT_AGENT_ID, name=ROOT_AGENT_NAME, span=None)
+    where = _Where(laid_out.by_id, agents.by_span, unchosen)
+    found = []
+    for span, run in tool_runs:
+        target = _infer_tool_runs.handoff_target(run.arguments)
+        if target in names and target != where.owner(span).name:
+            found.append((span, _handoffs.Handoff(None, target, span.start_ns)))
+    return found
+
+
+# --------------------------------------------------------------------- 2. infer agents
+
+
+def _infer_agents_of(
+    laid_out: _LaidOut, found: _Found, agents: _Agents
+) -> tuple[_LaidOut, list[_infer_agents.InferredAgent]]:
+    """Add the agents that only the calls' system prompts and the spans around them show
+    (see `_infer_agents`); the spans with later turns moved under their first, and the
+    agents found from the calls' structure."""
+    readable, readings = found.readable, laid_out.readings
+    named = _infer_named_agents.infer_named(
+        readable,
+        laid_out.by_id,
+        {span_id: agent.name for span_id, agent in agents.by_span.items()},
+        readings,
+    )
+    if named.later_turns:
+        laid_out = _join_later_turns(laid_out, named.later_turns)
+    by_id = laid_out.by_id
+    for agent in named.agents:
+        agents.add(by_id[agent.span.span_id], agent.identity)
+    pipeline = _infer_pipeline.infer_pipeline(readable, by_id, agents.by_span, readings)
+    for agent in pipeline:
+        agents.add(agent.span, agent.identity)
+    named_agents = named.agents + pipeline
+    structural = _infer_agents.infer(readable, by_id, agents.by_span, readings, found.tool_runs)
+    for agent in structural:
+        agents.add(agent.span, agent.identity)
+    return laid_out, named_agents + structural
+
+
+def _join_later_turns(laid_out: _LaidOut, later_turns: dict[str, str]) -> _LaidOut:
+    """Re-parent each later turn of an agent under its first turn, which ends when its
+    last turn does (copies of the spans, as `_agents.layout` makes)."""
+    ends: dict[str, int] = {}
+    for later, first in later_turns.items():
+        end = laid_out.by_id[later].end_ns
+        if end is not None:
+            ends[first] = max(ends.get(first, 0), end)
+    spans = _records.moved(laid_out.spans, later_turns, ends)
+    by_id = laid_out.layout.by_id = {span.span_id: span for span in spans}
+    return dataclasses.replace(laid_out, spans=spans, by_id=by_id)
+
+
+# --------------------------------------------------------------------- 3. place
+
+
+def _place(laid_out: _LaidOut, found: _Found, agents: _Agents, warnings: list[str]) -> _Placed:
+    """Each agent's parent agent, and each model call (its records grouped) with the span
+    id of the agent it belongs to (None: outside every agent)."""
+    by_span, by_id, llm_ids = agents.by_span, laid_out.by_id, found.llm_ids
+    agent_places = {
+        span_id: _placement(agent.span, by_id, by_span, llm_ids)
+        for span_id, agent in by_span.items()
+        if agent.span
+    }
+    parent_of_agent = {span_id: place[0] for span_id, place in agent_places.items()}
+    _break_cycles(parent_of_agent, by_span, laid_out.seq, warnings)
+    top_agents = [s for s, parent in parent_of_agent.items() if parent is None]
+    orphan_agents = [s for s in top_agents if agent_places[s][2]]
+    readable = found.readable
+    # (calls recorded without messages, in agent turns recorded with them)
+    turns = by_span.keys() | laid_out.layout.later_turns
+    _infer_turn_content.fill_from_turns(readable, by_id, turns)
+    # (a streamed call's response recorded apart from its request: one call)
+    _infer_responses.mark_responses_apart(readable)
+    places = {span.span_id: _placement(span, by_id, by_span, llm_ids) for span, _ in readable}
+    warnings.extend(found.unreadable)
+    calls: list[tuple[_merge.Call, str | None]] = []
+    loose: list[SpanRecord] = []
+    orphan_calls: list[SpanRecord] = []
+    for call in _merge.group_calls(readable, lambda span: places[span.span_id][1]):
+        agent_span_id, _, broken = places[call.span.span_id]
+        calls.append((call, agent_span_id))
+        if agent_span_id is None:
+            (orphan_calls if broken else loose).append(call.span)
+        for inner, outer in call.doubled:
+            warnings.append(
+                f"{describe(inner)}: nested in model-call span {outer.span_id} of the "
+                f"same instrumentation ({inner.scope}), which wrapped the client twice; "
+                "read as one call"
             )
-            stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
-        return instances
+    return _Placed(parent_of_agent, top_agents, orphan_agents, loose, orphan_calls, calls)
 
-    def _recorded_answers(self, instances: dict[str, AgentInstance]) -> dict[str, str]:
-        """Each agent's answer as its own spans record it (or its last tool result, for
-        an agent that ended on a tool)."""
-        recorded = {}
-        for span_id, agent in self.agents.items():
-            for record in self.layout.output_spans.get(span_id, []):
-                text = _answers.recorded_output(record)
-                if text is not None:
-                    recorded[agent.id] = text
-                    break
-            instance = instances.get(agent.id)
-            if agent.id not in recorded and instance is not None and agent.span is not None:
-                text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
-                if text is not None:
-                    recorded[agent.id] = text
-        for agent in self.all_agents():  # (the implicit root too)
-            instance = instances.get(agent.id)
-            if agent.id in recorded or instance is None:
-                continue
-            last = next((i for i in reversed(instance.llm_interactions) if i.output_text), None)
-            if last is not None and last.span_id is not None:
-                steps = self._steps_above(last.span_id, agent)
-                text = _answers.field_answer(last.output_text, steps)
-                if text is not None:
-                    recorded[agent.id] = text
-        return recorded
 
-    def _steps_above(self, span_id: str, agent: _Agent) -> Iterator[SpanRecord]:
-        """The spans enclosing `span_id` below `agent`'s own span, nearest first (up to
-        the trace's root for an agent without a span); none past another agent's span."""
-        record = self.by_id.get(span_id)
-        stop = agent.span.span_id if agent.span is not None else None
-        seen = {span_id}
-        while record is not None and record.parent_id and record.parent_id not in seen:
-            parent_id = record.parent_id
-            if parent_id == stop or parent_id in self.agents:
-                return
-            seen.add(parent_id)
-            record = self.by_id.get(parent_id)
-            if record is not None:
-                yield record
+# --------------------------------------------------------------------- 4. choose the root
+
+
+def _choose_root(
+    laid_out: _LaidOut, placed: _Placed, agents: _Agents, warnings: list[str]
+) -> _Root:
+    """The one real root agent, or (several top agents, or model calls outside every
+    agent) an implicit root agent holding them. Spans whose parent is missing attach to
+    the root; a lone agent whose parent is missing is the root itself (the spans of one
+    agent's subtree, as `AgentTracer.trace` reads them)."""
+    by_span, orphans = agents.by_span, placed.orphan_agents
+    real_roots = [span_id for span_id in placed.top_agents if span_id not in orphans]
+    implicit = None
+    if not placed.loose and len(real_roots) == 1:
+        root = by_span[real_roots[0]]
+    elif not placed.loose and not real_roots and not placed.orphan_calls and len(orphans) == 1:
+        root = by_span[orphans[0]]
+    else:
+        root_id = ROOT_AGENT_ID
+        while root_id in agents.used_ids:
+            root_id = "_" + root_id
+        root = implicit = _Agent(id=root_id, name=ROOT_AGENT_NAME, span=None)
+    for span_id in placed.top_agents:
+        if by_span[span_id] is not root:
+            if span_id in orphans and implicit is None:
+                warnings.append(
+                    f"{describe(laid_out.by_id[span_id])}: its parent span is missing; "
+                    "attached to the root agent"
+                )
+            root.items.append((laid_out.seq[span_id], by_span[span_id].id))
+    if placed.orphan_calls and implicit is None:
+        warnings.append(
+            f"{len(placed.orphan_calls)} model-call spans whose parent span is missing; "
+            "attached to the root agent"
+        )
+    return _Root(root, implicit)
+
+
+def _every_agent(agents: _Agents, root: _Root) -> list[_Agent]:
+    implicit = [root.implicit] if root.implicit is not None else []
+    return implicit + list(agents.by_span.values())
+
+
+# --------------------------------------------------------------------- 5. assemble
+
+
+def _assemble(
+    laid_out: _LaidOut,
+    found: _Found,
+    placed: _Placed,
+    root: _Root,
+    agents: _Agents,
+    where: _Where,
+    warnings: list[str],
+) -> None:
+    """Child agents and interactions into their agents, in start order; tool call ids
+    joined across the trace; tool results from tool spans."""
+    by_span, seq = agents.by_span, laid_out.seq
+    for span_id, parent in placed.parent_of_agent.items():
+        if parent is not None:
+            by_span[parent].items.append((seq[span_id], by_span[span_id].id))
+    aliases: dict[str, str] = {}
+    for call, agent_span_id in placed.calls:
+        interaction = _interactions.interaction(call, warnings, aliases)
+        owner = by_span[agent_span_id] if agent_span_id is not None else root.agent
+        owner.items.append((seq[call.span.span_id], interaction))
+    every = _every_agent(agents, root)
+    for agent in every:
+        agent.items.sort(key=_first)
+        if agent.tools is not None:
+            _offer_agent_tools(agent)
+    join_tool_ids(((item for _, item in agent.items) for agent in every), aliases)
+    _supply_tool_results(found.tool_runs, every, where, warnings)
+
+
+def _supply_tool_results(
+    tool_runs: list[tuple[SpanRecord, _tools.ToolRun]],
+    every: list[_Agent],
+    where: _Where,
+    warnings: list[str],
+) -> None:
+    """Complete each agent's tool results from its tool spans (see `_tools`)."""
+    runs: dict[int, list[tuple[SpanRecord, _tools.ToolRun]]] = {}
+    for span, run in tool_runs:
+        runs.setdefault(id(where.owner(span)), []).append((span, run))
+    if not runs:
+        return
+    for owner in every:
+        owned = runs.get(id(owner))
+        if owned:  # (`supply_results` does nothing without runs)
+            interactions = [i for _, i in owner.items if isinstance(i, LLMInteraction)]
+            _tools.supply_results(interactions, [run for _, run in owned])
+            # (runs no recorded call claimed: calls recorded only on their tool spans)
+            _infer_unrecorded_calls.join_unrecorded_calls(interactions, [run for _, run in owned])
+            # (runs no recorded call claimed: calls written in the model's text)
+            _infer_tool_calls.join_text_calls(
+                interactions, [(span.span_id, span.start_ns, run) for span, run in owned]
+            )
+            _interactions.drop_answered_warnings(interactions, warnings)
+
+
+# --------------------------------------------------------------------- 6. attach
+
+
+def _attach(
+    laid_out: _LaidOut,
+    found: _Found,
+    placed: _Placed,
+    root: _Root,
+    agents: _Agents,
+    inferred: list[_infer_agents.InferredAgent],
+    where: _Where,
+    warnings: list[str],
+) -> MultiAgentTrace:
+    """The agent instances, depth first from the root, with their hand-offs, answers and
+    evaluations, as one trace."""
+    every = _every_agent(agents, root)
+    instances = _instances(root.agent, every)
+    _record_handoffs(found.handoffs, agents.by_span, placed.parent_of_agent, where, instances)
+    recorded = _recorded_answers(laid_out, agents.by_span, every, instances)
+    _answers.fill_answers(instances, root.agent.id, recorded)
+    if inferred:
+        parent_of_agent, by_span = placed.parent_of_agent, agents.by_span
+
+        def parent_agent_id(span_id: str) -> str:
+            parent = parent_of_agent.get(span_id)
+            return by_span[parent].id if parent is not None else root.agent.id
+
+        _infer_agents.answer_tool_calls(
+            inferred,
+            {span_id: agent.id for span_id, agent in by_span.items()},
+            instances,
+            parent_agent_id,
+        )
+    _infer_tool_calls.join_agent_calls(instances)  # (managed agents run from code)
+    _place_evaluations(found.with_events, agents.by_span, where, instances, warnings)
+    # Built without validation: the converter guarantees what `MultiAgentTrace` checks
+    # (the root is an instance, each key is its instance's id, every child id is an
+    # instance: `instances` holds the tree walked from the root; no cycle: cut above).
+    return build(
+        MultiAgentTrace,
+        {
+            "root_agent_instance_id": root.agent.id,
+            "agent_instance_by_id": instances,
+            "warnings": warnings,
+            "trace_id": laid_out.spans[0].trace_id if laid_out.spans else None,
+        },
+    )
+
+
+def _instances(root: _Agent, every: list[_Agent]) -> dict[str, AgentInstance]:
+    by_agent_id = {agent.id: agent for agent in every}
+    instances: dict[str, AgentInstance] = {}
+    stack = [root.id]
+    while stack:  # depth first from the root, so the dict reads like the tree
+        agent = by_agent_id[stack.pop()]
+        if agent.id in instances:
+            continue
+        instances[agent.id] = build(
+            AgentInstance,
+            {
+                "id": agent.id,
+                "name": agent.name,
+                "interactions": [item for _, item in agent.items],
+                "output": None,
+                "handoff": None,
+                "span_id": agent.span.span_id if agent.span is not None else None,
+                "evaluations": None,
+            },
+            _AGENT_GIVEN,
+        )
+        stack.extend(reversed([i for _, i in agent.items if isinstance(i, str)]))
+    return instances
+
+
+def _recorded_answers(
+    laid_out: _LaidOut,
+    by_span: dict[str, _Agent],
+    every: list[_Agent],
+    instances: dict[str, AgentInstance],
+) -> dict[str, str]:
+    """Each agent's answer as its own spans record it (or its last tool result, for an
+    agent that ended on a tool)."""
+    recorded = {}
+    output_spans = laid_out.layout.output_spans
+    for span_id, agent in by_span.items():
+        for record in output_spans.get(span_id, []):
+            text = _answers.recorded_output(record)
+            if text is not None:
+                recorded[agent.id] = text
+                break
+        instance = instances.get(agent.id)
+        if agent.id not in recorded and instance is not None and agent.span is not None:
+            text = _answers.tool_answer(instance, failed=agent.span.status == STATUS_ERROR)
+            if text is not None:
+                recorded[agent.id] = text
+    for agent in every:  # (the implicit root too)
+        instance = instances.get(agent.id)
+        if agent.id in recorded or instance is None:
+            continue
+        last = next((i for i in reversed(instance.llm_interactions) if i.output_text), None)
+        if last is not None and last.span_id is not None:
+            steps = _steps_above(laid_out.by_id, by_span, last.span_id, agent)
+            text = _answers.field_answer(last.output_text, steps)
+            if text is not None:
+                recorded[agent.id] = text
+    return recorded
+
+
+def _steps_above(
+    by_id: dict[str, SpanRecord], agent_spans: Container[str], span_id: str, agent: _Agent
+) -> Iterator[SpanRecord]:
+    """The spans enclosing `span_id` below `agent`'s own span, nearest first (up to the
+    trace's root for an agent without a span); none past another agent's span."""
+    record = by_id.get(span_id)
+    stop = agent.span.span_id if agent.span is not None else None
+    seen = {span_id}
+    while record is not None and record.parent_id and record.parent_id not in seen:
+        parent_id = record.parent_id
+        if parent_id == stop or parent_id in agent_spans:
+            return
+        seen.add(parent_id)
+        record = by_id.get(parent_id)
+        if record is not None:
+            yield record
 
 
 def _offer_agent_tools(agent: _Agent) -> None:
@@ -651,17 +798,23 @@ def _offer_agent_tools(agent: _Agent) -> None:
             item.tools_available = list(agent.tools or [])
 
 
-def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
+def _place_evaluations(
+    with_events: list[SpanRecord],
+    by_span: dict[str, _Agent],
+    where: _Where,
+    instances: dict[str, AgentInstance],
+    warnings: list[str],
+) -> None:
     """Put every evaluation event of the trace's spans that have events (in start order)
     on the agent it judges (see `_evaluations`): the instance the event names, else the
     agent whose span carries it, else the nearest agent above that span."""
-    for span in trace.with_events:
+    for span in with_events:
         for event in span.events:
             if not _evaluations.is_evaluation(event):
                 continue
             result = _evaluations.recorded_evaluation(event)
             if result is None:
-                trace.warnings.append(
+                warnings.append(
                     f"{describe(span)}: an evaluation event without "
                     f"{semconv.GEN_AI_EVALUATION_NAME}; skipped"
                 )
@@ -669,10 +822,10 @@ def _place_evaluations(trace: _TraceBuild, instances: dict[str, AgentInstance]) 
             named = _evaluations.judged_instance(event)
             if named in instances:
                 owner = instances[named]
-            elif span.span_id in trace.agents:
-                owner = instances[trace.agents[span.span_id].id]
+            elif span.span_id in by_span:
+                owner = instances[by_span[span.span_id].id]
             else:
-                owner = instances[trace.owner(span).id]
+                owner = instances[where.owner(span).id]
             owner.evaluations = [*(owner.evaluations or []), result]
 
 
@@ -701,12 +854,17 @@ def _break_cycles(
         )
 
 
-def _record_handoffs(trace: _TraceBuild, instances: dict[str, AgentInstance]) -> None:
+def _record_handoffs(
+    handoffs: list[tuple[SpanRecord, _handoffs.Handoff]],
+    agents: dict[str, _Agent],
+    parent_of_agent: dict[str, str | None],
+    where: _Where,
+    instances: dict[str, AgentInstance],
+) -> None:
     """Set `AgentInstance.handoff` from the trace's hand-off spans (see `_handoffs`), given
     with what each records, in start order."""
-    agents, parent_of_agent = trace.agents, trace.parent_of_agent
-    for span, found in trace.handoffs:
-        owner = trace.owner(span)
+    for span, found in handoffs:
+        owner = where.owner(span)
         if found.from_agent and owner.name != found.from_agent:
             named = [a for a in agents.values() if a.name == found.from_agent and a.span]
             covering = [a for a in named if _started_before(a.span, found.start_ns)]
