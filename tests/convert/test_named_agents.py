@@ -249,6 +249,23 @@ def test_openlit_traced_functions_name_their_agents_without_its_row() -> None:
     ]
 
 
+def test_messages_written_as_text_are_read_without_the_producers_row() -> None:
+    """OpenLIT's Together instrumentation writes `gen_ai.input.messages` as `role: text`
+    lines and `gen_ai.output.messages` as the answer's text. Before: without its row the
+    GenAI reading skipped both ("not JSON"), so no agent had an answer. After: the lines
+    are the conversation and the text the answer, as the row reads them."""
+    name = "openlit_together"
+    assert lost(conventions.OPENLIT, name) == []
+    trace = without(conventions.OPENLIT, name)
+    researcher = next(a for a in trace.iter_agents() if a.name == "researcher")
+    call = researcher.llm_interactions[0]
+    assert [(m.role, m.content) for m in call.input_messages] == [
+        ("system", "You research facts."),
+        ("user", "What is the weather in Paris?"),
+    ]
+    assert call.output_text == "Paris is sunny today."
+
+
 @pytest.mark.parametrize(
     ("name", "given"),
     [

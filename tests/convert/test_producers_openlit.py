@@ -17,7 +17,8 @@ from tracejudge.convert._otlp import decode
 from tracejudge.convert._records import EventRecord
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import Kind, classify
-from tracejudge.convert.conventions.openlit import OPENLIT, _role_lines
+from tracejudge.convert.conventions.formats.genai_semconv import role_lines
+from tracejudge.convert.conventions.openlit import OPENLIT
 
 
 def _records(name: str) -> list[SpanRecord]:
@@ -80,12 +81,12 @@ def test_the_prompt_and_completion_events_alone_are_read_the_same() -> None:
 
 def test_role_lines_continue_a_message_over_several_lines() -> None:
     text = "system: Be brief.\nuser: Two lines:\nfirst\nsecond\nchatbot: ok"
-    assert _role_lines(text) == [
+    assert role_lines(text) == [
         ("system", "Be brief."),
         ("user", "Two lines:\nfirst\nsecond"),
         ("assistant", "ok"),
     ]
-    assert _role_lines("no role here") == [("user", "no role here")]
+    assert role_lines("no role here") == [("user", "no role here")]
 
 
 def test_a_first_tool_call_on_a_role_text_span_is_its_call() -> None:

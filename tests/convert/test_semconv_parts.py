@@ -78,10 +78,26 @@ def test_the_messages_instrumentations_write_take_the_shortcut(role: str, parts:
 
 
 def test_an_unreadable_message_list_warns_naming_the_span_and_key() -> None:
-    attrs = {semconv.GEN_AI_INPUT_MESSAGES: '[{"role": "user"', semconv.GEN_AI_OUTPUT_MESSAGES: "5"}
+    attrs = {semconv.GEN_AI_INPUT_MESSAGES: '[{"role": "user"', semconv.GEN_AI_OUTPUT_MESSAGES: 5}
     extraction = genai_semconv.extract(_span(attrs))
     assert extraction.warnings == [
         f"span 'chat' (s) {semconv.GEN_AI_INPUT_MESSAGES}: not JSON "
         "(Expecting ',' delimiter at 16); skipped",
         f"span 'chat' (s) {semconv.GEN_AI_OUTPUT_MESSAGES}: expected a list of messages; skipped",
     ]
+
+
+def test_a_message_list_written_as_text_is_its_messages() -> None:
+    """Not JSON at all (no `[` or `{`): the input's `role: text` lines, the output's text
+    as the answer, with no warning (OpenLIT's plain-text instrumentations write these)."""
+    attrs = {
+        semconv.GEN_AI_INPUT_MESSAGES: "system: Be brief.\nuser: Add 2 and 3.\nShow the sum.",
+        semconv.GEN_AI_OUTPUT_MESSAGES: "5",
+    }
+    extraction = genai_semconv.extract(_span(attrs))
+    assert extraction.warnings == []
+    assert [(m.role, m.content) for m in extraction.inputs] == [
+        ("system", "Be brief."),
+        ("user", "Add 2 and 3.\nShow the sum."),
+    ]
+    assert [m.content for m in extraction.outputs] == ["5"]

@@ -26,7 +26,6 @@ Content is recorded unless `openlit.init(capture_message_content=False)` (or
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from tracejudge import semconv
@@ -46,13 +45,6 @@ from tracejudge.convert.conventions.genai import LLM_OPERATIONS
 __all__ = ["OPENLIT", "OpenLIT"]
 
 _INSTRUMENTATION_SCOPE = semconv.OPENLIT_SCOPE + "."
-#: A line that starts a message in OpenLIT's `role: text` prompt (roles as the providers'
-#: clients name them: Cohere's `chatbot` is the assistant).
-_ROLE_LINE = re.compile(
-    r"(system|user|assistant|tool|developer|function|model|chatbot|human|ai): ?(.*)",
-    re.IGNORECASE | re.DOTALL,
-)
-_ROLES = {"chatbot": "assistant", "ai": "assistant", "human": "user"}
 _PROMPT_KEYS = (semconv.GEN_AI_INPUT_MESSAGES, semconv.GEN_AI_PROMPT)
 _COMPLETION_KEYS = (semconv.GEN_AI_OUTPUT_MESSAGES, semconv.GEN_AI_COMPLETION)
 
@@ -114,7 +106,7 @@ def _first_text(span: SpanView, event_name: str, keys: tuple[str, ...]) -> Any:
 
 def _is_lines(value: Any) -> bool:
     """Whether a recorded prompt or completion is plain text (not GenAI JSON)."""
-    return isinstance(value, str) and not value.lstrip().startswith(("[", "{"))
+    return isinstance(value, str) and genai_semconv.is_text(value)
 
 
 def _from_lines(span: SpanView, prompt: Any, completion: Any) -> Extraction:
@@ -122,7 +114,7 @@ def _from_lines(span: SpanView, prompt: Any, completion: Any) -> Extraction:
     model_and_usage(span.attributes, extraction)
     extraction.has_content = prompt is not None or completion is not None
     if isinstance(prompt, str):
-        for role, text in _role_lines(prompt):
+        for role, text in genai_semconv.role_lines(prompt):
             extraction.inputs.extend(message_inputs(role, [text], [], []))
     attrs = span.attributes
     calls = []
@@ -135,24 +127,6 @@ def _from_lines(span: SpanView, prompt: Any, completion: Any) -> Extraction:
         reasons = finish_reasons(attrs.get(semconv.GEN_AI_RESPONSE_FINISH_REASONS))
         extraction.add_choice(texts, calls, finish=reasons[0] if reasons else None)
     return extraction
-
-
-def _role_lines(text: str) -> list[tuple[str, str]]:
-    """OpenLIT's `role: text` prompt as (role, text) messages: a line that starts with a
-    role begins a message, other lines continue the one before (a prompt that starts
-    with no role is one user message)."""
-    messages: list[tuple[str, str]] = []
-    for line in text.split("\n"):
-        found = _ROLE_LINE.fullmatch(line)
-        if found is not None:
-            role = found.group(1).lower()
-            messages.append((_ROLES.get(role, role), found.group(2)))
-        elif messages:
-            role, before = messages[-1]
-            messages[-1] = (role, f"{before}\n{line}")
-        else:
-            messages.append(("user", line))
-    return messages
 
 
 OPENLIT = OpenLIT()

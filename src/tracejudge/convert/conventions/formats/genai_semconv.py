@@ -21,6 +21,7 @@ Read, in this order of preference:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -56,7 +57,7 @@ from tracejudge.convert._records import EventRecord, SpanRecord, describe
 from tracejudge.convert._view import SpanView, view_of
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolDefinition, LLMToolResponse
 
-__all__ = ["extract", "has_content", "model_and_usage"]
+__all__ = ["extract", "has_content", "is_text", "model_and_usage", "role_lines"]
 
 _ROLE_EVENTS = {
     semconv.EVENT_SYSTEM_MESSAGE: "system",
@@ -164,6 +165,8 @@ def _parsed(value: Any, span: SpanView, key: str, warnings: list[str]) -> Any:
 
 
 def _message_list(value: Any, span: SpanView, key: str, extraction: Extraction) -> list[Any]:
+    if type(value) is str and is_text(value):
+        return _text_messages(value, key)
     parsed = _parsed(value, span, key, extraction.warnings)
     if parsed is None:
         return []
@@ -175,6 +178,50 @@ def _message_list(value: Any, span: SpanView, key: str, extraction: Extraction) 
         return list(parsed)
     extraction.warnings.append(f"{describe(span)} {key}: expected a list of messages; skipped")
     return []
+
+
+def is_text(value: str) -> bool:
+    """Whether a recorded message list is plain text, not JSON: some producers write the
+    prompt as `role: text` lines and the answer as its text (OpenLIT's Together, Cohere,
+    Mistral and other instrumentations: `format_content`)."""
+    return not value.lstrip().startswith(("[", "{"))
+
+
+def _text_messages(text: str, key: str) -> list[dict[str, Any]]:
+    """A plain-text message list as the messages it writes: the input's `role: text`
+    lines (see `role_lines`), the output's text as the assistant's answer."""
+    if key == semconv.GEN_AI_OUTPUT_MESSAGES:
+        found = [("assistant", text)] if text else []
+    else:
+        found = role_lines(text)
+    return [{"role": role, "parts": [{"type": PART_TEXT, "content": part}]} for role, part in found]
+
+
+#: A line that starts a message in a `role: text` prompt (roles as the providers' clients
+#: name them: Cohere's `chatbot` is the assistant).
+_ROLE_LINE = re.compile(
+    r"(system|user|assistant|tool|developer|function|model|chatbot|human|ai): ?(.*)",
+    re.IGNORECASE | re.DOTALL,
+)
+_ROLE_NAMES = {"chatbot": "assistant", "ai": "assistant", "human": "user"}
+
+
+def role_lines(text: str) -> list[tuple[str, str]]:
+    """A `role: text` prompt as (role, text) messages: a line that starts with a role
+    begins a message, other lines continue the one before (a prompt that starts with no
+    role is one user message)."""
+    messages: list[tuple[str, str]] = []
+    for line in text.split("\n"):
+        found = _ROLE_LINE.fullmatch(line)
+        if found is not None:
+            role = found.group(1).lower()
+            messages.append((_ROLE_NAMES.get(role, role), found.group(2)))
+        elif messages:
+            role, before = messages[-1]
+            messages[-1] = (role, f"{before}\n{line}")
+        else:
+            messages.append(("user", line))
+    return messages
 
 
 def _system_text(value: Any, what: str, extraction: Extraction) -> str:
