@@ -249,6 +249,19 @@ def test_openlit_traced_functions_name_their_agents_without_its_row() -> None:
     ]
 
 
+def test_an_invoke_operation_of_agents_is_their_workflow_without_the_producers_row() -> None:
+    """Strands' swarm span (`gen_ai.operation.name` `invoke_swarm`, in the image of the
+    conventions' `invoke_workflow`). Before: without its row, a step: the agents hung
+    under an implicit root and the swarm was lost. After: the swarm, above its agents."""
+    name = "strands_swarm"
+    assert lost(conventions.STRANDS, name) == []
+    assert tree(without(conventions.STRANDS, name)) == [
+        ("swarm", None, 0),
+        ("researcher", "swarm", 3),
+        ("writer", "swarm", 1),
+    ]
+
+
 def test_messages_written_as_text_are_read_without_the_producers_row() -> None:
     """OpenLIT's Together instrumentation writes `gen_ai.input.messages` as `role: text`
     lines and `gen_ai.output.messages` as the answer's text. Before: without its row the

@@ -42,13 +42,14 @@ def test_a_row_removed_is_not_asked_inside_the_block_only() -> None:
 
 
 def test_the_facts_of_a_misread_trace_fail_one_by_one() -> None:
-    # (Strands' swarm without its row: the swarm's agents are not told apart)
-    name = "strands_swarm"
-    with conventions.rows_removed(conventions.STRANDS):
+    # (OpenLIT's traced functions without its row or any content: the two agents' calls
+    # cannot be told apart, their other facts hold)
+    name = "openlit_no_content"
+    with conventions.rows_removed(conventions.OPENLIT):
         facts = expectations.facts(name, expectations.convert(name))
     lost = [text for text, holds in facts if not holds]
     assert lost and len(lost) < len(facts)
-    assert "answer of swarm" in lost
+    assert "agent ('weather_agent', 'lead', 2)" in lost
 
 
 def test_only_rows_of_the_table_can_be_removed() -> None:

@@ -118,16 +118,21 @@ class GenAISemconv(Convention):
             if genai_semconv.has_content(span) or not openllmetry.is_legacy(span):
                 return Kind.MODEL_CALL
             return None
-        return _KINDS.get(operation, Kind.STEP) if operation is not None else Kind.STEP
+        if operation is None:
+            return Kind.STEP
+        return _KINDS.get(operation) or _invoked(operation)
 
     def agent(self, span: SpanView) -> Identity:
         attrs = span.attributes
         declared = as_str(attrs.get(semconv.GEN_AI_AGENT_ID))
-        if attrs.get(semconv.GEN_AI_OPERATION_NAME) == semconv.OPERATION_INVOKE_WORKFLOW:
+        operation = as_str(attrs.get(semconv.GEN_AI_OPERATION_NAME)) or ""
+        if operation != semconv.OPERATION_INVOKE_AGENT and _invoked(operation) is Kind.WORKFLOW:
             name = as_str(attrs.get(semconv.GEN_AI_WORKFLOW_NAME)) or as_str(
                 attrs.get(semconv.GEN_AI_AGENT_NAME)
             )
-            return declared, name or _after(span.name, semconv.OPERATION_INVOKE_WORKFLOW)
+            if name is None and operation != semconv.OPERATION_INVOKE_WORKFLOW:
+                name = operation.removeprefix(_INVOKE)  # `invoke_swarm`: the swarm
+            return declared, name or _after(span.name, operation)
         name = as_str(attrs.get(semconv.GEN_AI_AGENT_NAME))
         if name is None and named_like_agent(span.name):
             name = span.name[len(semconv.INVOKE_AGENT_SPAN_PREFIX) :].strip() or None
@@ -171,6 +176,18 @@ class GenAISemconv(Convention):
             to_agent=_handoffs.known(as_str(attrs.get(semconv.GEN_AI_HANDOFF_TO_AGENT))),
             start_ns=span.record.start_ns,
         )
+
+
+_INVOKE = "invoke_"
+
+
+def _invoked(operation: str) -> str:
+    """The kind of an operation no row names: `invoke_<what>` (`invoke_workflow`, and
+    what frameworks write in its image: Strands' `invoke_swarm`, `invoke_graph`) runs
+    a workflow, which holds agents; any other is a step."""
+    if operation.startswith(_INVOKE) and len(operation) > len(_INVOKE):
+        return Kind.WORKFLOW
+    return Kind.STEP
 
 
 def _after(name: str, prefix: str) -> str:
