@@ -262,6 +262,20 @@ def test_an_invoke_operation_of_agents_is_their_workflow_without_the_producers_r
     ]
 
 
+def test_an_unnamed_agent_span_around_one_agent_is_a_step_without_the_producers_row() -> None:
+    """OpenLLMetry's CrewAI task spans are `invoke_agent` spans with no agent name, each
+    around the agent that does the task. Before: without the row, each was an agent
+    ('agent') between the crew and its agent. After: a step; the agents are the crew's."""
+    name = "crewai_openllmetry"
+    row = next(c for c in conventions.TABLE if c.name == "openllmetry-frameworks")
+    assert lost(row, name) == []
+    assert tree(without(row, name)) == [
+        ("crew", None, 0),
+        ("researcher", "crew", 2),
+        ("writer", "crew", 1),
+    ]
+
+
 def test_messages_written_as_text_are_read_without_the_producers_row() -> None:
     """OpenLIT's Together instrumentation writes `gen_ai.input.messages` as `role: text`
     lines and `gen_ai.output.messages` as the answer's text. Before: without its row the

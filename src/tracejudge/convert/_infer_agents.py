@@ -10,6 +10,9 @@ calls' extractions, nothing else.
     not a phantom agent that breaks its caller's call order: OpenInference's LangChain
     instrumentation marks every runnable whose name contains "agent" (scratchpad
     assigners, output parsers), some producers write an AGENT span per final answer;
+    so is such a span with no name of its own that runs exactly one agent and does
+    nothing else (OpenLLMetry's CrewAI task spans, `invoke_agent` around the agent that
+    does the task): the agent it runs is the child of the agent around it;
   * a workflow span that holds nothing of its own and runs exactly one agent is the
     trace, not an agent above the program's root agent: the OpenAI Agents SDK's own
     "Agent workflow" (as logfire records it) around the agent the program ran.
@@ -41,7 +44,7 @@ from tracejudge.convert._common import Extraction
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._tools import ToolRun
-from tracejudge.convert.conventions import Identity, Kind
+from tracejudge.convert.conventions import UNNAMED_AGENT, Identity, Kind
 from tracejudge.models import AgentInstance, LLMInteraction, LLMToolCall, LLMToolResponse
 
 __all__ = ["InferredAgent", "answer_tool_calls", "infer", "settle"]
@@ -80,14 +83,21 @@ def settle(layout: Layout, readings: Readings) -> None:
     # Deepest first (later starts first): a step's removal may leave its parent a step.
     for span_id in reversed(list(owner)):
         parent = owner[span_id]
-        if acts.get(span_id) or children.get(span_id) or span_id not in identities:
+        if acts.get(span_id) or span_id not in identities:
             continue
         if parent is None or readings[span_id][2] is not Kind.AGENT:
             continue
-        if identities[span_id][0] is not None:
+        declared, name = identities[span_id]
+        if declared is not None:
             continue  # an agent id declared: an agent that did nothing, still an agent
+        ran = children.get(span_id, [])
+        if ran and (len(ran) > 1 or name != UNNAMED_AGENT):
+            continue
         _drop(layout, span_id)
-        children[parent].remove(span_id)
+        siblings = children[parent]
+        siblings[siblings.index(span_id) : siblings.index(span_id) + 1] = ran
+        for child in ran:
+            owner[child] = parent
     for span_id, parent in owner.items():
         if span_id not in identities or readings[span_id][2] is not Kind.WORKFLOW:
             continue

@@ -31,7 +31,13 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions._base import AnswerKey, Convention, Identity, Kind
+from tracejudge.convert.conventions._base import (
+    UNNAMED_AGENT,
+    AnswerKey,
+    Convention,
+    Identity,
+    Kind,
+)
 from tracejudge.convert.conventions.adk import ADK
 from tracejudge.convert.conventions.agent_framework import AGENT_FRAMEWORK
 from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
@@ -51,6 +57,7 @@ from tracejudge.convert.conventions.vercel_ai import VERCEL_AI
 
 __all__ = [
     "ANSWER_KEYS",
+    "UNNAMED_AGENT",
     "ADK",
     "AGENT_FRAMEWORK",
     "AnswerKey",

@@ -18,7 +18,7 @@ from tracejudge.convert._tools import ToolRun
 from tracejudge.convert._view import SpanView
 from tracejudge.models import LLMToolDefinition
 
-__all__ = ["AnswerKey", "Convention", "Identity", "Kind"]
+__all__ = ["UNNAMED_AGENT", "AnswerKey", "Convention", "Identity", "Kind"]
 
 #: (the agent id the span declares, or None; the agent's name)
 Identity = tuple["str | None", str]
@@ -26,6 +26,10 @@ Identity = tuple["str | None", str]
 #: answer itself, or an object with an output field), `messages` (GenAI output messages:
 #: the last one's text), `json` (JSON text holding either, or plain text).
 AnswerKey = tuple[str, Literal["text", "messages", "json"]]
+
+
+#: The name of an agent whose span records none (a convention's `agent` falls back to it).
+UNNAMED_AGENT = "agent"
 
 
 class Kind:

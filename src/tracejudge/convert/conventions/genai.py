@@ -16,7 +16,7 @@ from tracejudge import semconv
 from tracejudge.convert import _handoffs, _tools
 from tracejudge.convert._common import Extraction, as_str, load_json, remembered_tools, tools
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions._base import UNNAMED_AGENT, Convention, Identity, Kind
 from tracejudge.convert.conventions.formats import genai_semconv, openllmetry
 from tracejudge.models import LLMToolDefinition
 
@@ -137,7 +137,7 @@ class GenAISemconv(Convention):
         if name is None and named_like_agent(span.name):
             name = span.name[len(semconv.INVOKE_AGENT_SPAN_PREFIX) :].strip() or None
         name = name or as_str(attrs.get(semconv.CREWAI_CREW_NAME))
-        return declared, name or "agent"
+        return declared, name or UNNAMED_AGENT
 
     def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
         raw = span.attributes.get(semconv.GEN_AI_TOOL_DEFINITIONS)

@@ -50,7 +50,7 @@ from tracejudge.convert._common import (
 )
 from tracejudge.convert._json import is_mapping
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions._base import UNNAMED_AGENT, Convention, Identity, Kind
 from tracejudge.convert.conventions.formats import genai_semconv
 from tracejudge.convert.conventions.formats.genai_semconv import model_and_usage
 from tracejudge.convert.conventions.genai import LLM_OPERATIONS
@@ -120,7 +120,7 @@ class Logfire(Convention):
 
     def agent(self, span: SpanView) -> Identity:
         name = as_str(span.attributes.get(semconv.LOGFIRE_AGENT_NAME))
-        return None, name or ("workflow" if _template(span) == AGENTS_TRACE else "agent")
+        return None, name or ("workflow" if _template(span) == AGENTS_TRACE else UNNAMED_AGENT)
 
     def agent_tools(self, span: SpanView, warnings: list[str]) -> list[LLMToolDefinition] | None:
         """The names of an `Agent run` span's tools: what its calls offered the model where

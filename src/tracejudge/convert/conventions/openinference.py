@@ -15,7 +15,7 @@ from tracejudge import semconv
 from tracejudge.convert import _handoffs, _tools
 from tracejudge.convert._common import Extraction, as_str
 from tracejudge.convert._view import SpanView
-from tracejudge.convert.conventions._base import Convention, Identity, Kind
+from tracejudge.convert.conventions._base import UNNAMED_AGENT, Convention, Identity, Kind
 from tracejudge.convert.conventions.formats import genai_semconv, openinference
 
 __all__ = ["OPENINFERENCE"]
@@ -66,7 +66,7 @@ class OpenInference(Convention):
         if attrs.get(semconv.OPENINFERENCE_SPAN_KIND) != semconv.OPENINFERENCE_KIND_AGENT:
             return declared, name or _CREW  # the crew run
         name = name or as_str(attrs.get(semconv.AGENT_NAME))
-        return declared, name or _strip_suffix(span.name) or "agent"
+        return declared, name or _strip_suffix(span.name) or UNNAMED_AGENT
 
     def model_call(self, span: SpanView) -> Extraction:
         return openinference.extract(span)
