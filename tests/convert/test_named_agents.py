@@ -276,6 +276,38 @@ def test_an_unnamed_agent_span_around_one_agent_is_a_step_without_the_producers_
     ]
 
 
+def calls_of(trace: MultiAgentTrace) -> list[tuple[str, str, str]]:
+    return [
+        (agent.name, call.name, call.parameters)
+        for agent in trace.iter_agents()
+        for interaction in agent.llm_interactions
+        for call in interaction.tool_calls
+    ]
+
+
+def test_a_tool_call_repeated_in_streamed_chunks_is_one_call_without_the_producers_row() -> None:
+    """Google ADK over LiteLLM, streamed: its GenAI output messages are the chunks, each
+    repeating the call (`call_ask`) with null arguments until the last. Before: without
+    the ADK row, five calls of `weather_agent`, four without arguments (`tool_arguments`
+    and `loops` flagged a clean run). After: one call, with its arguments."""
+    trace = without(conventions.ADK, "adk_litellm_stream")
+    assert calls_of(trace) == [
+        ("lead", "weather_agent", '{"request": "What is the weather in Paris?"}'),
+        ("weather_agent", "get_weather", '{"city": "Paris"}'),
+    ]
+
+
+def test_a_tool_run_of_a_tool_never_offered_is_no_call_without_the_producers_row() -> None:
+    """Google ADK runs parallel calls inside an `execute_tool (merged tools)` span with a
+    call id of its own. Before: without the ADK row it became a third call of the model,
+    to a tool `(merged tools)` it was never offered. After: the model's two calls."""
+    trace = without(conventions.ADK, "adk_stream_v2")
+    assert [(name, args) for _, name, args in calls_of(trace)] == [
+        ("get_weather", '{"city": "Paris"}'),
+        ("get_weather", '{"city": "Rome"}'),
+    ]
+
+
 def test_messages_written_as_text_are_read_without_the_producers_row() -> None:
     """OpenLIT's Together instrumentation writes `gen_ai.input.messages` as `role: text`
     lines and `gen_ai.output.messages` as the answer's text. Before: without its row the

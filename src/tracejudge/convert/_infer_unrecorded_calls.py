@@ -12,8 +12,9 @@ call id:
 
 * a run with a call id that none of its agent's calls shows (its agent: the one whose
   span encloses the run, and whose model calls alone it is compared with) is a call of
-  that agent's last model call started before the run; the call joins that call's
-  output, its result the call's `tool_results`;
+  that agent's last model call started before the run, when that call was offered the
+  tool (or records no tools offered); the call joins that call's output, its result the
+  call's `tool_results`;
 * a call a later input shows but no output does (the call finished for tool calls and
   recorded none: OpenLLMetry's LlamaIndex chat spans write each call as an empty part)
   joins the output of the call that made it; its result stays where the later input
@@ -45,12 +46,22 @@ def join_unrecorded_calls(interactions: list[LLMInteraction], runs: list[ToolRun
         maker = _last_started_before(interactions, tool_run.start_ns)
         if maker is None or any(c.id == tool_run.call_id for c in maker.tool_calls):
             continue
+        if not _offered(maker, tool_run.name):
+            continue
         tool_run.used = True
         call = _add_call(maker, tool_run)
         if tool_run.result is not None:
             response = response_to(call, tool_run.result)
             maker.tool_results = [*(maker.tool_results or []), response]
     _join_calls_seen_in_history(interactions, runs)
+
+
+def _offered(maker: LLMInteraction, name: str) -> bool:
+    """Whether the model could have called the tool `name`: one its call was offered, or
+    any, when its call records no tools. A run of another name is the framework's own
+    (Google ADK's `execute_tool (merged tools)` around parallel calls), not a call."""
+    offered = maker.tools_available
+    return not offered or any(tool.name == name for tool in offered)
 
 
 def _last_started_before(

@@ -279,7 +279,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
         if parts is not None:
             _, texts, calls, _ = parts
             if chunks is not None:
-                texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
+                texts, calls = ["".join([*chunks[0], *texts])], _one_per_id([*chunks[1], *calls])
                 chunks = None
             reason = finish_reason(message.get("finish_reason"))
             extraction.add_choice(texts, calls, finish=reason, same_choice=one_answer)
@@ -287,7 +287,7 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
         apart: dict[str, list[str]] = {}
         _, texts, calls, _ = parts_message(message, describe(span), warnings, apart)
         if chunks is not None:
-            texts, calls = ["".join([*chunks[0], *texts])], [*chunks[1], *calls]
+            texts, calls = ["".join([*chunks[0], *texts])], _one_per_id([*chunks[1], *calls])
             chunks = None
         reason = None
         if is_mapping(message):
@@ -311,6 +311,26 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
 
         remembered = ("semconv", raw) if type(raw) is str else None
         extraction.tools = remembered_tools(remembered, read, extraction.warnings, span.memo)
+
+
+def _one_per_id(calls: list[LLMToolCall]) -> list[LLMToolCall]:
+    """The tool calls of an answer's streamed chunks, one per call id: a call is repeated
+    in each chunk that carries part of it (Google ADK over LiteLLM writes the call in every
+    chunk, its arguments null until the last), so the chunks of one id are one call, with
+    the last arguments recorded (`{}`: none). Calls without an id are kept as they are."""
+    if len(calls) < 2:
+        return calls
+    kept: dict[str, int] = {}  # call id -> its position in `found`
+    found: list[LLMToolCall] = []
+    for call in calls:
+        position = kept.get(call.id) if call.id else None
+        if position is None:
+            if call.id:
+                kept[call.id] = len(found)
+            found.append(call)
+        elif call.parameters != "{}":
+            found[position] = call
+    return found
 
 
 def _one_answer(attrs: Mapping[str, Any], span: SpanView, messages: int) -> bool:
