@@ -308,6 +308,26 @@ def test_a_tool_run_of_a_tool_never_offered_is_no_call_without_the_producers_row
     ]
 
 
+def test_a_tool_run_recorded_twice_gives_its_result_without_the_producers_row() -> None:
+    """AutoGen records each tool run twice: its own `execute_tool` span (the call id, no
+    result) and OpenInference's TOOL span (the result, no call id). Before: without the
+    AutoGen row the first claimed the call and its result stayed empty. After: the run
+    found by id takes its twin's result."""
+    from tracejudge.convert.conventions.autogen import OPENINFERENCE_AUTOGEN
+
+    name = "autogen_oi_agentchat"
+    assert lost(OPENINFERENCE_AUTOGEN, name) == []
+    trace = without(OPENINFERENCE_AUTOGEN, name)
+    results = [
+        (message.content.id, message.content.response)
+        for agent in trace.iter_agents()
+        for interaction in agent.llm_interactions
+        for message in interaction.input_messages
+        if message.role == "tool"
+    ]
+    assert results == [("call_weather", "Sunny, 22 C in Paris")]
+
+
 def test_messages_written_as_text_are_read_without_the_producers_row() -> None:
     """OpenLIT's Together instrumentation writes `gen_ai.input.messages` as `role: text`
     lines and `gen_ai.output.messages` as the answer's text. Before: without its row the

@@ -102,6 +102,8 @@ def _take(runs: list[ToolRun], call: LLMToolCall, call_ids: set[str]) -> ToolRun
     for run in runs:
         if not run.used and run.call_id and run.call_id == call.id:
             run.used = True
+            if run.result is None:
+                _result_from_twin(runs, run)
             return run
     for run in runs:
         if not run.used and run.call_id is None and run.name == call.name:
@@ -112,6 +114,18 @@ def _take(runs: list[ToolRun], call: LLMToolCall, call_ids: set[str]) -> ToolRun
             run.used = True
             return run
     return None
+
+
+def _result_from_twin(runs: list[ToolRun], found: ToolRun) -> None:
+    """A run found by its call id that records no result takes the result of an unused
+    run of the same tool that names no call id: one execution recorded twice, by the
+    framework's span (the id) and an instrumentation's (the result): AutoGen's own
+    `execute_tool` span and OpenInference's TOOL span around the same call."""
+    for twin in runs:
+        if not twin.used and twin.call_id is None and twin.name == found.name and twin.result:
+            twin.used = True
+            found.result = twin.result
+            return
 
 
 def _match_runs(interactions: list[LLMInteraction], runs: list[ToolRun]) -> dict[str, ToolRun]:
