@@ -18,7 +18,7 @@ instrumentation that records neither are left as it wrote them.
 
 from __future__ import annotations
 
-import json
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import _json
@@ -26,6 +26,9 @@ from tracejudge.convert._records import SpanRecord, moved
 from tracejudge.convert.conventions import Identity
 
 __all__ = ["join_turns"]
+
+#: A message as a turn's conversation is compared: (its role, its parts).
+_Message = tuple[Any, Any]
 
 
 def join_turns(
@@ -44,7 +47,7 @@ def join_turns(
     latest: dict[tuple[str | None, Identity], tuple[str, SpanRecord]] = {}
     # A turn's conversation so far (its input and output messages) is read only when a
     # later turn of its agent is compared with it: most agents have one turn per parent.
-    read: dict[tuple[str, str], list[str] | None] = {}  # (span id, key) -> `_messages`
+    read: dict[tuple[str, str], list[_Message] | None] = {}  # (span id, key) -> `_messages`
     for span in spans:
         span_id = span.span_id
         if span_id not in agent_spans or span_id not in identities:
@@ -76,8 +79,8 @@ def join_turns(
 
 
 def _conversation(
-    span: SpanRecord, read: dict[tuple[str, str], list[str] | None]
-) -> list[str] | None:
+    span: SpanRecord, read: dict[tuple[str, str], list[_Message] | None]
+) -> list[_Message] | None:
     """The span's input then output messages (see `_messages`), or None when it records
     either as no JSON list."""
     messages = _read(span, semconv.GEN_AI_INPUT_MESSAGES, read)
@@ -86,8 +89,8 @@ def _conversation(
 
 
 def _read(
-    span: SpanRecord, key: str, read: dict[tuple[str, str], list[str] | None]
-) -> list[str] | None:
+    span: SpanRecord, key: str, read: dict[tuple[str, str], list[_Message] | None]
+) -> list[_Message] | None:
     """`_messages`, read once per span and key."""
     where = (span.span_id, key)
     if where not in read:
@@ -95,9 +98,10 @@ def _read(
     return read[where]
 
 
-def _messages(span: SpanRecord, key: str) -> list[str] | None:
-    """The span's messages under `key`, each as its role and parts (canonical JSON), or
-    None when the span records none as a JSON list."""
+def _messages(span: SpanRecord, key: str) -> list[_Message] | None:
+    """The span's messages under `key`, each as its role and parts (compared by value:
+    writing each as canonical JSON to compare took a sixth of AG2's conversions), or None
+    when the span records none as a JSON list."""
     raw = span.attributes.get(key)
     if not isinstance(raw, str):
         return None
@@ -111,6 +115,5 @@ def _messages(span: SpanRecord, key: str) -> list[str] | None:
     for message in value:
         if not isinstance(message, dict):
             return None
-        kept = {"role": message.get("role"), "parts": message.get("parts")}
-        messages.append(json.dumps(kept, sort_keys=True))
+        messages.append((message.get("role"), message.get("parts")))
     return messages
