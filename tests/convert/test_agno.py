@@ -106,3 +106,16 @@ def test_a_team_key_names_a_run_of_agents_not_an_agent() -> None:
     # (an agent inside an agent's span is its child; a team holds its members)
     assert not names_an_agent("agno.team.name")
     assert names_an_agent("gen_ai.agent.name")
+
+
+def test_inspect_reads_the_agent_run_as_the_agent_not_a_call() -> None:
+    from tracejudge.convert import inspect_otlp
+    from tracejudge.convert.conventions import Kind
+
+    (trace,) = inspect_otlp(expectations.FIXTURES / "agno_team_openllmetry.pb").traces
+    by_name = {span.name: span for span in trace.read}
+    run = by_name["weather_agent.agent"]
+    assert run.kind == Kind.AGENT
+    agents = {agent.id: agent.name for agent in trace.agents}
+    assert agents[run.agent or ""] == "weather_agent"
+    assert sum(span.kind == Kind.MODEL_CALL for span in trace.read) == 4  # as many as made
