@@ -33,6 +33,7 @@ from tracejudge.convert.conventions import (
     LOGFIRE,
     OPENINFERENCE,
     STRANDS,
+    UNRECOGNISED,
     VERCEL_AI,
     Kind,
 )
@@ -70,6 +71,7 @@ _ADDED_LATER = (
     GENKIT,
     OPENLIT,
     SEMANTIC_KERNEL,
+    UNRECOGNISED,  # (the catch-all: model and tokens, no format the walk read before)
 )
 
 

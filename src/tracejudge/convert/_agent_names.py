@@ -2,10 +2,11 @@
 
 A program names its agents, and an instrumentation carries that name on the span that
 runs one, under a key of its own: the AI SDK's `ai.telemetry.functionId`, an
-`agent_name`, a graph's `node`, a `workflow.name`. A span's **agent name** is the value
-of an attribute whose key names an agent, a function, a node or a workflow (the key's
-last words are `agent`, `function`, `node` or `workflow`, or one of these followed by
-`name` or `id`; `name` preferred, `id` last), when that value is short text (one line,
+`agent_name`, a graph's `node`, a `workflow.name`, a `team.name` (a team of agents whose
+leader delegates to its members, as Agno's). A span's **agent name** is the value of an
+attribute whose key names an agent, a function, a node, a workflow or a team (the key's
+last words are `agent`, `function`, `node`, `workflow` or `team`, or one of these followed
+by `name` or `id`; `name` preferred, `id` last), when that value is short text (one line,
 at most `MAX_NAME` characters, not JSON or a tuple, not a generated id such as a UUID).
 The keys of a JSON object held by a key of metadata (its last word `metadata`,
 `properties`, `attributes`, `context`, `labels` or `tags`) are read too, one level down,
@@ -37,7 +38,7 @@ __all__ = [
 #: The longest attribute value read as an agent's name.
 MAX_NAME = 64
 #: The words that make a key name a run of the program's own.
-_RUNS = frozenset({"agent", "function", "node", "workflow"})
+_RUNS = frozenset({"agent", "function", "node", "workflow", "team"})
 #: OpenTelemetry's source-code attributes (`code.function`): a Python function, not an agent.
 _NOT_NAMES = ("code.",)
 _SEGMENTS = re.compile(r"[.:/]")
@@ -48,7 +49,7 @@ _IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_-]{0,63}")
 _GENERATED = re.compile(r"[0-9a-fA-F-]{8,}|[0-9]+")
 _WORDS = re.compile(r"[A-Z]?[a-z0-9]+|[A-Z]+(?![a-z])")
 #: Preference of a naming key by its last word (lower first).
-_RANK = {"name": 0, "agent": 1, "function": 1, "node": 1, "workflow": 1, "id": 2}
+_RANK = {"name": 0, "agent": 1, "function": 1, "node": 1, "workflow": 1, "team": 1, "id": 2}
 #: What each attribute key seen says (`_verdict`).
 _VERDICTS: dict[str, int | object | None] = {}
 _UNSEEN = object()
@@ -63,14 +64,14 @@ _VERDICTS_CAP = 4096
 
 
 def _key_rank(key: str) -> int | None:
-    """The key's rank when it names an agent, function, node or workflow, else None."""
+    """The key's rank when it names an agent, function, node, workflow or team, else None."""
     found = _key_run(key)
     return found[1] if found is not None else None
 
 
 def names_an_agent(key: str) -> bool:
-    """Whether the key names an agent (not a function, a node or a workflow: steps of a
-    program, which nest in one another, where an agent inside an agent is its child)."""
+    """Whether the key names an agent (not a function, a node, a workflow or a team: runs
+    of a program that nest in one another, where an agent inside an agent is its child)."""
     answer = _AGENT_KEYS.get(key)
     if answer is None:
         found = _key_run(key)

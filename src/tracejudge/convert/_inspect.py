@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable
 
 from tracejudge.convert import _agents, _tree
 from tracejudge.convert._agents import Readings
+from tracejudge.convert._infer_summaries import drop_run_summaries
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
@@ -78,12 +79,14 @@ def _inspect_trace(spans: list[SpanRecord], memo: ConversionMemo) -> InspectedTr
         warnings.append(f"the trace could not be converted ({type(error).__name__}: {error})")
         trace, failed = None, True
     readings = _tree.classify(spans, memo)
+    # (the catch-all's calls that are runs of calls: read as the walk reads them)
+    summaries = drop_run_summaries(spans, dict(readings))
     layout = _agents.layout(spans, readings)
     inspected = InspectedTrace(trace_id=spans[0].trace_id, spans=len(spans), warnings=warnings)
     if trace is not None:
         inspected.root = trace.root_agent_instance_id
         inspected.agents = _agents_of(trace)
-    _sort_spans(inspected, spans, readings, layout, trace, failed)
+    _sort_spans(inspected, spans, readings, layout, trace, failed, summaries)
     inspected.producers = _producers(spans, readings, {s.span_id for s in inspected.read})
     return inspected
 
@@ -98,8 +101,10 @@ def _sort_spans(
     layout: _agents.Layout,
     trace: MultiAgentTrace | None,
     failed: bool,
+    summaries: Container[str] = (),
 ) -> None:
-    """Put each span in `inspected.read` or `inspected.ignored`."""
+    """Put each span in `inspected.read` or `inspected.ignored` (`summaries`: the spans
+    the catch-all row took for calls that are runs of the calls below them)."""
     by_id = layout.by_id  # (parents as the layout set them: adopted subtrees moved)
     agent_of_span: dict[str, str] = {}
     primaries: set[str] = set()
@@ -131,6 +136,16 @@ def _sort_spans(
             continue
         view, convention, kind = reading
         entry.convention, entry.kind = convention.name, kind
+        if span.span_id in summaries and trace is not None:
+            owner = _owner(span, by_id, agent_of_span, trace.root_agent_instance_id)
+            entry.kind = Kind.AGENT
+            _read(
+                inspected,
+                entry,
+                agent_of_span.get(span.span_id, owner),
+                "a run of the model calls below it (their model and tokens), not a call",
+            )
+            continue
         if trace is None:
             if failed:
                 _ignore(inspected, entry, "failed", "its trace could not be converted")

@@ -44,6 +44,7 @@ from tracejudge.convert import (
     _infer_named_agents,
     _infer_pipeline,
     _infer_responses,
+    _infer_summaries,
     _infer_tool_calls,
     _infer_tool_runs,
     _infer_turn_content,
@@ -374,6 +375,8 @@ def _lay_out(spans: list[SpanRecord], memo: ConversionMemo, warnings: list[str])
     readings = classify(spans, memo)
     # (model calls no row claims, recognised by their shape)
     _infer_calls.add_shaped_calls(spans, readings, memo)
+    # (an agent's run that names its model and totals its calls' tokens: no call itself)
+    _infer_summaries.drop_run_summaries(spans, readings)
     # (agents named only in the events their steps return)
     _infer_turns.add_named_turns(spans, readings, memo)
     # (tool runs on steps, where no row reads a tool span of the trace)

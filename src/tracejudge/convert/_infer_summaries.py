@@ -1,0 +1,65 @@
+"""Run summaries the catch-all row took for model calls.
+
+The table's last row (`UNRECOGNISED`) reads a span no other row claims as one model call
+when it names a model and counts tokens. A framework's run of an agent recorded by an
+instrumentation that knows the framework, not its model client, has both too: the
+agent's model and the tokens of all its calls (OpenLLMetry's Agno `weather_agent.agent`,
+its calls recorded by the openai client's instrumentation below it). Read as a call, the
+agent's run counts as one call more, and the calls inside it are placed in no agent.
+
+This phase, for every producer, drops the catch-all's reading of a span when two model calls
+or more, read by any other reader (a row that knows the call's format, or its shape), lie
+right below it (with no other model-call span between): one call does not hold two calls,
+a run of calls does. The span is then what the phases that need no row make of it (an
+agent, where an attribute names one). A span read by the catch-all that holds one call
+stays a call: the same call recorded twice (Google ADK's `call_llm` around google-genai's
+`generate_content`, where no row reads ADK), which the walk merges into one.
+"""
+
+from __future__ import annotations
+
+from tracejudge.convert._agents import Readings
+from tracejudge.convert._records import SpanRecord
+from tracejudge.convert.conventions import UNRECOGNISED, Kind
+
+__all__ = ["drop_run_summaries"]
+
+
+def drop_run_summaries(spans: list[SpanRecord], readings: Readings) -> set[str]:
+    """Drop from `readings` the catch-all's model calls that hold two model calls another
+    reader reads (see the module's docstring); returns their span ids."""
+    guessed = {
+        span_id
+        for span_id, (_, convention, kind) in readings.items()
+        if convention is UNRECOGNISED and kind is Kind.MODEL_CALL
+    }
+    if not guessed:
+        return set()
+    by_id = {span.span_id: span for span in spans}
+    held: dict[str, int] = {}  # guessed span id -> the calls right below it
+    for span_id, (_, convention, kind) in readings.items():
+        if kind is not Kind.MODEL_CALL or convention is UNRECOGNISED:
+            continue
+        above = _call_above(by_id.get(span_id), by_id, readings)
+        if above in guessed:
+            held[above] = held.get(above, 0) + 1
+    found = {span_id for span_id, calls in held.items() if calls >= 2}
+    for span_id in found:
+        del readings[span_id]
+    return found
+
+
+def _call_above(
+    span: SpanRecord | None, by_id: dict[str, SpanRecord], readings: Readings
+) -> str | None:
+    """The span id of the nearest model-call span above `span`, or None."""
+    seen: set[str] = set()
+    parent_id = span.parent_id if span is not None else None
+    while parent_id and parent_id not in seen:
+        seen.add(parent_id)
+        reading = readings.get(parent_id)
+        if reading is not None and reading[2] is Kind.MODEL_CALL:
+            return parent_id
+        parent = by_id.get(parent_id)
+        parent_id = parent.parent_id if parent is not None else None
+    return None
