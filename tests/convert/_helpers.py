@@ -129,3 +129,17 @@ def remove_spans(requests: list[dict[str, Any]], predicate: Any) -> None:
         for resource in request.get("resourceSpans", []):
             for scope in resource.get("scopeSpans", []):
                 scope["spans"] = [s for s in scope.get("spans", []) if not predicate(s)]
+
+
+def agent_tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
+    """(name, parent name, model calls) of every agent, depth first from the root."""
+    rows: list[tuple[str, str | None, int]] = []
+
+    def walk(agent_id: str, parent: str | None) -> None:
+        agent = trace.agent_instance_by_id[agent_id]
+        rows.append((agent.name, parent, len(agent.llm_interactions)))
+        for child in agent.child_ids:
+            walk(child, agent.name)
+
+    walk(trace.root_agent_instance_id, None)
+    return rows

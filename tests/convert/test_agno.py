@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.convert._helpers import agent_tree
 from tests.fixtures.frameworks import expectations
 from tracejudge.convert import conventions
 from tracejudge.convert._agent_names import agent_name, names_an_agent
@@ -25,20 +26,6 @@ AGNO = [
     "agno_team_openinference",
     "agno_team_openllmetry",
 ]
-
-
-def tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
-    """(name, parent name, calls) of every agent, depth first."""
-    rows: list[tuple[str, str | None, int]] = []
-
-    def walk(agent_id: str, parent: str | None) -> None:
-        agent = trace.agent_instance_by_id[agent_id]
-        rows.append((agent.name, parent, len(agent.llm_interactions)))
-        for child in agent.child_ids:
-            walk(child, agent.name)
-
-    walk(trace.root_agent_instance_id, None)
-    return rows
 
 
 def only(name: str) -> MultiAgentTrace:
@@ -56,7 +43,7 @@ def test_an_agent_run_that_totals_its_calls_is_the_agent_not_a_call() -> None:
     # `weather_assistant.agent` names the model and counts 79 tokens, the sum of the two
     # openai.chat spans below it: read as a call, the run made three calls, in `root`.
     trace = only("agno_agent_openllmetry")
-    assert tree(trace) == [("weather_assistant", None, 2)]
+    assert agent_tree(trace) == [("weather_assistant", None, 2)]
     (agent,) = trace.iter_agents()
     assert [len(i.tool_calls) for i in agent.llm_interactions] == [1, 0]
     assert agent.final_output == "It is sunny and 22 C in Paris."
@@ -64,7 +51,7 @@ def test_an_agent_run_that_totals_its_calls_is_the_agent_not_a_call() -> None:
 
 def test_a_team_span_is_named_by_its_team_name_key() -> None:
     # The span is `weather_team.team`; `agno.team.name` names the team.
-    assert tree(only("agno_team_openllmetry")) == [
+    assert agent_tree(only("agno_team_openllmetry")) == [
         ("weather_team", None, 2),
         ("weather_agent", "weather_team", 2),
     ]

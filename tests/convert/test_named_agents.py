@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.convert._helpers import agent_tree
 from tests.fixtures.frameworks import expectations
 from tracejudge.convert import conventions
 from tracejudge.convert._agent_names import agent_name, run_name
@@ -37,20 +38,6 @@ def without(row: conventions.Convention, name: str) -> MultiAgentTrace:
     return max(traces, key=lambda t: sum(len(a.llm_interactions) for a in t.iter_agents()))
 
 
-def tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
-    """(name, parent name, calls) of every agent, depth first, as `expectations` reads it."""
-    rows: list[tuple[str, str | None, int]] = []
-
-    def walk(agent_id: str, parent: str | None) -> None:
-        agent = trace.agent_instance_by_id[agent_id]
-        rows.append((agent.name, parent, len(agent.llm_interactions)))
-        for child in agent.child_ids:
-            walk(child, agent.name)
-
-    walk(trace.root_agent_instance_id, None)
-    return rows
-
-
 def lost(row: conventions.Convention, name: str) -> list[str]:
     trace = without(row, name)
     return [text for text, holds in expectations.facts(name, [trace]) if not holds]
@@ -62,14 +49,14 @@ def lost(row: conventions.Convention, name: str) -> list[str]:
 @pytest.mark.parametrize("name", AI_SDK_AGENTS)
 def test_the_ai_sdk_agents_are_named_by_their_function_id_without_its_row(name: str) -> None:
     trace = without(conventions.VERCEL_AI, name)
-    assert tree(trace) == [("lead", None, 2), ("weather_agent", "lead", 2)]
+    assert agent_tree(trace) == [("lead", None, 2), ("weather_agent", "lead", 2)]
     assert not [f for f in lost(conventions.VERCEL_AI, name) if f.startswith("agent ")]
 
 
 @pytest.mark.parametrize("name", AI_SDK_SINGLE)
 def test_a_lone_ai_sdk_agent_is_the_root_named_by_its_function_id(name: str) -> None:
     trace = without(conventions.VERCEL_AI, name)
-    assert tree(trace) == [("weather_agent", None, 2)]
+    assert agent_tree(trace) == [("weather_agent", None, 2)]
 
 
 @pytest.mark.parametrize("name", ["logfire_openai_agents", "logfire_openai_agents_stream"])
@@ -78,7 +65,7 @@ def test_an_agent_recorded_turn_by_turn_is_one_agent_without_its_row(name: str) 
     agent (`agent_name`) and holds that turn's model call; the weather specialist's two
     turns, side by side, are one agent with both calls."""
     trace = without(conventions.LOGFIRE, name)
-    assert tree(trace) == [
+    assert agent_tree(trace) == [
         ("root", None, 0),
         ("triage", "root", 1),
         ("weather_specialist", "root", 2),
@@ -91,10 +78,10 @@ def test_graph_nodes_are_agents_and_a_subgraphs_nodes_their_steps() -> None:
     not a run of its own); the researcher's subgraph nodes (`agent`, `tools`) are steps of
     the researcher node, and the supervisor's three visits three agents."""
     trace = without(conventions.LANGGRAPH, "langgraph_openllmetry")
-    names = [row[0] for row in tree(trace)]
+    names = [row[0] for row in agent_tree(trace)]
     assert names.count("supervisor") == 3
     assert "agent" not in names and "tools" not in names
-    assert ("researcher", "supervisor_graph", 2) in tree(trace)
+    assert ("researcher", "supervisor_graph", 2) in agent_tree(trace)
 
 
 # --------------------------------------------------------------------------- the key rule
@@ -234,7 +221,7 @@ def test_genkit_without_its_row_holds_every_fact(name: str) -> None:
     the prompt `weather_agent` run by its `ask_weather_agent` tool its child."""
     assert lost(conventions.GENKIT, name) == []
     trace = without(conventions.GENKIT, name)
-    assert tree(trace) == [("lead", None, 2), ("weather_agent", "lead", 2)]
+    assert agent_tree(trace) == [("lead", None, 2), ("weather_agent", "lead", 2)]
     calls = [i for a in trace.iter_agents() for i in a.llm_interactions]
     assert all(i.usage is not None and i.usage.output_tokens > 0 for i in calls)
 
@@ -243,7 +230,7 @@ def test_openlit_traced_functions_name_their_agents_without_its_row() -> None:
     """OpenLIT's `@openlit.trace` functions (`lead`, and `weather_agent` run by its
     `ask_weather_agent` tool) record no agent kind: the root span's name, and the span
     that holds the other system prompt's calls, name them."""
-    assert tree(without(conventions.OPENLIT, "openlit")) == [
+    assert agent_tree(without(conventions.OPENLIT, "openlit")) == [
         ("lead", None, 2),
         ("weather_agent", "lead", 2),
     ]
@@ -255,7 +242,7 @@ def test_an_invoke_operation_of_agents_is_their_workflow_without_the_producers_r
     under an implicit root and the swarm was lost. After: the swarm, above its agents."""
     name = "strands_swarm"
     assert lost(conventions.STRANDS, name) == []
-    assert tree(without(conventions.STRANDS, name)) == [
+    assert agent_tree(without(conventions.STRANDS, name)) == [
         ("swarm", None, 0),
         ("researcher", "swarm", 3),
         ("writer", "swarm", 1),
@@ -269,7 +256,7 @@ def test_an_unnamed_agent_span_around_one_agent_is_a_step_without_the_producers_
     name = "crewai_openllmetry"
     row = next(c for c in conventions.TABLE if c.name == "openllmetry-frameworks")
     assert lost(row, name) == []
-    assert tree(without(row, name)) == [
+    assert agent_tree(without(row, name)) == [
         ("crew", None, 0),
         ("researcher", "crew", 2),
         ("writer", "crew", 1),
@@ -373,7 +360,7 @@ def test_agents_run_one_after_the_other_are_a_pipeline_without_its_row() -> None
     its own system prompt and no call of `report`'s own: two agents, named after their
     functions, children of `report`."""
     trace = without(conventions.OPENLIT, "openlit_together")
-    assert tree(trace) == [
+    assert agent_tree(trace) == [
         ("report", None, 0),
         ("researcher", "report", 1),
         ("writer", "report", 1),
@@ -385,7 +372,11 @@ def test_an_agent_span_named_after_the_agent_around_it_is_that_agents() -> None:
     `weather_agent.on_messages_stream` (its `graph.node.id` is `weather_agent`) inside
     autogen-core's `invoke_agent weather_agent` is the same agent run, not a child."""
     trace = without(conventions.OPENINFERENCE_AUTOGEN, "autogen_oi_agentchat")
-    assert tree(trace) == [("root", None, 0), ("weather_agent", "root", 2), ("writer", "root", 1)]
+    assert agent_tree(trace) == [
+        ("root", None, 0),
+        ("weather_agent", "root", 2),
+        ("writer", "root", 1),
+    ]
 
 
 def test_langgraph_under_openinference_without_its_row_holds_every_fact() -> None:
@@ -435,7 +426,7 @@ def test_an_agent_run_by_a_tool_no_row_knows_is_the_callers_child(name: str) -> 
     is the manager's child, each with its two calls, and every fact holds (the answers
     and tool calls from the `events` conversation; `response_id` is no answer)."""
     trace = without(conventions.LOGFIRE, name)
-    assert tree(trace) == [("manager", None, 2), ("researcher", "manager", 2)]
+    assert agent_tree(trace) == [("manager", None, 2), ("researcher", "manager", 2)]
     assert lost(conventions.LOGFIRE, name) == []
 
 
