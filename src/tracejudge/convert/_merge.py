@@ -28,6 +28,12 @@ How two model-call spans of one trace are matched as the same call, strongest ru
    and one starts within `ADJACENT_NS` of the other's end. LlamaIndex's streamed calls:
    OpenInference's `astream_chat` span ends as the stream is handed back, before the
    openai client's span of the same call (a sibling, not a child) starts.
+5. **Within, the same tokens** (`_merge_within`): no rule decides (at most one carries a
+   response id), the spans come from different instrumentation scopes (both known), one
+   lies within the other in time, they name
+   compatible models and count the same input and output tokens; the outer one is where
+   the call sits. A framework that writes its spans when the run ends (OpenInference's
+   BeeAI) beside a client instrumentation that recorded the call live, elsewhere.
 
 A record that holds only the response of a call whose request another span recorded
 (`Extraction.response_apart`: logfire's streamed responses, written after the stream was
@@ -60,6 +66,7 @@ from tracejudge import semconv
 from tracejudge.convert import _json
 from tracejudge.convert._common import Extraction, as_str
 from tracejudge.convert._json import is_mapping
+from tracejudge.convert._merge_within import usage_key, within_pairs
 from tracejudge.convert._records import SpanRecord
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
@@ -195,6 +202,7 @@ def group_calls(
     grouping.join_overlapping_siblings()
     if _two_scopes(records):
         grouping.join_same_content()
+        grouping.join_within(within_pairs(records, _compatible_models))
     return grouping.calls(llm_ancestor)
 
 
@@ -209,6 +217,8 @@ class _Grouping:
         self.scopes: list[set[str]] = [{n.span.scope} if n.span.scope else set() for n in nodes]
         #: (inner, outer) records of a client wrapped twice by one instrumentation
         self.doubled: list[tuple[_Node, _Node]] = []
+        #: rule 5's inner records (their outer record is where the call sits)
+        self.within: set[int] = set()
 
     def find(self, i: int) -> int:
         parent = self.parent
@@ -308,6 +318,15 @@ class _Grouping:
                     ):
                         self.union(first.index, second.index)
 
+    def join_within(self, pairs: list[tuple[int, int]]) -> None:
+        """Rule 5: a record within another's time that counts the same tokens (unless
+        both carry response ids: rule 2 decided)."""
+        for inner, outer in pairs:
+            if self.nodes[inner].response_id and self.nodes[outer].response_id:
+                continue
+            if self.find(inner) != self.find(outer) and self.union(inner, outer):
+                self.within.add(inner)
+
     def calls(self, llm_ancestor: Callable[[SpanRecord], str | None]) -> list[Call]:
         """One call per group, in the order of their outermost records."""
         members: dict[int, list[_Node]] = {}
@@ -322,7 +341,11 @@ class _Grouping:
                 outer = group[0]  # the usual case: a call recorded once
             else:
                 outer = min(
-                    group, key=lambda n: (_depth_in(n, group, llm_ancestor, self.by_id), n.index)
+                    group,
+                    key=lambda n: (
+                        _depth_in(n, group, llm_ancestor, self.by_id) + (n.index in self.within),
+                        n.index,
+                    ),
                 )
             call = Call(
                 span=outer.span,
@@ -355,6 +378,9 @@ def _apart(
         keys = [key for _, ex in records if (key := _content_key(ex)) is not None]
         if len(set(keys)) != len(keys):
             return False  # rule 4 would compare them
+        tokens = [key for _, ex in records if (key := usage_key(ex)) is not None]
+        if len(set(tokens)) != len(tokens):
+            return False  # rule 5 would compare them
     siblings: dict[str | None, list[SpanRecord]] = {}
     for span, _ in records:
         siblings.setdefault(span.parent_id, []).append(span)
