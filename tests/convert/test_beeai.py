@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import pytest
 
+from tests.convert._helpers import agent_tree
 from tests.fixtures.frameworks import expectations
 from tracejudge.convert import SpanRecord, _merge, inspect_otlp
 from tracejudge.convert._common import Extraction
@@ -24,20 +25,6 @@ from tracejudge.models import LLMToolResponse, MultiAgentTrace, TokenUsage
 
 RECORDINGS = ["beeai_agent_openinference", "beeai_handoff_openinference"]
 COMPOSED = [f"{name}_composed" for name in RECORDINGS]
-
-
-def tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
-    """(name, parent name, calls) of every agent, depth first."""
-    rows: list[tuple[str, str | None, int]] = []
-
-    def walk(agent_id: str, parent: str | None) -> None:
-        agent = trace.agent_instance_by_id[agent_id]
-        rows.append((agent.name, parent, len(agent.llm_interactions)))
-        for child in agent.child_ids:
-            walk(child, agent.name)
-
-    walk(trace.root_agent_instance_id, None)
-    return rows
 
 
 def only(name: str) -> MultiAgentTrace:
@@ -53,7 +40,7 @@ def test_every_fact_of_the_beeai_programs_holds_with_no_row_of_its_own(name: str
 
 def test_the_handoff_runs_the_other_agent_as_the_callers_child() -> None:
     trace = only("beeai_handoff_openinference")
-    assert tree(trace) == [("weather_desk", None, 2), ("weather_agent", "weather_desk", 2)]
+    assert agent_tree(trace) == [("weather_desk", None, 2), ("weather_agent", "weather_desk", 2)]
     desk = trace.root
     (handoff,) = desk.llm_interactions[0].tool_calls
     # BeeAI turned the desk's JSON pick into a call with an id of its own; the tool's
@@ -74,8 +61,8 @@ def test_client_calls_recorded_outside_the_late_agent_spans_are_the_agents_calls
     # Without rule 5 each call counted twice: `app` made the calls again (2 -> 4 calls in
     # the single agent's twin, 4 -> 7 in the hand-off's, one matched by rule 4).
     trace = only(name)
-    expected = tree(only(name.removesuffix("_composed")))
-    assert tree(trace) == [("app", None, 0)] + [
+    expected = agent_tree(only(name.removesuffix("_composed")))
+    assert agent_tree(trace) == [("app", None, 0)] + [
         (agent, parent or "app", calls) for agent, parent, calls in expected
     ]
     assert trace.final_output == only(name.removesuffix("_composed")).final_output
