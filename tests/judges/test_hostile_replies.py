@@ -142,9 +142,11 @@ async def test_reading_a_huge_reply_does_not_stall_other_calls(
     took = await hostile()
     await tick
     assert took > 0.2, "the hostile reply was too cheap to show anything"
-    # Read inline, the loop would stall for each whole read (half the time); off it, for
-    # a GIL switch or two.
-    assert max(lags) < took / 5, (max(lags), took)
+    # Read inline, the loop would stall for each of the two whole reads (half the time
+    # each); off it, for a GIL switch or two. The second-longest lag is compared: a loaded
+    # machine may deschedule the whole process once (a run at load 4.7 failed on the max).
+    second = sorted(lags)[-2]
+    assert second < took / 5, (sorted(lags)[-3:], took)
 
 
 async def test_an_answer_over_the_size_cap_is_an_api_error_read_no_further(
