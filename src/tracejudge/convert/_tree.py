@@ -41,6 +41,7 @@ from tracejudge.convert import (
     _handoffs,
     _infer_agents,
     _infer_calls,
+    _infer_history_calls,
     _infer_named_agents,
     _infer_pipeline,
     _infer_responses,
@@ -59,7 +60,7 @@ from tracejudge.convert import (
     conventions,
 )
 from tracejudge.convert._agents import Readings
-from tracejudge.convert._common import Extraction
+from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction
 from tracejudge.convert._construct import build
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord, describe
@@ -639,6 +640,17 @@ def _assemble(
             _offer_agent_tools(agent)
     join_tool_ids(((item for _, item in agent.items) for agent in every), aliases)
     _supply_tool_results(found.tool_runs, every, where, warnings)
+    _join_history_calls(every, warnings)
+
+
+def _join_history_calls(every: list[_Agent], warnings: list[str]) -> None:
+    """Calls no answer and no tool span recorded, from the agent's next input
+    (`_infer_history_calls`); only where a call finished for tool calls with none."""
+    for agent in every:
+        interactions = [i for _, i in agent.items if isinstance(i, LLMInteraction)]
+        if any(i.finish_reason == FINISH_TOOL_CALLS and not i.tool_calls for i in interactions):
+            _infer_history_calls.join_calls_from_history(interactions)
+            _interactions.drop_answered_warnings(interactions, warnings)
 
 
 def _supply_tool_results(
