@@ -5,11 +5,13 @@ A producer nobody added records its model calls under keys of its own (Genkit's
 This phase, for every producer, takes a span that no row claims for a model call when:
 
 - its attributes hold the call's messages and its answer, by their shape (a JSON array
-  or `messages` object of chat messages on an input key, an answer on an output key:
+  or `messages` object of chat messages on an input key, an answer on an output key, or
+  the same written as Python literals, `_python_literals`:
   read as `_infer_content` reads a call's content, whatever the keys' prefixes);
 - something says a model answered: a token count (an integer attribute whose key's last
-  word is `tokens`, or a `usage` object in a JSON value holding one), or a child span of
-  an HTTP client request (the call to the model's API);
+  word is `tokens`, a `usage` object in a JSON value holding one, or the value of a key
+  whose last segment is `usage`), or a child span of an HTTP client request (the call to
+  the model's API);
 - no span below it is a model call (the table's, or one of these): a framework's step
   around the call (Genkit's `generate`) records the same messages and answer.
 

@@ -14,6 +14,13 @@ a run of calls does. The span is then what the phases that need no row make of i
 agent, where an attribute names one). A span read by the catch-all that holds one call
 stays a call: the same call recorded twice (Google ADK's `call_llm` around google-genai's
 `generate_content`, where no row reads ADK), which the walk merges into one.
+
+A span a row reads as a call is dropped alike when two calls found by their shape
+(`_infer_calls`) lie right below it: a program's span onto which a producer wrote a call's
+attributes (LiteLLM's callback writes each call's `gen_ai.*` keys onto the span open around
+it, and the call itself as `raw_gen_ai_request` below). Two calls of a row below a row's
+call are not counted: they are one call recorded again (a request and its streamed
+response, two instrumentations of one client), which the walk merges.
 """
 
 from __future__ import annotations
