@@ -126,6 +126,21 @@ def test_a_streamed_call_logged_outside_the_callers_context_is_a_trace_of_its_ow
     assert [sum(len(a.llm_interactions) for a in t.iter_agents()) for t in traces] == [1, 1]
 
 
+def test_a_call_alone_in_its_trace_takes_its_tool_call_from_its_indexed_keys() -> None:
+    # The first streamed call, a trace of its own: no next input shows its call, but its
+    # span names it under `gen_ai.completion.0.function_call.name` / `.arguments` (no id).
+    traces = traces_from_otlp(DEFECTS / "litellm_otel_stream_unparented.pb")
+    calls = [
+        (call.name, json.loads(call.parameters))
+        for trace in traces
+        for agent in trace.iter_agents()
+        for interaction in agent.llm_interactions
+        for call in interaction.tool_calls
+    ]
+    assert calls == [("get_weather", {"city": "Paris"})]
+    assert all(trace.warnings == [] for trace in traces)
+
+
 @pytest.mark.parametrize(
     ("raw", "value"),
     [

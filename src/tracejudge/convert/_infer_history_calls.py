@@ -11,15 +11,26 @@ Such calls join the answer of the call that made them when its agent's next call
 starts with that call's inputs and goes on with tool calls: the calls up to the next
 message that is no tool call. Nothing is read from a call that is not next, or whose
 inputs the next one does not repeat (another conversation).
+
+Where no next input shows them (the call is its agent's last, or a trace of its own), the
+call's span may still name them under indexed keys of the legacy `function_call` shape
+(`<prefix>.completion.<i>.function_call.name` / `.arguments`, which LiteLLM writes beside
+its GenAI messages): one call per index, with no id.
 """
 
 from __future__ import annotations
 
-from tracejudge.convert._common import FINISH_TOOL_CALLS
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from tracejudge.convert._common import FINISH_TOOL_CALLS, tool_call
 from tracejudge.convert._construct import build
 from tracejudge.models import LLMInput, LLMInteraction, LLMOutput, LLMToolCall
 
-__all__ = ["join_calls_from_history"]
+__all__ = ["join_calls_from_history", "join_calls_from_keys"]
+
+_FUNCTION_CALL_KEY = re.compile(r"(?:.*\.)?completion\.(\d+)\.function_call\.(name|arguments)")
 
 
 def join_calls_from_history(interactions: list[LLMInteraction]) -> None:
@@ -50,3 +61,23 @@ def _calls_after(made: list[LLMInput], later: list[LLMInput]) -> list[LLMToolCal
 def _key(message: LLMInput) -> tuple[str, object]:
     content = message.content
     return message.role, content if isinstance(content, str) else content.model_dump_json()
+
+
+def join_calls_from_keys(
+    interactions: list[LLMInteraction], attributes: Mapping[str, Mapping[str, Any]]
+) -> None:
+    """Give each of `interactions` that finished for tool calls and records none the calls
+    its span's indexed `function_call` keys name (`attributes`: by span id)."""
+    for interaction in interactions:
+        if interaction.finish_reason != FINISH_TOOL_CALLS or interaction.tool_calls:
+            continue
+        found: dict[int, dict[str, Any]] = {}
+        for key, value in attributes.get(interaction.span_id or "", {}).items():
+            match = _FUNCTION_CALL_KEY.fullmatch(key)
+            if match is not None:
+                found.setdefault(int(match.group(1)), {})[match.group(2)] = value
+        for _, named in sorted(found.items()):
+            if named.get("name"):
+                call = tool_call(None, named["name"], named.get("arguments"))
+                item = build(LLMOutput, {"type": "tool_call", "content": call})
+                interaction.output_messages.append(item)
