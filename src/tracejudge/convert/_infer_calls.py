@@ -5,11 +5,13 @@ A producer nobody added records its model calls under keys of its own (Genkit's
 This phase, for every producer, takes a span that no row claims for a model call when:
 
 - its attributes hold the call's messages and its answer, by their shape (a JSON array
-  or `messages` object of chat messages on an input key, an answer on an output key:
+  or `messages` object of chat messages on an input key, an answer on an output key, or
+  the same written as Python literals, `_python_literals`:
   read as `_infer_content` reads a call's content, whatever the keys' prefixes);
 - something says a model answered: a token count (an integer attribute whose key's last
-  word is `tokens`, or a `usage` object in a JSON value holding one), or a child span of
-  an HTTP client request (the call to the model's API);
+  word is `tokens`, a `usage` object in a JSON value holding one, or the value of a key
+  whose last segment is `usage`), or a child span of an HTTP client request (the call to
+  the model's API);
 - no span below it is a model call (the table's, or one of these): a framework's step
   around the call (Genkit's `generate`) records the same messages and answer.
 
@@ -29,6 +31,7 @@ from tracejudge.convert._common import Extraction, as_str
 from tracejudge.convert._construct import build
 from tracejudge.convert._infer_content import SIZE_CAP, read_shape
 from tracejudge.convert._memo import ConversionMemo
+from tracejudge.convert._python_literals import python_literal
 from tracejudge.convert._records import SpanRecord
 from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import Convention, Kind
@@ -105,10 +108,35 @@ def _counts_tokens(attributes: Mapping[str, Any]) -> bool:
         if isinstance(value, int) and not isinstance(value, bool):
             if _SEGMENTS.split(key)[-1].lower().endswith("tokens"):
                 return True
-        elif isinstance(value, str) and '"usage"' in value and len(value) <= SIZE_CAP:
-            if _usage_object(value) is not None:
+        elif isinstance(value, str) and len(value) <= SIZE_CAP:
+            if _usage_of(key, value) is not None:
                 return True
     return False
+
+
+def _usage_of(key: str, value: str) -> Mapping[str, Any] | None:
+    """The token counts a text value holds: a JSON value's `usage` object, or the value of
+    a key whose last segment is `usage` (LiteLLM's `llm.openai.usage`, a Python literal)."""
+    if '"usage"' in value:
+        return _usage_object(value)
+    if _SEGMENTS.split(key)[-1].lower() == "usage" and value[:1] == "{":
+        found = _json_or_literal(value)
+        return found if _counts(found) else None
+    return None
+
+
+def _json_or_literal(raw: str) -> Any:
+    try:
+        return _json.loads(raw)
+    except (ValueError, RecursionError):
+        return python_literal(raw)
+
+
+def _counts(found: Any) -> bool:
+    return isinstance(found, Mapping) and any(
+        isinstance(v, int) and not isinstance(v, bool) and str(k).lower().endswith("tokens")
+        for k, v in found.items()
+    )
 
 
 def _usage_object(raw: str) -> Mapping[str, Any] | None:
@@ -118,11 +146,7 @@ def _usage_object(raw: str) -> Mapping[str, Any] | None:
     except (ValueError, RecursionError):
         return None
     found = value.get("usage") if isinstance(value, Mapping) else None
-    if isinstance(found, Mapping) and any(
-        isinstance(v, int) and k.lower().endswith("tokens") for k, v in found.items()
-    ):
-        return found
-    return None
+    return found if _counts(found) else None
 
 
 def _is_http_client(span: SpanRecord) -> bool:
@@ -145,8 +169,8 @@ def _usage(attributes: Mapping[str, Any]) -> TokenUsage | None:
     for key, value in attributes.items():
         if isinstance(value, int) and not isinstance(value, bool):
             counts.setdefault(_SEGMENTS.split(key)[-1].lower().replace(".", "_"), value)
-        elif isinstance(value, str) and '"usage"' in value and len(value) <= SIZE_CAP:
-            found = _usage_object(value)
+        elif isinstance(value, str) and len(value) <= SIZE_CAP:
+            found = _usage_of(key, value)
             if found is not None:
                 for k, v in found.items():
                     if isinstance(v, int):

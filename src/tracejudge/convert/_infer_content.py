@@ -27,6 +27,7 @@ from tracejudge.convert._common import (
     tool_call,
     tool_response,
 )
+from tracejudge.convert._python_literals import python_literal
 from tracejudge.convert._view import SpanView
 from tracejudge.models import LLMInput, LLMToolCall, LLMToolResponse
 
@@ -36,7 +37,7 @@ __all__ = ["content_blocks", "infer_content", "read_shape"]
 SIZE_CAP = 200_000
 _SEGMENTS = re.compile(r"[.:/]")
 _INPUT_WORDS = ("message", "prompt", "input", "request", "contents")
-_OUTPUT_WORDS = ("output", "response", "completion", "answer", "result", "text")
+_OUTPUT_WORDS = ("output", "response", "completion", "answer", "result", "text", "choices")
 _CALL_WORDS = ("toolcalls", "tool_calls")
 #: Keys of the whole conversation, the answer last (logfire's `events`, `all_messages_events`).
 _CONVERSATION_WORDS = ("events", "conversation", "history", "all_messages")
@@ -196,13 +197,14 @@ def content_blocks(
 
 
 def _parsed(raw: str) -> Any:
-    """The value's JSON when it is a JSON array, object or string; else None."""
+    """The value's JSON when it is a JSON array, object or string, or the dict or list it
+    writes as a Python literal (`_python_literals`); else None."""
     if raw[:1] not in ("[", "{", '"'):
         return None
     try:
         return _json.loads(raw)
     except (json.JSONDecodeError, ValueError, RecursionError):
-        return None
+        return python_literal(raw)
 
 
 def _messages_in(value: Any) -> list[LLMInput] | None:
@@ -269,6 +271,10 @@ def _answer_in(value: Any) -> tuple[list[str], list[LLMToolCall]] | None:
                 _, texts, calls, _ = _message(answers[-1])
                 return texts, calls
             return None
+        if value and isinstance(value[0], Mapping) and isinstance(value[0].get("message"), Mapping):
+            # (a response's `choices` recorded alone: the first choice's message)
+            _, texts, calls, _ = _message(value[0]["message"])
+            return texts, calls
         return None
     if not isinstance(value, Mapping):
         return None

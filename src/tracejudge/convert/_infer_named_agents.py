@@ -43,11 +43,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from tracejudge.convert import conventions
 from tracejudge.convert._agent_names import is_given_name, named_keys, names_an_agent
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
 from tracejudge.convert._records import SpanRecord
+from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import Kind
 
 __all__ = ["BOUNDARIES", "NamedAgents", "infer_named"]
@@ -204,6 +206,40 @@ def _named_top(
     return top if top is not None and is_given_name(top.name) else None
 
 
+def _run_inside(
+    chain: list[str],
+    nearest: int,
+    by_id: Mapping[str, SpanRecord],
+    agents: Mapping[str, str],
+    readings: Readings,
+) -> tuple[str, str] | None:
+    """(span id, name) of the span right inside the trace's root agent around a call, when
+    it is the program's own (no attribute, or only those of a call: a span that a row reads
+    as a model call and the walk as a run of the calls below it, `_infer_summaries`), it
+    is named as a program names a function or flow, and as no agent around it is: the
+    program's run of an agent inside the root's (a user's `planner` span inside
+    tracejudge's `app`), as the trace's root span is one where no agent is (see `_host`).
+    A framework's step there records what it is (Semantic Kernel's
+    `AutoFunctionInvocationLoop`, its `sk.available_functions`)."""
+    if nearest == 0 or nearest == len(chain) or by_id[chain[nearest]].parent_id is not None:
+        return None
+    outer = by_id[chain[nearest - 1]]
+    if outer.parent_id != chain[nearest] or outer.span_id in readings:
+        return None
+    if not is_given_name(outer.name) or (outer.attributes and not _a_run_of_calls(outer)):
+        return None
+    if outer.name in {agents[span_id] for span_id in chain[nearest:] if span_id in agents}:
+        return None
+    return outer.span_id, outer.name
+
+
+def _a_run_of_calls(span: SpanRecord) -> bool:
+    """Whether a row reads `span` as a model call (which the walk no longer does: a run of
+    the calls below it, `_infer_summaries`)."""
+    found = conventions.classify(SpanView(span))
+    return found is not None and found[1] is Kind.MODEL_CALL
+
+
 def _holding_calls(
     readable: list[tuple[SpanRecord, Extraction]], by_id: Mapping[str, SpanRecord]
 ) -> set[str]:
@@ -274,7 +310,7 @@ def _host(
             # (`parent_id is None`: the walk reached the trace's root, no tool run or
             # call stopped it, which would have been the root's span)
             return top.span_id, top.name
-        return None
+        return _run_inside(chain, nearest, by_id, agents, readings)
     position, key, name = host
     if nearest < len(chain) and agents[chain[nearest]] == name:
         return None  # a step of the agent around it, which bears its name

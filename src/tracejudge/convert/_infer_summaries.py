@@ -14,39 +14,58 @@ a run of calls does. The span is then what the phases that need no row make of i
 agent, where an attribute names one). A span read by the catch-all that holds one call
 stays a call: the same call recorded twice (Google ADK's `call_llm` around google-genai's
 `generate_content`, where no row reads ADK), which the walk merges into one.
+
+A span a row reads as a call is dropped alike when two calls found by their shape
+(`_infer_calls`) lie right below it: a program's span onto which a producer wrote a call's
+attributes (LiteLLM's callback writes each call's `gen_ai.*` keys onto the span open around
+it, and the call itself as `raw_gen_ai_request` below). Two calls of a row below a row's
+call are not counted: they are one call recorded again (a request and its streamed
+response, two instrumentations of one client), which the walk merges.
 """
 
 from __future__ import annotations
 
 from tracejudge.convert._agents import Readings
+from tracejudge.convert._infer_calls import SHAPED
 from tracejudge.convert._records import SpanRecord
-from tracejudge.convert.conventions import UNRECOGNISED, Kind
+from tracejudge.convert.conventions import UNRECOGNISED, Convention, Kind
 
 __all__ = ["drop_run_summaries"]
 
 
 def drop_run_summaries(spans: list[SpanRecord], readings: Readings) -> set[str]:
-    """Drop from `readings` the catch-all's model calls that hold two model calls another
-    reader reads (see the module's docstring); returns their span ids."""
-    guessed = {
-        span_id
+    """Drop from `readings` the model calls that hold two model calls of another reader
+    (see the module's docstring); returns their span ids."""
+    calls = {
+        span_id: convention
         for span_id, (_, convention, kind) in readings.items()
-        if convention is UNRECOGNISED and kind is Kind.MODEL_CALL
+        if kind is Kind.MODEL_CALL
     }
-    if not guessed:
+    if not calls:
         return set()
     by_id = {span.span_id: span for span in spans}
-    held: dict[str, int] = {}  # guessed span id -> the calls right below it
-    for span_id, (_, convention, kind) in readings.items():
-        if kind is not Kind.MODEL_CALL or convention is UNRECOGNISED:
+    held: dict[str, int] = {}  # call span id -> the calls of another reader right below it
+    for span_id, convention in calls.items():
+        if convention is UNRECOGNISED:
             continue
         above = _call_above(by_id.get(span_id), by_id, readings)
-        if above in guessed:
+        if above is not None and _holds(calls[above], convention):
             held[above] = held.get(above, 0) + 1
     found = {span_id for span_id, calls in held.items() if calls >= 2}
     for span_id in found:
         del readings[span_id]
     return found
+
+
+def _holds(outer: Convention, inner: Convention) -> bool:
+    """Whether a call `inner` reads, right below a call `outer` reads, counts as a call the
+    span of `outer` holds: any other reader's below the catch-all's; below a row's call,
+    only a call found by its shape (a row's call below a row's call is the same call
+    recorded again: a request and its streamed response, two instrumentations of one
+    client, which the walk merges)."""
+    if outer is UNRECOGNISED:
+        return inner is not UNRECOGNISED
+    return inner is SHAPED
 
 
 def _call_above(

@@ -16,6 +16,7 @@ from collections.abc import Container, Iterable
 
 from tracejudge.convert import _agents, _tree
 from tracejudge.convert._agents import Readings
+from tracejudge.convert._infer_calls import add_shaped_calls
 from tracejudge.convert._infer_summaries import drop_run_summaries
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import SpanRecord
@@ -79,7 +80,9 @@ def _inspect_trace(spans: list[SpanRecord], memo: ConversionMemo) -> InspectedTr
         warnings.append(f"the trace could not be converted ({type(error).__name__}: {error})")
         trace, failed = None, True
     readings = _tree.classify(spans, memo)
-    # (the catch-all's calls that are runs of calls: read as the walk reads them)
+    # (the calls that are runs of calls: read as the walk reads them, with the calls found
+    # by their shape)
+    add_shaped_calls(spans, readings, memo)
     summaries = drop_run_summaries(spans, dict(readings))
     layout = _agents.layout(spans, readings)
     inspected = InspectedTrace(trace_id=spans[0].trace_id, spans=len(spans), warnings=warnings)
@@ -139,11 +142,12 @@ def _sort_spans(
         if span.span_id in summaries and trace is not None:
             owner = _owner(span, by_id, agent_of_span, trace.root_agent_instance_id)
             entry.kind = Kind.AGENT
+            totals = " (their model and tokens)" if convention is UNRECOGNISED else ""
             _read(
                 inspected,
                 entry,
                 agent_of_span.get(span.span_id, owner),
-                "a run of the model calls below it (their model and tokens), not a call",
+                f"a run of the model calls below it{totals}, not a call",
             )
             continue
         if trace is None:

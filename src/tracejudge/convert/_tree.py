@@ -29,9 +29,10 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Container, Iterable, Iterator
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from operator import itemgetter
+from typing import Any
 
 from tracejudge import semconv
 from tracejudge.convert import (
@@ -41,6 +42,7 @@ from tracejudge.convert import (
     _handoffs,
     _infer_agents,
     _infer_calls,
+    _infer_history_calls,
     _infer_named_agents,
     _infer_pipeline,
     _infer_responses,
@@ -59,7 +61,7 @@ from tracejudge.convert import (
     conventions,
 )
 from tracejudge.convert._agents import Readings
-from tracejudge.convert._common import Extraction
+from tracejudge.convert._common import FINISH_TOOL_CALLS, Extraction
 from tracejudge.convert._construct import build
 from tracejudge.convert._memo import ConversionMemo
 from tracejudge.convert._records import STATUS_ERROR, SpanRecord, describe
@@ -639,6 +641,22 @@ def _assemble(
             _offer_agent_tools(agent)
     join_tool_ids(((item for _, item in agent.items) for agent in every), aliases)
     _supply_tool_results(found.tool_runs, every, where, warnings)
+    spans = {call.span.span_id: call.span.attributes for call, _ in placed.calls}
+    _join_history_calls(every, spans, warnings)
+
+
+def _join_history_calls(
+    every: list[_Agent], spans: Mapping[str, Mapping[str, Any]], warnings: list[str]
+) -> None:
+    """Calls no answer and no tool span recorded, from the agent's next input, else from
+    the call's indexed keys (`_infer_history_calls`; `spans`: each call span's attributes);
+    only where a call finished for tool calls with none."""
+    for agent in every:
+        interactions = [i for _, i in agent.items if isinstance(i, LLMInteraction)]
+        if any(i.finish_reason == FINISH_TOOL_CALLS and not i.tool_calls for i in interactions):
+            _infer_history_calls.join_calls_from_history(interactions)
+            _infer_history_calls.join_calls_from_keys(interactions, spans)
+            _interactions.drop_answered_warnings(interactions, warnings)
 
 
 def _supply_tool_results(

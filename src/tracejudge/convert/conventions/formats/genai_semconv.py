@@ -244,12 +244,12 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
     key = semconv.GEN_AI_INPUT_MESSAGES
     inputs = extraction.inputs
     for message in _message_list(attrs.get(key), span, key, extraction):
-        items = _text_inputs(message)
+        items = _text_inputs(message) if "tool_calls" not in message else None
         if items is None:
             parts = _usual_parts(message)
             if parts is None:
                 parts = parts_message(message, describe(span), warnings)
-            items = message_inputs(*parts)
+            items = message_inputs(*_with_openai_calls(message, parts))
         inputs.extend(items)
 
     key = semconv.GEN_AI_SYSTEM_INSTRUCTIONS
@@ -379,6 +379,19 @@ def _text_inputs(message: Any) -> list[LLMInput] | None:
     if not content and role == "assistant":
         return []  # (an empty answer is no item)
     return [build(LLMInput, {"role": role, "type": "text", "content": content})]
+
+
+def _with_openai_calls(
+    message: Any, parts: tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse]]
+) -> tuple[str, list[str], list[LLMToolCall], list[LLMToolResponse]]:
+    """A message's parts with the OpenAI-shaped `tool_calls` it keeps beside them, where its
+    parts hold no tool call (LiteLLM writes an assistant message's calls so: `{"role":
+    "assistant", "parts": [{"type": "text", "content": ""}], "tool_calls": [...]}`)."""
+    role, texts, calls, responses = parts
+    if calls or type(message) is not dict or type(message.get("tool_calls")) is not list:
+        return parts
+    _, _, found, _ = openai_message({"role": role, "tool_calls": message["tool_calls"]})
+    return role, texts, found, responses
 
 
 def _usual_parts(
