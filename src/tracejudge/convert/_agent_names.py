@@ -33,6 +33,7 @@ __all__ = [
     "named_keys",
     "names_an_agent",
     "run_name",
+    "says_agent",
 ]
 
 #: The longest attribute value read as an agent's name.
@@ -173,6 +174,12 @@ def agent_name(attributes: Mapping[str, Any]) -> str | None:
     """The agent name the span's attributes give, or None."""
     found = named_keys(attributes)
     return found[0][2] if found else None
+
+
+def says_agent(name: str) -> bool:
+    """Whether a span's name calls it an agent: one of its words is `agent`
+    (`weather_agent`, `agentPlanner`), as a program names the span of an agent's run."""
+    return any(word.lower() == "agent" for word in _WORDS.findall(name))
 
 
 def is_given_name(name: str) -> bool:

@@ -44,7 +44,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from tracejudge.convert import conventions
-from tracejudge.convert._agent_names import is_given_name, named_keys, names_an_agent
+from tracejudge.convert._agent_names import (
+    is_given_name,
+    named_keys,
+    names_an_agent,
+    says_agent,
+)
 from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
@@ -214,19 +219,24 @@ def _run_inside(
     readings: Readings,
 ) -> tuple[str, str] | None:
     """(span id, name) of the span right inside the trace's root agent around a call, when
-    it is the program's own (no attribute, or only those of a call: a span that a row reads
-    as a model call and the walk as a run of the calls below it, `_infer_summaries`), it
-    is named as a program names a function or flow, and as no agent around it is: the
-    program's run of an agent inside the root's (a user's `planner` span inside
-    tracejudge's `app`), as the trace's root span is one where no agent is (see `_host`).
-    A framework's step there records what it is (Semantic Kernel's
-    `AutoFunctionInvocationLoop`, its `sk.available_functions`)."""
+    it is the program's own and says it runs an agent, and is named as a program names a
+    function or flow and as no agent around it is: the program's run of an agent inside
+    the root's (a user's `planner` span inside tracejudge's `app`), as the trace's root
+    span is one where no agent is (see `_host`). It says so by the attributes of a call a
+    producer wrote onto it (a row reads it as a model call, the walk as a run of the calls
+    below it, `_infer_summaries`), or, with no attribute at all, by its name (a word of it
+    is `agent`: `weather_agent`). Any other span of the program's there (`retrieve`) is a
+    step of the root agent, which the program declared (`AgentTracer`); a framework's step
+    records what it is (Semantic Kernel's `AutoFunctionInvocationLoop`, its
+    `sk.available_functions`)."""
     if nearest == 0 or nearest == len(chain) or by_id[chain[nearest]].parent_id is not None:
         return None
     outer = by_id[chain[nearest - 1]]
     if outer.parent_id != chain[nearest] or outer.span_id in readings:
         return None
-    if not is_given_name(outer.name) or (outer.attributes and not _a_run_of_calls(outer)):
+    if not is_given_name(outer.name):
+        return None
+    if not _a_run_of_calls(outer) and (outer.attributes or not says_agent(outer.name)):
         return None
     if outer.name in {agents[span_id] for span_id in chain[nearest:] if span_id in agents}:
         return None
