@@ -101,3 +101,17 @@ def test_a_message_list_written_as_text_is_its_messages() -> None:
         ("user", "Add 2 and 3.\nShow the sum."),
     ]
     assert [m.content for m in extraction.outputs] == ["5"]
+
+
+def test_a_message_that_is_no_object_is_skipped_not_the_whole_call() -> None:
+    """A number among the input messages: the call is still read (the other messages and
+    the answer), the number skipped with a warning; it is not "unreadable" as a whole."""
+    attrs = {
+        semconv.GEN_AI_INPUT_MESSAGES: '[5, {"role": "user", "parts": '
+        '[{"type": "text", "content": "Add 2 and 3."}]}]',
+        semconv.GEN_AI_OUTPUT_MESSAGES: '[{"role": "assistant", "parts": '
+        '[{"type": "text", "content": "5"}]}]',
+    }
+    extraction = genai_semconv.extract(_span(attrs))
+    assert [(m.role, m.content) for m in extraction.inputs][-1] == ("user", "Add 2 and 3.")
+    assert [m.content for m in extraction.outputs] == ["5"]

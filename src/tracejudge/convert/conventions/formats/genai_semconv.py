@@ -244,7 +244,8 @@ def _from_message_lists(attrs: Mapping[str, Any], extraction: Extraction, span: 
     key = semconv.GEN_AI_INPUT_MESSAGES
     inputs = extraction.inputs
     for message in _message_list(attrs.get(key), span, key, extraction):
-        items = _text_inputs(message) if "tool_calls" not in message else None
+        # (OpenAI-shaped `tool_calls` beside the parts: the general reading below)
+        items = None if type(message) is dict and "tool_calls" in message else _text_inputs(message)
         if items is None:
             parts = _usual_parts(message)
             if parts is None:
