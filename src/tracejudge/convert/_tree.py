@@ -641,19 +641,21 @@ def _assemble(
             _offer_agent_tools(agent)
     join_tool_ids(((item for _, item in agent.items) for agent in every), aliases)
     _supply_tool_results(found.tool_runs, every, where, warnings)
-    spans = {call.span.span_id: call.span.attributes for call, _ in placed.calls}
-    _join_history_calls(every, spans, warnings)
+    _join_history_calls(every, placed.calls, warnings)
 
 
 def _join_history_calls(
-    every: list[_Agent], spans: Mapping[str, Mapping[str, Any]], warnings: list[str]
+    every: list[_Agent], calls: list[tuple[_merge.Call, str | None]], warnings: list[str]
 ) -> None:
     """Calls no answer and no tool span recorded, from the agent's next input, else from
-    the call's indexed keys (`_infer_history_calls`; `spans`: each call span's attributes);
-    only where a call finished for tool calls with none."""
+    the call's indexed keys (`_infer_history_calls`); only where a call finished for tool
+    calls with none (most traces have none: nothing is made for them)."""
+    spans: dict[str, Mapping[str, Any]] | None = None  # each call span's attributes
     for agent in every:
         interactions = [i for _, i in agent.items if isinstance(i, LLMInteraction)]
         if any(i.finish_reason == FINISH_TOOL_CALLS and not i.tool_calls for i in interactions):
+            if spans is None:
+                spans = {call.span.span_id: call.span.attributes for call, _ in calls}
             _infer_history_calls.join_calls_from_history(interactions)
             _infer_history_calls.join_calls_from_keys(interactions, spans)
             _interactions.drop_answered_warnings(interactions, warnings)
