@@ -119,7 +119,12 @@ def _usage_of(key: str, value: str) -> Mapping[str, Any] | None:
     a key whose last segment is `usage` (LiteLLM's `llm.openai.usage`, a Python literal)."""
     if '"usage"' in value:
         return _usage_object(value)
-    if _SEGMENTS.split(key)[-1].lower() == "usage" and value[:1] == "{":
+    # (cheap tests first: this runs for every text attribute of a span no row claims)
+    if (
+        value[:1] == "{"
+        and key[-5:].lower() == "usage"
+        and _SEGMENTS.split(key)[-1].lower() == "usage"
+    ):
         found = _json_or_literal(value)
         return found if _counts(found) else None
     return None
