@@ -39,3 +39,17 @@ def test_a_plain_span_inside_a_declared_agent_that_says_agent_is_its_child(
         client.chat.completions.create(model="scripted-model", messages=QUESTION)
     agents = [(agent.name, len(agent.llm_interactions)) for agent in app.trace.iter_agents()]
     assert agents == [("app", 1), ("weather_agent", 1)]
+
+
+def test_a_plain_span_about_agents_inside_a_declared_agent_is_a_step(
+    llm_server: ScriptedLLMServer, client: openai.OpenAI
+) -> None:
+    # ("agent" in its name, not as its last word: a step about agents, not an agent's run)
+    llm_server.add(Reply.text("Sunny."), Reply.text("Sunny, 22 C."))
+    tracer = trace.get_tracer("my_app")
+    with AgentTracer(name="app") as app:
+        with tracer.start_as_current_span("summarise_agent_memory"):
+            client.chat.completions.create(model="scripted-model", messages=QUESTION)
+        client.chat.completions.create(model="scripted-model", messages=QUESTION)
+    agents = [(agent.name, len(agent.llm_interactions)) for agent in app.trace.iter_agents()]
+    assert agents == [("app", 2)]

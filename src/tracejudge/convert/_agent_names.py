@@ -177,9 +177,11 @@ def agent_name(attributes: Mapping[str, Any]) -> str | None:
 
 
 def says_agent(name: str) -> bool:
-    """Whether a span's name calls it an agent: one of its words is `agent`
-    (`weather_agent`, `agentPlanner`), as a program names the span of an agent's run."""
-    return any(word.lower() == "agent" for word in _WORDS.findall(name))
+    """Whether a span's name calls it an agent: its last word is `agent` (`weather_agent`,
+    `PlannerAgent`), as a program names the span of an agent's run (not a step about
+    agents: `summarise_agent_memory`)."""
+    words = _WORDS.findall(name)
+    return bool(words) and words[-1].lower() == "agent"
 
 
 def is_given_name(name: str) -> bool:

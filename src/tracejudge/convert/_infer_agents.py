@@ -38,7 +38,7 @@ from collections.abc import Callable, Container
 from dataclasses import dataclass
 
 from tracejudge.convert import _json
-from tracejudge.convert._agent_names import run_name
+from tracejudge.convert._agent_names import agent_name, run_name
 from tracejudge.convert._agents import Layout, Readings, agent_above
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._json import is_mapping
@@ -91,7 +91,7 @@ def settle(layout: Layout, readings: Readings) -> None:
         if declared is not None:
             continue  # an agent id declared: an agent that did nothing, still an agent
         ran = children.get(span_id, [])
-        if ran and (len(ran) > 1 or name != UNNAMED_AGENT):
+        if ran and (len(ran) > 1 or not _unnamed(name, by_id[span_id], identities[ran[0]][1])):
             continue
         _drop(layout, span_id)
         siblings = children[parent]
@@ -109,6 +109,13 @@ def settle(layout: Layout, readings: Readings) -> None:
         if parent is not None:
             siblings = children[parent]
             siblings[siblings.index(span_id)] = ran[0]
+
+
+def _unnamed(name: str, span: SpanRecord, runs: str) -> bool:
+    """Whether an agent span's name is its convention's fallback (`UNNAMED_AGENT`), its
+    attributes naming no agent but the one it runs (`runs`: CrewAI's task span names its
+    agent in `crewai.task.agent`), not an agent the producer named `agent`."""
+    return name == UNNAMED_AGENT and agent_name(span.attributes) in (None, runs)
 
 
 def _drop(layout: Layout, span_id: str) -> None:

@@ -7,10 +7,12 @@ span to supply them (a program that runs its tools untraced). The agent's next c
 the conversation back: its input repeats the inputs of the call that made the calls, then
 shows the assistant's message with them (ids, names, arguments), then their results.
 
-Such calls join the answer of the call that made them when its agent's next call's input
-starts with that call's inputs and goes on with tool calls: the calls up to the next
-message that is no tool call. Nothing is read from a call that is not next, or whose
-inputs the next one does not repeat (another conversation).
+Such calls join the answer of the call that made them when its agent's later calls'
+inputs start with that call's inputs and go on with tool calls (the calls up to the next
+message that is no tool call), all the same ones: calls made side by side from one
+prompt, each followed up apart, show different calls, and none is given. Nothing is read
+from a later call whose inputs do not repeat the maker's (another conversation), and a
+call is given to one maker only.
 
 Where no next input shows them (the call is its agent's last, or a trace of its own), the
 call's span may still name them under indexed keys of the legacy `function_call` shape
@@ -30,18 +32,41 @@ from tracejudge.models import LLMInput, LLMInteraction, LLMOutput, LLMToolCall
 
 __all__ = ["join_calls_from_history", "join_calls_from_keys"]
 
-_FUNCTION_CALL_KEY = re.compile(r"(?:.*\.)?completion\.(\d+)\.function_call\.(name|arguments)")
+#: (an index of at most 6 digits: a longer one names no call, and `int` refuses 4,300)
+_FUNCTION_CALL_KEY = re.compile(r"(?:.*\.)?completion\.(\d{1,6})\.function_call\.(name|arguments)")
+
+
+#: How many of the agent's next calls are read for a call's follow-up (each is compared
+#: message by message: all of an agent's calls would be quadratic in them).
+_FOLLOW_UPS = 8
 
 
 def join_calls_from_history(interactions: list[LLMInteraction]) -> None:
     """Give each of the agent's `interactions` (in order) that finished for tool calls and
-    records none the calls its next interaction's input shows after its own inputs."""
-    for maker, after in zip(interactions, interactions[1:], strict=False):
+    records none the calls its later interactions' inputs show after its own inputs, when
+    they all show the same ones (calls made side by side from one prompt, each followed
+    up apart, show different ones: none is given) and no other call was given them."""
+    given: set[str] = set()  # the ids of the calls given so far
+    for position, maker in enumerate(interactions):
         if maker.finish_reason != FINISH_TOOL_CALLS or maker.tool_calls:
             continue
-        for call in _calls_after(maker.input_messages, after.input_messages):
+        shown = [
+            calls
+            for later in interactions[position + 1 : position + 1 + _FOLLOW_UPS]
+            if (calls := _calls_after(maker.input_messages, later.input_messages))
+        ]
+        if not shown or len({tuple(map(_call_key, calls)) for calls in shown}) != 1:
+            continue
+        if any(call.id and call.id in given for call in shown[0]):
+            continue
+        for call in shown[0]:
+            given.add(call.id)
             item = build(LLMOutput, {"type": "tool_call", "content": call})
             maker.output_messages.append(item)
+
+
+def _call_key(call: LLMToolCall) -> tuple[str, str, str]:
+    return call.id, call.name, call.parameters
 
 
 def _calls_after(made: list[LLMInput], later: list[LLMInput]) -> list[LLMToolCall]:

@@ -52,7 +52,7 @@ def drop_run_summaries(spans: list[SpanRecord], readings: Readings) -> set[str]:
         above = _call_above(by_id.get(span_id), by_id, readings)
         if above is not None and _holds(calls[above], convention):
             held[above] = held.get(above, 0) + 1
-    found = {span_id for span_id, calls in held.items() if calls >= 2}
+    found = {span_id for span_id, below in held.items() if below >= 2}
     for span_id in found:
         del readings[span_id]
     return found

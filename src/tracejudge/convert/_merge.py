@@ -31,8 +31,9 @@ How two model-call spans of one trace are matched as the same call, strongest ru
 5. **Within, the same tokens** (`_merge_within`): no rule decides (at most one carries a
    response id), the spans come from different instrumentation scopes (both known), one
    lies within the other in time, they name
-   compatible models and count the same input and output tokens; the outer one is where
-   the call sits. A framework that writes its spans when the run ends (OpenInference's
+   compatible models, count the same input and output tokens and, when both recorded
+   input messages, end their inputs with the same message; the outer one is where the
+   call sits. A framework that writes its spans when the run ends (OpenInference's
    BeeAI) beside a client instrumentation that recorded the call live, elsewhere.
 
 A record that holds only the response of a call whose request another span recorded
@@ -470,7 +471,12 @@ def _same_by_model_and_time(first: _Node, second: _Node) -> bool:
         return False
     if not _overlap(first.span, second.span):
         return False
-    a, b = first.extraction.inputs, second.extraction.inputs
+    return _same_last_input(first.extraction, second.extraction)
+
+
+def _same_last_input(first: Extraction, second: Extraction) -> bool:
+    """Whether two records end their inputs with the same message (or one records none)."""
+    a, b = first.inputs, second.inputs
     return not (a and b and _message_key(a[-1]) != _message_key(b[-1]))
 
 

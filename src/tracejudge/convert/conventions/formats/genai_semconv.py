@@ -210,18 +210,18 @@ def role_lines(text: str) -> list[tuple[str, str]]:
     """A `role: text` prompt as (role, text) messages: a line that starts with a role
     begins a message, other lines continue the one before (a prompt that starts with no
     role is one user message)."""
-    messages: list[tuple[str, str]] = []
+    # (each message's lines joined once: appending to its text line by line was quadratic)
+    messages: list[tuple[str, list[str]]] = []
     for line in text.split("\n"):
         found = _ROLE_LINE.fullmatch(line)
         if found is not None:
             role = found.group(1).lower()
-            messages.append((_ROLE_NAMES.get(role, role), found.group(2)))
+            messages.append((_ROLE_NAMES.get(role, role), [found.group(2)]))
         elif messages:
-            role, before = messages[-1]
-            messages[-1] = (role, f"{before}\n{line}")
+            messages[-1][1].append(line)
         else:
-            messages.append(("user", line))
-    return messages
+            messages.append(("user", [line]))
+    return [(role, "\n".join(lines)) for role, lines in messages]
 
 
 def _system_text(value: Any, what: str, extraction: Extraction) -> str:
