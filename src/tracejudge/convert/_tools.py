@@ -120,12 +120,19 @@ def _result_from_twin(runs: list[ToolRun], found: ToolRun) -> None:
     """A run found by its call id that records no result takes the result of an unused
     run of the same tool that names no call id: one execution recorded twice, by the
     framework's span (the id) and an instrumentation's (the result): AutoGen's own
-    `execute_tool` span and OpenInference's TOOL span around the same call."""
-    for twin in runs:
-        if not twin.used and twin.call_id is None and twin.name == found.name and twin.result:
-            twin.used = True
-            found.result = twin.result
-            return
+    `execute_tool` span and OpenInference's TOOL span around the same call. Of several,
+    the one that started nearest to it (parallel runs of one tool are told apart so)."""
+    twins = [
+        twin
+        for twin in runs
+        if not twin.used and twin.call_id is None and twin.name == found.name and twin.result
+    ]
+    if not twins:
+        return
+    start = found.start_ns
+    twin = min(twins, key=lambda t: abs((t.start_ns or 0) - start)) if start else twins[0]
+    twin.used = True
+    found.result = twin.result
 
 
 def _match_runs(interactions: list[LLMInteraction], runs: list[ToolRun]) -> dict[str, ToolRun]:

@@ -16,13 +16,15 @@ the events their steps return (`_infer_turns`), tool runs and hand-offs on steps
 instrumentations (nested or side by side) is one interaction: see `_merge` for how such
 records are matched and merged.
 
-One trace is built in phases, each a function that hands the next a frozen value of
-what it found (`_build_trace`): lay out (`_LaidOut`: the table's readings, the agent
-spans settled), sort out (`_Found`: model calls read, tool runs, hand-offs), infer the
-agents no span names, place (`_Placed`: each agent's parent, each call's agent), choose
-the root (`_Root`), assemble (interactions and child agents into their agents, in order;
-tool results joined) and attach (hand-offs, answers, evaluations). The agents themselves
-(`_Agent`, registered in `_Agents` with ids of their own) are what the phases fill.
+One trace is built in phases, each a function that hands the next what it found as a
+frozen record, whose fields are not reassigned afterwards (`_build_trace`): lay out
+(`_LaidOut`: the table's readings, the agent spans settled), sort out (`_Found`: model
+calls read, tool runs, hand-offs), infer the agents no span names (a new `_LaidOut` where
+turns moved), place (`_Placed`: each agent's parent, each call's agent), choose the root
+(`_Root`), assemble (interactions and child agents into their agents, in order; tool
+results joined) and attach (hand-offs, answers, evaluations). What the phases fill in
+place is the agents (`_Agent`, registered in `_Agents` with ids of their own), the calls'
+extractions and the interactions built from them.
 """
 
 from __future__ import annotations
@@ -523,7 +525,7 @@ def _join_later_turns(laid_out: _LaidOut, later_turns: dict[str, str]) -> _LaidO
         if end is not None:
             ends[first] = max(ends.get(first, 0), end)
     spans = _records.moved(laid_out.spans, later_turns, ends)
-    by_id = laid_out.layout.by_id = {span.span_id: span for span in spans}
+    by_id = {span.span_id: span for span in spans}
     return dataclasses.replace(laid_out, spans=spans, by_id=by_id)
 
 
