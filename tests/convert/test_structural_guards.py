@@ -166,3 +166,65 @@ def test_calls_made_side_by_side_are_not_given_each_others_tool_calls() -> None:
     )
     makers = trace.root.llm_interactions[:2]
     assert [[c.id for c in m.tool_calls] for m in makers] == [[], []]
+
+
+def test_parallel_runs_of_one_tool_each_take_their_own_twins_result() -> None:
+    # Each run recorded twice (the framework's span with the call id, an instrumentation's
+    # with the result, as AutoGen and OpenInference do): the second call's runs started
+    # first, so the first unused twin of the first call's run was the other call's.
+    def execute(span_id: str, start: int, call_id: str) -> SpanRecord:
+        attributes = {
+            semconv.GEN_AI_OPERATION_NAME: "execute_tool",
+            semconv.GEN_AI_TOOL_NAME: "get_weather",
+            semconv.GEN_AI_TOOL_CALL_ID: call_id,
+        }
+        return SpanRecord(
+            "t", span_id, "a", "execute_tool", start * MS, (start + 1) * MS, attributes=attributes
+        )
+
+    def tool(span_id: str, start: int, result: str) -> SpanRecord:
+        attributes = {
+            "openinference.span.kind": "TOOL",
+            "tool.name": "get_weather",
+            "output.value": result,
+        }
+        return SpanRecord(
+            "t", span_id, "a", "get_weather", start * MS, (start + 1) * MS, attributes=attributes
+        )
+
+    calls = [
+        {
+            "type": "tool_call",
+            "id": "call_paris",
+            "name": "get_weather",
+            "arguments": {"city": "Paris"},
+        },
+        {
+            "type": "tool_call",
+            "id": "call_rome",
+            "name": "get_weather",
+            "arguments": {"city": "Rome"},
+        },
+    ]
+    trace = only(
+        [
+            agent("a", None, "weather", 0, 30),
+            chat(
+                "c",
+                "a",
+                1,
+                2,
+                scope="genai",
+                question="Weather?",
+                answer=calls,
+                finish="tool_calls",
+            ),
+            execute("xr", 3, "call_rome"),
+            tool("tr", 4, "Rainy in Rome"),
+            execute("xp", 10, "call_paris"),
+            tool("tp", 11, "Sunny in Paris"),
+        ]
+    )
+    (interaction,) = trace.root.llm_interactions
+    results = {r.id: r.response for r in interaction.tool_results or []}
+    assert results == {"call_paris": "Sunny in Paris", "call_rome": "Rainy in Rome"}

@@ -82,6 +82,7 @@ class OpenInference(Convention):
             arguments=openinference.tool_arguments(
                 attrs.get(semconv.INPUT_VALUE), attrs.get(semconv.TOOL_PARAMETERS)
             ),
+            start_ns=span.record.start_ns,
         )
 
     def handoff(self, span: SpanView) -> _handoffs.Handoff | None:
