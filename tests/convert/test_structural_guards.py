@@ -228,3 +228,17 @@ def test_parallel_runs_of_one_tool_each_take_their_own_twins_result() -> None:
     (interaction,) = trace.root.llm_interactions
     results = {r.id: r.response for r in interaction.tool_results or []}
     assert results == {"call_paris": "Sunny in Paris", "call_rome": "Rainy in Rome"}
+
+
+def test_inspect_reports_a_trace_whose_spans_cannot_be_read(monkeypatch) -> None:
+    # (A fault injected in a step the walk shares with `inspect`: the walk's safety net
+    # reports the trace; `inspect` now does too, instead of raising for the whole input.)
+    from tracejudge.convert import _inspect, inspect_records
+
+    def broken(*_: Any) -> None:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(_inspect, "add_shaped_calls", broken)
+    spans = [chat("c", None, 0, 5, scope="genai", question="Hi?")]
+    (inspected,) = inspect_records(spans).traces
+    assert "its spans could not be read (RuntimeError: a bug)" in inspected.warnings

@@ -79,13 +79,18 @@ def _inspect_trace(spans: list[SpanRecord], memo: ConversionMemo) -> InspectedTr
         logger.exception("tracejudge.convert: could not convert a trace")
         warnings.append(f"the trace could not be converted ({type(error).__name__}: {error})")
         trace, failed = None, True
-    readings = _tree.classify(spans, memo)
-    # (the calls that are runs of calls: read as the walk reads them, with the calls found
-    # by their shape)
-    add_shaped_calls(spans, readings, memo)
-    summaries = drop_run_summaries(spans, dict(readings))
-    layout = _agents.layout(spans, readings)
     inspected = InspectedTrace(trace_id=spans[0].trace_id, spans=len(spans), warnings=warnings)
+    try:
+        readings = _tree.classify(spans, memo)
+        # (the calls that are runs of calls: read as the walk reads them, with the calls
+        # found by their shape)
+        add_shaped_calls(spans, readings, memo)
+        summaries = drop_run_summaries(spans, dict(readings))
+        layout = _agents.layout(spans, readings)
+    except Exception as error:  # the same steps as the walk's: a trace it could not convert
+        logger.exception("tracejudge.convert: could not read a trace's spans")
+        inspected.warnings.append(f"its spans could not be read ({type(error).__name__}: {error})")
+        return inspected
     if trace is not None:
         inspected.root = trace.root_agent_instance_id
         inspected.agents = _agents_of(trace)
