@@ -143,3 +143,11 @@ def agent_tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
 
     walk(trace.root_agent_instance_id, None)
     return rows
+
+
+def only_recording(name: str) -> MultiAgentTrace:
+    """The one trace of framework recording `name` (tests/fixtures/frameworks)."""
+    from tests.fixtures.frameworks import expectations
+
+    (trace,) = expectations.convert(name)
+    return trace

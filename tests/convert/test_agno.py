@@ -14,11 +14,10 @@ from __future__ import annotations
 
 import pytest
 
-from tests.convert._helpers import agent_tree
+from tests.convert._helpers import agent_tree, only_recording
 from tests.fixtures.frameworks import expectations
 from tracejudge.convert import conventions
 from tracejudge.convert._agent_names import agent_name, names_an_agent
-from tracejudge.models import MultiAgentTrace
 
 AGNO = [
     "agno_agent_openinference",
@@ -26,11 +25,6 @@ AGNO = [
     "agno_team_openinference",
     "agno_team_openllmetry",
 ]
-
-
-def only(name: str) -> MultiAgentTrace:
-    (trace,) = expectations.convert(name)
-    return trace
 
 
 @pytest.mark.parametrize("name", AGNO)
@@ -42,7 +36,7 @@ def test_every_fact_of_the_agno_programs_holds_with_no_row_of_its_own(name: str)
 def test_an_agent_run_that_totals_its_calls_is_the_agent_not_a_call() -> None:
     # `weather_assistant.agent` names the model and counts 79 tokens, the sum of the two
     # openai.chat spans below it: read as a call, the run made three calls, in `root`.
-    trace = only("agno_agent_openllmetry")
+    trace = only_recording("agno_agent_openllmetry")
     assert agent_tree(trace) == [("weather_assistant", None, 2)]
     (agent,) = trace.iter_agents()
     assert [len(i.tool_calls) for i in agent.llm_interactions] == [1, 0]
@@ -51,7 +45,7 @@ def test_an_agent_run_that_totals_its_calls_is_the_agent_not_a_call() -> None:
 
 def test_a_team_span_is_named_by_its_team_name_key() -> None:
     # The span is `weather_team.team`; `agno.team.name` names the team.
-    assert agent_tree(only("agno_team_openllmetry")) == [
+    assert agent_tree(only_recording("agno_team_openllmetry")) == [
         ("weather_team", None, 2),
         ("weather_agent", "weather_team", 2),
     ]

@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.convert._helpers import agent_tree
+from tests.convert._helpers import agent_tree, only_recording
 from tests.fixtures.frameworks import expectations
 from tracejudge.convert import SpanRecord, _merge, inspect_otlp
 from tracejudge.convert._common import Extraction
 from tracejudge.convert.conventions import Kind
-from tracejudge.models import LLMToolResponse, MultiAgentTrace, TokenUsage
+from tracejudge.models import LLMToolResponse, TokenUsage
 
 RECORDINGS = ["beeai_agent_openinference", "beeai_handoff_openinference"]
 COMPOSED = [f"{name}_composed" for name in RECORDINGS]
-
-
-def only(name: str) -> MultiAgentTrace:
-    (trace,) = expectations.convert(name)
-    return trace
 
 
 @pytest.mark.parametrize("name", RECORDINGS + COMPOSED)
@@ -39,7 +34,7 @@ def test_every_fact_of_the_beeai_programs_holds_with_no_row_of_its_own(name: str
 
 
 def test_the_handoff_runs_the_other_agent_as_the_callers_child() -> None:
-    trace = only("beeai_handoff_openinference")
+    trace = only_recording("beeai_handoff_openinference")
     assert agent_tree(trace) == [("weather_desk", None, 2), ("weather_agent", "weather_desk", 2)]
     desk = trace.root
     (handoff,) = desk.llm_interactions[0].tool_calls
@@ -60,12 +55,12 @@ def test_client_calls_recorded_outside_the_late_agent_spans_are_the_agents_calls
 ) -> None:
     # Without rule 5 each call counted twice: `app` made the calls again (2 -> 4 calls in
     # the single agent's twin, 4 -> 7 in the hand-off's, one matched by rule 4).
-    trace = only(name)
-    expected = agent_tree(only(name.removesuffix("_composed")))
+    trace = only_recording(name)
+    expected = agent_tree(only_recording(name.removesuffix("_composed")))
     assert agent_tree(trace) == [("app", None, 0)] + [
         (agent, parent or "app", calls) for agent, parent, calls in expected
     ]
-    assert trace.final_output == only(name.removesuffix("_composed")).final_output
+    assert trace.final_output == only_recording(name.removesuffix("_composed")).final_output
 
 
 @pytest.mark.parametrize("name", COMPOSED)

@@ -21,32 +21,14 @@ import json
 
 import pytest
 
+from tests.convert._helpers import agent_tree, only_recording
 from tests.fixtures.frameworks import expectations
 from tracejudge.convert import inspect_otlp, traces_from_otlp
 from tracejudge.convert._python_literals import python_literal
 from tracejudge.convert.conventions import Kind
-from tracejudge.models import LLMToolCall, MultiAgentTrace
+from tracejudge.models import LLMToolCall
 
 DEFECTS = expectations.FIXTURES / "defects"
-
-
-def tree(trace: MultiAgentTrace) -> list[tuple[str, str | None, int]]:
-    """(name, parent name, calls) of every agent, depth first."""
-    rows: list[tuple[str, str | None, int]] = []
-
-    def walk(agent_id: str, parent: str | None) -> None:
-        agent = trace.agent_instance_by_id[agent_id]
-        rows.append((agent.name, parent, len(agent.llm_interactions)))
-        for child in agent.child_ids:
-            walk(child, agent.name)
-
-    walk(trace.root_agent_instance_id, None)
-    return rows
-
-
-def only(name: str) -> MultiAgentTrace:
-    (trace,) = expectations.convert(name)
-    return trace
 
 
 @pytest.mark.parametrize("name", ["litellm_otel_agents", "litellm_otel_stream"])
@@ -58,7 +40,7 @@ def test_every_fact_of_the_litellm_programs_holds_with_no_row_of_its_own(name: s
 def test_the_program_spans_litellm_wrote_a_call_onto_are_its_agents() -> None:
     # `planner` and `researcher` carry the GenAI keys of one of their calls (LiteLLM wrote
     # each call's onto them); the calls are the `raw_gen_ai_request` spans below them.
-    assert tree(only("litellm_otel_agents")) == [
+    assert agent_tree(only_recording("litellm_otel_agents")) == [
         ("planner", None, 2),
         ("researcher", "planner", 2),
     ]
@@ -92,7 +74,7 @@ def test_a_raw_request_written_as_python_literals_is_the_whole_call() -> None:
 def test_a_streamed_tool_call_is_taken_from_the_next_input() -> None:
     # A streamed call's raw span is empty and its GenAI answer `"parts": []`: the next
     # call's input shows the assistant's call (`tool_calls` beside its parts).
-    trace = only("litellm_otel_stream")
+    trace = only_recording("litellm_otel_stream")
     first, second = [i for a in trace.iter_agents() for i in a.llm_interactions]
     assert [(c.id, c.name) for c in first.tool_calls] == [("call_weather", "get_weather")]
     shown = [m.content for m in second.input_messages if isinstance(m.content, LLMToolCall)]
@@ -115,7 +97,7 @@ def test_the_programs_span_inside_tracejudges_agent_is_an_agent(
 ) -> None:
     # Under `AgentTracer("app")` the program's `planner` span is no longer the trace's
     # root; it is still the program's run of an agent, the root agent's child.
-    assert tree(only(name)) == rows
+    assert agent_tree(only_recording(name)) == rows
 
 
 def test_a_streamed_call_logged_outside_the_callers_context_is_a_trace_of_its_own() -> None:
