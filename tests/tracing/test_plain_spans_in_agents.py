@@ -12,6 +12,11 @@ from tracejudge.tracing import AgentTracer
 QUESTION = [{"role": "user", "content": "What is the weather in Paris?"}]
 
 
+def agent_calls(app: AgentTracer) -> list[tuple[str, int]]:
+    """(name, model calls) of each agent of the traced run, depth first."""
+    return [(agent.name, len(agent.llm_interactions)) for agent in app.trace.iter_agents()]
+
+
 def test_a_plain_span_inside_a_declared_agent_is_a_step_of_it(
     llm_server: ScriptedLLMServer, client: openai.OpenAI
 ) -> None:
@@ -22,8 +27,7 @@ def test_a_plain_span_inside_a_declared_agent_is_a_step_of_it(
             client.chat.completions.create(model="scripted-model", messages=QUESTION)
         with tracer.start_as_current_span("summarise"):
             client.chat.completions.create(model="scripted-model", messages=QUESTION)
-    agents = [(agent.name, len(agent.llm_interactions)) for agent in app.trace.iter_agents()]
-    assert agents == [("app", 2)]
+    assert agent_calls(app) == [("app", 2)]
 
 
 def test_a_plain_span_inside_a_declared_agent_that_says_agent_is_its_child(
@@ -37,8 +41,7 @@ def test_a_plain_span_inside_a_declared_agent_that_says_agent_is_its_child(
         with tracer.start_as_current_span("weather_agent"):
             client.chat.completions.create(model="scripted-model", messages=QUESTION)
         client.chat.completions.create(model="scripted-model", messages=QUESTION)
-    agents = [(agent.name, len(agent.llm_interactions)) for agent in app.trace.iter_agents()]
-    assert agents == [("app", 1), ("weather_agent", 1)]
+    assert agent_calls(app) == [("app", 1), ("weather_agent", 1)]
 
 
 def test_a_plain_span_about_agents_inside_a_declared_agent_is_a_step(
@@ -51,5 +54,4 @@ def test_a_plain_span_about_agents_inside_a_declared_agent_is_a_step(
         with tracer.start_as_current_span("summarise_agent_memory"):
             client.chat.completions.create(model="scripted-model", messages=QUESTION)
         client.chat.completions.create(model="scripted-model", messages=QUESTION)
-    agents = [(agent.name, len(agent.llm_interactions)) for agent in app.trace.iter_agents()]
-    assert agents == [("app", 2)]
+    assert agent_calls(app) == [("app", 2)]
