@@ -40,10 +40,9 @@ with no agent span is `_infer_pipeline`'s.)
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Container, Mapping
 from dataclasses import dataclass
 
-from tracejudge.convert import conventions
 from tracejudge.convert._agent_names import (
     is_given_name,
     named_keys,
@@ -54,7 +53,6 @@ from tracejudge.convert._agents import Readings
 from tracejudge.convert._common import Extraction
 from tracejudge.convert._infer_agents import InferredAgent
 from tracejudge.convert._records import SpanRecord
-from tracejudge.convert._view import SpanView
 from tracejudge.convert.conventions import Kind
 
 __all__ = ["BOUNDARIES", "NamedAgents", "infer_named"]
@@ -78,9 +76,11 @@ def infer_named(
     by_id: Mapping[str, SpanRecord],
     agents: Mapping[str, str],
     readings: Readings,
+    runs: Container[str] = (),
 ) -> NamedAgents:
     """The agents named by the spans that group the calls of `readable` (in start order),
-    beyond the agent spans `agents` (span id -> the agent's name)."""
+    beyond the agent spans `agents` (span id -> the agent's name). `runs`: the spans a row
+    read as model calls that are runs of the calls below them (`_infer_summaries`)."""
     hosts: dict[str, str] = {}  # span id -> its agent name
     keys: dict[str, list[tuple[int, str, str]]] = {}  # the naming keys of each span seen
     done: set[str | None] = set()  # (the host depends on the call's parent alone)
@@ -88,7 +88,7 @@ def infer_named(
         if span.parent_id in done or span.parent_id in agents:
             continue  # (a call in an agent's own span: no span between to name a run)
         done.add(span.parent_id)
-        found = _host(span, by_id, agents, readings, keys)
+        found = _host(span, by_id, agents, readings, keys, runs)
         if found is not None:
             hosts[found[0]] = found[1]
     hosts.update(_runs_around_agents(by_id, agents, readings, keys))
@@ -217,6 +217,7 @@ def _run_inside(
     by_id: Mapping[str, SpanRecord],
     agents: Mapping[str, str],
     readings: Readings,
+    runs: Container[str],
 ) -> tuple[str, str] | None:
     """(span id, name) of the span right inside the trace's root agent around a call, when
     it is the program's own and says it runs an agent, and is named as a program names a
@@ -224,11 +225,11 @@ def _run_inside(
     the root's (a user's `planner` span inside tracejudge's `app`), as the trace's root
     span is one where no agent is (see `_host`). It says so by the attributes of a call a
     producer wrote onto it (a row reads it as a model call, the walk as a run of the calls
-    below it, `_infer_summaries`), or, with no attribute at all, by its name (a word of it
-    is `agent`: `weather_agent`). Any other span of the program's there (`retrieve`) is a
-    step of the root agent, which the program declared (`AgentTracer`); a framework's step
-    records what it is (Semantic Kernel's `AutoFunctionInvocationLoop`, its
-    `sk.available_functions`)."""
+    below it, `_infer_summaries`: one of `runs`), or, with no attribute at all, by its
+    name (its last word is `agent`: `weather_agent`). Any other span of the program's
+    there (`retrieve`) is a step of the root agent, which the program declared
+    (`AgentTracer`); a framework's step records what it is (Semantic Kernel's
+    `AutoFunctionInvocationLoop`, its `sk.available_functions`)."""
     if nearest == 0 or nearest == len(chain) or by_id[chain[nearest]].parent_id is not None:
         return None
     outer = by_id[chain[nearest - 1]]
@@ -236,18 +237,11 @@ def _run_inside(
         return None
     if not is_given_name(outer.name):
         return None
-    if not _a_run_of_calls(outer) and (outer.attributes or not says_agent(outer.name)):
+    if outer.span_id not in runs and (outer.attributes or not says_agent(outer.name)):
         return None
     if outer.name in {agents[span_id] for span_id in chain[nearest:] if span_id in agents}:
         return None
     return outer.span_id, outer.name
-
-
-def _a_run_of_calls(span: SpanRecord) -> bool:
-    """Whether a row reads `span` as a model call (which the walk no longer does: a run of
-    the calls below it, `_infer_summaries`)."""
-    found = conventions.classify(SpanView(span))
-    return found is not None and found[1] is Kind.MODEL_CALL
 
 
 def _holding_calls(
@@ -269,6 +263,7 @@ def _host(
     agents: Mapping[str, str],
     readings: Readings,
     keys: dict[str, list[tuple[int, str, str]]],
+    runs: Container[str],
 ) -> tuple[str, str] | None:
     """(span id, agent name) of the span that holds the call's run as an agent of its
     own, or None (see the module's docstring)."""
@@ -320,7 +315,7 @@ def _host(
             # (`parent_id is None`: the walk reached the trace's root, no tool run or
             # call stopped it, which would have been the root's span)
             return top.span_id, top.name
-        return _run_inside(chain, nearest, by_id, agents, readings)
+        return _run_inside(chain, nearest, by_id, agents, readings, runs)
     position, key, name = host
     if nearest < len(chain) and agents[chain[nearest]] == name:
         return None  # a step of the agent around it, which bears its name

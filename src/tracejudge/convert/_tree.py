@@ -266,6 +266,8 @@ class _LaidOut:
     by_id: dict[str, SpanRecord]
     #: each span's position in start order
     seq: dict[str, int]
+    #: the spans a row read as model calls that are runs of the calls below them
+    runs: frozenset[str]
 
 
 @dataclass(frozen=True)
@@ -380,7 +382,7 @@ def _lay_out(spans: list[SpanRecord], memo: ConversionMemo, warnings: list[str])
     # (model calls no row claims, recognised by their shape)
     _infer_calls.add_shaped_calls(spans, readings, memo)
     # (an agent's run that names its model and totals its calls' tokens: no call itself)
-    _infer_summaries.drop_run_summaries(spans, readings)
+    runs = _infer_summaries.drop_run_summaries(spans, readings)
     # (agents named only in the events their steps return)
     _infer_turns.add_named_turns(spans, readings, memo)
     # (tool runs on steps, where no row reads a tool span of the trace)
@@ -393,7 +395,7 @@ def _lay_out(spans: list[SpanRecord], memo: ConversionMemo, warnings: list[str])
     _settle_named_agents.drop_nested_runs(layout, readings)
     warnings.extend(layout.warnings)  # what agent spans' identities lack
     seq = {span.span_id: i for i, span in enumerate(layout.spans)}
-    return _LaidOut(readings, layout, layout.spans, layout.by_id, seq)
+    return _LaidOut(readings, layout, layout.spans, layout.by_id, seq, frozenset(runs))
 
 
 # --------------------------------------------------------------------- 1. sort out
@@ -500,6 +502,7 @@ def _infer_agents_of(
         laid_out.by_id,
         {span_id: agent.name for span_id, agent in agents.by_span.items()},
         readings,
+        laid_out.runs,
     )
     if named.later_turns:
         laid_out = _join_later_turns(laid_out, named.later_turns)
