@@ -80,14 +80,14 @@ def within_pairs(
                 and records[outer][0].scope != inner_span.scope
                 and _contains(records[outer][0], inner_span)
                 and compatible_models(records[outer][1].model, inner_ex.model)
-                and _same_last_input(records[outer][1], inner_ex)
+                and _same_last_text(records[outer][1], inner_ex)
             ]
             if around:
                 pairs.append((inner, min(around, key=lambda o: _length(records[o][0]))))
     return pairs
 
 
-def _same_last_input(first: Extraction, second: Extraction) -> bool:
+def _same_last_text(first: Extraction, second: Extraction) -> bool:
     """Whether two records end their inputs with the same message, by its text (a tool
     result by its text, a tool call by its name and arguments: ids are what one record of
     a call may lack, as OpenInference's BeeAI spans lack a result's id), or one records
